@@ -1,0 +1,194 @@
+//! The config file exactly as written: serde shapes with `deny_unknown_fields` everywhere
+//! and spans on every value that validation may need to point at.
+//!
+//! Nothing here checks meaning (that is `validate`), and nothing past the config layer
+//! sees these types.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use toml::Spanned;
+
+use super::units::{HumanDuration, RateLimit};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    pub admin: Option<RawAdmin>,
+    #[serde(default)]
+    pub timeouts: RawTimeouts,
+    #[serde(default, rename = "listener")]
+    pub listeners: Vec<RawListener>,
+    #[serde(default, rename = "tenant")]
+    pub tenants: Vec<RawTenant>,
+    #[serde(default, rename = "leaf")]
+    pub leaves: Vec<RawLeaf>,
+    #[serde(default, rename = "route")]
+    pub routes: Vec<RawRoute>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAdmin {
+    pub bind: Spanned<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTimeouts {
+    pub connect: Option<HumanDuration>,
+    pub response_header: Option<HumanDuration>,
+    pub idle: Option<HumanDuration>,
+    pub upgraded_idle: Option<HumanDuration>,
+    pub shutdown_grace: Option<HumanDuration>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawListener {
+    pub name: Spanned<String>,
+    pub bind: Spanned<String>,
+    #[serde(default)]
+    pub kind: ListenerKind,
+    pub tls: Option<RawServerTls>,
+    #[serde(default)]
+    pub certificate: Vec<RawSniCertificate>,
+}
+
+/// What a listener serves. The Kubernetes kinds (`node-api`, `kube-api`) are added with
+/// the Kubernetes surfaces; until then naming them is a config error, not a silent no-op.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ListenerKind {
+    #[default]
+    Http,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawServerTls {
+    pub cert: Spanned<String>,
+    pub key: Spanned<String>,
+    pub client_ca: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSniCertificate {
+    pub hosts: Spanned<Vec<Spanned<String>>>,
+    pub cert: Spanned<String>,
+    pub key: Spanned<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTenant {
+    pub name: Spanned<String>,
+    #[serde(default)]
+    pub namespaces: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub bandwidth: RawBandwidth,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBandwidth {
+    pub per_connection: Option<RateLimit>,
+    pub total: Option<RateLimit>,
+}
+
+/// A route's `bandwidth`: a bare limit is per connection (`bandwidth = "1MiB/s"`); the
+/// table form sets `per_connection` and `total` like a tenant's.
+#[derive(Debug, Default)]
+pub struct RawRouteBandwidth(pub RawBandwidth);
+
+impl<'de> Deserialize<'de> for RawRouteBandwidth {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawRouteBandwidth;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(
+                    "a per-connection rate like \"1MiB/s\" or a table { per_connection, total }",
+                )
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                let rate = v.parse().map_err(E::custom)?;
+                Ok(RawRouteBandwidth(RawBandwidth {
+                    per_connection: Some(RateLimit { rate, burst: None }),
+                    total: None,
+                }))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                RawBandwidth::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(RawRouteBandwidth)
+            }
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLeaf {
+    pub name: Spanned<String>,
+    pub kubeconfig: Spanned<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRoute {
+    pub name: Option<Spanned<String>>,
+    pub listeners: Option<Vec<Spanned<String>>>,
+    pub host: Spanned<String>,
+    pub path: Option<Spanned<String>>,
+    pub exact: Option<Spanned<String>>,
+    #[serde(default = "no_backends")]
+    pub backends: Spanned<Vec<Spanned<String>>>,
+    pub protocol: Option<UpstreamProtocol>,
+    pub tls: Option<RawUpstreamTls>,
+    pub direct: Option<Spanned<RawDirect>>,
+    pub tenant: Option<Spanned<String>>,
+    pub bandwidth: Option<RawRouteBandwidth>,
+    #[serde(default)]
+    pub timeouts: RawTimeouts,
+}
+
+/// How leafgate speaks to a plain-TCP upstream. TLS upstreams negotiate by ALPN.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UpstreamProtocol {
+    #[default]
+    Http1,
+    H2c,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawUpstreamTls {
+    pub ca: Option<Spanned<String>>,
+    pub cert: Option<Spanned<String>>,
+    pub key: Option<Spanned<String>>,
+    pub server_name: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDirect {
+    #[serde(default = "default_status")]
+    pub status: Spanned<u16>,
+    #[serde(default)]
+    pub body: String,
+    #[serde(default)]
+    pub headers: BTreeMap<String, Spanned<String>>,
+}
+
+fn no_backends() -> Spanned<Vec<Spanned<String>>> {
+    Spanned::new(0..0, Vec::new())
+}
+
+fn default_status() -> Spanned<u16> {
+    Spanned::new(0..0, 200)
+}
