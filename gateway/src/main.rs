@@ -1,1 +1,181 @@
-fn main() {}
+//! The `leafgate` command: run the gateway, check a config, ask a running gateway to reload.
+//! The tracing subscriber is installed here and nowhere else.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand, ValueEnum};
+use leafgate::Gateway;
+use leafgate::config::Config;
+use leafgate::snapshot::Snapshot;
+use tracing::{error, info};
+
+const DEFAULT_CONFIG: &str = "config/leafgate.toml";
+
+#[derive(Parser)]
+#[command(
+    name = "leafgate",
+    version,
+    about = "A WebAssembly-pluggable edge gateway"
+)]
+struct Cli {
+    /// Log format on stderr.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the gateway (the default, with config/leafgate.toml).
+    Run {
+        #[arg(long, short, default_value = DEFAULT_CONFIG)]
+        config: PathBuf,
+    },
+    /// Parse and validate a config, load its certificates; print every error.
+    Check {
+        #[arg(long, short, default_value = DEFAULT_CONFIG)]
+        config: PathBuf,
+    },
+    /// Ask a running gateway to reload its config.
+    Reload {
+        /// The gateway's admin address.
+        #[arg(long, default_value = "127.0.0.1:9901")]
+        admin: SocketAddr,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(cli.log_format);
+    let command = cli.command.unwrap_or(Command::Run {
+        config: DEFAULT_CONFIG.into(),
+    });
+    let result = match command {
+        Command::Run { config } => run(config),
+        Command::Check { config } => check(config),
+        Command::Reload { admin } => reload(admin),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("leafgate: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_tracing(format: LogFormat) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder
+            .json()
+            .with_current_span(true)
+            .with_span_list(true)
+            .init(),
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+fn run(config: PathBuf) -> anyhow::Result<ExitCode> {
+    runtime()?.block_on(async move {
+        let gateway = match Gateway::start(&config).await {
+            Ok(g) => g,
+            Err(e) => {
+                error!("cannot start");
+                eprintln!("{e}");
+                return Ok(ExitCode::FAILURE);
+            }
+        };
+        for (name, _, addr) in gateway.listener_addrs() {
+            info!(listener = %name, %addr, "serving");
+        }
+        wait_for_signals(&gateway).await?;
+        gateway.shutdown().await;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// Returns on SIGTERM or SIGINT; reloads on SIGHUP.
+async fn wait_for_signals(gateway: &Gateway) -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    loop {
+        tokio::select! {
+            _ = term.recv() => return Ok(()),
+            _ = int.recv() => return Ok(()),
+            _ = hup.recv() => {
+                info!("SIGHUP: reloading");
+                // The outcome is logged and recorded in /status by `reload` itself.
+                let _ = gateway.reload().await;
+            }
+        }
+    }
+}
+
+fn check(config: PathBuf) -> anyhow::Result<ExitCode> {
+    let loaded = match Config::load(&config) {
+        Ok(c) => c,
+        Err(errors) => {
+            for e in &errors.0 {
+                eprintln!("{e}");
+            }
+            eprintln!("{}: {} error(s)", config.display(), errors.0.len());
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    // Compiling the snapshot checks what only rustls can (key matches certificate).
+    let built =
+        runtime()?.block_on(async { Snapshot::build(std::sync::Arc::new(loaded), 0).map(|_| ()) });
+    if let Err(e) = built {
+        eprintln!("{}: {e}", config.display());
+        return Ok(ExitCode::FAILURE);
+    }
+    println!("{}: ok", config.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn reload(admin: SocketAddr) -> anyhow::Result<ExitCode> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(admin)
+        .with_context(|| format!("connecting to the admin listener at {admin}"))?;
+    write!(
+        stream,
+        "POST /reload HTTP/1.1\r\nHost: {admin}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let ok = head.starts_with("HTTP/1.1 200");
+    let parsed: serde_json::Value = serde_json::from_str(body.trim()).unwrap_or_default();
+    if ok {
+        println!("reloaded: generation {}", parsed["generation"]);
+        Ok(ExitCode::SUCCESS)
+    } else {
+        let error = parsed["error"].as_str().unwrap_or(body);
+        eprintln!("reload rejected; the gateway keeps its running config:\n{error}");
+        Ok(ExitCode::FAILURE)
+    }
+}

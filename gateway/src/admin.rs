@@ -1,0 +1,176 @@
+//! The admin listener: health, readiness, status, metrics and reload, for operators and
+//! their tooling. Plain HTTP/1.1 on `[admin] bind` (keep it on loopback or a private
+//! network). It reads the gateway's state and asks it to reload; it serves no traffic.
+//!
+//! - `GET /healthz`: 200 while the process runs.
+//! - `GET /readyz`: 200 while accepting, 503 once shutdown began.
+//! - `GET /status`: JSON: snapshot generation and load time, listeners, routes, tenants,
+//!   the last reload's result.
+//! - `GET /metrics`: Prometheus text format.
+//! - `POST /reload`: reload now; 200 with the new generation, or 422 with every error.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use http::{Method, Request, Response, StatusCode, header};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info};
+
+use crate::config::{RouteAction, UpstreamProtocol};
+use crate::gateway::Gateway;
+use crate::proxy::{Body, full};
+
+pub async fn serve(socket: TcpListener, gateway: Arc<Gateway>, stop: CancellationToken) {
+    info!(addr = ?socket.local_addr().ok(), "admin listening");
+    let http = auto::Builder::new(TokioExecutor::new());
+    loop {
+        let stream = tokio::select! {
+            _ = stop.cancelled() => break,
+            accepted = socket.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    debug!(error = %e, "admin accept failed");
+                    continue;
+                }
+            },
+        };
+        let gateway = gateway.clone();
+        let http = http.clone();
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req| {
+                let gateway = gateway.clone();
+                async move { Ok::<_, std::convert::Infallible>(handle(req, &gateway).await) }
+            });
+            if let Err(e) = http.serve_connection(TokioIo::new(stream), svc).await {
+                debug!(error = %e, "admin connection ended with an error");
+            }
+        });
+    }
+}
+
+async fn handle(req: Request<Incoming>, gateway: &Gateway) -> Response<Body> {
+    match (req.method(), req.uri().path()) {
+        (&Method::GET, "/healthz") => text(StatusCode::OK, "ok\n"),
+        (&Method::GET, "/readyz") if gateway.is_stopping() => {
+            text(StatusCode::SERVICE_UNAVAILABLE, "shutting down\n")
+        }
+        (&Method::GET, "/readyz") => text(StatusCode::OK, "ready\n"),
+        (&Method::GET, "/status") => json_response(StatusCode::OK, &status(gateway)),
+        (&Method::GET, "/metrics") => Response::builder()
+            .header(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )
+            .body(full(gateway.shared().metrics.encode()))
+            .expect("static parts make a valid response"),
+        (&Method::POST, "/reload") => match gateway.reload().await {
+            Ok(generation) => json_response(
+                StatusCode::OK,
+                &json!({ "ok": true, "generation": generation }),
+            ),
+            Err(e) => json_response(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                &json!({ "ok": false, "error": e.to_string() }),
+            ),
+        },
+        (_, "/healthz" | "/readyz" | "/status" | "/metrics" | "/reload") => {
+            text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n")
+        }
+        _ => text(
+            StatusCode::NOT_FOUND,
+            "not found: the admin listener serves /healthz /readyz /status /metrics and POST /reload\n",
+        ),
+    }
+}
+
+fn text(status: StatusCode, body: &'static str) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
+        .body(full(body))
+        .expect("static parts make a valid response")
+}
+
+fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(full(format!("{value:#}\n")))
+        .expect("static parts make a valid response")
+}
+
+fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+/// The `/status` document.
+pub fn status(gateway: &Gateway) -> Value {
+    let snapshot = gateway.snapshot();
+    let config = &snapshot.config;
+    let addrs = gateway.listener_addrs();
+    let listeners: Vec<Value> = config
+        .listeners
+        .iter()
+        .map(|l| {
+            let local = addrs
+                .iter()
+                .find(|(n, ..)| *n == l.name)
+                .map(|(_, _, a)| a.to_string());
+            json!({
+                "name": l.name,
+                "bind": l.bind.to_string(),
+                "address": local,
+                "kind": format!("{:?}", l.kind).to_lowercase(),
+                "tls": l.tls.is_some(),
+            })
+        })
+        .collect();
+    let routes: Vec<Value> = config
+        .routes
+        .iter()
+        .map(|r| {
+            let mut v = json!({
+                "name": r.name,
+                "host": r.host.to_string(),
+                "path": r.path.to_string(),
+                "listeners": r.listeners,
+                "tenant": r.tenant,
+            });
+            match &r.action {
+                RouteAction::Direct(d) => v["direct"] = json!({ "status": d.status.as_u16() }),
+                RouteAction::Proxy(u) => {
+                    v["backends"] =
+                        json!(u.backends.iter().map(|b| b.to_string()).collect::<Vec<_>>());
+                    v["protocol"] = json!(match u.protocol {
+                        UpstreamProtocol::Http1 => "http1",
+                        UpstreamProtocol::H2c => "h2c",
+                    });
+                }
+            }
+            v
+        })
+        .collect();
+    let tenants: Vec<Value> = config
+        .tenants
+        .iter()
+        .map(|t| json!({ "name": t.name, "namespaces": t.namespaces }))
+        .collect();
+    let last_reload = gateway.last_reload().map(|r| match r.result {
+        Ok(generation) => json!({ "at": rfc3339(r.at), "ok": true, "generation": generation }),
+        Err(error) => json!({ "at": rfc3339(r.at), "ok": false, "error": error }),
+    });
+    json!({
+        "generation": snapshot.generation,
+        "loaded_at": rfc3339(snapshot.loaded_at),
+        "config": config.path.display().to_string(),
+        "listeners": listeners,
+        "routes": routes,
+        "tenants": tenants,
+        "last_reload": last_reload,
+    })
+}

@@ -1,0 +1,339 @@
+//! The running gateway: its listeners, the current snapshot, reload and shutdown.
+//!
+//! [`Gateway::start`] binds every listener (and the admin listener) and starts serving;
+//! tests use it in-process on `127.0.0.1:0` and read the bound addresses back.
+//! [`Gateway::reload`] builds the next snapshot off to the side (config parse and plugin
+//! compilation on a blocking thread), and only when it is complete and valid reconciles
+//! the listeners and swaps it in with one store. [`Gateway::shutdown`] stops accepting,
+//! lets in-flight requests and hijacked connections finish within the grace period, then
+//! closes what is left.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use arc_swap::ArcSwap;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{error, info, warn};
+
+use crate::config::{Config, ConfigErrors};
+use crate::metrics::Metrics;
+use crate::snapshot::{BuildError, Snapshot};
+use crate::{admin, listener};
+
+/// What every connection and request task shares.
+pub struct Shared {
+    pub snapshot: ArcSwap<Snapshot>,
+    pub metrics: Arc<Metrics>,
+    /// Connections and hijacked streams; shutdown waits on it.
+    pub tasks: TaskTracker,
+    /// Cancelled when shutdown's grace period is over: whatever is still open closes.
+    pub kill: CancellationToken,
+}
+
+/// Why the gateway could not start or a reload was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    #[error("{0}")]
+    Config(#[from] ConfigErrors),
+    #[error("{0}")]
+    Build(#[from] BuildError),
+    #[error("listener `{name}`: cannot bind {addr}: {source}")]
+    Bind {
+        name: String,
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("the reload was interrupted: {0}")]
+    Interrupted(String),
+}
+
+/// The outcome of the last reload, for `/status`.
+#[derive(Debug, Clone)]
+pub struct ReloadRecord {
+    pub at: SystemTime,
+    /// The generation now serving, or the errors that kept the old one.
+    pub result: Result<u64, String>,
+}
+
+struct RunningListener {
+    name: Arc<str>,
+    /// The address as configured (port 0 stays 0), which decides whether a reload keeps it.
+    bind: SocketAddr,
+    local: SocketAddr,
+    stop: CancellationToken,
+}
+
+pub struct Gateway {
+    shared: Arc<Shared>,
+    config_path: PathBuf,
+    listeners: Mutex<Vec<RunningListener>>,
+    admin: Option<SocketAddr>,
+    /// Parent of every listener's stop token.
+    stop: CancellationToken,
+    /// One reload at a time; the loser of a race waits and then reloads the newest file.
+    reloading: tokio::sync::Mutex<()>,
+    last_reload: Mutex<Option<ReloadRecord>>,
+}
+
+impl Gateway {
+    /// Loads `config_path`, binds every listener and starts serving.
+    pub async fn start(config_path: &Path) -> Result<Arc<Gateway>, GatewayError> {
+        let path = config_path.to_path_buf();
+        let config = load_blocking(path.clone()).await?;
+        let snapshot = Snapshot::build(Arc::new(config), 1)?;
+        let admin_bind = snapshot.config.admin.as_ref().map(|a| a.bind);
+
+        let metrics = Metrics::new();
+        let shared = Arc::new(Shared {
+            snapshot: ArcSwap::from_pointee(snapshot),
+            metrics: Arc::new(metrics),
+            tasks: TaskTracker::new(),
+            kill: CancellationToken::new(),
+        });
+        let stop = CancellationToken::new();
+
+        let admin = match admin_bind {
+            Some(addr) => {
+                let socket =
+                    TcpListener::bind(addr)
+                        .await
+                        .map_err(|source| GatewayError::Bind {
+                            name: "admin".into(),
+                            addr,
+                            source,
+                        })?;
+                Some(socket)
+            }
+            None => None,
+        };
+        let admin_addr = admin.as_ref().and_then(|s| s.local_addr().ok());
+
+        let gateway = Arc::new(Gateway {
+            shared,
+            config_path: path,
+            listeners: Mutex::new(Vec::new()),
+            admin: admin_addr,
+            stop,
+            reloading: tokio::sync::Mutex::new(()),
+            last_reload: Mutex::new(None),
+        });
+        let snapshot = gateway.shared.snapshot.load_full();
+        let mut started = Vec::new();
+        for l in &snapshot.config.listeners {
+            started.push(gateway.bind(&l.name, l.bind).await?);
+        }
+        for (running, socket) in started {
+            gateway.spawn_listener(&running, socket);
+            gateway.listeners.lock().unwrap().push(running);
+        }
+        if let Some(socket) = admin {
+            tokio::spawn(admin::serve(socket, gateway.clone(), gateway.stop.clone()));
+        }
+        Ok(gateway)
+    }
+
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.shared.snapshot.load_full()
+    }
+
+    pub fn config_path(&self) -> &Path {
+        &self.config_path
+    }
+
+    /// The address a listener is bound to (with the real port when the config said 0).
+    pub fn listener_addr(&self, name: &str) -> Option<SocketAddr> {
+        let listeners = self.listeners.lock().unwrap();
+        listeners.iter().find(|l| &*l.name == name).map(|l| l.local)
+    }
+
+    /// Every running listener: name, configured bind, bound address.
+    pub fn listener_addrs(&self) -> Vec<(String, SocketAddr, SocketAddr)> {
+        let listeners = self.listeners.lock().unwrap();
+        listeners
+            .iter()
+            .map(|l| (l.name.to_string(), l.bind, l.local))
+            .collect()
+    }
+
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin
+    }
+
+    pub fn last_reload(&self) -> Option<ReloadRecord> {
+        self.last_reload.lock().unwrap().clone()
+    }
+
+    pub fn is_stopping(&self) -> bool {
+        self.stop.is_cancelled()
+    }
+
+    async fn bind(
+        &self,
+        name: &str,
+        bind: SocketAddr,
+    ) -> Result<(RunningListener, TcpListener), GatewayError> {
+        let socket = TcpListener::bind(bind)
+            .await
+            .map_err(|source| GatewayError::Bind {
+                name: name.to_string(),
+                addr: bind,
+                source,
+            })?;
+        let local = socket.local_addr().map_err(|source| GatewayError::Bind {
+            name: name.to_string(),
+            addr: bind,
+            source,
+        })?;
+        let running = RunningListener {
+            name: name.into(),
+            bind,
+            local,
+            stop: self.stop.child_token(),
+        };
+        Ok((running, socket))
+    }
+
+    fn spawn_listener(&self, running: &RunningListener, socket: TcpListener) {
+        tokio::spawn(listener::serve(
+            running.name.clone(),
+            socket,
+            self.shared.clone(),
+            running.stop.clone(),
+        ));
+    }
+
+    /// Re-reads the config file and, if it is valid, serves from it. On any error the
+    /// running snapshot stays and the error is returned, logged and recorded for `/status`.
+    pub async fn reload(&self) -> Result<u64, GatewayError> {
+        let _one_at_a_time = self.reloading.lock().await;
+        let result = self.reload_locked().await;
+        let metrics = &self.shared.metrics;
+        let record = match &result {
+            Ok(generation) => {
+                metrics.reloads.inc();
+                info!(generation, "config reloaded");
+                Ok(*generation)
+            }
+            Err(e) => {
+                metrics.reload_failures.inc();
+                error!(error = %e, "reload rejected; still serving the previous config");
+                Err(e.to_string())
+            }
+        };
+        *self.last_reload.lock().unwrap() = Some(ReloadRecord {
+            at: SystemTime::now(),
+            result: record,
+        });
+        result
+    }
+
+    async fn reload_locked(&self) -> Result<u64, GatewayError> {
+        let config = load_blocking(self.config_path.clone()).await?;
+        let generation = self.shared.snapshot.load().generation + 1;
+        let snapshot =
+            tokio::task::spawn_blocking(move || Snapshot::build(Arc::new(config), generation))
+                .await
+                .map_err(|e| GatewayError::Interrupted(e.to_string()))??;
+
+        // Listeners: keep those whose (name, bind) is unchanged, so their sockets never
+        // close; bind the new ones before anything is stopped, so a failed bind leaves the
+        // running set as it was.
+        let wanted: Vec<(String, SocketAddr)> = snapshot
+            .config
+            .listeners
+            .iter()
+            .map(|l| (l.name.clone(), l.bind))
+            .collect();
+        let (to_stop, to_start): (Vec<usize>, Vec<(String, SocketAddr)>) = {
+            let running = self.listeners.lock().unwrap();
+            let to_stop = running
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| !wanted.iter().any(|(n, b)| **n == *r.name && *b == r.bind))
+                .map(|(i, _)| i)
+                .collect();
+            let to_start = wanted
+                .iter()
+                .filter(|(n, b)| !running.iter().any(|r| *r.name == **n && r.bind == *b))
+                .cloned()
+                .collect();
+            (to_stop, to_start)
+        };
+        let freed: Vec<SocketAddr> = {
+            let running = self.listeners.lock().unwrap();
+            to_stop.iter().map(|&i| running[i].bind).collect()
+        };
+        let mut started = Vec::new();
+        let mut deferred = Vec::new();
+        for (name, bind) in to_start {
+            // An address a removed listener holds (a rename) is bound after it stops.
+            if bind.port() != 0 && freed.contains(&bind) {
+                deferred.push((name, bind));
+                continue;
+            }
+            started.push(self.bind(&name, bind).await?);
+        }
+
+        self.shared.snapshot.store(Arc::new(snapshot));
+
+        {
+            let mut running = self.listeners.lock().unwrap();
+            for &i in to_stop.iter().rev() {
+                let gone = running.remove(i);
+                info!(listener = %gone.name, addr = %gone.local, "listener removed; draining its connections");
+                gone.stop.cancel();
+            }
+        }
+        for (name, bind) in deferred {
+            match self.bind(&name, bind).await {
+                Ok(pair) => started.push(pair),
+                Err(e) => warn!(error = %e, "a renamed listener could not take over its address"),
+            }
+        }
+        let mut running = self.listeners.lock().unwrap();
+        for (r, socket) in started {
+            self.spawn_listener(&r, socket);
+            running.push(r);
+        }
+        Ok(generation)
+    }
+
+    /// Stops accepting, waits up to the configured grace period for in-flight requests and
+    /// hijacked connections to finish, then closes whatever is left.
+    pub async fn shutdown(&self) {
+        let grace = self.shared.snapshot.load().config.timeouts.shutdown_grace;
+        info!(
+            ?grace,
+            "shutting down: no new connections, finishing in-flight work"
+        );
+        self.stop.cancel();
+        self.shared.tasks.close();
+        if tokio::time::timeout(grace, self.shared.tasks.wait())
+            .await
+            .is_err()
+        {
+            warn!("grace period over; closing the connections still open");
+            self.shared.kill.cancel();
+            let _ =
+                tokio::time::timeout(std::time::Duration::from_secs(1), self.shared.tasks.wait())
+                    .await;
+        }
+        info!("shut down");
+    }
+}
+
+/// Reads and validates the config on a blocking thread: it reads files and may be large.
+async fn load_blocking(path: PathBuf) -> Result<Config, GatewayError> {
+    tokio::task::spawn_blocking(move || Config::load(&path))
+        .await
+        .map_err(|e| GatewayError::Interrupted(e.to_string()))?
+        .map_err(GatewayError::from)
+}

@@ -1,0 +1,143 @@
+//! One request's way through the gateway: load the snapshot, find the route, answer.
+//!
+//! The snapshot is loaded once here and everything downstream uses that copy. The answer
+//! comes from the route itself (`direct`), from its upstream (`proxy::forward`), or, when
+//! the request switches protocols, from the hijack path (`proxy::upgrade`). Every request is
+//! counted by route and status and timed to its response head.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use http::{Request, Response, StatusCode, header};
+use hyper::body::Incoming;
+use tokio::time::Instant;
+use tracing::{Instrument, info_span};
+
+use crate::gateway::Shared;
+use crate::metrics::{RequestLabels, RouteLabels};
+use crate::proxy::headers::{self, ClientSide};
+use crate::proxy::upgrade::{self, SpliceJob};
+use crate::proxy::{self, Body, Exchange, error_response, full};
+use crate::snapshot::{Action, Route};
+
+/// The client end of a connection, shared by its requests.
+pub struct Client {
+    pub listener: Arc<str>,
+    pub peer: SocketAddr,
+    pub tls: bool,
+    pub shared: Arc<Shared>,
+}
+
+/// The host a request is for: the URI's authority (HTTP/2, absolute-form) or `Host`.
+fn request_host<B>(req: &Request<B>) -> Option<&str> {
+    req.uri().authority().map(|a| a.as_str()).or_else(|| {
+        req.headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+    })
+}
+
+pub async fn handle(
+    req: Request<Incoming>,
+    client: Arc<Client>,
+) -> Result<Response<Body>, Infallible> {
+    let span = info_span!(
+        "request",
+        method = %req.method(),
+        path = req.uri().path(),
+        route = tracing::field::Empty,
+        status = tracing::field::Empty,
+    );
+    Ok(dispatch(req, client).instrument(span).await)
+}
+
+async fn dispatch(req: Request<Incoming>, client: Arc<Client>) -> Response<Body> {
+    let started = Instant::now();
+    let snapshot = client.shared.snapshot.load_full();
+    let host = request_host(&req).map(str::to_owned);
+    let route = snapshot
+        .listeners
+        .get(&*client.listener)
+        .and_then(|l| {
+            l.router
+                .lookup(host.as_deref().unwrap_or(""), req.uri().path())
+        })
+        .cloned();
+
+    let Some(route) = route else {
+        let reason = format!(
+            "no route for host `{}` and path `{}`",
+            host.as_deref().unwrap_or(""),
+            req.uri().path()
+        );
+        let res = error_response(StatusCode::NOT_FOUND, &reason);
+        record(&client, "", &res, started);
+        return res;
+    };
+    tracing::Span::current().record("route", route.name.as_str());
+
+    let res = match &route.action {
+        Action::Direct(d) => {
+            let mut res = Response::new(full(d.body.clone()));
+            *res.status_mut() = d.status;
+            *res.headers_mut() = d.headers.clone();
+            res
+        }
+        Action::Proxy(upstream) => {
+            let exchange = Exchange {
+                route: &route.name,
+                client: ClientSide {
+                    peer: client.peer.ip(),
+                    tls: client.tls,
+                    host: host.as_deref(),
+                },
+                metrics: &client.shared.metrics,
+            };
+            let upgrade =
+                headers::is_upgrade(req.headers()) && req.version() <= http::Version::HTTP_11;
+            let result = if upgrade {
+                upgrade::forward(req, upstream, &exchange, splice_job(&client, &route)).await
+            } else {
+                proxy::forward(req, upstream, &exchange).await
+            };
+            result.unwrap_or_else(|e| e.response())
+        }
+    };
+    record(&client, &route.name, &res, started);
+    res
+}
+
+fn splice_job(client: &Client, route: &Route) -> SpliceJob {
+    SpliceJob {
+        tasks: client.shared.tasks.clone(),
+        kill: client.shared.kill.clone(),
+        metrics: client.shared.metrics.clone(),
+        route: route.name.clone(),
+        tenant: route
+            .tenant
+            .as_ref()
+            .map(|t| t.name.clone())
+            .unwrap_or_default(),
+    }
+}
+
+fn record(client: &Client, route: &str, res: &Response<Body>, started: Instant) {
+    let status = res.status().as_u16();
+    tracing::Span::current().record("status", status);
+    let metrics = &client.shared.metrics;
+    metrics
+        .requests
+        .get_or_create(&RequestLabels {
+            listener: client.listener.to_string(),
+            route: route.to_string(),
+            status,
+        })
+        .inc();
+    metrics
+        .request_duration
+        .get_or_create(&RouteLabels {
+            route: route.to_string(),
+        })
+        .observe(started.elapsed().as_secs_f64());
+}

@@ -1,0 +1,82 @@
+//! TLS termination: a rustls `ServerConfig` per listener whose certificate is chosen by SNI.
+//!
+//! An exact name beats a wildcard, the longest wildcard suffix wins, and a client that sends
+//! no SNI (or an unknown name) gets the listener's default certificate. ALPN offers `h2`
+//! and `http/1.1`. Built once per snapshot; a new connection uses the snapshot current at
+//! its accept, so a reloaded certificate applies to new connections only.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rustls::server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier};
+use rustls::sign::CertifiedKey;
+
+use crate::config::{HostPattern, ServerTls};
+
+#[derive(Debug)]
+struct SniResolver {
+    default: Arc<CertifiedKey>,
+    exact: HashMap<String, Arc<CertifiedKey>>,
+    /// `(".suffix", cert)`, longest suffix first.
+    wildcard: Vec<(String, Arc<CertifiedKey>)>,
+}
+
+impl SniResolver {
+    fn new(tls: &ServerTls) -> Self {
+        let mut exact = HashMap::new();
+        let mut wildcard = Vec::new();
+        for (host, cert) in &tls.by_host {
+            match host {
+                HostPattern::Exact(h) => {
+                    exact.entry(h.clone()).or_insert_with(|| cert.clone());
+                }
+                HostPattern::Wildcard(s) => wildcard.push((s.clone(), cert.clone())),
+                HostPattern::Any => {}
+            }
+        }
+        wildcard.sort_by_key(|(s, _)| std::cmp::Reverse(s.len()));
+        SniResolver {
+            default: tls.default.clone(),
+            exact,
+            wildcard,
+        }
+    }
+
+    fn pick(&self, name: Option<&str>) -> Arc<CertifiedKey> {
+        let Some(name) = name.map(str::to_ascii_lowercase) else {
+            return self.default.clone();
+        };
+        if let Some(cert) = self.exact.get(&name) {
+            return cert.clone();
+        }
+        self.wildcard
+            .iter()
+            .find(|(suffix, _)| name.len() > suffix.len() && name.ends_with(suffix.as_str()))
+            .map_or_else(|| self.default.clone(), |(_, cert)| cert.clone())
+    }
+}
+
+impl ResolvesServerCert for SniResolver {
+    fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.pick(hello.server_name()))
+    }
+}
+
+/// Builds the listener's rustls config. Fails only if rustls rejects the client CA set.
+pub fn server_config(tls: &ServerTls) -> Result<Arc<rustls::ServerConfig>, rustls::Error> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()?;
+    let builder = match &tls.client_ca {
+        Some(roots) => {
+            let verifier = WebPkiClientVerifier::builder_with_provider(roots.clone(), provider)
+                .build()
+                .map_err(|e| rustls::Error::General(format!("client CA: {e}")))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+        None => builder.with_no_client_auth(),
+    };
+    let mut config = builder.with_cert_resolver(Arc::new(SniResolver::new(tls)));
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}

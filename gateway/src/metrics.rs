@@ -1,0 +1,162 @@
+//! The gateway's Prometheus metrics: one registry, created at start and kept across reloads.
+//!
+//! Metric handles are cheap clones of shared atomics, so the request path records into them
+//! without locks. This module owns names, help texts and label sets; `admin` only encodes.
+//! It must not hold per-snapshot state: a reload must not reset a counter.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    pub listener: String,
+    pub route: String,
+    pub status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RouteLabels {
+    pub route: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ListenerLabels {
+    pub listener: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct UpstreamErrorLabels {
+    pub route: String,
+    pub backend: String,
+    /// `connect`, `timeout`, `reset`, `protocol`.
+    pub kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SpliceLabels {
+    pub route: String,
+    pub tenant: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SpliceByteLabels {
+    pub route: String,
+    pub tenant: String,
+    /// `client_to_upstream` or `upstream_to_client`.
+    pub direction: &'static str,
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// Every metric the gateway records.
+pub struct Metrics {
+    registry: Registry,
+    pub requests: Family<RequestLabels, Counter>,
+    pub request_duration: HistogramFamily<RouteLabels>,
+    pub active_connections: Family<ListenerLabels, Gauge>,
+    pub connections: Family<ListenerLabels, Counter>,
+    pub upstream_errors: Family<UpstreamErrorLabels, Counter>,
+    pub upgraded_active: Family<SpliceLabels, Gauge>,
+    pub upgraded_total: Family<SpliceLabels, Counter>,
+    pub spliced_bytes: Family<SpliceByteLabels, Counter>,
+    /// Seconds a direction of a spliced connection waited for its bandwidth limit.
+    pub throttled_seconds: Family<SpliceByteLabels, Counter<f64>>,
+    pub reloads: Counter,
+    pub reload_failures: Counter,
+}
+
+fn latency_histogram() -> Histogram {
+    // 100 µs .. ~52 s.
+    Histogram::new(exponential_buckets(0.0001, 2.0, 20))
+}
+
+impl Metrics {
+    /// Creates and registers every core metric. Subsystems with metrics of their own add
+    /// them through [`Metrics::registry_mut`] before the gateway wraps this in an `Arc`.
+    pub fn new() -> Self {
+        let mut m = Metrics {
+            requests: Family::default(),
+            request_duration: Family::new_with_constructor(latency_histogram),
+            active_connections: Family::default(),
+            connections: Family::default(),
+            upstream_errors: Family::default(),
+            upgraded_active: Family::default(),
+            upgraded_total: Family::default(),
+            spliced_bytes: Family::default(),
+            throttled_seconds: Family::default(),
+            reloads: Counter::default(),
+            reload_failures: Counter::default(),
+            registry: Registry::with_prefix("leafgate"),
+        };
+        let registry = &mut m.registry;
+        registry.register(
+            "requests",
+            "HTTP requests answered, by listener, route and status",
+            m.requests.clone(),
+        );
+        registry.register(
+            "request_duration_seconds",
+            "Time from request head to response head, by route",
+            m.request_duration.clone(),
+        );
+        registry.register(
+            "active_connections",
+            "Client connections open now, by listener",
+            m.active_connections.clone(),
+        );
+        registry.register(
+            "connections",
+            "Client connections accepted, by listener",
+            m.connections.clone(),
+        );
+        registry.register(
+            "upstream_errors",
+            "Failed upstream exchanges, by route, backend and kind",
+            m.upstream_errors.clone(),
+        );
+        registry.register(
+            "upgraded_connections_active",
+            "Hijacked (101) connections being spliced now",
+            m.upgraded_active.clone(),
+        );
+        registry.register(
+            "upgraded_connections",
+            "Hijacked (101) connections, all time",
+            m.upgraded_total.clone(),
+        );
+        registry.register(
+            "spliced_bytes",
+            "Bytes copied on hijacked connections, by route, tenant and direction",
+            m.spliced_bytes.clone(),
+        );
+        registry.register(
+            "throttled_seconds",
+            "Time hijacked connections waited on bandwidth limits",
+            m.throttled_seconds.clone(),
+        );
+        registry.register("reloads", "Successful config reloads", m.reloads.clone());
+        registry.register(
+            "reload_failures",
+            "Config reloads rejected (the running config stayed)",
+            m.reload_failures.clone(),
+        );
+        m
+    }
+
+    /// Mutable access for subsystems that register their own metrics at start.
+    pub fn registry_mut(&mut self) -> &mut Registry {
+        &mut self.registry
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String cannot fail");
+        out
+    }
+}

@@ -1,0 +1,197 @@
+//! Picks the route for a request: by host first, then by path.
+//!
+//! Host: an exact name beats a wildcard, the longest wildcard suffix wins, and `*` comes
+//! last; the host is matched case-insensitively without its port. Once a host is chosen its
+//! paths decide (as a virtual host does in nginx or Envoy; there is no fall-through to a
+//! less specific host). Path: an exact match beats the longest prefix. A prefix matches
+//! whole path segments, as Kubernetes Ingress `Prefix` does: `/api` matches `/api` and
+//! `/api/v1` but not `/apis`.
+//!
+//! The table is built once per snapshot and only read afterwards; it allocates nothing
+//! per lookup.
+
+use std::collections::HashMap;
+
+use crate::config::{HostPattern, PathMatch};
+
+/// A routing table over values `T` (the snapshot's routes).
+#[derive(Debug)]
+pub struct Router<T> {
+    exact: HashMap<String, Paths<T>>,
+    /// `(suffix, paths)`, longest suffix first.
+    wildcard: Vec<(String, Paths<T>)>,
+    any: Option<Paths<T>>,
+}
+
+#[derive(Debug)]
+struct Paths<T> {
+    exact: HashMap<String, T>,
+    /// Longest prefix first.
+    prefix: Vec<(String, T)>,
+}
+
+impl<T> Default for Paths<T> {
+    fn default() -> Self {
+        Self {
+            exact: HashMap::new(),
+            prefix: Vec::new(),
+        }
+    }
+}
+
+impl<T> Paths<T> {
+    fn lookup(&self, path: &str) -> Option<&T> {
+        if let Some(t) = self.exact.get(path) {
+            return Some(t);
+        }
+        self.prefix
+            .iter()
+            .find(|(p, _)| prefix_matches(p, path))
+            .map(|(_, t)| t)
+    }
+}
+
+fn prefix_matches(prefix: &str, path: &str) -> bool {
+    path.starts_with(prefix)
+        && (prefix.ends_with('/')
+            || path.len() == prefix.len()
+            || path.as_bytes()[prefix.len()] == b'/')
+}
+
+impl<T> Router<T> {
+    /// Builds the table. Validation already rejected duplicate (host, path) pairs; if one
+    /// slips through, the first entry wins.
+    pub fn new(entries: impl IntoIterator<Item = (HostPattern, PathMatch, T)>) -> Self {
+        let mut exact: HashMap<String, Paths<T>> = HashMap::new();
+        let mut wildcard: HashMap<String, Paths<T>> = HashMap::new();
+        let mut any: Option<Paths<T>> = None;
+        for (host, path, value) in entries {
+            let paths = match host {
+                HostPattern::Exact(h) => exact.entry(h).or_default(),
+                HostPattern::Wildcard(s) => wildcard.entry(s).or_default(),
+                HostPattern::Any => any.get_or_insert_with(Paths::default),
+            };
+            match path {
+                PathMatch::Exact(p) => {
+                    paths.exact.entry(p).or_insert(value);
+                }
+                PathMatch::Prefix(p) => {
+                    if !paths.prefix.iter().any(|(q, _)| *q == p) {
+                        paths.prefix.push((p, value));
+                    }
+                }
+            }
+        }
+        let mut wildcard: Vec<_> = wildcard.into_iter().collect();
+        wildcard.sort_by_key(|(suffix, _)| std::cmp::Reverse(suffix.len()));
+        let sort = |p: &mut Paths<T>| p.prefix.sort_by_key(|(q, _)| std::cmp::Reverse(q.len()));
+        exact.values_mut().for_each(sort);
+        wildcard.iter_mut().for_each(|(_, p)| sort(p));
+        any.iter_mut().for_each(sort);
+        Self {
+            exact,
+            wildcard,
+            any,
+        }
+    }
+
+    /// The route for `host` (as sent: any case, maybe with a port) and `path`.
+    pub fn lookup(&self, host: &str, path: &str) -> Option<&T> {
+        let host = strip_port(host);
+        let lowered;
+        let host = if host.bytes().any(|b| b.is_ascii_uppercase()) {
+            lowered = host.to_ascii_lowercase();
+            lowered.as_str()
+        } else {
+            host
+        };
+        let host = host.strip_suffix('.').unwrap_or(host);
+        let paths = self.exact.get(host).or_else(|| {
+            self.wildcard
+                .iter()
+                .find(|(suffix, _)| host.len() > suffix.len() && host.ends_with(suffix.as_str()))
+                .map(|(_, p)| p)
+                .or(self.any.as_ref())
+        })?;
+        paths.lookup(path)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.exact.is_empty() && self.wildcard.is_empty() && self.any.is_none()
+    }
+}
+
+/// `example.com:8080` -> `example.com`, `[::1]:80` -> `[::1]`.
+pub fn strip_port(host: &str) -> &str {
+    if host.starts_with('[') {
+        return host.find(']').map_or(host, |i| &host[..=i]);
+    }
+    match host.rsplit_once(':') {
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn router(entries: &[(&str, PathMatch, &'static str)]) -> Router<&'static str> {
+        Router::new(
+            entries
+                .iter()
+                .map(|(h, p, v)| (HostPattern::parse(h).unwrap(), p.clone(), *v)),
+        )
+    }
+
+    fn prefix(p: &str) -> PathMatch {
+        PathMatch::Prefix(p.into())
+    }
+
+    #[test]
+    fn exact_host_beats_wildcard_and_longest_suffix_wins() {
+        let r = router(&[
+            ("*", prefix("/"), "any"),
+            ("*.example.com", prefix("/"), "wild"),
+            ("*.api.example.com", prefix("/"), "wild-api"),
+            ("app.example.com", prefix("/"), "app"),
+        ]);
+        assert_eq!(r.lookup("APP.example.com:8443", "/"), Some(&"app"));
+        assert_eq!(r.lookup("x.example.com", "/"), Some(&"wild"));
+        assert_eq!(r.lookup("v1.api.example.com", "/"), Some(&"wild-api"));
+        assert_eq!(r.lookup("example.com", "/"), Some(&"any"));
+        assert_eq!(r.lookup("app.example.com.", "/"), Some(&"app"));
+    }
+
+    #[test]
+    fn exact_path_beats_longest_prefix_on_segment_boundaries() {
+        let r = router(&[
+            ("a", prefix("/"), "root"),
+            ("a", prefix("/api"), "api"),
+            ("a", prefix("/api/v2/"), "v2"),
+            ("a", PathMatch::Exact("/api/health".into()), "health"),
+        ]);
+        assert_eq!(r.lookup("a", "/api/health"), Some(&"health"));
+        assert_eq!(r.lookup("a", "/api/health/x"), Some(&"api"));
+        assert_eq!(r.lookup("a", "/api"), Some(&"api"));
+        assert_eq!(r.lookup("a", "/apis"), Some(&"root"));
+        assert_eq!(r.lookup("a", "/api/v2/x"), Some(&"v2"));
+        assert_eq!(r.lookup("b", "/"), None);
+    }
+
+    #[test]
+    fn a_chosen_host_does_not_fall_through() {
+        let r = router(&[
+            ("*", prefix("/"), "any"),
+            ("a", PathMatch::Exact("/x".into()), "x"),
+        ]);
+        assert_eq!(r.lookup("a", "/y"), None);
+    }
+
+    #[test]
+    fn ports_are_stripped() {
+        assert_eq!(strip_port("h:80"), "h");
+        assert_eq!(strip_port("[::1]:80"), "[::1]");
+        assert_eq!(strip_port("h"), "h");
+    }
+}

@@ -1,0 +1,152 @@
+//! The compiled, immutable state the gateway serves from.
+//!
+//! A validated [`Config`] compiles into one [`Snapshot`]: per listener its routing table and
+//! TLS config, per route its upstream pool (pooled client, TLS, round-robin state), and the
+//! tenants. The gateway holds the current one in an `ArcSwap`; a request (or a new
+//! connection) loads it once at its start and uses only that, so a reload is a single
+//! store and whatever started on the old snapshot finishes on it. Nothing here changes
+//! after `build` returns, apart from the upstreams' own counters.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use crate::config::{
+    BandwidthConfig, Config, DirectResponse, ListenerConfig, RouteAction, Timeouts,
+};
+use crate::listener::tls;
+use crate::proxy::upstream::Upstream;
+use crate::routing::Router;
+
+pub struct Snapshot {
+    /// 1 for the config leafgate started with, +1 per successful reload.
+    pub generation: u64,
+    pub loaded_at: SystemTime,
+    pub config: Arc<Config>,
+    pub listeners: HashMap<String, ListenerState>,
+    pub tenants: HashMap<String, Arc<Tenant>>,
+    /// Every route, in config order (for `/status`).
+    pub routes: Vec<Arc<Route>>,
+}
+
+/// A listener's share of the snapshot.
+pub struct ListenerState {
+    pub config: ListenerConfig,
+    pub router: Router<Arc<Route>>,
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+pub struct Tenant {
+    pub name: String,
+    pub bandwidth: BandwidthConfig,
+}
+
+pub struct Route {
+    pub name: String,
+    pub action: Action,
+    pub tenant: Option<Arc<Tenant>>,
+    pub bandwidth: BandwidthConfig,
+    pub timeouts: Timeouts,
+}
+
+pub enum Action {
+    Direct(DirectResponse),
+    Proxy(Upstream),
+}
+
+/// A config that validated but could not be compiled (rustls refused a TLS setting).
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("listener `{listener}`: TLS: {source}")]
+    ListenerTls {
+        listener: String,
+        source: rustls::Error,
+    },
+    #[error("route `{route}`: {source}")]
+    Upstream {
+        route: String,
+        source: crate::proxy::upstream::UpstreamBuildError,
+    },
+}
+
+impl Snapshot {
+    pub fn build(config: Arc<Config>, generation: u64) -> Result<Snapshot, BuildError> {
+        let tenants: HashMap<String, Arc<Tenant>> = config
+            .tenants
+            .iter()
+            .map(|t| {
+                let tenant = Tenant {
+                    name: t.name.clone(),
+                    bandwidth: t.bandwidth,
+                };
+                (t.name.clone(), Arc::new(tenant))
+            })
+            .collect();
+
+        let routes = config
+            .routes
+            .iter()
+            .map(|r| {
+                let action = match &r.action {
+                    RouteAction::Direct(d) => Action::Direct(d.clone()),
+                    RouteAction::Proxy(u) => {
+                        Action::Proxy(Upstream::new(u, r.timeouts).map_err(|source| {
+                            BuildError::Upstream {
+                                route: r.name.clone(),
+                                source,
+                            }
+                        })?)
+                    }
+                };
+                Ok(Arc::new(Route {
+                    name: r.name.clone(),
+                    action,
+                    tenant: r.tenant.as_ref().and_then(|t| tenants.get(t).cloned()),
+                    bandwidth: r.bandwidth,
+                    timeouts: r.timeouts,
+                }))
+            })
+            .collect::<Result<Vec<_>, BuildError>>()?;
+
+        let listeners = config
+            .listeners
+            .iter()
+            .map(|l| {
+                let entries = config.routes.iter().zip(&routes).filter(|(rc, _)| {
+                    rc.listeners
+                        .as_ref()
+                        .is_none_or(|names| names.contains(&l.name))
+                });
+                let router = Router::new(
+                    entries.map(|(rc, route)| (rc.host.clone(), rc.path.clone(), route.clone())),
+                );
+                let tls = l
+                    .tls
+                    .as_ref()
+                    .map(tls::server_config)
+                    .transpose()
+                    .map_err(|source| BuildError::ListenerTls {
+                        listener: l.name.clone(),
+                        source,
+                    })?;
+                Ok((
+                    l.name.clone(),
+                    ListenerState {
+                        config: l.clone(),
+                        router,
+                        tls,
+                    },
+                ))
+            })
+            .collect::<Result<HashMap<_, _>, BuildError>>()?;
+
+        Ok(Snapshot {
+            generation,
+            loaded_at: SystemTime::now(),
+            config,
+            listeners,
+            tenants,
+            routes,
+        })
+    }
+}
