@@ -1,1 +1,11 @@
+//! The end-to-end test harness: leafgate in-process on `127.0.0.1:0`, real upstream servers,
+//! real TLS with `rcgen` certificates, and clients that speak to the gateway the way users
+//! do. Each test builds what it needs from these parts; nothing here fixes a port.
 
+pub mod certs;
+pub mod client;
+pub mod gateway;
+pub mod upstream;
+
+pub use gateway::TestGateway;
+pub use upstream::TestUpstream;

@@ -89,7 +89,10 @@ mod tests {
     async fn a_stalled_body_fails_after_idle_and_a_moving_one_does_not() {
         let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, BoxError>>(1);
         let stream = tokio_stream_from(rx);
-        let mut body = Box::pin(IdleTimeout::new(StreamBody::new(stream), Duration::from_secs(5)));
+        let mut body = Box::pin(IdleTimeout::new(
+            StreamBody::new(stream),
+            Duration::from_secs(5),
+        ));
         for _ in 0..3 {
             tokio::time::sleep(Duration::from_secs(4)).await;
             tx.send(Ok(Frame::data(Bytes::from_static(b"x"))))

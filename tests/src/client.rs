@@ -1,0 +1,122 @@
+//! Clients that speak to the gateway the way users do: HTTP/1.1 and HTTP/2 over plain TCP
+//! or TLS with a chosen SNI name, reading whole responses for assertions.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderMap, Request, StatusCode};
+use http_body_util::{BodyExt, Empty};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rustls::pki_types::{CertificateDer, ServerName};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+
+/// A whole response.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: StatusCode,
+    pub version: http::Version,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Answer {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
+    }
+}
+
+/// `GET http://{host}{path}` over HTTP/1.1 to `addr`.
+pub async fn get(addr: SocketAddr, host: &str, path: &str) -> Answer {
+    let req = Request::get(path)
+        .header("host", host)
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    send_h1(TcpStream::connect(addr).await.unwrap(), req).await
+}
+
+/// Sends `req` on a fresh HTTP/1.1 connection over `io`.
+pub async fn send_h1<I>(io: I, req: Request<Empty<Bytes>>) -> Answer
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let res = sender.send_request(req).await.unwrap();
+    collect(res).await
+}
+
+/// `GET` over prior-knowledge HTTP/2 (h2c) to `addr`, with `:authority` = `host`.
+pub async fn get_h2c(addr: SocketAddr, host: &str, path: &str) -> Answer {
+    let io = TokioIo::new(TcpStream::connect(addr).await.unwrap());
+    let (mut sender, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let uri = format!("http://{host}{path}");
+    let res = sender
+        .send_request(Request::get(uri).body(Empty::<Bytes>::new()).unwrap())
+        .await
+        .unwrap();
+    collect(res).await
+}
+
+pub async fn collect(res: http::Response<hyper::body::Incoming>) -> Answer {
+    let (parts, body) = res.into_parts();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    Answer {
+        status: parts.status,
+        version: parts.version,
+        headers: parts.headers,
+        body,
+    }
+}
+
+/// What a TLS client saw: the certificate the server presented and the ALPN it chose.
+pub struct TlsSession {
+    pub stream: tokio_rustls::client::TlsStream<TcpStream>,
+    pub peer_cert: CertificateDer<'static>,
+    pub alpn: Option<Vec<u8>>,
+}
+
+/// Connects with TLS to `addr`, sending `sni` and offering `alpn`, trusting `roots`.
+pub async fn tls_connect(
+    addr: SocketAddr,
+    sni: &str,
+    roots: rustls::RootCertStore,
+    alpn: &[&[u8]],
+) -> TlsSession {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    let connector = TlsConnector::from(Arc::new(config));
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let stream = connector
+        .connect(ServerName::try_from(sni.to_string()).unwrap(), tcp)
+        .await
+        .unwrap_or_else(|e| panic!("TLS handshake with {sni} failed: {e}"));
+    let (_, session) = stream.get_ref();
+    let peer_cert = session.peer_certificates().unwrap()[0].clone().into_owned();
+    let alpn = session.alpn_protocol().map(|p| p.to_vec());
+    TlsSession {
+        stream,
+        peer_cert,
+        alpn,
+    }
+}

@@ -1,0 +1,52 @@
+//! leafgate in-process: a config written to a temporary folder, the gateway started on it,
+//! its real bound addresses read back.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use leafgate::Gateway;
+use tempfile::TempDir;
+
+pub struct TestGateway {
+    pub dir: TempDir,
+    pub config: PathBuf,
+    pub gateway: Arc<Gateway>,
+}
+
+impl TestGateway {
+    /// Writes `toml` as `leafgate.toml` in `dir` and starts the gateway on it.
+    pub async fn start_in(dir: TempDir, toml: &str) -> TestGateway {
+        let config = dir.path().join("leafgate.toml");
+        std::fs::write(&config, toml).unwrap();
+        let gateway = Gateway::start(&config)
+            .await
+            .unwrap_or_else(|e| panic!("the gateway did not start:\n{e}\nconfig:\n{toml}"));
+        TestGateway {
+            dir,
+            config,
+            gateway,
+        }
+    }
+
+    pub async fn start(toml: &str) -> TestGateway {
+        Self::start_in(tempfile::tempdir().unwrap(), toml).await
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The bound address of the listener `name`.
+    pub fn addr(&self, name: &str) -> SocketAddr {
+        self.gateway
+            .listener_addr(name)
+            .unwrap_or_else(|| panic!("no listener named {name}"))
+    }
+
+    pub fn admin(&self) -> SocketAddr {
+        self.gateway
+            .admin_addr()
+            .expect("the config has an [admin] section")
+    }
+}

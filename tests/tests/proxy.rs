@@ -1,0 +1,398 @@
+//! The gateway core end to end: routing, headers, streaming, HTTP versions, TLS by SNI,
+//! upstream failures and graceful shutdown, over real sockets.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, StatusCode};
+use http_body_util::{BodyExt, Empty};
+use hyper_util::rt::TokioIo;
+use leafgate_tests::certs::TestCa;
+use leafgate_tests::client::{self, get, get_h2c};
+use leafgate_tests::upstream::Speaks;
+use leafgate_tests::{TestGateway, TestUpstream};
+use tokio::net::TcpStream;
+
+async fn two_upstreams() -> (TestUpstream, TestUpstream) {
+    (
+        TestUpstream::start("alpha").await,
+        TestUpstream::start("beta").await,
+    )
+}
+
+#[tokio::test]
+async fn routes_by_exact_host_wildcard_and_path() {
+    let (a, b) = two_upstreams().await;
+    let gw = TestGateway::start(&format!(
+        r#"
+        [[listener]]
+        name = "web"
+        bind = "127.0.0.1:0"
+
+        [[route]]
+        host = "app.example.com"
+        backends = ["{a}"]
+
+        [[route]]
+        host = "app.example.com"
+        path = "/api"
+        backends = ["{b}"]
+
+        [[route]]
+        host = "app.example.com"
+        exact = "/api/exact"
+        backends = ["{a}"]
+
+        [[route]]
+        host = "*.example.com"
+        backends = ["{b}"]
+
+        [[route]]
+        host = "*.deep.example.com"
+        backends = ["{a}"]
+        "#,
+        a = a.addr,
+        b = b.addr
+    ))
+    .await;
+    let web = gw.addr("web");
+    let server = |host: &'static str, path: &'static str| async move {
+        let res = get(web, host, path).await;
+        assert_eq!(res.status, StatusCode::OK, "{host}{path}: {}", res.text());
+        res.json()["server"].as_str().unwrap().to_string()
+    };
+    // Exact host, prefix paths: the longest prefix wins, on whole segments.
+    assert_eq!(server("app.example.com", "/").await, "alpha");
+    assert_eq!(server("app.example.com", "/api").await, "beta");
+    assert_eq!(server("app.example.com", "/api/v1/pods").await, "beta");
+    assert_eq!(server("app.example.com", "/apis").await, "alpha");
+    // Exact path beats the prefix.
+    assert_eq!(server("app.example.com", "/api/exact").await, "alpha");
+    // Case-insensitive and without the port.
+    assert_eq!(server("APP.Example.COM:8080", "/api").await, "beta");
+    // Wildcards: the longest suffix wins; exact beats wildcard.
+    assert_eq!(server("other.example.com", "/").await, "beta");
+    assert_eq!(server("x.deep.example.com", "/").await, "alpha");
+    // The bare domain is not matched by its wildcard.
+    let res = get(web, "example.com", "/").await;
+    assert_eq!(res.status, StatusCode::NOT_FOUND);
+    assert!(
+        res.text().contains("no route for host `example.com`"),
+        "{}",
+        res.text()
+    );
+    // Nobody else.
+    let res = get(web, "elsewhere.org", "/x").await;
+    assert_eq!(res.status, StatusCode::NOT_FOUND);
+    assert_eq!(res.headers["content-type"], "text/plain; charset=utf-8");
+}
+
+#[tokio::test]
+async fn strips_hop_by_hop_headers_and_sets_forwarded_ones() {
+    let up = TestUpstream::start("alpha").await;
+    let gw = TestGateway::start(&format!(
+        r#"
+        [[listener]]
+        name = "web"
+        bind = "127.0.0.1:0"
+        [[route]]
+        host = "app.example.com"
+        backends = ["{}"]
+        "#,
+        up.addr
+    ))
+    .await;
+    let req = Request::get("/headers?x=1")
+        .header("host", "app.example.com")
+        .header("connection", "keep-alive, x-hop")
+        .header("x-hop", "must go")
+        .header("keep-alive", "timeout=5")
+        .header("proxy-connection", "keep-alive")
+        .header("te", "trailers")
+        .header("x-forwarded-for", "203.0.113.9")
+        .header("x-end-to-end", "stays")
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    let res = client::send_h1(TcpStream::connect(gw.addr("web")).await.unwrap(), req).await;
+    assert_eq!(res.status, StatusCode::OK);
+    let echo = res.json();
+    let h = &echo["headers"];
+    for gone in ["x-hop", "keep-alive", "proxy-connection", "upgrade"] {
+        assert!(h.get(gone).is_none(), "{gone} reached the upstream: {h}");
+    }
+    // hyper's client adds its own `connection` only when it must; ours must not pass through.
+    assert_ne!(h["connection"][0], "keep-alive, x-hop");
+    assert_eq!(h["te"][0], "trailers");
+    assert_eq!(h["x-end-to-end"][0], "stays");
+    assert_eq!(h["host"][0], "app.example.com");
+    assert_eq!(h["x-forwarded-for"][0], "203.0.113.9, 127.0.0.1");
+    assert_eq!(h["x-forwarded-proto"][0], "http");
+    assert_eq!(h["x-forwarded-host"][0], "app.example.com");
+    assert_eq!(h["via"][0], "1.1 leafgate");
+    assert_eq!(echo["path"], "/headers?x=1");
+    // And on the way back.
+    assert!(
+        res.headers.get("x-upstream-private").is_none(),
+        "{:?}",
+        res.headers
+    );
+    assert!(res.headers.get("keep-alive").is_none(), "{:?}", res.headers);
+    assert_eq!(res.headers["via"], "1.1 leafgate");
+}
+
+#[tokio::test]
+async fn streams_a_large_body_without_buffering_it() {
+    const TOTAL: u64 = 50 * 1024 * 1024;
+    let up = TestUpstream::start("alpha").await;
+    let gw = TestGateway::start(&format!(
+        r#"
+        [[listener]]
+        name = "web"
+        bind = "127.0.0.1:0"
+        [[route]]
+        host = "*"
+        backends = ["{}"]
+        "#,
+        up.addr
+    ))
+    .await;
+    let io = TokioIo::new(TcpStream::connect(gw.addr("web")).await.unwrap());
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(io).await.unwrap();
+    tokio::spawn(conn);
+    let req = Request::get(format!("/stream/{TOTAL}"))
+        .header("host", "big.example")
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    let res = sender.send_request(req).await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.headers()["content-length"], TOTAL.to_string().as_str());
+    let mut body = res.into_body();
+
+    // The client reads nothing for a while. A gateway that streams stops pulling from the
+    // upstream once socket buffers and hyper's buffers are full; one that buffers would pull
+    // all 50 MiB.
+    let mut last = 0;
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let now = up.produced.load(Ordering::Relaxed);
+        if now == last && now > 0 {
+            break;
+        }
+        last = now;
+    }
+    let stalled_at = up.produced.load(Ordering::Relaxed);
+    assert!(
+        stalled_at < 16 * 1024 * 1024,
+        "the upstream produced {stalled_at} bytes while the client read none: the body is buffered"
+    );
+
+    let mut received = 0u64;
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame.unwrap().into_data() {
+            assert!(data.iter().all(|&b| b == b'x'));
+            received += data.len() as u64;
+        }
+    }
+    assert_eq!(received, TOTAL);
+}
+
+#[tokio::test]
+async fn h2_client_to_h1_upstream_and_h1_client_to_h2c_upstream() {
+    let h1 = TestUpstream::start_speaking("h1-only", Speaks::Http1).await;
+    let h2 = TestUpstream::start_speaking("h2c-only", Speaks::H2c).await;
+    let gw = TestGateway::start(&format!(
+        r#"
+        [[listener]]
+        name = "web"
+        bind = "127.0.0.1:0"
+        [[route]]
+        host = "h1.example"
+        backends = ["{}"]
+        [[route]]
+        host = "h2.example"
+        backends = ["{}"]
+        protocol = "h2c"
+        "#,
+        h1.addr, h2.addr
+    ))
+    .await;
+    let web = gw.addr("web");
+
+    let res = get_h2c(web, "h1.example", "/from-h2").await;
+    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+    assert_eq!(res.version, http::Version::HTTP_2);
+    let echo = res.json();
+    assert_eq!(echo["server"], "h1-only");
+    assert_eq!(echo["version"], "HTTP/1.1");
+    assert_eq!(echo["headers"]["host"][0], "h1.example");
+    assert_eq!(echo["headers"]["via"][0], "2 leafgate");
+
+    let res = get(web, "h2.example", "/from-h1").await;
+    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+    assert_eq!(res.version, http::Version::HTTP_11);
+    let echo = res.json();
+    assert_eq!(echo["server"], "h2c-only");
+    assert_eq!(echo["version"], "HTTP/2.0");
+}
+
+#[tokio::test]
+async fn tls_picks_the_certificate_by_sni() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new("leafgate test CA");
+    let default = ca.issue(dir.path(), "default", &["default.example"]);
+    let apps = ca.issue(dir.path(), "apps", &["*.apps.example"]);
+    let api = ca.issue(dir.path(), "api", &["api.example"]);
+    let up = TestUpstream::start("alpha").await;
+    let toml = format!(
+        r#"
+        [[listener]]
+        name = "tls"
+        bind = "127.0.0.1:0"
+        tls = {{ cert = "default.pem", key = "default-key.pem" }}
+        [[listener.certificate]]
+        hosts = ["*.apps.example"]
+        cert = "apps.pem"
+        key = "apps-key.pem"
+        [[listener.certificate]]
+        hosts = ["api.example"]
+        cert = "api.pem"
+        key = "api-key.pem"
+
+        [[route]]
+        host = "*"
+        backends = ["{}"]
+        "#,
+        up.addr
+    );
+    let gw = TestGateway::start_in(dir, &toml).await;
+    let addr = gw.addr("tls");
+
+    let s = client::tls_connect(addr, "web.apps.example", ca.roots(), &[b"http/1.1"]).await;
+    assert_eq!(
+        s.peer_cert, apps.der,
+        "*.apps.example should get the wildcard certificate"
+    );
+    let s = client::tls_connect(addr, "api.example", ca.roots(), &[b"h2", b"http/1.1"]).await;
+    assert_eq!(s.peer_cert, api.der);
+    assert_eq!(s.alpn.as_deref(), Some(&b"h2"[..]), "h2 is offered by ALPN");
+    let s = client::tls_connect(addr, "default.example", ca.roots(), &[b"http/1.1"]).await;
+    assert_eq!(s.peer_cert, default.der);
+
+    // A request over TLS reaches the upstream with X-Forwarded-Proto: https.
+    let s = client::tls_connect(addr, "web.apps.example", ca.roots(), &[b"http/1.1"]).await;
+    let req = Request::get("/")
+        .header("host", "web.apps.example")
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    let res = client::send_h1(s.stream, req).await;
+    assert_eq!(res.status, StatusCode::OK);
+    assert_eq!(res.json()["headers"]["x-forwarded-proto"][0], "https");
+}
+
+#[tokio::test]
+async fn refused_backend_is_502_and_stalled_backend_is_504() {
+    // A port that was just free: nothing listens there.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let stall = TestUpstream::start("staller").await;
+    let gw = TestGateway::start(&format!(
+        r#"
+        [[listener]]
+        name = "web"
+        bind = "127.0.0.1:0"
+        [[route]]
+        host = "down.example"
+        backends = ["{closed}"]
+        [[route]]
+        host = "slow.example"
+        backends = ["{}"]
+        timeouts = {{ response_header = "300ms" }}
+        "#,
+        stall.addr
+    ))
+    .await;
+    let web = gw.addr("web");
+
+    let res = get(web, "down.example", "/").await;
+    assert_eq!(res.status, StatusCode::BAD_GATEWAY);
+    let text = res.text();
+    assert!(
+        text.contains(&closed.to_string()) && text.contains("refused"),
+        "{text}"
+    );
+
+    let started = std::time::Instant::now();
+    let res = get(web, "slow.example", "/stall").await;
+    assert_eq!(res.status, StatusCode::GATEWAY_TIMEOUT);
+    assert!(res.text().contains("no response head"), "{}", res.text());
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[tokio::test]
+async fn a_refused_backend_is_skipped_while_the_others_serve() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let up = TestUpstream::start("alive").await;
+    let gw = TestGateway::start(&format!(
+        r#"
+        [[listener]]
+        name = "web"
+        bind = "127.0.0.1:0"
+        [[route]]
+        host = "*"
+        backends = ["{closed}", "{}"]
+        "#,
+        up.addr
+    ))
+    .await;
+    // Bodiless requests are retried on the next backend, and the refused one is skipped.
+    for _ in 0..6 {
+        let res = get(gw.addr("web"), "x.example", "/").await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+    }
+    assert_eq!(up.requests.load(Ordering::Relaxed), 6);
+}
+
+#[tokio::test]
+async fn graceful_shutdown_finishes_an_in_flight_request() {
+    let up = TestUpstream::start("slowpoke").await;
+    let gw = TestGateway::start(&format!(
+        r#"
+        [timeouts]
+        shutdown_grace = "10s"
+        [[listener]]
+        name = "web"
+        bind = "127.0.0.1:0"
+        [[route]]
+        host = "*"
+        backends = ["{}"]
+        "#,
+        up.addr
+    ))
+    .await;
+    let web = gw.addr("web");
+    let slow = tokio::spawn(async move { get(web, "x.example", "/slow/800").await });
+    // Wait until the request reached the upstream, then shut down.
+    while up.requests.load(Ordering::Relaxed) == 0 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let gateway = gw.gateway.clone();
+    let shutdown = tokio::spawn(async move { gateway.shutdown().await });
+    let res = slow.await.unwrap();
+    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+    assert_eq!(res.json()["path"], "/slow/800");
+    tokio::time::timeout(Duration::from_secs(5), shutdown)
+        .await
+        .unwrap()
+        .unwrap();
+    // No longer accepting.
+    assert!(
+        TcpStream::connect(web).await.is_err(),
+        "the listener still accepts after shutdown"
+    );
+}
