@@ -22,7 +22,7 @@ use tracing::{error, info, warn};
 use crate::config::{Config, ConfigErrors};
 use crate::metrics::Metrics;
 use crate::snapshot::{BuildError, Snapshot};
-use crate::{admin, listener};
+use crate::{admin, listener, watch};
 
 /// What every connection and request task shares.
 pub struct Shared {
@@ -132,6 +132,9 @@ impl Gateway {
         }
         if let Some(socket) = admin {
             tokio::spawn(admin::serve(socket, gateway.clone(), gateway.stop.clone()));
+        }
+        if let Err(e) = watch::spawn(gateway.clone(), gateway.stop.clone()) {
+            warn!(error = %e, "cannot watch the config files; reload with SIGHUP or POST /reload");
         }
         Ok(gateway)
     }

@@ -13,5 +13,6 @@ pub mod metrics;
 pub mod proxy;
 pub mod routing;
 pub mod snapshot;
+pub mod watch;
 
 pub use gateway::{Gateway, GatewayError};
