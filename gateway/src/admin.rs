@@ -26,7 +26,9 @@ use crate::gateway::Gateway;
 use crate::proxy::{Body, full};
 
 pub async fn serve(socket: TcpListener, gateway: Arc<Gateway>, stop: CancellationToken) {
-    info!(addr = ?socket.local_addr().ok(), "admin listening");
+    if let Ok(addr) = socket.local_addr() {
+        info!(%addr, "admin listening");
+    }
     let http = auto::Builder::new(TokioExecutor::new());
     loop {
         let stream = tokio::select! {

@@ -71,3 +71,77 @@ fn every_error_in_a_file_is_reported_at_once() {
     assert!(stderr.contains(":4:50: listener[0].tls.key"), "{stderr}");
     assert!(stderr.contains("2 error(s)"), "{stderr}");
 }
+
+/// A `leafgate run` process, killed when dropped.
+struct Running {
+    child: std::process::Child,
+    admin: String,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `leafgate run` on `config` and reads the admin address from its JSON log.
+fn run(config: &std::path::Path) -> Running {
+    use std::io::BufRead;
+    let mut child = leafgate()
+        .args(["--log-format", "json", "run", "--config"])
+        .arg(config)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    let admin = loop {
+        let line = lines
+            .next()
+            .expect("leafgate exited before its admin listener started")
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+        if v["fields"]["message"] == "admin listening" {
+            break v["fields"]["addr"].as_str().unwrap().to_string();
+        }
+    };
+    // Keep draining the log so the process never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    Running { child, admin }
+}
+
+#[test]
+fn leafgate_reload_reports_success_and_errors_with_line_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("leafgate.toml");
+    let good =
+        "[admin]\nbind = \"127.0.0.1:0\"\n\n[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n";
+    std::fs::write(&config, good).unwrap();
+    let gw = run(&config);
+
+    let out = leafgate()
+        .args(["reload", "--admin", &gw.admin])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("reloaded: generation"));
+
+    // The file watcher may reload first; the explicit reload answers with the same error.
+    std::fs::write(&config, format!("{good}unknown_thing = 1\n")).unwrap();
+    let out = leafgate()
+        .args(["reload", "--admin", &gw.admin])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("leafgate.toml:7:1: listener[0].unknown_thing: unknown field"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("keeps its running config"), "{stderr}");
+}
