@@ -5,3 +5,5 @@
 //! `routing` -> `proxy` (forward, upgrade, splice) with `limit` -> `admin`.
 
 pub mod config;
+pub mod limit;
+pub mod proxy;
