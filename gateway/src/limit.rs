@@ -203,13 +203,16 @@ impl Limiter {
     }
 
     /// [`charge`](Self::charge), then sleep on tokio's timer for the answer; returns the time
-    /// asked to wait (zero when not throttled).
+    /// spent asleep (zero when not throttled), which the timer's millisecond ticks round up
+    /// from the answer.
     pub async fn throttle(&self, n: usize) -> Duration {
+        let start = Instant::now();
         let wait = self.charge(n);
-        if !wait.is_zero() {
-            tokio::time::sleep(wait).await;
+        if wait.is_zero() {
+            return Duration::ZERO;
         }
-        wait
+        tokio::time::sleep(wait).await;
+        start.elapsed()
     }
 }
 
@@ -304,7 +307,11 @@ mod tests {
         assert_eq!(limiter.charge(500), Duration::from_millis(500));
         assert_eq!(limiter.charge(500), Duration::from_millis(1000));
         tokio::time::advance(Duration::from_millis(400)).await;
-        assert_eq!(limiter.charge(0), Duration::ZERO, "charging nothing never waits");
+        assert_eq!(
+            limiter.charge(0),
+            Duration::ZERO,
+            "charging nothing never waits"
+        );
         assert_eq!(limiter.charge(100), Duration::from_millis(700));
         // After the debt is paid the bucket refills, but never beyond its burst.
         tokio::time::advance(Duration::from_secs(60)).await;
@@ -361,7 +368,12 @@ mod tests {
             (elapsed.as_secs_f64() - expected).abs() < 0.002,
             "{elapsed:?} vs {expected}s"
         );
-        assert!(throttled >= elapsed, "throttled {throttled:?}");
+        // Every throttled moment is counted, and only those: the first 12 chunks had credit.
+        let unthrottled = Duration::from_secs_f64(burst as f64 / (2 * MIB) as f64);
+        assert!(
+            throttled <= elapsed && throttled + unthrottled >= elapsed,
+            "throttled {throttled:?} of {elapsed:?}"
+        );
     }
 
     #[tokio::test(start_paused = true)]
