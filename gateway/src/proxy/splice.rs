@@ -195,11 +195,10 @@ where
     .await
 }
 
-/// [`splice`] for two plain TCP connections. It borrows the sockets' halves instead of
+/// [`splice`] for two plain TCP connections. With no limit either way it moves bytes
+/// kernel to kernel with `splice(2)` through a pipe per direction (Linux); otherwise, or if
+/// no pipe can be had, it copies like [`splice`], borrowing the sockets' halves instead of
 /// splitting them behind a lock.
-///
-/// A zero-copy path (`splice(2)` through a pipe, kernel to kernel) was measured here and not
-/// kept: see the numbers in the commit that removed it and in `measure_copy_throughput`.
 pub async fn splice_tcp<F>(
     mut client: TcpStream,
     mut upstream: TcpStream,
@@ -209,6 +208,31 @@ pub async fn splice_tcp<F>(
 where
     F: Fn(Direction, u64) + Send + Sync,
 {
+    #[cfg(target_os = "linux")]
+    if opts.up.is_unlimited() && opts.down.is_unlimited() {
+        match (zero_copy::Pipe::new(), zero_copy::Pipe::new()) {
+            (Ok(up), Ok(down)) => {
+                return zero_copy::run(&client, &upstream, up, down, opts.idle_timeout, &on_bytes)
+                    .await;
+            }
+            (Err(error), _) | (_, Err(error)) => {
+                tracing::debug!(%error, "no pipe for splice(2), copying through user space");
+            }
+        }
+    }
+    copy_tcp(&mut client, &mut upstream, opts, &on_bytes).await
+}
+
+/// The user-space copy of [`splice_tcp`], also what it is measured against.
+async fn copy_tcp<F>(
+    client: &mut TcpStream,
+    upstream: &mut TcpStream,
+    opts: SpliceOptions,
+    on_bytes: &F,
+) -> Result<SpliceReport, SpliceError>
+where
+    F: Fn(Direction, u64) + Sync,
+{
     let (client_read, client_write) = client.split();
     let (upstream_read, upstream_write) = upstream.split();
     splice_halves(
@@ -217,7 +241,7 @@ where
         upstream_read,
         upstream_write,
         opts,
-        &on_bytes,
+        on_bytes,
     )
     .await
 }
@@ -264,7 +288,12 @@ where
         }),
         idle = activity.idle_for(opts.idle_timeout) => Err(SpliceError::Idle { idle }),
     };
-    match &result {
+    log_end(&result);
+    result
+}
+
+fn log_end(result: &Result<SpliceReport, SpliceError>) {
+    match result {
         Ok(report) => tracing::debug!(
             bytes_up = report.bytes_up,
             bytes_down = report.bytes_down,
@@ -280,7 +309,6 @@ where
         }
         Err(SpliceError::Idle { idle }) => tracing::debug!(?idle, "splice ended: idle"),
     }
-    result
 }
 
 #[derive(Debug)]
@@ -383,6 +411,178 @@ impl Activity {
                 return Instant::now().saturating_duration_since(last);
             }
             tokio::time::sleep_until(deadline).await;
+        }
+    }
+}
+
+/// Zero-copy splicing: `splice(2)` moves pages from one socket's receive queue into a pipe
+/// and from the pipe into the other socket's send queue, never through user space. Only for
+/// plain TCP with no limiter: a limiter needs chunk sizes we choose, TLS needs the bytes.
+#[cfg(target_os = "linux")]
+mod zero_copy {
+    use std::io;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+    use tokio::io::Interest;
+    use tokio::net::TcpStream;
+    use tokio::time::Instant;
+
+    use super::{Activity, Direction, IoOp, SpliceError, SpliceReport, log_end};
+
+    /// Pipe capacity asked for: bigger than the default 64 KiB means fewer system calls per
+    /// byte. Unprivileged processes may go up to `/proc/sys/fs/pipe-max-size` (1 MiB).
+    const PIPE_SIZE: libc::c_int = 1 << 20;
+
+    /// Both ends of a non-blocking pipe.
+    pub(super) struct Pipe {
+        read: OwnedFd,
+        write: OwnedFd,
+        /// The capacity the kernel granted: the most one `splice` into it can move.
+        capacity: usize,
+    }
+
+    impl Pipe {
+        pub(super) fn new() -> io::Result<Pipe> {
+            let mut fds: [RawFd; 2] = [-1, -1];
+            // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
+            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) } < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: pipe2 succeeded, so both fds are open and owned by nobody else.
+            let (read, write) =
+                unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+            // SAFETY: fcntl on an fd we own; failure only leaves the default size.
+            let granted = unsafe { libc::fcntl(write.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_SIZE) };
+            // SAFETY: as above; F_GETPIPE_SZ only reads.
+            let size = if granted > 0 {
+                granted
+            } else {
+                unsafe { libc::fcntl(write.as_raw_fd(), libc::F_GETPIPE_SZ) }
+            };
+            let capacity = usize::try_from(size)
+                .ok()
+                .filter(|&c| c > 0)
+                .unwrap_or(64 << 10);
+            Ok(Pipe {
+                read,
+                write,
+                capacity,
+            })
+        }
+    }
+
+    fn splice_fds(from: RawFd, to: RawFd, len: usize) -> io::Result<usize> {
+        // SAFETY: plain fds and null offsets (sockets and pipes have no file position).
+        let n = unsafe {
+            libc::splice(
+                from,
+                std::ptr::null_mut(),
+                to,
+                std::ptr::null_mut(),
+                len,
+                libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK,
+            )
+        };
+        if n < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
+        }
+    }
+
+    pub(super) async fn run<F>(
+        client: &TcpStream,
+        upstream: &TcpStream,
+        up_pipe: Pipe,
+        down_pipe: Pipe,
+        idle_timeout: std::time::Duration,
+        on_bytes: &F,
+    ) -> Result<SpliceReport, SpliceError>
+    where
+        F: Fn(Direction, u64) + Sync,
+    {
+        let activity = Activity::new();
+        let up = pump(
+            Direction::ClientToUpstream,
+            client,
+            upstream,
+            up_pipe,
+            &activity,
+            on_bytes,
+        );
+        let down = pump(
+            Direction::UpstreamToClient,
+            upstream,
+            client,
+            down_pipe,
+            &activity,
+            on_bytes,
+        );
+        let result = tokio::select! {
+            both = async { tokio::try_join!(up, down) } => both.map(|(bytes_up, bytes_down)| SpliceReport {
+                bytes_up,
+                bytes_down,
+                ..SpliceReport::default()
+            }),
+            idle = activity.idle_for(idle_timeout) => Err(SpliceError::Idle { idle }),
+        };
+        log_end(&result);
+        result
+    }
+
+    /// One direction: socket -> pipe -> socket until EOF, then shut down `to`'s write half.
+    async fn pump<F>(
+        direction: Direction,
+        from: &TcpStream,
+        to: &TcpStream,
+        pipe: Pipe,
+        activity: &Activity,
+        on_bytes: &F,
+    ) -> Result<u64, SpliceError>
+    where
+        F: Fn(Direction, u64),
+    {
+        let mut total = 0u64;
+        loop {
+            // The pipe is empty here (drained below), so EAGAIN can only mean the socket has
+            // nothing to read, which is what `try_io` takes it to mean.
+            let n = loop {
+                from.readable()
+                    .await
+                    .map_err(SpliceError::io(direction, IoOp::Read))?;
+                match from.try_io(Interest::READABLE, || {
+                    splice_fds(from.as_raw_fd(), pipe.write.as_raw_fd(), pipe.capacity)
+                }) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                    Err(e) => return Err(SpliceError::io(direction, IoOp::Read)(e)),
+                }
+            };
+            if n == 0 {
+                socket2::SockRef::from(to)
+                    .shutdown(std::net::Shutdown::Write)
+                    .map_err(SpliceError::io(direction, IoOp::Shutdown))?;
+                activity.touch(Instant::now());
+                return Ok(total);
+            }
+            activity.touch(Instant::now());
+            // The pipe holds `n` bytes, so EAGAIN here means the socket's send queue is full.
+            let mut left = n;
+            while left > 0 {
+                to.writable()
+                    .await
+                    .map_err(SpliceError::io(direction, IoOp::Write))?;
+                match to.try_io(Interest::WRITABLE, || {
+                    splice_fds(pipe.read.as_raw_fd(), to.as_raw_fd(), left)
+                }) {
+                    Ok(m) => left -= m,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                    Err(e) => return Err(SpliceError::io(direction, IoOp::Write)(e)),
+                }
+            }
+            activity.touch(Instant::now());
+            total += n as u64;
+            on_bytes(direction, n as u64);
         }
     }
 }
@@ -814,6 +1014,106 @@ mod tests {
             assert!(
                 (3.7..=4.1).contains(&secs),
                 "download finished after {secs:.3}s"
+            );
+        }
+    }
+
+    /// Pushes `total` bytes client -> upstream through a splice run by `run`, as fast as the
+    /// peers go, and returns the seconds taken.
+    async fn push_through<R, Fut>(total: u64, run: R) -> f64
+    where
+        R: FnOnce(TcpStream, TcpStream) -> Fut,
+        Fut: std::future::Future<Output = Result<SpliceReport, SpliceError>> + Send + 'static,
+    {
+        let (client, gateway_client) = tcp_pair().await;
+        let (upstream, gateway_upstream) = tcp_pair().await;
+        let task = tokio::spawn(run(gateway_client, gateway_upstream));
+        let start = std::time::Instant::now();
+        let writer = tokio::spawn(async move {
+            let (_read, mut write) = client.into_split();
+            let chunk = vec![0x5au8; 256 << 10];
+            let mut sent = 0;
+            while sent < total {
+                let n = chunk.len().min((total - sent) as usize);
+                write.write_all(&chunk[..n]).await.unwrap();
+                sent += n as u64;
+            }
+            write.shutdown().await.unwrap();
+            _read
+        });
+        let (mut read, mut write) = upstream.into_split();
+        let mut buf = vec![0u8; 256 << 10];
+        let mut received = 0u64;
+        loop {
+            let n = read.read(&mut buf).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            received += n as u64;
+        }
+        let secs = start.elapsed().as_secs_f64();
+        write.shutdown().await.unwrap();
+        drop(writer.await.unwrap());
+        let report = task.await.unwrap().unwrap();
+        assert_eq!((received, report.bytes_up), (total, total));
+        secs
+    }
+
+    /// Measures the user-space copy (through `tokio::io::split`, and through borrowed TCP
+    /// halves) against `splice(2)` over loopback. Run in release:
+    /// `cargo test --release -p leafgate --lib measure_copy_throughput -- --ignored --nocapture`
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[ignore = "measurement, not a test: pushes gigabytes"]
+    async fn measure_copy_throughput() {
+        const TOTAL: u64 = 3 << 30;
+        let gib = |secs: f64| TOTAL as f64 / (1u64 << 30) as f64 / secs;
+        let opts = || unlimited(Duration::from_secs(30));
+        for round in 1..=3 {
+            let generic = push_through(TOTAL, |c, u| async move {
+                splice(c, u, opts(), |_, _| {}).await
+            })
+            .await;
+            let borrowed = push_through(TOTAL, |mut c, mut u| async move {
+                copy_tcp(&mut c, &mut u, opts(), &|_, _| {}).await
+            })
+            .await;
+            let zero_copy = push_through(TOTAL, |c, u| async move {
+                splice_tcp(c, u, opts(), |_, _| {}).await
+            })
+            .await;
+            println!(
+                "round {round}: generic {:.2} GiB/s, tcp halves {:.2} GiB/s, splice(2) {:.2} GiB/s",
+                gib(generic),
+                gib(borrowed),
+                gib(zero_copy)
+            );
+        }
+    }
+
+    /// Measures how close a per-connection limit holds its rate over 10 s of traffic.
+    /// `cargo test --release -p leafgate --lib measure_limiter_accuracy -- --ignored --nocapture`
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[ignore = "measurement, not a test: takes 30 s"]
+    async fn measure_limiter_accuracy() {
+        for limit in [MIB, 100 * MIB, 1 << 30] {
+            let total = 10 * limit as u64;
+            let burst = crate::limit::effective_burst(&rate(limit));
+            let secs = push_through(total, |c, u| async move {
+                let (up, down) = connection_limiters(Some(rate(limit)), &[]);
+                let opts = SpliceOptions {
+                    idle_timeout: Duration::from_secs(30),
+                    up,
+                    down,
+                };
+                splice_tcp(c, u, opts, |_, _| {}).await
+            })
+            .await;
+            // The first `burst` bytes go at once; the rest is what the rate governs.
+            let achieved = (total - burst) as f64 / secs;
+            println!(
+                "limit {:>10} B/s: {total} bytes in {secs:.3} s, {achieved:.0} B/s after the burst ({:+.2}%)",
+                limit,
+                (achieved / limit as f64 - 1.0) * 100.0
             );
         }
     }
