@@ -17,6 +17,15 @@
 //! connection run a chunk past the limit at every instant, which shows at the receiver.
 //! Charging before writing keeps the bytes delivered by time `t` within `burst + rate * t`.
 //! Reads are capped at [`Limiter::chunk_hint`] so one read cannot overshoot by much.
+//!
+//! # Zero copy
+//! [`splice_tcp`] moves bytes with `splice(2)` (socket -> pipe -> socket, never through user
+//! space) when both ends are plain TCP and neither direction is limited. Measured over
+//! loopback in release, 3 GiB one way, five rounds on the shared 2-core machine (load 4-6,
+//! so noisy; `measure_copy_throughput`): user-space copy through `tokio::io::split`
+//! 0.47-0.83 GiB/s (median 0.73), through borrowed TCP halves 0.54-0.81 (median 0.77),
+//! `splice(2)` 0.69-1.56 (median 1.13): about +45%, so it is kept. A limiter needs chunk
+//! sizes we choose and TLS needs the bytes in user space; both take the copy path.
 
 use std::fmt;
 use std::io;
@@ -900,14 +909,16 @@ mod tests {
 
     #[tokio::test]
     async fn a_reset_upstream_is_reported_as_the_upstream_failing() {
-        let (client, upstream, task) =
-            spawn_splice(Path::Generic, unlimited(Duration::from_secs(30))).await;
-        // Linger zero: close sends RST instead of FIN.
-        upstream.set_zero_linger().unwrap();
-        drop(upstream);
-        let err = task.await.unwrap().unwrap_err();
-        assert_eq!(err.side(), Some(Side::Upstream), "{err}");
-        drop(client);
+        for path in [Path::Generic, Path::Tcp] {
+            let (client, upstream, task) =
+                spawn_splice(path, unlimited(Duration::from_secs(30))).await;
+            // Linger zero: close sends RST instead of FIN.
+            upstream.set_zero_linger().unwrap();
+            drop(upstream);
+            let err = task.await.unwrap().unwrap_err();
+            assert_eq!(err.side(), Some(Side::Upstream), "{path:?}: {err}");
+            drop(client);
+        }
     }
 
     #[tokio::test]
@@ -951,7 +962,8 @@ mod tests {
             up,
             down,
         };
-        let (client, upstream, task) = spawn_splice(Path::Generic, opts).await;
+        // `splice_tcp` with limiters falls back to the user-space copy.
+        let (client, upstream, task) = spawn_splice(Path::Tcp, opts).await;
         let start = std::time::Instant::now();
         let data = pattern(6 * MIB, 4);
         let (at_client, at_upstream) = tokio::join!(
@@ -1068,7 +1080,7 @@ mod tests {
         const TOTAL: u64 = 3 << 30;
         let gib = |secs: f64| TOTAL as f64 / (1u64 << 30) as f64 / secs;
         let opts = || unlimited(Duration::from_secs(30));
-        for round in 1..=3 {
+        for round in 1..=5 {
             let generic = push_through(TOTAL, |c, u| async move {
                 splice(c, u, opts(), |_, _| {}).await
             })
