@@ -84,7 +84,7 @@ impl Gateway {
     pub async fn start(config_path: &Path) -> Result<Arc<Gateway>, GatewayError> {
         let path = config_path.to_path_buf();
         let config = load_blocking(path.clone()).await?;
-        let snapshot = Snapshot::build(Arc::new(config), 1)?;
+        let snapshot = Snapshot::build(Arc::new(config), 1, None)?;
         let admin_bind = snapshot.config.admin.as_ref().map(|a| a.bind);
 
         let metrics = Metrics::new();
@@ -240,11 +240,13 @@ impl Gateway {
 
     async fn reload_locked(&self) -> Result<u64, GatewayError> {
         let config = load_blocking(self.config_path.clone()).await?;
-        let generation = self.shared.snapshot.load().generation + 1;
-        let snapshot =
-            tokio::task::spawn_blocking(move || Snapshot::build(Arc::new(config), generation))
-                .await
-                .map_err(|e| GatewayError::Interrupted(e.to_string()))??;
+        let previous = self.shared.snapshot.load_full();
+        let generation = previous.generation + 1;
+        let snapshot = tokio::task::spawn_blocking(move || {
+            Snapshot::build(Arc::new(config), generation, Some(&previous))
+        })
+        .await
+        .map_err(|e| GatewayError::Interrupted(e.to_string()))??;
 
         // Listeners: keep those whose (name, bind) is unchanged, so their sockets never
         // close; bind the new ones before anything is stopped, so a failed bind leaves the

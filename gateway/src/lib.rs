@@ -8,6 +8,7 @@
 pub mod admin;
 pub mod config;
 pub mod gateway;
+pub mod limit;
 pub mod listener;
 pub mod metrics;
 pub mod proxy;

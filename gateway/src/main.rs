@@ -147,8 +147,8 @@ fn check(config: PathBuf) -> anyhow::Result<ExitCode> {
         }
     };
     // Compiling the snapshot checks what only rustls can (key matches certificate).
-    let built =
-        runtime()?.block_on(async { Snapshot::build(std::sync::Arc::new(loaded), 0).map(|_| ()) });
+    let built = runtime()?
+        .block_on(async { Snapshot::build(std::sync::Arc::new(loaded), 0, None).map(|_| ()) });
     if let Err(e) = built {
         eprintln!("{}: {e}", config.display());
         return Ok(ExitCode::FAILURE);

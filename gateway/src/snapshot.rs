@@ -14,6 +14,7 @@ use std::time::SystemTime;
 use crate::config::{
     BandwidthConfig, Config, DirectResponse, ListenerConfig, RouteAction, Timeouts,
 };
+use crate::limit::{self, Limiter, SharedLimits};
 use crate::listener::tls;
 use crate::proxy::upstream::Upstream;
 use crate::routing::Router;
@@ -39,6 +40,8 @@ pub struct ListenerState {
 pub struct Tenant {
     pub name: String,
     pub bandwidth: BandwidthConfig,
+    /// The tenant's total, shared by all its connections on every route.
+    pub totals: SharedLimits,
 }
 
 pub struct Route {
@@ -46,7 +49,27 @@ pub struct Route {
     pub action: Action,
     pub tenant: Option<Arc<Tenant>>,
     pub bandwidth: BandwidthConfig,
+    /// The route's total, shared by all its connections.
+    pub totals: SharedLimits,
     pub timeouts: Timeouts,
+}
+
+impl Route {
+    /// The limiters of a new hijacked connection, `(client -> upstream, upstream ->
+    /// client)`: its own per-connection bucket (the route's setting, else the tenant's),
+    /// then the route's total, then the tenant's total.
+    pub fn connection_limiters(&self) -> (Limiter, Limiter) {
+        let tenant = self.tenant.as_deref();
+        let per_connection = self
+            .bandwidth
+            .per_connection
+            .or(tenant.and_then(|t| t.bandwidth.per_connection));
+        let mut shared = vec![&self.totals];
+        if let Some(t) = tenant {
+            shared.push(&t.totals);
+        }
+        limit::connection_limiters(per_connection, &shared)
+    }
 }
 
 pub enum Action {
@@ -70,18 +93,34 @@ pub enum BuildError {
 }
 
 impl Snapshot {
-    pub fn build(config: Arc<Config>, generation: u64) -> Result<Snapshot, BuildError> {
+    /// Compiles `config`. Bandwidth totals whose tenant or route and limit are unchanged
+    /// from `previous` keep their buckets: a reload neither refills a tenant's budget nor
+    /// lets old and new connections each spend a full one.
+    pub fn build(
+        config: Arc<Config>,
+        generation: u64,
+        previous: Option<&Snapshot>,
+    ) -> Result<Snapshot, BuildError> {
         let tenants: HashMap<String, Arc<Tenant>> = config
             .tenants
             .iter()
             .map(|t| {
+                let before = previous.and_then(|p| p.tenants.get(&t.name));
+                let totals = match before {
+                    Some(b) if b.bandwidth.total == t.bandwidth.total => b.totals.clone(),
+                    _ => SharedLimits::new(t.bandwidth.total),
+                };
                 let tenant = Tenant {
                     name: t.name.clone(),
                     bandwidth: t.bandwidth,
+                    totals,
                 };
                 (t.name.clone(), Arc::new(tenant))
             })
             .collect();
+        let previous_routes: HashMap<&str, &Route> = previous
+            .map(|p| p.routes.iter().map(|r| (r.name.as_str(), &**r)).collect())
+            .unwrap_or_default();
 
         let routes = config
             .routes
@@ -98,11 +137,16 @@ impl Snapshot {
                         })?)
                     }
                 };
+                let totals = match previous_routes.get(r.name.as_str()) {
+                    Some(b) if b.bandwidth.total == r.bandwidth.total => b.totals.clone(),
+                    _ => SharedLimits::new(r.bandwidth.total),
+                };
                 Ok(Arc::new(Route {
                     name: r.name.clone(),
                     action,
                     tenant: r.tenant.as_ref().and_then(|t| tenants.get(t).cloned()),
                     bandwidth: r.bandwidth,
+                    totals,
                     timeouts: r.timeouts,
                 }))
             })

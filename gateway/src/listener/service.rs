@@ -109,7 +109,10 @@ async fn dispatch(req: Request<Incoming>, client: Arc<Client>) -> Response<Body>
 }
 
 fn splice_job(client: &Client, route: &Route) -> SpliceJob {
+    let (up, down) = route.connection_limiters();
     SpliceJob {
+        up,
+        down,
         tasks: client.shared.tasks.clone(),
         kill: client.shared.kill.clone(),
         metrics: client.shared.metrics.clone(),

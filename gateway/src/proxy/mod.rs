@@ -15,6 +15,7 @@
 
 pub mod body;
 pub mod headers;
+pub mod splice;
 pub mod upgrade;
 pub mod upstream;
 

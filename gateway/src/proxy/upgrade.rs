@@ -9,10 +9,20 @@
 //! either side sent right behind its head (already in hyper's read buffer) travel with the
 //! upgraded stream, so nothing is lost.
 
+use std::io;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncWrite};
+use bytes::Bytes;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use hyper::upgrade::{Parts, Upgraded};
+use hyper_rustls::MaybeHttpsStream;
+use hyper_util::server::conn::auto;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -25,8 +35,10 @@ use tower_service::Service;
 use tracing::{Instrument, debug, info_span, warn};
 
 use super::body::IdleTimeout;
-use crate::metrics::{Metrics, SpliceLabels};
+use crate::limit::Limiter;
+use crate::metrics::{Metrics, SpliceByteLabels, SpliceLabels};
 
+use super::splice::{self, Direction, IoOp, SpliceError, SpliceOptions, SpliceReport};
 use super::upstream::Upstream;
 use super::{Body, Exchange, ProxyError, headers, root_cause};
 
@@ -144,7 +156,7 @@ pub async fn forward(
     tasks.spawn(
         async move {
             let (client, backend) = match tokio::join!(client_upgrade, upstream_upgrade) {
-                (Ok(c), Ok(b)) => (TokioIo::new(c), TokioIo::new(b)),
+                (Ok(c), Ok(b)) => (c, b),
                 (Err(e), _) => {
                     warn!(side = "client", error = %e, "the client side of an upgrade failed");
                     return;
@@ -168,37 +180,234 @@ pub async fn forward(
 }
 
 /// What a hijacked connection needs once both sides said 101: the task tracker that
-/// shutdown and reload wait on, the signal that ends it when the grace period is over, and
-/// its meters.
+/// shutdown and reload wait on, the signal that ends it when the grace period is over, its
+/// bandwidth limiters and its meters.
 pub struct SpliceJob {
     pub tasks: TaskTracker,
     pub kill: CancellationToken,
     pub metrics: Arc<Metrics>,
     pub route: String,
     pub tenant: String,
+    /// Client -> upstream.
+    pub up: Limiter,
+    /// Upstream -> client.
+    pub down: Limiter,
 }
 
 impl SpliceJob {
-    async fn run<C, U>(self, mut client: C, mut backend: U, idle: Duration)
-    where
-        C: AsyncRead + AsyncWrite + Unpin,
-        U: AsyncRead + AsyncWrite + Unpin,
-    {
+    async fn run(self, client: Upgraded, backend: Upgraded, idle: Duration) {
         let labels = SpliceLabels {
             route: self.route.clone(),
             tenant: self.tenant.clone(),
         };
-        self.metrics.upgraded_total.get_or_create(&labels).inc();
-        let active = self.metrics.upgraded_active.get_or_create(&labels).clone();
+        let byte_labels = |direction: Direction| SpliceByteLabels {
+            route: self.route.clone(),
+            tenant: self.tenant.clone(),
+            direction: direction.label(),
+        };
+        let metrics = &self.metrics;
+        metrics.upgraded_total.get_or_create(&labels).inc();
+        let active = metrics.upgraded_active.get_or_create(&labels).clone();
+        let up_bytes = metrics
+            .spliced_bytes
+            .get_or_create(&byte_labels(Direction::ClientToUpstream))
+            .clone();
+        let down_bytes = metrics
+            .spliced_bytes
+            .get_or_create(&byte_labels(Direction::UpstreamToClient))
+            .clone();
+        let on_bytes = move |direction: Direction, n: u64| match direction {
+            Direction::ClientToUpstream => {
+                up_bytes.inc_by(n);
+            }
+            Direction::UpstreamToClient => {
+                down_bytes.inc_by(n);
+            }
+        };
+        let opts = SpliceOptions {
+            idle_timeout: idle,
+            up: self.up.clone(),
+            down: self.down.clone(),
+        };
+
         active.inc();
-        let _ = idle;
-        tokio::select! {
-            r = tokio::io::copy_bidirectional(&mut client, &mut backend) => match r {
-                Ok((up, down)) => debug!(up, down, "splice finished"),
-                Err(e) => warn!(error = %e, "splice ended with an error"),
-            },
-            _ = self.kill.cancelled() => debug!("splice closed by shutdown"),
-        }
+        let result = tokio::select! {
+            r = pump(client, backend, opts, on_bytes) => Some(r),
+            _ = self.kill.cancelled() => None,
+        };
         active.dec();
+        match result {
+            Some(Ok(report)) => {
+                for (direction, throttled) in [
+                    (Direction::ClientToUpstream, report.throttled_up),
+                    (Direction::UpstreamToClient, report.throttled_down),
+                ] {
+                    if !throttled.is_zero() {
+                        metrics
+                            .throttled_seconds
+                            .get_or_create(&byte_labels(direction))
+                            .inc_by(throttled.as_secs_f64());
+                    }
+                }
+                debug!(
+                    up = report.bytes_up,
+                    down = report.bytes_down,
+                    "upgraded connection closed"
+                );
+            }
+            Some(Err(e)) => {
+                let side = e.side().map(|s| s.to_string());
+                warn!(side = side.as_deref().unwrap_or("both"), error = %e, "upgraded connection ended");
+            }
+            None => debug!("upgraded connection closed by shutdown"),
+        }
     }
+}
+
+type UpstreamIo = MaybeHttpsStream<TokioIo<TcpStream>>;
+
+/// One side of a hijacked connection, out of hyper: a plain socket (with the bytes hyper had
+/// read behind the head), or any other stream (TLS) with those bytes replayed first.
+enum Hijacked {
+    Tcp(TcpStream, Bytes),
+    Stream(Prefixed<Box<dyn Io>>),
+}
+
+trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+
+impl Hijacked {
+    fn client(upgraded: Upgraded) -> Hijacked {
+        match auto::upgrade::downcast::<TokioIo<TcpStream>>(upgraded) {
+            Ok(parts) => Hijacked::Tcp(parts.io.into_inner(), parts.read_buf),
+            Err(other) => {
+                Hijacked::Stream(Prefixed::new(Bytes::new(), Box::new(TokioIo::new(other))))
+            }
+        }
+    }
+
+    fn upstream(upgraded: Upgraded) -> Hijacked {
+        match upgraded.downcast::<UpstreamIo>() {
+            Ok(Parts {
+                io: MaybeHttpsStream::Http(tcp),
+                read_buf,
+                ..
+            }) => Hijacked::Tcp(tcp.into_inner(), read_buf),
+            Ok(Parts { io, read_buf, .. }) => {
+                Hijacked::Stream(Prefixed::new(read_buf, Box::new(TokioIo::new(io))))
+            }
+            Err(other) => {
+                Hijacked::Stream(Prefixed::new(Bytes::new(), Box::new(TokioIo::new(other))))
+            }
+        }
+    }
+
+    fn into_stream(self) -> Prefixed<Box<dyn Io>> {
+        match self {
+            Hijacked::Tcp(tcp, early) => Prefixed::new(early, Box::new(tcp)),
+            Hijacked::Stream(s) => s,
+        }
+    }
+}
+
+/// Splices the two upgraded connections. When both are plain TCP underneath, the sockets
+/// are taken out of hyper (bytes hyper had already read behind either head are written on
+/// first) so `splice_tcp` can move bytes kernel to kernel; otherwise the generic copy runs.
+async fn pump(
+    client: Upgraded,
+    backend: Upgraded,
+    opts: SpliceOptions,
+    on_bytes: impl Fn(Direction, u64) + Send + Sync,
+) -> Result<SpliceReport, SpliceError> {
+    match (Hijacked::client(client), Hijacked::upstream(backend)) {
+        (Hijacked::Tcp(mut client, client_early), Hijacked::Tcp(mut backend, backend_early)) => {
+            write_early(
+                &mut backend,
+                &client_early,
+                Direction::ClientToUpstream,
+                &on_bytes,
+            )
+            .await?;
+            write_early(
+                &mut client,
+                &backend_early,
+                Direction::UpstreamToClient,
+                &on_bytes,
+            )
+            .await?;
+            splice::splice_tcp(client, backend, opts, on_bytes).await
+        }
+        (client, backend) => {
+            splice::splice(client.into_stream(), backend.into_stream(), opts, on_bytes).await
+        }
+    }
+}
+
+/// A stream whose first reads return `early`: bytes already read off it by hyper.
+struct Prefixed<T> {
+    early: Bytes,
+    io: T,
+}
+
+impl<T> Prefixed<T> {
+    fn new(early: Bytes, io: T) -> Self {
+        Prefixed { early, io }
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for Prefixed<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if !self.early.is_empty() {
+            let n = self.early.len().min(buf.remaining());
+            let chunk = self.early.split_to(n);
+            buf.put_slice(&chunk);
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for Prefixed<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+/// Writes bytes a side sent right behind its head (read by hyper along with it) to the
+/// other side, before the splice takes over.
+async fn write_early(
+    to: &mut TcpStream,
+    early: &[u8],
+    direction: Direction,
+    on_bytes: &(impl Fn(Direction, u64) + Send + Sync),
+) -> Result<(), SpliceError> {
+    if early.is_empty() {
+        return Ok(());
+    }
+    to.write_all(early)
+        .await
+        .map_err(|source| SpliceError::Io {
+            side: direction.sink(),
+            op: IoOp::Write,
+            direction,
+            source,
+        })?;
+    on_bytes(direction, early.len() as u64);
+    Ok(())
 }
