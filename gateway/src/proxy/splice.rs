@@ -480,6 +480,8 @@ mod zero_copy {
         }
     }
 
+    /// One non-blocking `splice(2)`. A peer that closed makes it fail with `EPIPE` rather
+    /// than kill the process: Rust programs start with `SIGPIPE` ignored.
     fn splice_fds(from: RawFd, to: RawFd, len: usize) -> io::Result<usize> {
         // SAFETY: plain fds and null offsets (sockets and pipes have no file position).
         let n = unsafe {
