@@ -74,6 +74,12 @@ fn latency_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.0001, 2.0, 20))
 }
 
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Metrics {
     /// Creates and registers every core metric. Subsystems with metrics of their own add
     /// them through [`Metrics::registry_mut`] before the gateway wraps this in an `Arc`.

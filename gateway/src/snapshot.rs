@@ -74,7 +74,7 @@ impl Route {
 
 pub enum Action {
     Direct(DirectResponse),
-    Proxy(Upstream),
+    Proxy(Box<Upstream>),
 }
 
 /// A config that validated but could not be compiled (rustls refused a TLS setting).
@@ -129,12 +129,13 @@ impl Snapshot {
                 let action = match &r.action {
                     RouteAction::Direct(d) => Action::Direct(d.clone()),
                     RouteAction::Proxy(u) => {
-                        Action::Proxy(Upstream::new(u, r.timeouts).map_err(|source| {
+                        let upstream = Upstream::new(u, r.timeouts).map_err(|source| {
                             BuildError::Upstream {
                                 route: r.name.clone(),
                                 source,
                             }
-                        })?)
+                        })?;
+                        Action::Proxy(Box::new(upstream))
                     }
                 };
                 let totals = match previous_routes.get(r.name.as_str()) {

@@ -47,11 +47,8 @@ pub fn spawn(gateway: Arc<Gateway>, stop: CancellationToken) -> notify::Result<(
             };
             let mut relevant = watched.names(&first);
             // Debounce: keep draining until the files have been quiet for QUIET.
-            loop {
-                match tokio::time::timeout(QUIET, rx.recv()).await {
-                    Ok(Some(p)) => relevant |= watched.names(&p),
-                    Ok(None) | Err(_) => break,
-                }
+            while let Ok(Some(p)) = tokio::time::timeout(QUIET, rx.recv()).await {
+                relevant |= watched.names(&p);
             }
             if !relevant {
                 continue;

@@ -25,6 +25,8 @@ impl Drop for Backend {
 }
 
 /// A WebSocket server echoing every message back, tagged `name` in its `x-backend` header.
+// The handshake callback's error type is tungstenite's, large by its design.
+#[allow(clippy::result_large_err)]
 pub async fn websocket_echo(name: &'static str) -> Backend {
     let socket = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = socket.local_addr().unwrap();

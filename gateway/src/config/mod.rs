@@ -319,6 +319,9 @@ impl Config {
     }
 }
 
+/// Where a (host, path) pair was routed: the route's listeners and the span of its path.
+type RouteSite = (Option<Vec<String>>, Range<usize>);
+
 struct Validator<'r, 'a> {
     report: &'r mut Reporter<'a>,
     base: &'r Path,
@@ -395,8 +398,7 @@ impl Validator<'_, '_> {
 
         let mut route_names = Names::default();
         // Per listener (None = all): (host, path) -> where it was first defined.
-        let mut seen: HashMap<(HostPattern, PathMatch), Vec<(Option<Vec<String>>, Range<usize>)>> =
-            HashMap::new();
+        let mut seen: HashMap<(HostPattern, PathMatch), Vec<RouteSite>> = HashMap::new();
         let mut routes = Vec::new();
         for (i, r) in raw.routes.iter().enumerate() {
             let key = format!("route[{i}]");
