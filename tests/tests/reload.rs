@@ -226,7 +226,7 @@ async fn removing_a_listener_closes_its_port_but_not_its_upgraded_connections() 
     let ws = backends::websocket_echo("ws").await;
     let two = |with_second: bool| {
         let second = if with_second {
-            format!("[[listener]]\nname = \"second\"\nbind = \"127.0.0.2:0\"\n")
+            "[[listener]]\nname = \"second\"\nbind = \"127.0.0.2:0\"\n".to_string()
         } else {
             String::new()
         };
