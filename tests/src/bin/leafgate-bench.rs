@@ -1,0 +1,204 @@
+//! Load tools for `bench/*.sh`: they drive a leafgate process from outside, as users do.
+//!
+//! - `serve`: an upgrade backend on 127.0.0.1:0 (prints its address). It answers any
+//!   request with `101`, then counts what the client pushes; when the client half-closes it
+//!   replies with the rate it measured (bytes from the 2nd second on, so the initial burst
+//!   does not count) and closes.
+//! - `push ADDR HOST SECONDS`: upgrades through the gateway at ADDR with `Host: HOST`,
+//!   pushes bytes for SECONDS, half-closes, prints the backend's measurement as JSON.
+//! - `reload CONFIG ADDR ROUTES ROUNDS`: rewrites CONFIG ROUNDS times, each time with
+//!   ROUTES routes plus one new host, and measures from the write until the new host
+//!   answers 200 at ADDR; prints percentiles as JSON. `reload-config ADDR ROUTES` prints
+//!   the starting config.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("serve") => serve().await,
+        Some("push") => push(args[1].parse().unwrap(), &args[2], args[3].parse().unwrap()).await,
+        Some("reload-config") => print!(
+            "{}",
+            config(
+                args[1].parse().unwrap(),
+                true,
+                args[2].parse().unwrap(),
+                "initial.bench"
+            )
+        ),
+        Some("reload") => {
+            reload(
+                &args[1],
+                args[2].parse().unwrap(),
+                args[3].parse().unwrap(),
+                args[4].parse().unwrap(),
+            )
+            .await
+        }
+        _ => {
+            eprintln!(
+                "usage: leafgate-bench serve | push ADDR HOST SECONDS | reload-config ADDR ROUTES | reload CONFIG ADDR ROUTES ROUNDS"
+            );
+            std::process::exit(2);
+        }
+    }
+}
+
+async fn read_head(stream: &mut TcpStream) -> Option<String> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if stream.read(&mut byte).await.ok()? == 0 {
+            return None;
+        }
+        head.push(byte[0]);
+    }
+    Some(String::from_utf8_lossy(&head).into_owned())
+}
+
+async fn serve() {
+    let socket = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    println!("{}", socket.local_addr().unwrap());
+    loop {
+        let (mut stream, _) = socket.accept().await.unwrap();
+        tokio::spawn(async move {
+            if read_head(&mut stream).await.is_none() {
+                return;
+            }
+            stream
+                .write_all(b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: x-bench\r\n\r\n")
+                .await
+                .unwrap();
+            let mut buf = vec![0u8; 256 * 1024];
+            let (mut total, mut counted) = (0u64, 0u64);
+            let mut first: Option<Instant> = None;
+            let mut window: Option<Instant> = None;
+            let mut last = Instant::now();
+            loop {
+                let n = match stream.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n as u64,
+                };
+                let now = Instant::now();
+                let start = *first.get_or_insert(now);
+                total += n;
+                if now.duration_since(start) >= Duration::from_secs(1) {
+                    window.get_or_insert(now);
+                    counted += n;
+                }
+                last = now;
+            }
+            let secs = window.map_or(0.0, |w| last.duration_since(w).as_secs_f64());
+            let rate = if secs > 0.0 {
+                counted as f64 / secs
+            } else {
+                0.0
+            };
+            let report =
+                format!("{{\"bytes\":{total},\"window_secs\":{secs:.3},\"rate\":{rate:.0}}}");
+            let _ = stream.write_all(report.as_bytes()).await;
+            let _ = stream.shutdown().await;
+        });
+    }
+}
+
+async fn push(addr: SocketAddr, host: &str, seconds: f64) {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.set_nodelay(true).unwrap();
+    let req = format!(
+        "GET /bench HTTP/1.1\r\nHost: {host}\r\nConnection: Upgrade\r\nUpgrade: x-bench\r\n\r\n"
+    );
+    stream.write_all(req.as_bytes()).await.unwrap();
+    let head = read_head(&mut stream)
+        .await
+        .expect("no answer to the upgrade");
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    let chunk = vec![0x5au8; 256 * 1024];
+    let until = Instant::now() + Duration::from_secs_f64(seconds);
+    while Instant::now() < until {
+        stream.write_all(&chunk).await.unwrap();
+    }
+    stream.shutdown().await.unwrap();
+    let mut report = String::new();
+    stream.read_to_string(&mut report).await.unwrap();
+    println!("{report}");
+}
+
+/// A config with `routes` routes, plus `extra` as one more host.
+fn config(listen: SocketAddr, admin: bool, routes: usize, extra: &str) -> String {
+    let mut out = String::with_capacity(routes * 80);
+    if admin {
+        out.push_str("[admin]\nbind = \"127.0.0.1:0\"\n");
+    }
+    out.push_str(&format!(
+        "[[listener]]\nname = \"bench\"\nbind = \"{listen}\"\n"
+    ));
+    out.push_str("[[route]]\nhost = \"*\"\ndirect = { status = 200, body = \"ok\" }\n");
+    for i in 0..routes {
+        out.push_str(&format!(
+            "[[route]]\nhost = \"r{i}.bench\"\ndirect = {{ status = 200, body = \"r{i}\" }}\n"
+        ));
+    }
+    out.push_str(&format!(
+        "[[route]]\nhost = \"{extra}\"\ndirect = {{ status = 200, body = \"{extra}\" }}\n"
+    ));
+    out
+}
+
+/// `GET /` for `host` at `addr` on a fresh connection: (status, body); status 0 if no answer.
+async fn get(addr: SocketAddr, host: &str) -> (u16, String) {
+    let Ok(mut s) = TcpStream::connect(addr).await else {
+        return (0, String::new());
+    };
+    let req = format!("GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    if s.write_all(req.as_bytes()).await.is_err() {
+        return (0, String::new());
+    }
+    let mut res = String::new();
+    let _ = s.read_to_string(&mut res).await;
+    let status = res.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = res
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+async fn reload(path: &str, addr: SocketAddr, routes: usize, rounds: usize) {
+    let mut took = Vec::with_capacity(rounds);
+    for round in 0..rounds {
+        let host = format!("new{round}.bench");
+        let text = config(addr, true, routes, &host);
+        // Write to a temporary file and rename over: the way config management does it.
+        let tmp = format!("{path}.tmp");
+        std::fs::write(&tmp, &text).unwrap();
+        let written = Instant::now();
+        std::fs::rename(&tmp, path).unwrap();
+        loop {
+            if get(addr, &host).await == (200, host.clone()) {
+                break;
+            }
+            assert!(
+                written.elapsed() < Duration::from_secs(10),
+                "{host} never went live"
+            );
+            tokio::time::sleep(Duration::from_micros(500)).await;
+        }
+        took.push(written.elapsed());
+    }
+    took.sort();
+    let pct =
+        |p: f64| took[((took.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1000.0;
+    println!(
+        "{{\"rounds\":{rounds},\"routes\":{routes},\"p50_ms\":{:.1},\"p90_ms\":{:.1},\"max_ms\":{:.1}}}",
+        pct(0.5),
+        pct(0.9),
+        pct(1.0)
+    );
+}
