@@ -20,11 +20,12 @@ lg=$(free_port)
 RUST_LOG=warn "$bin/leafgate" run --config "$work/leafgate.toml" 2>"$work/leafgate.log" &
 wait_port "$lg"
 
-# Capacity first, then pace each wrk connection with a per-request delay to about half.
-conns=32
-capacity=$(wrk -t2 -c$conns -d3s "http://127.0.0.1:$lg/" | awk '/^Requests\/sec:/ {print int($2)}')
-delay_ms=$(( conns * 1000 * 2 / (capacity > 0 ? capacity : 1) ))
-[ "$delay_ms" -lt 1 ] && delay_ms=1
+# Capacity first, then pace wrk to about half of it: each connection waits delay_ms
+# between requests, so conns connections make about conns * 1000 / delay_ms req/s.
+capacity=$(wrk -t2 -c32 -d3s "http://127.0.0.1:$lg/" | awk '/^Requests\/sec:/ {print int($2)}')
+delay_ms=4
+conns=$(( capacity * delay_ms / 2000 ))
+[ "$conns" -lt 2 ] && conns=2
 cat >"$work/pace.lua" <<LUA
 function delay() return $delay_ms end
 LUA

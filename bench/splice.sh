@@ -17,9 +17,8 @@ SECONDS_EACH=${SECONDS_EACH:-10}
 cargo build --release -q -p leafgate -p leafgate-tests --bin leafgate --bin leafgate-bench
 bin=target/release
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
-
-coproc BACKEND { "$bin/leafgate-bench" serve; }
+coproc BACKEND { exec "$bin/leafgate-bench" serve; }
+trap 'kill $(jobs -p) $BACKEND_PID 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
 read -r backend <&"${BACKEND[0]}"
 lg=$(free_port); admin=$(free_port); ip=$(free_port)
 cat >"$work/leafgate.toml" <<CONF
@@ -47,7 +46,7 @@ backends = ["$backend"]
 bandwidth = "1GiB/s"
 CONF
 RUST_LOG=warn "$bin/leafgate" run --config "$work/leafgate.toml" 2>"$work/leafgate.log" &
-iperf3 -s -p "$ip" -1 >/dev/null 2>&1 &
+iperf3 -s -p "$ip" >/dev/null 2>&1 &
 wait_port "$lg"; wait_port "$ip"
 
 rate_of() { python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["rate"])'; }

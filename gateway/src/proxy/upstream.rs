@@ -7,8 +7,8 @@
 //! which case leafgate still tries (a pool never answers "no backend" on its own).
 //! It must not know about requests' meaning; `proxy` decides what to send.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use http::Uri;
@@ -129,6 +129,19 @@ impl Upstream {
     }
 }
 
+/// The public web roots, built once: a config with thousands of routes must not copy them
+/// thousands of times.
+fn web_roots() -> Arc<rustls::RootCertStore> {
+    static ROOTS: OnceLock<Arc<rustls::RootCertStore>> = OnceLock::new();
+    ROOTS
+        .get_or_init(|| {
+            Arc::new(rustls::RootCertStore {
+                roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+            })
+        })
+        .clone()
+}
+
 /// An HTTPS-or-HTTP connector with the route's TLS settings. `upgrade` connectors offer only
 /// HTTP/1.1 by ALPN: a protocol switch exists only there.
 fn connector(
@@ -146,13 +159,7 @@ fn connector(
         .with_safe_default_protocol_versions()?;
     let (roots, identity, server_name) = match &config.tls {
         Some(t) => (t.roots.clone(), t.identity.clone(), t.server_name.clone()),
-        None => (
-            Arc::new(rustls::RootCertStore {
-                roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-            }),
-            None,
-            None,
-        ),
+        None => (web_roots(), None, None),
     };
     let builder = builder.with_root_certificates(roots);
     let tls = match identity {
