@@ -5,3 +5,4 @@
 //! `routing` -> `proxy` (forward, upgrade, splice) with `limit` -> `admin`.
 
 pub mod config;
+pub mod plugins;
