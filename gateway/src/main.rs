@@ -4,7 +4,11 @@
 use clap::Parser;
 
 #[derive(Debug, Parser)]
-#[command(name = "leafgate", version, about = "A WebAssembly-pluggable edge gateway")]
+#[command(
+    name = "leafgate",
+    version,
+    about = "A WebAssembly-pluggable edge gateway"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

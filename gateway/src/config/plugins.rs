@@ -70,7 +70,9 @@ impl<'de> Deserialize<'de> for RawPlugin {
         impl<'de> Visitor<'de> for V {
             type Value = RawPlugin;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a path to a .wasm component, or a table { path = \"...\", config = { ... } }")
+                f.write_str(
+                    "a path to a .wasm component, or a table { path = \"...\", config = { ... } }",
+                )
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<RawPlugin, E> {
                 Ok(RawPlugin {
@@ -185,7 +187,15 @@ pub(crate) fn validate(
     };
     let mut one = |hook: &str, p: &Option<Spanned<RawPlugin>>| {
         let p = p.as_ref()?;
-        plugin(report, config_file, base, &format!("{key}.{hook}"), p, &defaults, files)
+        plugin(
+            report,
+            config_file,
+            base,
+            &format!("{key}.{hook}"),
+            p,
+            &defaults,
+            files,
+        )
     };
     TenantPlugins {
         pod_router: one("pod_router", &raw.pod_router),
@@ -215,7 +225,11 @@ fn plugin(
     let span = spanned.span();
     let mut ok = true;
     if raw.path.trim().is_empty() {
-        report.error(span.clone(), format!("{key}.path"), "the plugin path is empty: name a .wasm component");
+        report.error(
+            span.clone(),
+            format!("{key}.path"),
+            "the plugin path is empty: name a .wasm component",
+        );
         return None;
     }
     let path = base.join(&raw.path);
@@ -245,7 +259,11 @@ fn plugin(
         Some(value) => match serde_json::to_string(value) {
             Ok(json) => json,
             Err(e) => {
-                report.error(span.clone(), format!("{key}.config"), format!("cannot pass this config to the plugin as JSON: {e}"));
+                report.error(
+                    span.clone(),
+                    format!("{key}.config"),
+                    format!("cannot pass this config to the plugin as JSON: {e}"),
+                );
                 ok = false;
                 String::new()
             }
@@ -267,19 +285,140 @@ fn plugin(
     })
 }
 
-fn check_memory(report: &mut Reporter<'_>, span: std::ops::Range<usize>, key: &str, m: ByteSize) -> bool {
+fn check_memory(
+    report: &mut Reporter<'_>,
+    span: std::ops::Range<usize>,
+    key: &str,
+    m: ByteSize,
+) -> bool {
     // Below a few pages no Rust component even starts; above MAX_MEMORY the pool has no room.
     if m.0 < (1 << 20) || m.0 > MAX_MEMORY {
-        report.error(span, key, format!("{} bytes is out of range: give a plugin between 1MiB and 1GiB", m.0));
+        report.error(
+            span,
+            key,
+            format!(
+                "{} bytes is out of range: give a plugin between 1MiB and 1GiB",
+                m.0
+            ),
+        );
         return false;
     }
     true
 }
 
-fn check_deadline(report: &mut Reporter<'_>, span: std::ops::Range<usize>, key: &str, d: Duration) -> bool {
+fn check_deadline(
+    report: &mut Reporter<'_>,
+    span: std::ops::Range<usize>,
+    key: &str,
+    d: Duration,
+) -> bool {
     if d.is_zero() || d > MAX_DEADLINE {
-        report.error(span, key, format!("{d:?} is out of range: a plugin deadline is above zero and at most 10s"));
+        report.error(
+            span,
+            key,
+            format!("{d:?} is out of range: a plugin deadline is above zero and at most 10s"),
+        );
         return false;
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn parse(dir: &Path, plugins: &str) -> Result<Config, String> {
+        let path = dir.join("leafgate.toml");
+        let src = format!("[[tenant]]\nname = \"t\"\n[tenant.plugins]\n{plugins}\n");
+        Config::parse(&path, &src).map_err(|e| e.to_string())
+    }
+
+    fn with_wasm() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("p.wasm"), b"\0asm").unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_bare_path_takes_the_defaults() {
+        let dir = with_wasm();
+        let config = parse(dir.path(), "log_filter = \"p.wasm\"").unwrap();
+        let p = config.tenants[0].plugins.log_filter.clone().unwrap();
+        assert_eq!(p.path, dir.path().join("p.wasm"));
+        assert_eq!(
+            (p.memory, p.deadline),
+            (ByteSize(DEFAULT_MEMORY), DEFAULT_DEADLINE)
+        );
+        assert_eq!(
+            (p.on_error, p.isolation),
+            (OnError::Reject, Isolation::Pooled)
+        );
+        assert_eq!(p.config_json, "{}");
+        assert_eq!(p.origin.key, "tenant[0].plugins.log_filter");
+        assert_eq!(p.origin.position, Some((4, 14)));
+        assert!(
+            config.files.contains(&p.path),
+            "reload watches plugin files"
+        );
+    }
+
+    #[test]
+    fn the_table_form_overrides_tenant_defaults() {
+        let dir = with_wasm();
+        let config = parse(
+            dir.path(),
+            "memory = \"32MiB\"\ndeadline = \"5ms\"\non_error = \"default\"\n\
+             pod_router = { path = \"p.wasm\", config = { default_leaf = \"leaf-1\", n = 2 }, deadline = \"50ms\", isolation = \"per-call\" }\n\
+             table_formatter = \"p.wasm\"",
+        )
+        .unwrap();
+        let plugins = &config.tenants[0].plugins;
+        let router = plugins.pod_router.as_ref().unwrap();
+        assert_eq!(router.memory, ByteSize(32 << 20));
+        assert_eq!(router.deadline, Duration::from_millis(50));
+        assert_eq!(
+            (router.on_error, router.isolation),
+            (OnError::Default, Isolation::PerCall)
+        );
+        let json: serde_json::Value = serde_json::from_str(&router.config_json).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({ "default_leaf": "leaf-1", "n": 2 })
+        );
+        let table = plugins.table_formatter.as_ref().unwrap();
+        assert_eq!(table.deadline, Duration::from_millis(5));
+        assert!(plugins.address_rewriter.is_none() && plugins.log_filter.is_none());
+    }
+
+    #[test]
+    fn mistakes_name_the_key_and_place() {
+        let dir = with_wasm();
+        let e = parse(
+            dir.path(),
+            "pod_router = { path = \"p.wasm\", memroy = \"1MiB\" }",
+        )
+        .unwrap_err();
+        assert!(e.contains(":4:") && e.contains("memroy"), "{e}");
+        let e = parse(dir.path(), "pod_router = \"missing.wasm\"").unwrap_err();
+        assert!(
+            e.contains("4:14: tenant[0].plugins.pod_router.path: cannot read plugin"),
+            "{e}"
+        );
+        let e = parse(
+            dir.path(),
+            "pod_router = { path = \"p.wasm\", memory = \"4GiB\" }",
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("tenant[0].plugins.pod_router.memory") && e.contains("out of range"),
+            "{e}"
+        );
+        let e = parse(dir.path(), "deadline = \"0s\"\nlog_filter = \"p.wasm\"").unwrap_err();
+        assert!(e.contains("4:12: tenant[0].plugins.deadline"), "{e}");
+        let e = parse(dir.path(), "on_error = \"ignore\"").unwrap_err();
+        assert!(e.contains("ignore"), "{e}");
+        let e = parse(dir.path(), "router = \"p.wasm\"").unwrap_err();
+        assert!(e.contains("unknown field `router`"), "{e}");
+    }
 }

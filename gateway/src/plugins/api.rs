@@ -56,7 +56,10 @@ pub enum PodRoute {
 }
 
 mod status_code {
-    pub fn serialize<S: serde::Serializer>(s: &http::StatusCode, ser: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: serde::Serializer>(
+        s: &http::StatusCode,
+        ser: S,
+    ) -> Result<S::Ok, S::Error> {
         ser.serialize_u16(s.as_u16())
     }
 }
@@ -280,10 +283,12 @@ pub(crate) fn pod_route(req: &PodRouteRequest, d: wit::RouteDecision) -> Result<
             req.leaves.join(", ")
         )),
         wit::RouteDecision::Reject(r) => match StatusCode::from_u16(r.status) {
-            Ok(status) if status.is_client_error() || status.is_server_error() => Ok(PodRoute::Reject {
-                status,
-                message: r.message,
-            }),
+            Ok(status) if status.is_client_error() || status.is_server_error() => {
+                Ok(PodRoute::Reject {
+                    status,
+                    message: r.message,
+                })
+            }
             _ => Err(format!(
                 "rejected with status {}, which is not an error status (400-599)",
                 r.status
@@ -383,7 +388,9 @@ pub(crate) fn table(t: Option<wit::Table>) -> Result<Option<Table>, String> {
                     wit::Cell::Text(s) => Ok(Cell::Text(s)),
                     wit::Cell::Integer(n) => Ok(Cell::Integer(n)),
                     wit::Cell::Number(x) if x.is_finite() => Ok(Cell::Number(x)),
-                    wit::Cell::Number(x) => Err(format!("row {i} has the number {x}, which JSON cannot carry")),
+                    wit::Cell::Number(x) => Err(format!(
+                        "row {i} has the number {x}, which JSON cannot carry"
+                    )),
                     wit::Cell::Boolean(b) => Ok(Cell::Boolean(b)),
                     wit::Cell::None => Ok(Cell::None),
                 })

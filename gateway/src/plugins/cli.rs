@@ -9,12 +9,14 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::config::plugins::{DEFAULT_DEADLINE, DEFAULT_MEMORY, Isolation, OnError, PluginConfig, PluginOrigin};
+use crate::config::plugins::{
+    DEFAULT_DEADLINE, DEFAULT_MEMORY, Isolation, OnError, PluginConfig, PluginOrigin,
+};
 use crate::config::units::{ByteSize, HumanDuration};
 
 use super::{
-    AddressRewriteRequest, LogContext, PluginError, PodRouteRequest, TableRequest, TenantPlugins, World, build_hook,
-    runtime,
+    AddressRewriteRequest, LogContext, PluginError, PodRouteRequest, TableRequest, TenantPlugins,
+    World, build_hook, runtime,
 };
 
 /// Lines sent to a log-filter per call, as the gateway batches a log stream.
@@ -93,10 +95,12 @@ pub fn execute(cmd: PluginCommand) -> anyhow::Result<i32> {
 
 fn read_config_arg(arg: &str) -> anyhow::Result<String> {
     let text = match arg.strip_prefix('@') {
-        Some(path) => std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read --config {path}: {e}"))?,
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("cannot read --config {path}: {e}"))?,
         None => arg.to_string(),
     };
-    serde_json::from_str::<serde_json::Value>(&text).map_err(|e| anyhow::anyhow!("--config is not JSON: {e}"))?;
+    serde_json::from_str::<serde_json::Value>(&text)
+        .map_err(|e| anyhow::anyhow!("--config is not JSON: {e}"))?;
     Ok(text)
 }
 
@@ -119,10 +123,17 @@ pub fn check(path: &Path, world: Option<World>) -> Result<String, PluginError> {
         }
     }
     if fits.is_empty() {
-        return Err(load(format!("fits no leafgate world\n  {}", misses.join("\n  "))));
+        return Err(load(format!(
+            "fits no leafgate world\n  {}",
+            misses.join("\n  ")
+        )));
     }
     let names: Vec<&str> = fits.iter().map(|w| w.name()).collect();
-    Ok(format!("{}: fits the {} world", path.display(), names.join(", ")))
+    Ok(format!(
+        "{}: fits the {} world",
+        path.display(),
+        names.join(", ")
+    ))
 }
 
 /// Limits for `run`, as a tenant's config would set them.
@@ -149,7 +160,14 @@ pub fn run(
     input: impl Read,
     output: impl Write,
 ) -> Result<(), PluginError> {
-    run_with(path, world, config_json, RunLimits::default(), input, output)
+    run_with(
+        path,
+        world,
+        config_json,
+        RunLimits::default(),
+        input,
+        output,
+    )
 }
 
 /// Runs `path` as `world` on the request in `input` and writes the decision to `output`.
@@ -177,7 +195,9 @@ pub fn run_with(
         },
     };
     let metrics = super::PluginMetrics::default();
-    let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     let load = |message| PluginError::Load {
         path: path.to_path_buf(),
         message,
@@ -208,8 +228,8 @@ pub fn run_with(
 
     let mut text = String::new();
     BufReader::new(input).read_to_string(&mut text)?;
-    let mut value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| PluginError::Request(format!("stdin is not JSON: {e}")))?;
+    let mut value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| PluginError::Request(format!("stdin is not JSON: {e}")))?;
     let tenant_name = value
         .as_object_mut()
         .and_then(|o| o.remove("tenant"))
@@ -221,17 +241,22 @@ pub fn run_with(
     };
     let decision = match world {
         World::PodRouter => {
-            tenant.pod_router = Some(build_hook(&tenant_name, world, &plugin, &metrics).map_err(load)?);
-            let req: PodRouteRequest = serde_json::from_value(value).map_err(|e| request_error(world, e))?;
+            tenant.pod_router =
+                Some(build_hook(&tenant_name, world, &plugin, &metrics).map_err(load)?);
+            let req: PodRouteRequest =
+                serde_json::from_value(value).map_err(|e| request_error(world, e))?;
             serde_json::to_value(tokio.block_on(tenant.route_pod(&req))?)
         }
         World::AddressRewriter => {
-            tenant.address_rewriter = Some(build_hook(&tenant_name, world, &plugin, &metrics).map_err(load)?);
-            let req: AddressRewriteRequest = serde_json::from_value(value).map_err(|e| request_error(world, e))?;
+            tenant.address_rewriter =
+                Some(build_hook(&tenant_name, world, &plugin, &metrics).map_err(load)?);
+            let req: AddressRewriteRequest =
+                serde_json::from_value(value).map_err(|e| request_error(world, e))?;
             serde_json::to_value(tokio.block_on(tenant.rewrite_addresses(&req))?)
         }
         World::TableFormatter => {
-            tenant.table_formatter = Some(build_hook(&tenant_name, world, &plugin, &metrics).map_err(load)?);
+            tenant.table_formatter =
+                Some(build_hook(&tenant_name, world, &plugin, &metrics).map_err(load)?);
             let req = table_request(value).map_err(|e| request_error(world, e))?;
             serde_json::to_value(tokio.block_on(tenant.format_table(&req))?)
         }
@@ -254,7 +279,10 @@ fn table_request(mut value: serde_json::Value) -> Result<TableRequest, serde_jso
         .and_then(|k| k.strip_suffix("List"))
         .map(str::to_string);
     if let Some(kind) = list_kind.filter(|_| value.get("items").is_some()) {
-        let api_version = value.get("apiVersion").and_then(|v| v.as_str()).unwrap_or("v1");
+        let api_version = value
+            .get("apiVersion")
+            .and_then(|v| v.as_str())
+            .unwrap_or("v1");
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
         return Ok(TableRequest {
             group: group.to_string(),
@@ -270,7 +298,9 @@ fn table_request(mut value: serde_json::Value) -> Result<TableRequest, serde_jso
         *objects = serde_json::Value::String(objects.to_string());
     }
     if value.get("objects").is_none() {
-        return Err(serde_json::Error::custom("missing `objects` (a JSON array of the objects to print)"));
+        return Err(serde_json::Error::custom(
+            "missing `objects` (a JSON array of the objects to print)",
+        ));
     }
     serde_json::from_value(value)
 }

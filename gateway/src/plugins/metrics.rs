@@ -29,7 +29,9 @@ struct ErrorLabels {
 
 fn latency_histogram() -> Histogram {
     // 1µs to ~1s: warm calls sit in the microseconds, deadlines in the milliseconds.
-    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(1e-6, 4.0, 11))
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+        1e-6, 4.0, 11,
+    ))
 }
 
 /// The plugin metric families. Clones share the same series.

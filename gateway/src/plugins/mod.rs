@@ -26,8 +26,8 @@ use crate::config::plugins::{OnError, PluginConfig};
 use crate::config::{Config, ConfigError};
 
 pub use api::{
-    AddressRewriteRequest, AddressType, Cell, ColumnDefinition, LogContext, NodeAddress,
-    PodRoute, PodRouteRequest, Table, TableRequest, Verb, Verdict, apply_verdicts,
+    AddressRewriteRequest, AddressType, Cell, ColumnDefinition, LogContext, NodeAddress, PodRoute,
+    PodRouteRequest, Table, TableRequest, Verb, Verdict, apply_verdicts,
 };
 pub use metrics::PluginMetrics;
 
@@ -75,18 +75,27 @@ impl World {
         match self {
             World::PodRouter => "route: func(req: route-request) -> route-decision",
             World::AddressRewriter => "rewrite: func(req: address-request) -> list<node-address>",
-            World::LogFilter => "filter: func(ctx: log-context, lines: list<string>) -> list<verdict>",
+            World::LogFilter => {
+                "filter: func(ctx: log-context, lines: list<string>) -> list<verdict>"
+            }
             World::TableFormatter => "format: func(req: table-request) -> option<table>",
         }
     }
 
     /// Type-checks the world's exports against a prepared component.
-    fn check_exports(self, pre: &wasmtime::component::InstancePre<runtime::State>) -> wasmtime::Result<()> {
+    fn check_exports(
+        self,
+        pre: &wasmtime::component::InstancePre<runtime::State>,
+    ) -> wasmtime::Result<()> {
         match self {
             World::PodRouter => bindings::pod_router::PodRouter::pre(pre.clone()).map(drop),
-            World::AddressRewriter => bindings::address_rewriter::AddressRewriter::pre(pre.clone()).map(drop),
+            World::AddressRewriter => {
+                bindings::address_rewriter::AddressRewriter::pre(pre.clone()).map(drop)
+            }
             World::LogFilter => bindings::log_filter::LogFilter::pre(pre.clone()).map(drop),
-            World::TableFormatter => bindings::table_formatter::TableFormatter::pre(pre.clone()).map(drop),
+            World::TableFormatter => {
+                bindings::table_formatter::TableFormatter::pre(pre.clone()).map(drop)
+            }
         }
     }
 }
@@ -187,9 +196,16 @@ struct Hook<B: Bindings> {
 impl<B: Bindings> Hook<B> {
     /// Accounts for one call's outcome and applies the failure policy: `Ok(None)` means
     /// "behave as if no plugin were configured".
-    fn settle<T>(&self, tenant: &str, started: Instant, outcome: Result<T, Fault>) -> Result<Option<T>, PluginError> {
+    fn settle<T>(
+        &self,
+        tenant: &str,
+        started: Instant,
+        outcome: Result<T, Fault>,
+    ) -> Result<Option<T>, PluginError> {
         self.series.calls.inc();
-        self.series.duration.observe(started.elapsed().as_secs_f64());
+        self.series
+            .duration
+            .observe(started.elapsed().as_secs_f64());
         match outcome {
             Ok(v) => Ok(Some(v)),
             Err(fault) => {
@@ -232,10 +248,22 @@ impl std::fmt::Debug for TenantPlugins {
         let name = |h: Option<&str>| h.map(str::to_string);
         f.debug_struct("TenantPlugins")
             .field("tenant", &self.tenant)
-            .field("pod_router", &name(self.pod_router.as_ref().map(|h| h.name.as_str())))
-            .field("address_rewriter", &name(self.address_rewriter.as_ref().map(|h| h.name.as_str())))
-            .field("log_filter", &name(self.log_filter.as_ref().map(|h| h.name.as_str())))
-            .field("table_formatter", &name(self.table_formatter.as_ref().map(|h| h.name.as_str())))
+            .field(
+                "pod_router",
+                &name(self.pod_router.as_ref().map(|h| h.name.as_str())),
+            )
+            .field(
+                "address_rewriter",
+                &name(self.address_rewriter.as_ref().map(|h| h.name.as_str())),
+            )
+            .field(
+                "log_filter",
+                &name(self.log_filter.as_ref().map(|h| h.name.as_str())),
+            )
+            .field(
+                "table_formatter",
+                &name(self.table_formatter.as_ref().map(|h| h.name.as_str())),
+            )
             .finish()
     }
 }
@@ -270,12 +298,17 @@ impl TenantPlugins {
             hook.pool.finish(warm, answer, |d| api::pod_route(req, d))
         }
         .await;
-        Ok(hook.settle(&self.tenant, started, outcome)?.unwrap_or(PodRoute::Default))
+        Ok(hook
+            .settle(&self.tenant, started, outcome)?
+            .unwrap_or(PodRoute::Default))
     }
 
     /// The `status.addresses` a virtual node publishes: the request's own addresses when
     /// no plugin is configured or it failed under `on_error = "default"`.
-    pub async fn rewrite_addresses(&self, req: &AddressRewriteRequest) -> Result<Vec<NodeAddress>, PluginError> {
+    pub async fn rewrite_addresses(
+        &self,
+        req: &AddressRewriteRequest,
+    ) -> Result<Vec<NodeAddress>, PluginError> {
         let Some(hook) = &self.address_rewriter else {
             return Ok(req.addresses.clone());
         };
@@ -294,7 +327,11 @@ impl TenantPlugins {
 
     /// One verdict per line; all `Keep` when no plugin is configured or it failed under
     /// `on_error = "default"`.
-    pub async fn log_verdicts(&self, ctx: &LogContext, lines: &[String]) -> Result<Vec<Verdict>, PluginError> {
+    pub async fn log_verdicts(
+        &self,
+        ctx: &LogContext,
+        lines: &[String],
+    ) -> Result<Vec<Verdict>, PluginError> {
         let Some(hook) = &self.log_filter else {
             return Ok(vec![Verdict::Keep; lines.len()]);
         };
@@ -302,8 +339,12 @@ impl TenantPlugins {
         let outcome = async {
             let mut warm = hook.pool.checkout().await?;
             let wit_ctx = api::log_context(&self.tenant, ctx);
-            let answer = warm.bindings.call_filter(&mut warm.store, &wit_ctx, lines).await;
-            hook.pool.finish(warm, answer, |v| api::verdicts(lines.len(), v))
+            let answer = warm
+                .bindings
+                .call_filter(&mut warm.store, &wit_ctx, lines)
+                .await;
+            hook.pool
+                .finish(warm, answer, |v| api::verdicts(lines.len(), v))
         }
         .await;
         Ok(hook
@@ -312,7 +353,11 @@ impl TenantPlugins {
     }
 
     /// The lines that remain after the tenant's log-filter: kept, replaced, or dropped.
-    pub async fn filter_logs(&self, ctx: &LogContext, lines: Vec<String>) -> Result<Vec<String>, PluginError> {
+    pub async fn filter_logs(
+        &self,
+        ctx: &LogContext,
+        lines: Vec<String>,
+    ) -> Result<Vec<String>, PluginError> {
         if self.log_filter.is_none() {
             return Ok(lines);
         }
@@ -364,13 +409,41 @@ pub fn load(config: &Config, metrics: &PluginMetrics) -> Result<PluginSet, Vec<C
     for t in &config.tenants {
         let p = &t.plugins;
         let mut out = TenantPlugins::none(&t.name);
-        out.pod_router = hook(&t.name, World::PodRouter, p.pod_router.as_ref(), metrics, &mut errors);
-        out.address_rewriter = hook(&t.name, World::AddressRewriter, p.address_rewriter.as_ref(), metrics, &mut errors);
-        out.log_filter = hook(&t.name, World::LogFilter, p.log_filter.as_ref(), metrics, &mut errors);
-        out.table_formatter = hook(&t.name, World::TableFormatter, p.table_formatter.as_ref(), metrics, &mut errors);
+        out.pod_router = hook(
+            &t.name,
+            World::PodRouter,
+            p.pod_router.as_ref(),
+            metrics,
+            &mut errors,
+        );
+        out.address_rewriter = hook(
+            &t.name,
+            World::AddressRewriter,
+            p.address_rewriter.as_ref(),
+            metrics,
+            &mut errors,
+        );
+        out.log_filter = hook(
+            &t.name,
+            World::LogFilter,
+            p.log_filter.as_ref(),
+            metrics,
+            &mut errors,
+        );
+        out.table_formatter = hook(
+            &t.name,
+            World::TableFormatter,
+            p.table_formatter.as_ref(),
+            metrics,
+            &mut errors,
+        );
         set.tenants.insert(t.name.clone(), Arc::new(out));
     }
-    if errors.is_empty() { Ok(set) } else { Err(errors) }
+    if errors.is_empty() {
+        Ok(set)
+    } else {
+        Err(errors)
+    }
 }
 
 /// `load` for `leafgate check`: the same work, with metrics nobody reads.
@@ -393,14 +466,22 @@ fn hook<B: Bindings>(
                 file: config.origin.file.clone(),
                 position: config.origin.position,
                 key: config.origin.key.clone(),
-                message: format!("plugin {} does not fit the {world} world: {message}", config.path.display()),
+                message: format!(
+                    "plugin {} does not fit the {world} world: {message}",
+                    config.path.display()
+                ),
             });
             None
         }
     }
 }
 
-fn build_hook<B: Bindings>(tenant: &str, world: World, config: &PluginConfig, metrics: &PluginMetrics) -> Result<Hook<B>, String> {
+fn build_hook<B: Bindings>(
+    tenant: &str,
+    world: World,
+    config: &PluginConfig,
+    metrics: &PluginMetrics,
+) -> Result<Hook<B>, String> {
     let rt = runtime::runtime()?;
     let component = rt.compile_file(&config.path)?;
     let pre = rt.prepare(&component, world)?;
@@ -421,6 +502,8 @@ fn build_hook<B: Bindings>(tenant: &str, world: World, config: &PluginConfig, me
 
 /// A plugin's name in logs, metrics and errors: its file name without `.wasm`.
 fn plugin_name(path: &Path) -> String {
-    path.file_stem()
-        .map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned())
+    path.file_stem().map_or_else(
+        || path.display().to_string(),
+        |s| s.to_string_lossy().into_owned(),
+    )
 }

@@ -19,7 +19,9 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, HasSelf, InstancePre, Linker};
-use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, UpdateDeadline};
+use wasmtime::{
+    Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, UpdateDeadline,
+};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{ResourceTable, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
@@ -37,6 +39,27 @@ const MAX_IDLE: usize = 16;
 /// (a Rust plugin's panic message lands there).
 const STDERR_CAPACITY: usize = 4096;
 
+/// Names a directory for compiled plugin artifacts, reused across processes.
+pub const CACHE_ENV: &str = "LEAFGATE_PLUGIN_CACHE";
+
+/// Writes a compiled artifact atomically (temp file + rename); a cache that cannot be
+/// written is only slower, so failures are logged, not returned.
+fn store_artifact(path: &Path, component: &Component) {
+    let result = (|| -> Result<(), Box<dyn std::error::Error>> {
+        let bytes = component.serialize()?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        std::fs::write(&tmp, bytes)?;
+        std::fs::rename(&tmp, path)?;
+        Ok(())
+    })();
+    if let Err(e) = result {
+        tracing::warn!(path = %path.display(), error = %e, "cannot write the plugin cache");
+    }
+}
+
 /// The process-wide plugin runtime.
 pub(crate) struct Runtime {
     pub engine: Engine,
@@ -51,7 +74,9 @@ static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
 /// The runtime, created on first use with its epoch ticker.
 pub(crate) fn runtime() -> Result<&'static Runtime, String> {
     RUNTIME
-        .get_or_init(|| Runtime::new().map_err(|e| format!("cannot start the plugin runtime: {e:#}")))
+        .get_or_init(|| {
+            Runtime::new().map_err(|e| format!("cannot start the plugin runtime: {e:#}"))
+        })
         .as_ref()
         .map_err(Clone::clone)
 }
@@ -99,16 +124,49 @@ impl Runtime {
     }
 
     /// Compiles `bytes` once per content; later calls with the same bytes share the result.
+    /// With `LEAFGATE_PLUGIN_CACHE` set to a directory, compiled artifacts are also kept
+    /// there across processes (restarts, `leafgate plugin run`, test runs).
     pub fn compile(&self, bytes: &[u8]) -> Result<Component, String> {
         let hash: [u8; 32] = Sha256::digest(bytes).into();
-        if let Some(c) = self.compiled.lock().expect("compile cache poisoned").get(&hash) {
+        if let Some(c) = self
+            .compiled
+            .lock()
+            .expect("compile cache poisoned")
+            .get(&hash)
+        {
             return Ok(c.clone());
         }
         // Compiling takes long (milliseconds to seconds): do it outside the lock. Two
         // loads racing on new bytes both compile; the second insert is harmless.
-        let component = Component::from_binary(&self.engine, bytes).map_err(|e| {
-            format!("not a WebAssembly component leafgate can compile: {e:#} (build it with `cargo build --target wasm32-wasip2`)")
-        })?;
+        let disk = std::env::var_os(CACHE_ENV).map(|dir| {
+            let mut h = std::hash::DefaultHasher::new();
+            std::hash::Hash::hash(&self.engine.precompile_compatibility_hash(), &mut h);
+            let name: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+            Path::new(&dir).join(format!(
+                "{name}-{:016x}.cwasm",
+                std::hash::Hasher::finish(&h)
+            ))
+        });
+        let cached = disk.as_deref().filter(|p| p.is_file()).and_then(|p| {
+            // SAFETY: deserializing runs native code from the file. The cache directory
+            // holds only what this function wrote (`serialize` of a component compiled by
+            // this same engine configuration, keyed by its hash); whoever sets
+            // LEAFGATE_PLUGIN_CACHE vouches for that directory like for the binary itself.
+            // A stale or foreign file fails wasmtime's header checks and is recompiled.
+            unsafe { Component::deserialize_file(&self.engine, p) }.ok()
+        });
+        let component = match cached {
+            Some(c) => c,
+            None => {
+                let c = Component::from_binary(&self.engine, bytes).map_err(|e| {
+                    format!("not a WebAssembly component leafgate can compile: {e:#} (build it with `cargo build --target wasm32-wasip2`)")
+                })?;
+                if let Some(path) = &disk {
+                    store_artifact(path, &c);
+                }
+                c
+            }
+        };
         self.compiled
             .lock()
             .expect("compile cache poisoned")
@@ -117,12 +175,17 @@ impl Runtime {
     }
 
     pub fn compile_file(&self, path: &Path) -> Result<Component, String> {
-        let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let bytes =
+            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         self.compile(&bytes)
     }
 
     /// Checks that `component` fits `world` and prepares it for fast instantiation.
-    pub fn prepare(&self, component: &Component, world: World) -> Result<InstancePre<State>, String> {
+    pub fn prepare(
+        &self,
+        component: &Component,
+        world: World,
+    ) -> Result<InstancePre<State>, String> {
         let missing_export = {
             let ty = component.component_type();
             let name = world.export();
@@ -139,7 +202,11 @@ impl Runtime {
                     if exports.is_empty() {
                         "nothing".to_string()
                     } else {
-                        exports.iter().map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", ")
+                        exports
+                            .iter()
+                            .map(|e| format!("`{e}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     }
                 ))
             } else {
@@ -219,7 +286,12 @@ impl host::Host for State {
 impl bindings::types::Host for State {}
 
 impl wasmtime::ResourceLimiter for State {
-    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         if desired > self.memory_limit {
             self.memory_hit = true;
             // An error, not `Ok(false)`: a refused grow makes Rust guests abort with a
@@ -232,7 +304,12 @@ impl wasmtime::ResourceLimiter for State {
         Ok(true)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         Ok(desired <= 100_000)
     }
 }
@@ -361,7 +438,9 @@ impl<B: Bindings> Pool<B> {
         // discarded stdout, no env, no args, no sockets.
         let wasi = WasiCtxBuilder::new().stderr(stderr.clone()).build();
         let mut store = Store::new(
-            &runtime().expect("a pool exists only once the runtime does").engine,
+            &runtime()
+                .expect("a pool exists only once the runtime does")
+                .engine,
             State {
                 wasi,
                 table: ResourceTable::new(),
@@ -420,7 +499,9 @@ fn classify(store: &Store<State>, error: wasmtime::Error) -> Fault {
             message,
         };
     }
-    let stderr = String::from_utf8_lossy(&state.stderr.contents()).trim().to_string();
+    let stderr = String::from_utf8_lossy(&state.stderr.contents())
+        .trim()
+        .to_string();
     let trap = error
         .downcast_ref::<wasmtime::Trap>()
         .map_or_else(|| format!("{error:#}"), |t| format!("wasm trap: {t}"));
@@ -428,7 +509,14 @@ fn classify(store: &Store<State>, error: wasmtime::Error) -> Fault {
         trap
     } else {
         // The panic message is what a plugin author needs; keep its tail if it was long.
-        let tail: String = stderr.chars().rev().take(1024).collect::<Vec<_>>().into_iter().rev().collect();
+        let tail: String = stderr
+            .chars()
+            .rev()
+            .take(1024)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
         format!("{trap}; the plugin wrote: {tail}")
     };
     Fault {

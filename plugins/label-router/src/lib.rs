@@ -12,8 +12,8 @@
 
 use std::sync::OnceLock;
 
-use leafgate_plugin::pod_router::{Guest, Rejection, RouteDecision, RouteRequest};
 use leafgate_plugin::glob_match;
+use leafgate_plugin::pod_router::{Guest, Rejection, RouteDecision, RouteRequest};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -46,7 +46,10 @@ impl Rule {
             None => true,
         };
         label_ok
-            && self.namespace.as_deref().is_none_or(|p| glob_match(p, &req.namespace))
+            && self
+                .namespace
+                .as_deref()
+                .is_none_or(|p| glob_match(p, &req.namespace))
             && self.pod.as_deref().is_none_or(|p| glob_match(p, &req.pod))
     }
 }

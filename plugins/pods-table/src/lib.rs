@@ -30,8 +30,18 @@ fn columns() -> Vec<Column> {
     vec![
         column("NAME", "name", "Name must be unique within a namespace.", 0),
         column("READY", "", "The number of containers that are ready.", 0),
-        column("STATUS", "", "The aggregate status of the containers in this pod.", 0),
-        column("RESTARTS", "", "The number of times the containers have been restarted.", 0),
+        column(
+            "STATUS",
+            "",
+            "The aggregate status of the containers in this pod.",
+            0,
+        ),
+        column(
+            "RESTARTS",
+            "",
+            "The number of times the containers have been restarted.",
+            0,
+        ),
         column("AGE", "", "Time since the pod was created.", 0),
         column("LEAF", "", "The leaf cluster the pod runs in.", 0),
         column("IP", "", "IP address allocated to the pod.", 1),
@@ -101,14 +111,27 @@ fn status(pod: &Pod) -> String {
 
 fn row(pod: &Pod, now: i64) -> Row {
     let text = |s: Option<&str>| Cell::Text(s.filter(|s| !s.is_empty()).unwrap_or("<none>").into());
-    let ready = pod.status.container_statuses.iter().filter(|c| c.ready).count();
-    let restarts: i64 = pod.status.container_statuses.iter().map(|c| c.restart_count).sum();
+    let ready = pod
+        .status
+        .container_statuses
+        .iter()
+        .filter(|c| c.ready)
+        .count();
+    let restarts: i64 = pod
+        .status
+        .container_statuses
+        .iter()
+        .map(|c| c.restart_count)
+        .sum();
     let age = pod
         .metadata
         .creation_timestamp
         .as_deref()
         .and_then(k8s::parse_timestamp)
-        .map_or_else(|| "<unknown>".to_string(), |created| k8s::human_age(now - created));
+        .map_or_else(
+            || "<unknown>".to_string(),
+            |created| k8s::human_age(now - created),
+        );
     Row {
         cells: vec![
             Cell::Text(pod.metadata.name.clone()),

@@ -220,8 +220,14 @@ mod tests {
     fn timestamps() {
         assert_eq!(parse_timestamp("1970-01-01T00:00:00Z"), Some(0));
         assert_eq!(parse_timestamp("2024-03-01T00:00:00Z"), Some(1_709_251_200));
-        assert_eq!(parse_timestamp("2024-03-01T01:00:00+01:00"), Some(1_709_251_200));
-        assert_eq!(parse_timestamp("2024-03-01T00:00:00.123Z"), Some(1_709_251_200));
+        assert_eq!(
+            parse_timestamp("2024-03-01T01:00:00+01:00"),
+            Some(1_709_251_200)
+        );
+        assert_eq!(
+            parse_timestamp("2024-03-01T00:00:00.123Z"),
+            Some(1_709_251_200)
+        );
         assert_eq!(parse_timestamp("yesterday"), None);
     }
 

@@ -164,8 +164,7 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
         return pattern == text;
     }
     let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if text.len() < first.len() + last.len() || !text.starts_with(first) || !text.ends_with(last)
-    {
+    if text.len() < first.len() + last.len() || !text.starts_with(first) || !text.ends_with(last) {
         return false;
     }
     let mut rest = &text[first.len()..text.len() - last.len()];

@@ -1,10 +1,15 @@
 //! faulty-router: a pod-router that misbehaves on demand, chosen by the pod's name.
 //!
 //! `trap-*` panics, `spin-*` loops forever, `bomb-*` allocates until the memory cap stops
-//! it, `lost-*` answers a leaf the gateway does not know; any other pod goes to the first
-//! known leaf. One plugin for every fault lets a test show that the very same pool recovers.
+//! it, `lost-*` answers a leaf the gateway does not know, `count-*` answers the leaf at
+//! (calls this instance has served) modulo the leaves, which shows whether instances are
+//! reused; any other pod goes to the first known leaf. One plugin for every fault lets a test show that the very same pool recovers.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use leafgate_plugin::pod_router::{Guest, RouteDecision, RouteRequest};
+
+static SERVED: AtomicUsize = AtomicUsize::new(0);
 
 struct Faulty;
 
@@ -27,6 +32,10 @@ impl Guest for Faulty {
                 hoard.push(vec![1u8; 1 << 20]);
                 std::hint::black_box(&hoard);
             }
+        }
+        if pod.starts_with("count-") && !req.leaves.is_empty() {
+            let n = SERVED.fetch_add(1, Ordering::Relaxed);
+            return RouteDecision::Leaf(req.leaves[n % req.leaves.len()].clone());
         }
         if pod.starts_with("lost-") {
             return RouteDecision::Leaf("no-such-leaf".into());
