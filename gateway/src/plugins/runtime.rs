@@ -10,7 +10,7 @@
 //! warm call then costs a fiber switch (well under a microsecond) instead of a hop to the
 //! blocking pool and back (several microseconds, and a thread per stuck plugin), and the
 //! epoch callback yields to the tokio reactor at every tick, so even a plugin that spins
-//! holds a worker thread for at most one tick at a time until its deadline traps it.
+//! holds a worker thread for at most two ticks at a time until its deadline traps it.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -251,8 +251,12 @@ pub(crate) struct State {
     memory_limit: usize,
     /// Set when the limiter refused to grow memory: the failure is the memory cap's.
     memory_hit: bool,
-    /// When the call in progress must be over.
-    deadline: Instant,
+    /// The call's deadline: how long the plugin may run.
+    deadline: Duration,
+    /// When the call in progress started.
+    started: Instant,
+    /// Epoch ticks seen while the call ran: its running time, in ticks.
+    ticks: u64,
     /// Set when the epoch callback interrupted the call.
     timed_out: bool,
 }
@@ -391,15 +395,14 @@ impl<B: Bindings> Pool<B> {
 
     /// Takes a warm instance, or makes one, armed with this call's deadline.
     pub async fn checkout(&self) -> Result<Warm<B>, Fault> {
-        let deadline = Instant::now() + self.limits.deadline;
         if self.limits.isolation == Isolation::Pooled
             && let Some(mut warm) = self.idle.lock().expect("pool poisoned").pop()
         {
-            arm(&mut warm.store, deadline);
+            arm(&mut warm.store);
             return Ok(warm);
         }
         let mut store = self.store();
-        arm(&mut store, deadline);
+        arm(&mut store);
         // Instantiation runs the component's start code: under the same deadline and cap.
         match B::instantiate(&self.pre, &mut store).await {
             Ok(bindings) => Ok(Warm { store, bindings }),
@@ -450,27 +453,46 @@ impl<B: Bindings> Pool<B> {
                 plugin: self.plugin.clone(),
                 memory_limit: self.limits.memory,
                 memory_hit: false,
-                deadline: Instant::now(),
+                deadline: self.limits.deadline,
+                started: Instant::now(),
+                ticks: 0,
                 timed_out: false,
             },
         );
         store.limiter(|s| s as &mut dyn wasmtime::ResourceLimiter);
         store.epoch_deadline_callback(|mut cx| {
             let state = cx.data_mut();
-            if Instant::now() >= state.deadline {
+            state.ticks += 1;
+            // The deadline counts the ticks the plugin ran, not time spent waiting for a
+            // worker: a tenant's calls must not time out because another tenant's plugins
+            // are spinning. The wall-clock cap still bounds a call on a starved runtime.
+            let budget = state.deadline.as_micros().div_ceil(TICK.as_micros()) as u64;
+            if state.ticks > budget || state.started.elapsed() > wall_cap(state.deadline) {
                 state.timed_out = true;
                 return Ok(UpdateDeadline::Interrupt);
             }
-            // Not over yet: let the reactor run other tasks, then check again next tick.
-            Ok(UpdateDeadline::Yield(1))
+            // A short call crosses at most one tick boundary: let it finish. A long one
+            // yields to the reactor at every tick so other tasks keep running.
+            Ok(if state.ticks == 1 {
+                UpdateDeadline::Continue(1)
+            } else {
+                UpdateDeadline::Yield(1)
+            })
         });
         store
     }
 }
 
-fn arm(store: &mut Store<State>, deadline: Instant) {
-    store.data_mut().deadline = deadline;
+fn arm(store: &mut Store<State>) {
+    let state = store.data_mut();
+    state.started = Instant::now();
+    state.ticks = 0;
     store.set_epoch_deadline(1);
+}
+
+/// The longest a call may take in wall-clock time, however little of it the plugin ran.
+fn wall_cap(deadline: Duration) -> Duration {
+    deadline * 4 + Duration::from_millis(50)
 }
 
 /// Says why a call failed, from what the store saw (the epoch callback and the limiter
@@ -478,11 +500,13 @@ fn arm(store: &mut Store<State>, deadline: Instant) {
 fn classify(store: &Store<State>, error: wasmtime::Error) -> Fault {
     let state = store.data();
     if state.timed_out {
-        let over = state.deadline.elapsed();
+        let ran = Duration::from_micros(state.ticks.saturating_sub(1) * TICK.as_micros() as u64);
         return Fault {
             kind: FaultKind::Timeout,
             message: format!(
-                "deadline exceeded: still running when its deadline passed (interrupted {over:?} after it)"
+                "deadline exceeded: interrupted after running ~{ran:?} ({:?} wall-clock) of its {:?} deadline",
+                state.started.elapsed(),
+                state.deadline
             ),
         };
     }
