@@ -26,6 +26,8 @@ pub mod k8s;
 /// Bindings of the `pod-router` world, and the `host` and `types` interfaces every world
 /// shares (the other worlds reuse these through `with`, so there is one `RouteRequest`,
 /// one `log`, ...).
+// The generated ABI glue passes flattened records as many arguments.
+#[allow(clippy::too_many_arguments)]
 pub mod pod_router {
     wit_bindgen::generate!({
         world: "pod-router",
@@ -39,6 +41,8 @@ pub mod pod_router {
 }
 
 /// Bindings of the `address-rewriter` world.
+// The generated ABI glue passes flattened records as many arguments.
+#[allow(clippy::too_many_arguments)]
 pub mod address_rewriter {
     wit_bindgen::generate!({
         world: "address-rewriter",
@@ -55,6 +59,8 @@ pub mod address_rewriter {
 }
 
 /// Bindings of the `log-filter` world.
+// The generated ABI glue passes flattened records as many arguments.
+#[allow(clippy::too_many_arguments)]
 pub mod log_filter {
     wit_bindgen::generate!({
         world: "log-filter",
@@ -70,6 +76,8 @@ pub mod log_filter {
 }
 
 /// Bindings of the `table-formatter` world.
+// The generated ABI glue passes flattened records as many arguments.
+#[allow(clippy::too_many_arguments)]
 pub mod table_formatter {
     wit_bindgen::generate!({
         world: "table-formatter",
