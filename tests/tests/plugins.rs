@@ -520,6 +520,28 @@ async fn pooled_instances_keep_state_and_per_call_ones_do_not() {
         leaves(faulty("reject", ", isolation = \"per-call\"")).await,
         ["leaf-1", "leaf-1", "leaf-1", "leaf-1"]
     );
+
+    // An instance that trapped is thrown away: the next call starts a fresh one, whose
+    // count starts again.
+    let t = faulty("reject", "");
+    let count = pod_request("ns", "count-1", &[]);
+    assert_eq!(
+        t.route_pod(&count).await.unwrap(),
+        PodRoute::Leaf("leaf-1".into())
+    );
+    assert_eq!(
+        t.route_pod(&count).await.unwrap(),
+        PodRoute::Leaf("leaf-2".into())
+    );
+    assert!(
+        t.route_pod(&pod_request("ns", "trap-1", &[]))
+            .await
+            .is_err()
+    );
+    assert_eq!(
+        t.route_pod(&count).await.unwrap(),
+        PodRoute::Leaf("leaf-1".into())
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

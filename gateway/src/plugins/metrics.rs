@@ -144,3 +144,43 @@ impl Series {
         self.errors[kind as usize].inc();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_show_up_in_the_registry_by_tenant_plugin_hook_and_kind() {
+        let metrics = PluginMetrics::new();
+        let mut registry = Registry::default();
+        metrics.register(&mut registry);
+        let series = metrics.series("team-a", "redact", World::LogFilter);
+        series.calls.inc();
+        series.calls.inc();
+        series.error(FaultKind::Timeout);
+        series.duration.observe(0.000_002);
+
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        assert!(
+            text.contains(r#"leafgate_plugin_calls_total{tenant="team-a",plugin="redact",hook="log-filter"} 2"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"leafgate_plugin_errors_total{tenant="team-a",plugin="redact",hook="log-filter",kind="timeout"} 1"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"leafgate_plugin_errors_total{tenant="team-a",plugin="redact",hook="log-filter",kind="trap"} 0"#),
+            "{text}"
+        );
+        assert!(
+            text.contains("leafgate_plugin_call_duration_seconds_count"),
+            "{text}"
+        );
+        assert_eq!(
+            metrics.errors("team-a", "redact", World::LogFilter, FaultKind::Timeout),
+            1
+        );
+    }
+}
