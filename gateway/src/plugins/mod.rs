@@ -404,10 +404,23 @@ impl PluginSet {
 /// each at its plugin key's line:column. Compiled components are shared process-wide by
 /// content, so a reload recompiles only files that changed.
 pub fn load(config: &Config, metrics: &PluginMetrics) -> Result<PluginSet, Vec<ConfigError>> {
+    let (set, errors) = load_partial(config, metrics);
+    if errors.is_empty() {
+        Ok(set)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Like [`load`], but keeps going: the set holds every tenant whose plugins all loaded,
+/// and the errors say why the others did not. A reload uses this to keep a failing
+/// tenant's previous plugins while the other tenants get their new ones.
+pub fn load_partial(config: &Config, metrics: &PluginMetrics) -> (PluginSet, Vec<ConfigError>) {
     let mut errors = Vec::new();
     let mut set = PluginSet::default();
     for t in &config.tenants {
         let p = &t.plugins;
+        let before = errors.len();
         let mut out = TenantPlugins::none(&t.name);
         out.pod_router = hook(
             &t.name,
@@ -437,13 +450,11 @@ pub fn load(config: &Config, metrics: &PluginMetrics) -> Result<PluginSet, Vec<C
             metrics,
             &mut errors,
         );
-        set.tenants.insert(t.name.clone(), Arc::new(out));
+        if errors.len() == before {
+            set.tenants.insert(t.name.clone(), Arc::new(out));
+        }
     }
-    if errors.is_empty() {
-        Ok(set)
-    } else {
-        Err(errors)
-    }
+    (set, errors)
 }
 
 /// `load` for `leafgate check`: the same work, with metrics nobody reads.
