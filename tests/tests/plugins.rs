@@ -420,6 +420,14 @@ async fn each_fault_fails_only_its_call_under_reject() {
         PodRoute::Leaf("leaf-1".into())
     );
 
+    for i in 0..20 {
+        let chatty = pod_request("ns", &format!("chatty-{i}"), &[]);
+        assert_eq!(
+            t.route_pod(&chatty).await.unwrap(),
+            PodRoute::Leaf("leaf-1".into())
+        );
+    }
+
     let (kind, message) = call_error(t.route_pod(&pod_request("ns", "lost-1", &[])).await);
     assert_eq!(kind, FaultKind::InvalidAnswer);
     assert!(message.contains("no-such-leaf"), "{message}");

@@ -22,7 +22,6 @@ use wasmtime::component::{Component, HasSelf, InstancePre, Linker};
 use wasmtime::{
     Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, UpdateDeadline,
 };
-use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{ResourceTable, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::bindings::{self, host};
@@ -35,9 +34,9 @@ pub const TICK: Duration = Duration::from_millis(1);
 /// Warm instances kept per plugin: enough for the concurrency of one tenant on a small
 /// machine; more are created on demand and dropped when returned to a full pool.
 const MAX_IDLE: usize = 16;
-/// What a plugin may write to stderr per instance; the tail goes into trap messages
-/// (a Rust plugin's panic message lands there).
-const STDERR_CAPACITY: usize = 4096;
+/// How much of a plugin's stderr is kept: the tail goes into trap messages (a Rust
+/// plugin's panic message lands there).
+const STDERR_TAIL: usize = 4096;
 
 /// Names a directory for compiled plugin artifacts, reused across processes.
 pub const CACHE_ENV: &str = "LEAFGATE_PLUGIN_CACHE";
@@ -244,7 +243,7 @@ pub(crate) struct Limits {
 pub(crate) struct State {
     wasi: WasiCtx,
     table: ResourceTable,
-    stderr: MemoryOutputPipe,
+    stderr: StderrTail,
     config_json: Arc<str>,
     tenant: Arc<str>,
     plugin: Arc<str>,
@@ -436,7 +435,7 @@ impl<B: Bindings> Pool<B> {
     }
 
     fn store(&self) -> Store<State> {
-        let stderr = MemoryOutputPipe::new(STDERR_CAPACITY);
+        let stderr = StderrTail::default();
         // Nothing inherited, nothing preopened: the builder's defaults are closed stdin,
         // discarded stdout, no env, no args, no sockets.
         let wasi = WasiCtxBuilder::new().stderr(stderr.clone()).build();
@@ -523,28 +522,103 @@ fn classify(store: &Store<State>, error: wasmtime::Error) -> Fault {
             message,
         };
     }
-    let stderr = String::from_utf8_lossy(&state.stderr.contents())
-        .trim()
-        .to_string();
+    let stderr = state.stderr.text();
     let trap = error
         .downcast_ref::<wasmtime::Trap>()
         .map_or_else(|| format!("{error:#}"), |t| format!("wasm trap: {t}"));
     let message = if stderr.is_empty() {
         trap
     } else {
-        // The panic message is what a plugin author needs; keep its tail if it was long.
-        let tail: String = stderr
-            .chars()
-            .rev()
-            .take(1024)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
-        format!("{trap}; the plugin wrote: {tail}")
+        format!("{trap}; the plugin wrote: {stderr}")
     };
     Fault {
         kind: FaultKind::Trap,
         message,
+    }
+}
+
+/// A plugin's stderr: the last `STDERR_TAIL` bytes written, with older bytes dropped.
+///
+/// Not wasmtime-wasi's `MemoryOutputPipe`: that one fails writes once full, and Rust's
+/// `eprintln!` panics on a failed write, so a warm instance that logs to stderr would
+/// start trapping after a few kilobytes.
+#[derive(Clone, Default)]
+struct StderrTail(Arc<Mutex<std::collections::VecDeque<u8>>>);
+
+impl StderrTail {
+    fn push(&self, bytes: &[u8]) {
+        let mut buf = self.0.lock().expect("stderr poisoned");
+        buf.extend(bytes);
+        let excess = buf.len().saturating_sub(STDERR_TAIL);
+        buf.drain(..excess);
+    }
+
+    fn text(&self) -> String {
+        let buf = self.0.lock().expect("stderr poisoned");
+        let (a, b) = buf.as_slices();
+        String::from_utf8_lossy(&[a, b].concat()).trim().to_string()
+    }
+}
+
+impl wasmtime_wasi::cli::IsTerminal for StderrTail {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl wasmtime_wasi::cli::StdoutStream for StderrTail {
+    fn p2_stream(&self) -> Box<dyn wasmtime_wasi::p2::OutputStream> {
+        Box::new(self.clone())
+    }
+
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
+        Box::new(self.clone())
+    }
+}
+
+#[wasmtime_wasi::async_trait]
+impl wasmtime_wasi::p2::Pollable for StderrTail {
+    async fn ready(&mut self) {}
+}
+
+#[wasmtime_wasi::async_trait]
+impl wasmtime_wasi::p2::OutputStream for StderrTail {
+    fn write(&mut self, bytes: bytes::Bytes) -> wasmtime_wasi::p2::StreamResult<()> {
+        self.push(&bytes);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> wasmtime_wasi::p2::StreamResult<()> {
+        Ok(())
+    }
+
+    fn check_write(&mut self) -> wasmtime_wasi::p2::StreamResult<usize> {
+        // Always room: old bytes make way.
+        Ok(64 * 1024)
+    }
+}
+
+impl tokio::io::AsyncWrite for StderrTail {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        self.push(buf);
+        std::task::Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
     }
 }

@@ -1,9 +1,11 @@
 //! faulty-router: a pod-router that misbehaves on demand, chosen by the pod's name.
 //!
 //! `trap-*` panics, `spin-*` loops forever, `bomb-*` allocates until the memory cap stops
-//! it, `lost-*` answers a leaf the gateway does not know, `count-*` answers the leaf at
-//! (calls this instance has served) modulo the leaves, which shows whether instances are
-//! reused; any other pod goes to the first known leaf. One plugin for every fault lets a test show that the very same pool recovers.
+//! it, `lost-*` answers a leaf the gateway does not know, `chatty-*` writes 1 KiB to
+//! stderr and answers normally, `count-*` answers the leaf at (calls this instance has
+//! served) modulo the leaves, which shows whether instances are reused; any other pod goes
+//! to the first known leaf. One plugin for every fault lets a test show that the very same
+//! pool recovers.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -36,6 +38,10 @@ impl Guest for Faulty {
         if pod.starts_with("count-") && !req.leaves.is_empty() {
             let n = SERVED.fetch_add(1, Ordering::Relaxed);
             return RouteDecision::Leaf(req.leaves[n % req.leaves.len()].clone());
+        }
+        if pod.starts_with("chatty-") {
+            // A plugin that logs to stderr on every call must not wear its instance out.
+            eprintln!("{}", "chatter ".repeat(128));
         }
         if pod.starts_with("lost-") {
             return RouteDecision::Leaf("no-such-leaf".into());
