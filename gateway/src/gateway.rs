@@ -84,13 +84,18 @@ impl Gateway {
     pub async fn start(config_path: &Path) -> Result<Arc<Gateway>, GatewayError> {
         let path = config_path.to_path_buf();
         let config = load_blocking(path.clone()).await?;
-        let snapshot = Snapshot::build(Arc::new(config), 1, None)?;
+        let metrics = Arc::new(Metrics::new());
+        let built = metrics.clone();
+        let snapshot = tokio::task::spawn_blocking(move || {
+            Snapshot::build(Arc::new(config), 1, None, &built.plugins)
+        })
+        .await
+        .map_err(|e| GatewayError::Interrupted(e.to_string()))??;
         let admin_bind = snapshot.config.admin.as_ref().map(|a| a.bind);
 
-        let metrics = Metrics::new();
         let shared = Arc::new(Shared {
             snapshot: ArcSwap::from_pointee(snapshot),
-            metrics: Arc::new(metrics),
+            metrics,
             tasks: TaskTracker::new(),
             kill: CancellationToken::new(),
         });
@@ -242,8 +247,14 @@ impl Gateway {
         let config = load_blocking(self.config_path.clone()).await?;
         let previous = self.shared.snapshot.load_full();
         let generation = previous.generation + 1;
+        let metrics = self.shared.metrics.clone();
         let snapshot = tokio::task::spawn_blocking(move || {
-            Snapshot::build(Arc::new(config), generation, Some(&previous))
+            Snapshot::build(
+                Arc::new(config),
+                generation,
+                Some(&previous),
+                &metrics.plugins,
+            )
         })
         .await
         .map_err(|e| GatewayError::Interrupted(e.to_string()))??;

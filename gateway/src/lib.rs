@@ -11,6 +11,7 @@ pub mod gateway;
 pub mod limit;
 pub mod listener;
 pub mod metrics;
+pub mod plugins;
 pub mod proxy;
 pub mod routing;
 pub mod snapshot;

@@ -4,12 +4,14 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use leafgate::Gateway;
 use leafgate::config::Config;
-use leafgate::snapshot::Snapshot;
+use leafgate::plugins::PluginMetrics;
+use leafgate::snapshot::{BuildError, Snapshot};
 use tracing::{error, info};
 
 const DEFAULT_CONFIG: &str = "config/leafgate.toml";
@@ -52,6 +54,9 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:9901")]
         admin: SocketAddr,
     },
+    /// Check or try out a policy plugin.
+    #[command(subcommand)]
+    Plugin(leafgate::plugins::cli::PluginCommand),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +69,8 @@ fn main() -> ExitCode {
         Command::Run { config } => run(config),
         Command::Check { config } => check(config),
         Command::Reload { admin } => reload(admin),
+        Command::Plugin(cmd) => leafgate::plugins::cli::execute(cmd)
+            .map(|code| ExitCode::from(u8::try_from(code).unwrap_or(1))),
     };
     match result {
         Ok(code) => code,
@@ -146,12 +153,24 @@ fn check(config: PathBuf) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
-    // Compiling the snapshot checks what only rustls can (key matches certificate).
+    // Compiling the snapshot checks what only rustls can (a key matches its certificate)
+    // and compiles every plugin against its world.
+    let metrics = PluginMetrics::default();
     let built = runtime()?
-        .block_on(async { Snapshot::build(std::sync::Arc::new(loaded), 0, None).map(|_| ()) });
-    if let Err(e) = built {
-        eprintln!("{}: {e}", config.display());
-        return Ok(ExitCode::FAILURE);
+        .block_on(async { Snapshot::build(Arc::new(loaded), 0, None, &metrics).map(|_| ()) });
+    match built {
+        Ok(()) => {}
+        Err(BuildError::Plugins(errors)) => {
+            for e in &errors.0 {
+                eprintln!("{e}");
+            }
+            eprintln!("{}: {} error(s)", config.display(), errors.0.len());
+            return Ok(ExitCode::FAILURE);
+        }
+        Err(e) => {
+            eprintln!("{}: {e}", config.display());
+            return Ok(ExitCode::FAILURE);
+        }
     }
     println!("{}: ok", config.display());
     Ok(ExitCode::SUCCESS)

@@ -11,6 +11,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::plugins::PluginMetrics;
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
     pub listener: String,
@@ -66,6 +68,8 @@ pub struct Metrics {
     /// Seconds a direction of a spliced connection waited for its bandwidth limit.
     pub throttled_seconds: Family<SpliceByteLabels, Counter<f64>>,
     pub reloads: Counter,
+    /// Plugin calls and their failures, by tenant, plugin, hook and kind.
+    pub plugins: PluginMetrics,
     pub reload_failures: Counter,
 }
 
@@ -95,6 +99,7 @@ impl Metrics {
             spliced_bytes: Family::default(),
             throttled_seconds: Family::default(),
             reloads: Counter::default(),
+            plugins: PluginMetrics::default(),
             reload_failures: Counter::default(),
             registry: Registry::with_prefix("leafgate"),
         };
@@ -145,6 +150,7 @@ impl Metrics {
             m.throttled_seconds.clone(),
         );
         registry.register("reloads", "Successful config reloads", m.reloads.clone());
+        m.plugins.register(registry);
         registry.register(
             "reload_failures",
             "Config reloads rejected (the running config stayed)",

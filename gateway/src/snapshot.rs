@@ -11,11 +11,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use crate::config::ConfigErrors;
 use crate::config::{
     BandwidthConfig, Config, DirectResponse, ListenerConfig, RouteAction, Timeouts,
 };
 use crate::limit::{self, Limiter, SharedLimits};
 use crate::listener::tls;
+use crate::plugins::{PluginMetrics, TenantPlugins};
 use crate::proxy::upstream::Upstream;
 use crate::routing::Router;
 
@@ -42,6 +44,8 @@ pub struct Tenant {
     pub bandwidth: BandwidthConfig,
     /// The tenant's total, shared by all its connections on every route.
     pub totals: SharedLimits,
+    /// The tenant's policy plugins, compiled and ready.
+    pub plugins: Arc<TenantPlugins>,
 }
 
 pub struct Route {
@@ -77,7 +81,8 @@ pub enum Action {
     Proxy(Box<Upstream>),
 }
 
-/// A config that validated but could not be compiled (rustls refused a TLS setting).
+/// A config that validated but could not be compiled: rustls refused a TLS setting, or a
+/// plugin did not compile or fit its world.
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
     #[error("listener `{listener}`: TLS: {source}")]
@@ -90,17 +95,27 @@ pub enum BuildError {
         route: String,
         source: crate::proxy::upstream::UpstreamBuildError,
     },
+    /// Plugins that do not compile or do not fit their world, each at its config key.
+    #[error("{0}")]
+    Plugins(ConfigErrors),
 }
 
 impl Snapshot {
     /// Compiles `config`. Bandwidth totals whose tenant or route and limit are unchanged
     /// from `previous` keep their buckets: a reload neither refills a tenant's budget nor
     /// lets old and new connections each spend a full one.
+    ///
+    /// Every plugin is compiled (or found in the process-wide cache by content) and checked
+    /// against its world here, on the caller's (blocking) thread; any failure fails the
+    /// build, so a reload with a broken plugin leaves the running snapshot as it was.
     pub fn build(
         config: Arc<Config>,
         generation: u64,
         previous: Option<&Snapshot>,
+        plugin_metrics: &PluginMetrics,
     ) -> Result<Snapshot, BuildError> {
+        let mut plugins = crate::plugins::load(&config, plugin_metrics)
+            .map_err(|e| BuildError::Plugins(ConfigErrors(e)))?;
         let tenants: HashMap<String, Arc<Tenant>> = config
             .tenants
             .iter()
@@ -110,10 +125,14 @@ impl Snapshot {
                     Some(b) if b.bandwidth.total == t.bandwidth.total => b.totals.clone(),
                     _ => SharedLimits::new(t.bandwidth.total),
                 };
+                let plugins = plugins
+                    .take(&t.name)
+                    .unwrap_or_else(|| Arc::new(TenantPlugins::none(&t.name)));
                 let tenant = Tenant {
                     name: t.name.clone(),
                     bandwidth: t.bandwidth,
                     totals,
+                    plugins,
                 };
                 (t.name.clone(), Arc::new(tenant))
             })

@@ -6,6 +6,7 @@
 //! been a type. This module builds nothing that serves traffic: that is `snapshot`.
 
 mod error;
+pub mod plugins;
 mod raw;
 pub mod units;
 
@@ -113,6 +114,8 @@ pub struct TenantConfig {
     pub name: String,
     pub namespaces: Vec<String>,
     pub bandwidth: BandwidthConfig,
+    /// The tenant's policy plugins (`[tenant.plugins]`), paths resolved, not yet compiled.
+    pub plugins: plugins::TenantPlugins,
 }
 
 /// Byte-rate limits applied to both directions of a connection, independently.
@@ -376,6 +379,14 @@ impl Validator<'_, '_> {
                     name: t.name.get_ref().clone(),
                     namespaces: t.namespaces.iter().map(|n| n.get_ref().clone()).collect(),
                     bandwidth: bandwidth(&t.bandwidth),
+                    plugins: plugins::validate(
+                        self.report,
+                        path,
+                        self.base,
+                        &format!("tenant[{i}].plugins"),
+                        &t.plugins,
+                        &mut self.files,
+                    ),
                 }
             })
             .collect();

@@ -90,6 +90,8 @@ pub struct RawTenant {
     pub namespaces: Vec<Spanned<String>>,
     #[serde(default)]
     pub bandwidth: RawBandwidth,
+    #[serde(default)]
+    pub plugins: super::plugins::RawTenantPlugins,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -1,0 +1,184 @@
+//! Plugin call overhead and log-filter throughput, through the same `TenantPlugins` the
+//! gateway uses. Measures only; never gates CI on time.
+//!
+//! - `call/<world>/{pooled,per-call}`: one decision with a warm instance, and with a fresh
+//!   instance per call (`isolation = "per-call"`).
+//! - `log-filter/{redact-wasm,redact-native}`: a 256-line batch through the `redact` plugin
+//!   vs the same regexes run natively with the `regex` crate (throughput in lines).
+//!
+//! The reference plugins are built from `plugins/` first (cargo, wasm32-wasip2, release).
+
+#[path = "../../tests/src/plugins.rs"]
+#[allow(dead_code)]
+mod build;
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use leafgate::config::Config;
+use leafgate::plugins::{
+    self, AddressRewriteRequest, AddressType, LogContext, NodeAddress, PluginMetrics,
+    PodRouteRequest, TableRequest, TenantPlugins, Verb,
+};
+use regex::{Regex, RegexSet};
+
+const PATTERNS: [&str; 2] = [r"password=\S+", r"Bearer [A-Za-z0-9._-]+"];
+const DROP: [&str; 1] = [r"GET /healthz"];
+
+fn tenant(hooks: &str) -> Arc<TenantPlugins> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("leafgate.toml");
+    let toml = format!("[[tenant]]\nname = \"bench\"\n[tenant.plugins]\n{hooks}\n");
+    let config = Config::parse(&path, &toml).unwrap_or_else(|e| panic!("{e}"));
+    let set = plugins::load(&config, &PluginMetrics::default()).unwrap_or_else(|e| panic!("{e:?}"));
+    set.tenant("bench").unwrap().clone()
+}
+
+fn hooks(isolation: &str) -> String {
+    let p = |name: &str| build::plugin(name).display().to_string();
+    format!(
+        "isolation = \"{isolation}\"\n\
+         pod_router = {{ path = \"{}\", config = {{ rules = [{{ label = \"site\", value = \"edge-*\", leaf = \"leaf-2\" }}], default_leaf = \"leaf-1\" }} }}\n\
+         address_rewriter = \"{}\"\n\
+         log_filter = {{ path = \"{}\", config = {{ patterns = ['{}', '{}'], drop = ['{}'] }} }}\n\
+         table_formatter = \"{}\"\n",
+        p("label-router"),
+        p("prefer-gateway"),
+        p("redact"),
+        PATTERNS[0],
+        PATTERNS[1],
+        DROP[0],
+        p("pods-table"),
+    )
+}
+
+fn log_lines(n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| match i % 8 {
+            0 => format!("2024-05-01T12:00:{:02}Z INFO login user=u{i} password=hunter{i} from 10.0.0.{}", i % 60, i % 255),
+            1 => format!("2024-05-01T12:00:{:02}Z INFO GET /healthz 200 0.1ms", i % 60),
+            2 => format!("2024-05-01T12:00:{:02}Z DEBUG Authorization: Bearer tok.{i}-abc", i % 60),
+            _ => format!("2024-05-01T12:00:{:02}Z INFO request id={i} path=/api/v1/items status=200 bytes={}", i % 60, i * 7),
+        })
+        .collect()
+}
+
+fn calls(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let route = PodRouteRequest {
+        namespace: "shop".into(),
+        pod: "web-1".into(),
+        container: Some("app".into()),
+        verb: Verb::Exec,
+        labels: Some([("site".to_string(), "edge-3".to_string())].into()),
+        leaves: vec!["leaf-1".into(), "leaf-2".into()],
+    };
+    let addresses = AddressRewriteRequest {
+        node: "vnode".into(),
+        leaf: "leaf-1".into(),
+        gateway_address: "192.0.2.1".into(),
+        addresses: vec![
+            NodeAddress {
+                kind: AddressType::InternalIp,
+                address: "10.0.0.1".into(),
+            },
+            NodeAddress {
+                kind: AddressType::Hostname,
+                address: "node-1".into(),
+            },
+        ],
+    };
+    let ctx = LogContext::default();
+    let one_line = log_lines(1);
+    let table = TableRequest {
+        group: String::new(),
+        version: "v1".into(),
+        resource: "pods".into(),
+        wide: false,
+        objects: r#"[{"metadata":{"name":"web-1","creationTimestamp":"2024-01-01T00:00:00Z"},"spec":{"containers":[{"name":"a"}]},"status":{"phase":"Running","containerStatuses":[{"name":"a","ready":true,"restartCount":1,"state":{"running":{}}}]}}]"#.into(),
+    };
+
+    for isolation in ["pooled", "per-call"] {
+        let t = tenant(&hooks(isolation));
+        let mut group = c.benchmark_group("call");
+        group.bench_function(format!("pod-router/{isolation}"), |b| {
+            b.to_async(&rt)
+                .iter(|| async { black_box(t.route_pod(&route).await.unwrap()) })
+        });
+        group.bench_function(format!("address-rewriter/{isolation}"), |b| {
+            b.to_async(&rt)
+                .iter(|| async { black_box(t.rewrite_addresses(&addresses).await.unwrap()) })
+        });
+        group.bench_function(format!("log-filter-1-line/{isolation}"), |b| {
+            b.to_async(&rt)
+                .iter(|| async { black_box(t.log_verdicts(&ctx, &one_line).await.unwrap()) })
+        });
+        group.bench_function(format!("table-formatter-1-pod/{isolation}"), |b| {
+            b.to_async(&rt)
+                .iter(|| async { black_box(t.format_table(&table).await.unwrap()) })
+        });
+        group.finish();
+    }
+}
+
+/// What `redact` does, natively: the same regexes, the same logic.
+struct NativeRedact {
+    secrets: Regex,
+    drop: RegexSet,
+}
+
+impl NativeRedact {
+    fn new() -> Self {
+        let joined = PATTERNS
+            .iter()
+            .map(|p| format!("(?:{p})"))
+            .collect::<Vec<_>>()
+            .join("|");
+        NativeRedact {
+            secrets: Regex::new(&joined).unwrap(),
+            drop: RegexSet::new(DROP).unwrap(),
+        }
+    }
+
+    fn filter(&self, lines: &[String]) -> Vec<String> {
+        lines
+            .iter()
+            .filter(|l| !self.drop.is_match(l))
+            .map(|l| self.secrets.replace_all(l, "***").into_owned())
+            .collect()
+    }
+}
+
+fn log_throughput(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let t = tenant(&hooks("pooled"));
+    let lines = log_lines(256);
+    let ctx = LogContext::default();
+    let native = NativeRedact::new();
+    // Same answers, or the comparison means nothing.
+    assert_eq!(
+        rt.block_on(t.filter_logs(&ctx, lines.clone())).unwrap(),
+        native.filter(&lines)
+    );
+
+    let mut group = c.benchmark_group("log-filter");
+    group.throughput(Throughput::Elements(lines.len() as u64));
+    group.bench_function("redact-wasm", |b| {
+        b.to_async(&rt)
+            .iter(|| async { black_box(t.filter_logs(&ctx, lines.clone()).await.unwrap()) })
+    });
+    group.bench_function("redact-native", |b| {
+        b.iter(|| black_box(native.filter(black_box(&lines))))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, calls, log_throughput);
+criterion_main!(benches);

@@ -1,0 +1,401 @@
+//! The four decisions as the rest of the gateway sees them: plain Rust types with serde
+//! shapes (the `leafgate plugin run` JSON, the Kubernetes JSON for addresses and tables),
+//! and the checks that turn a plugin's answer into a decision or an invalid answer.
+//!
+//! This is the only place that converts to and from the generated WIT types, so the core
+//! never depends on `bindings`.
+
+use std::collections::BTreeMap;
+
+use http::StatusCode;
+use serde::{Deserialize, Serialize};
+
+use super::bindings::types as wit;
+
+/// What a request does to a pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verb {
+    Exec,
+    Attach,
+    PortForward,
+    Logs,
+    Get,
+}
+
+/// The question a pod-router answers: which leaf serves this pod's request?
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PodRouteRequest {
+    pub namespace: String,
+    pub pod: String,
+    #[serde(default)]
+    pub container: Option<String>,
+    pub verb: Verb,
+    /// The pod's labels when the gateway knows the pod.
+    #[serde(default)]
+    pub labels: Option<BTreeMap<String, String>>,
+    /// The leaves the gateway knows; a `leaf` answer must name one of them.
+    pub leaves: Vec<String>,
+}
+
+/// A pod-router's decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PodRoute {
+    /// Send the request to this leaf (one of the request's `leaves`).
+    Leaf(String),
+    /// Answer the client with this status (400-599) and message.
+    Reject {
+        #[serde(with = "status_code")]
+        status: StatusCode,
+        message: String,
+    },
+    /// Do what the gateway does with no plugin.
+    Default,
+}
+
+mod status_code {
+    pub fn serialize<S: serde::Serializer>(
+        s: &http::StatusCode,
+        ser: S,
+    ) -> Result<S::Ok, S::Error> {
+        ser.serialize_u16(s.as_u16())
+    }
+}
+
+/// Kubernetes' `NodeAddressType`, spelled as in the API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AddressType {
+    Hostname,
+    #[serde(rename = "ExternalIP")]
+    ExternalIp,
+    #[serde(rename = "InternalIP")]
+    InternalIp,
+    #[serde(rename = "ExternalDNS")]
+    ExternalDns,
+    #[serde(rename = "InternalDNS")]
+    InternalDns,
+}
+
+/// One entry of a node's `status.addresses`, in the API's JSON shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeAddress {
+    #[serde(rename = "type")]
+    pub kind: AddressType,
+    pub address: String,
+}
+
+/// The question an address-rewriter answers: what should this virtual node publish?
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AddressRewriteRequest {
+    pub node: String,
+    pub leaf: String,
+    pub gateway_address: String,
+    pub addresses: Vec<NodeAddress>,
+}
+
+/// Where a batch of log lines comes from.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogContext {
+    pub namespace: String,
+    pub pod: String,
+    pub container: String,
+    pub leaf: String,
+}
+
+/// What a log-filter says about one line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Keep,
+    Drop,
+    Replace(String),
+}
+
+/// The question a table-formatter answers: how do these objects print?
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TableRequest {
+    /// API group, empty for the core group.
+    #[serde(default)]
+    pub group: String,
+    pub version: String,
+    /// Plural resource name: `pods`.
+    pub resource: String,
+    #[serde(default)]
+    pub wide: bool,
+    /// The objects, as one JSON array.
+    pub objects: String,
+}
+
+/// A `meta.k8s.io/v1` Table; serializes to the API's JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    pub columns: Vec<ColumnDefinition>,
+    pub rows: Vec<Vec<Cell>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ColumnDefinition {
+    pub name: String,
+    /// `string`, `integer`, `number`, `boolean` or `date`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub format: String,
+    pub description: String,
+    pub priority: i32,
+}
+
+/// One cell: JSON string, number, boolean or null.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Cell {
+    Text(String),
+    Integer(i64),
+    Number(f64),
+    Boolean(bool),
+    None,
+}
+
+impl Serialize for Table {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Row<'a> {
+            cells: &'a [Cell],
+        }
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Wire<'a> {
+            kind: &'static str,
+            api_version: &'static str,
+            metadata: BTreeMap<String, String>,
+            column_definitions: &'a [ColumnDefinition],
+            rows: Vec<Row<'a>>,
+        }
+        Wire {
+            kind: "Table",
+            api_version: "meta.k8s.io/v1",
+            metadata: BTreeMap::new(),
+            column_definitions: &self.columns,
+            rows: self.rows.iter().map(|cells| Row { cells }).collect(),
+        }
+        .serialize(ser)
+    }
+}
+
+// ---- to the guest ----
+
+pub(crate) fn route_request(tenant: &str, r: &PodRouteRequest) -> wit::RouteRequest {
+    wit::RouteRequest {
+        tenant: tenant.to_string(),
+        namespace: r.namespace.clone(),
+        pod: r.pod.clone(),
+        container: r.container.clone(),
+        verb: match r.verb {
+            Verb::Exec => wit::Verb::Exec,
+            Verb::Attach => wit::Verb::Attach,
+            Verb::PortForward => wit::Verb::PortForward,
+            Verb::Logs => wit::Verb::Logs,
+            Verb::Get => wit::Verb::Get,
+        },
+        labels: r.labels.as_ref().map(|labels| {
+            labels
+                .iter()
+                .map(|(key, value)| wit::Label {
+                    key: key.clone(),
+                    value: value.clone(),
+                })
+                .collect()
+        }),
+        leaves: r.leaves.clone(),
+    }
+}
+
+fn address_type_to_wit(t: AddressType) -> wit::AddressType {
+    match t {
+        AddressType::Hostname => wit::AddressType::Hostname,
+        AddressType::ExternalIp => wit::AddressType::ExternalIp,
+        AddressType::InternalIp => wit::AddressType::InternalIp,
+        AddressType::ExternalDns => wit::AddressType::ExternalDns,
+        AddressType::InternalDns => wit::AddressType::InternalDns,
+    }
+}
+
+fn address_type_from_wit(t: wit::AddressType) -> AddressType {
+    match t {
+        wit::AddressType::Hostname => AddressType::Hostname,
+        wit::AddressType::ExternalIp => AddressType::ExternalIp,
+        wit::AddressType::InternalIp => AddressType::InternalIp,
+        wit::AddressType::ExternalDns => AddressType::ExternalDns,
+        wit::AddressType::InternalDns => AddressType::InternalDns,
+    }
+}
+
+pub(crate) fn address_request(tenant: &str, r: &AddressRewriteRequest) -> wit::AddressRequest {
+    wit::AddressRequest {
+        tenant: tenant.to_string(),
+        node: r.node.clone(),
+        leaf: r.leaf.clone(),
+        gateway_address: r.gateway_address.clone(),
+        addresses: r
+            .addresses
+            .iter()
+            .map(|a| wit::NodeAddress {
+                type_: address_type_to_wit(a.kind),
+                address: a.address.clone(),
+            })
+            .collect(),
+    }
+}
+
+pub(crate) fn log_context(tenant: &str, c: &LogContext) -> wit::LogContext {
+    wit::LogContext {
+        tenant: tenant.to_string(),
+        namespace: c.namespace.clone(),
+        pod: c.pod.clone(),
+        container: c.container.clone(),
+        leaf: c.leaf.clone(),
+    }
+}
+
+pub(crate) fn table_request(tenant: &str, r: &TableRequest) -> wit::TableRequest {
+    wit::TableRequest {
+        tenant: tenant.to_string(),
+        group: r.group.clone(),
+        version: r.version.clone(),
+        resource: r.resource.clone(),
+        wide: r.wide,
+        objects: r.objects.clone(),
+    }
+}
+
+// ---- from the guest: an answer out of contract is the plugin's error, never passed on ----
+
+pub(crate) fn pod_route(req: &PodRouteRequest, d: wit::RouteDecision) -> Result<PodRoute, String> {
+    match d {
+        wit::RouteDecision::Leaf(leaf) if req.leaves.contains(&leaf) => Ok(PodRoute::Leaf(leaf)),
+        wit::RouteDecision::Leaf(leaf) => Err(format!(
+            "answered leaf `{leaf}`, which is not one of the leaves it was given ({})",
+            req.leaves.join(", ")
+        )),
+        wit::RouteDecision::Reject(r) => match StatusCode::from_u16(r.status) {
+            Ok(status) if status.is_client_error() || status.is_server_error() => {
+                Ok(PodRoute::Reject {
+                    status,
+                    message: r.message,
+                })
+            }
+            _ => Err(format!(
+                "rejected with status {}, which is not an error status (400-599)",
+                r.status
+            )),
+        },
+        wit::RouteDecision::Default => Ok(PodRoute::Default),
+    }
+}
+
+pub(crate) fn node_addresses(list: Vec<wit::NodeAddress>) -> Result<Vec<NodeAddress>, String> {
+    list.into_iter()
+        .enumerate()
+        .map(|(i, a)| {
+            if a.address.trim().is_empty() {
+                return Err(format!("address {i} is empty"));
+            }
+            Ok(NodeAddress {
+                kind: address_type_from_wit(a.type_),
+                address: a.address,
+            })
+        })
+        .collect()
+}
+
+pub(crate) fn verdicts(lines: usize, v: Vec<wit::Verdict>) -> Result<Vec<Verdict>, String> {
+    if v.len() != lines {
+        return Err(format!(
+            "answered {} verdicts for {lines} lines; a log-filter answers one verdict per line",
+            v.len()
+        ));
+    }
+    Ok(v.into_iter()
+        .map(|v| match v {
+            wit::Verdict::Keep => Verdict::Keep,
+            wit::Verdict::Drop => Verdict::Drop,
+            wit::Verdict::Replace(text) => Verdict::Replace(text),
+        })
+        .collect())
+}
+
+/// Applies verdicts to their lines: kept lines move, replaced lines are swapped, dropped
+/// lines go.
+pub fn apply_verdicts(lines: Vec<String>, verdicts: Vec<Verdict>) -> Vec<String> {
+    lines
+        .into_iter()
+        .zip(verdicts)
+        .filter_map(|(line, v)| match v {
+            Verdict::Keep => Some(line),
+            Verdict::Drop => None,
+            Verdict::Replace(text) => Some(text),
+        })
+        .collect()
+}
+
+pub(crate) fn table(t: Option<wit::Table>) -> Result<Option<Table>, String> {
+    let Some(t) = t else { return Ok(None) };
+    if t.columns.is_empty() {
+        return Err("answered a table with no columns".into());
+    }
+    let columns = t
+        .columns
+        .into_iter()
+        .map(|c| {
+            if c.name.is_empty() {
+                return Err("answered a column with no name".to_string());
+            }
+            Ok(ColumnDefinition {
+                name: c.name,
+                kind: match c.type_ {
+                    wit::ColumnType::String => "string",
+                    wit::ColumnType::Integer => "integer",
+                    wit::ColumnType::Number => "number",
+                    wit::ColumnType::Boolean => "boolean",
+                    wit::ColumnType::Date => "date",
+                },
+                format: c.format,
+                description: c.description,
+                priority: c.priority,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let rows = t
+        .rows
+        .into_iter()
+        .enumerate()
+        .map(|(i, row)| {
+            if row.cells.len() != columns.len() {
+                return Err(format!(
+                    "row {i} has {} cells for {} columns",
+                    row.cells.len(),
+                    columns.len()
+                ));
+            }
+            row.cells
+                .into_iter()
+                .map(|c| match c {
+                    wit::Cell::Text(s) => Ok(Cell::Text(s)),
+                    wit::Cell::Integer(n) => Ok(Cell::Integer(n)),
+                    wit::Cell::Number(x) if x.is_finite() => Ok(Cell::Number(x)),
+                    wit::Cell::Number(x) => Err(format!(
+                        "row {i} has the number {x}, which JSON cannot carry"
+                    )),
+                    wit::Cell::Boolean(b) => Ok(Cell::Boolean(b)),
+                    wit::Cell::None => Ok(Cell::None),
+                })
+                .collect()
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Some(Table { columns, rows }))
+}

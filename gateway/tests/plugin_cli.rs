@@ -1,0 +1,219 @@
+//! `leafgate plugin check` and `leafgate plugin run`, end to end: the built binary, real
+//! plugins compiled from `plugins/`, requests on stdin, decisions on stdout.
+
+#[path = "../../tests/src/plugins.rs"]
+#[allow(dead_code)]
+mod build;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn leafgate(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_leafgate"))
+        .args(args)
+        // Compiled plugins are kept across the invocations of this test run.
+        .env(
+            "LEAFGATE_PLUGIN_CACHE",
+            build::target_dir().join("plugin-cache"),
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the leafgate binary runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn run_ok(plugin: &Path, world: &str, config: Option<&str>, stdin: &str) -> String {
+    let mut args = vec!["plugin", "run", plugin.to_str().unwrap(), "--world", world];
+    if let Some(c) = config {
+        args.extend(["--config", c]);
+    }
+    let out = leafgate(&args, stdin);
+    assert!(
+        out.status.success(),
+        "leafgate {args:?} failed: {}",
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+#[test]
+fn redact_filters_lines_from_stdin() {
+    let out = run_ok(
+        &build::plugin("redact"),
+        "log-filter",
+        Some(r#"{"patterns":["password=\\S+","token=[0-9a-f]+"],"drop":["healthz"]}"#),
+        "start\nuser=bob password=s3cret\nGET /healthz\ntoken=deadbeef done\n",
+    );
+    assert_eq!(out, "start\nuser=bob ***\n*** done\n");
+}
+
+#[test]
+fn redact_handles_more_lines_than_one_batch() {
+    let input: String = (0..1000)
+        .map(|i| format!("line {i} password=p{i}\n"))
+        .collect();
+    let out = run_ok(
+        &build::plugin("redact"),
+        "log-filter",
+        Some(r#"{"patterns":["password=\\S+"]}"#),
+        &input,
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 1000);
+    assert_eq!(lines[999], "line 999 ***");
+}
+
+#[test]
+fn pods_table_turns_a_pod_list_into_table_json() {
+    let pods = r#"{"kind":"PodList","apiVersion":"v1","items":[
+        {"metadata":{"name":"web-1","creationTimestamp":"2020-01-01T00:00:00Z"},
+         "spec":{"nodeName":"n1","containers":[{"name":"a"},{"name":"b"}]},
+         "status":{"phase":"Running","podIP":"10.0.0.9","containerStatuses":[
+            {"name":"a","ready":true,"restartCount":1,"state":{"running":{}}},
+            {"name":"b","ready":true,"restartCount":4,"state":{"running":{}}}]}}]}"#;
+    let out = run_ok(&build::plugin("pods-table"), "table-formatter", None, pods);
+    let table: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(table["kind"], "Table");
+    assert_eq!(table["apiVersion"], "meta.k8s.io/v1");
+    assert_eq!(table["columnDefinitions"][0]["name"], "NAME");
+    assert_eq!(table["columnDefinitions"][7]["name"], "NODE");
+    let cells = &table["rows"][0]["cells"];
+    assert_eq!(cells[0], "web-1");
+    assert_eq!(cells[1], "2/2");
+    assert_eq!(cells[2], "Running");
+    assert_eq!(cells[3], 5);
+    assert!(
+        cells[4].as_str().unwrap().ends_with('y'),
+        "created in 2020: {}",
+        cells[4]
+    );
+    assert_eq!(cells[6], "10.0.0.9");
+}
+
+#[test]
+fn label_router_and_prefer_gateway_print_their_decisions() {
+    let out = run_ok(
+        &build::plugin("label-router"),
+        "pod-router",
+        Some(r#"{"rules":[{"namespace":"edge-*","leaf":"leaf-2"}]}"#),
+        r#"{"tenant":"a","namespace":"edge-1","pod":"p","verb":"logs","leaves":["leaf-1","leaf-2"]}"#,
+    );
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&out).unwrap(),
+        serde_json::json!({"leaf": "leaf-2"})
+    );
+
+    let out = run_ok(
+        &build::plugin("prefer-gateway"),
+        "address-rewriter",
+        None,
+        r#"{"node":"vn","leaf":"leaf-1","gateway_address":"192.0.2.1",
+            "addresses":[{"type":"Hostname","address":"h"},{"type":"InternalIP","address":"10.0.0.1"}]}"#,
+    );
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&out).unwrap(),
+        serde_json::json!([
+            {"type": "InternalIP", "address": "192.0.2.1"},
+            {"type": "Hostname", "address": "h"},
+            {"type": "InternalIP", "address": "10.0.0.1"}
+        ])
+    );
+}
+
+#[test]
+fn check_names_the_world_or_what_is_missing() {
+    let redact = build::plugin("redact");
+    let out = leafgate(&["plugin", "check", redact.to_str().unwrap()], "");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("fits the log-filter world"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let out = leafgate(
+        &[
+            "plugin",
+            "check",
+            redact.to_str().unwrap(),
+            "--world",
+            "table-formatter",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("missing export `format`") && err.contains("log-filter world"),
+        "{err}"
+    );
+}
+
+#[test]
+fn run_reports_a_plugin_failure_plainly() {
+    let faulty = build::fault_plugin("faulty-router");
+    let req =
+        |pod: &str| format!(r#"{{"namespace":"n","pod":"{pod}","verb":"exec","leaves":["l"]}}"#);
+    let out = leafgate(
+        &[
+            "plugin",
+            "run",
+            faulty.to_str().unwrap(),
+            "--world",
+            "pod-router",
+        ],
+        &req("spin-1"),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("timeout: deadline exceeded"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = leafgate(
+        &[
+            "plugin",
+            "run",
+            faulty.to_str().unwrap(),
+            "--world",
+            "pod-router",
+        ],
+        &req("trap-1"),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("told to trap on trap-1"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let args = [
+        "plugin",
+        "run",
+        faulty.to_str().unwrap(),
+        "--world",
+        "pod-router",
+        "--memory",
+        "8MiB",
+    ];
+    let out = leafgate(&args, &req("bomb-1"));
+    assert!(
+        text(&out.stderr).contains("memory: memory limit reached"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -1,0 +1,203 @@
+//! leafgate-plugin: write a leafgate policy plugin in a few lines.
+//!
+//! This crate owns the guest side of the plugin ABI: the bindings generated from the
+//! repository's `wit/` (never restated by hand), the export macro of each world, and typed
+//! helpers for what every plugin does (read its config, log, read Kubernetes objects).
+//! It knows nothing about the gateway's internals.
+//!
+//! A plugin picks one world, implements that world's `Guest` trait and exports it:
+//!
+//! ```ignore
+//! use leafgate_plugin::pod_router::{Guest, RouteDecision, RouteRequest};
+//!
+//! struct Router;
+//! impl Guest for Router {
+//!     fn route(req: RouteRequest) -> RouteDecision {
+//!         RouteDecision::Leaf(req.leaves[0].clone())
+//!     }
+//! }
+//! leafgate_plugin::export_pod_router!(Router);
+//! ```
+//!
+//! See `plugins/README.md` for the whole walk from `cargo new` to a loaded plugin.
+
+pub mod k8s;
+
+/// Bindings of the `pod-router` world, and the `host` and `types` interfaces every world
+/// shares (the other worlds reuse these through `with`, so there is one `RouteRequest`,
+/// one `log`, ...).
+// The generated ABI glue passes flattened records as many arguments.
+#[allow(clippy::too_many_arguments)]
+pub mod pod_router {
+    wit_bindgen::generate!({
+        world: "pod-router",
+        path: "../../wit",
+        generate_all,
+        pub_export_macro: true,
+        export_macro_name: "export_pod_router",
+        default_bindings_module: "leafgate_plugin::pod_router",
+    });
+    pub use leafgate::plugin::types::{Label, Rejection, Verb};
+}
+
+/// Bindings of the `address-rewriter` world.
+// The generated ABI glue passes flattened records as many arguments.
+#[allow(clippy::too_many_arguments)]
+pub mod address_rewriter {
+    wit_bindgen::generate!({
+        world: "address-rewriter",
+        path: "../../wit",
+        with: {
+            "leafgate:plugin/host": crate::pod_router::leafgate::plugin::host,
+            "leafgate:plugin/types": crate::pod_router::leafgate::plugin::types,
+        },
+        pub_export_macro: true,
+        export_macro_name: "export_address_rewriter",
+        default_bindings_module: "leafgate_plugin::address_rewriter",
+    });
+    pub use crate::types::AddressType;
+}
+
+/// Bindings of the `log-filter` world.
+// The generated ABI glue passes flattened records as many arguments.
+#[allow(clippy::too_many_arguments)]
+pub mod log_filter {
+    wit_bindgen::generate!({
+        world: "log-filter",
+        path: "../../wit",
+        with: {
+            "leafgate:plugin/host": crate::pod_router::leafgate::plugin::host,
+            "leafgate:plugin/types": crate::pod_router::leafgate::plugin::types,
+        },
+        pub_export_macro: true,
+        export_macro_name: "export_log_filter",
+        default_bindings_module: "leafgate_plugin::log_filter",
+    });
+}
+
+/// Bindings of the `table-formatter` world.
+// The generated ABI glue passes flattened records as many arguments.
+#[allow(clippy::too_many_arguments)]
+pub mod table_formatter {
+    wit_bindgen::generate!({
+        world: "table-formatter",
+        path: "../../wit",
+        with: {
+            "leafgate:plugin/host": crate::pod_router::leafgate::plugin::host,
+            "leafgate:plugin/types": crate::pod_router::leafgate::plugin::types,
+        },
+        pub_export_macro: true,
+        export_macro_name: "export_table_formatter",
+        default_bindings_module: "leafgate_plugin::table_formatter",
+    });
+    pub use crate::types::{Cell, Column, ColumnType, Row};
+}
+
+pub use address_rewriter::export_address_rewriter;
+pub use log_filter::export_log_filter;
+pub use pod_router::export_pod_router;
+pub use table_formatter::export_table_formatter;
+
+/// Every record the worlds exchange.
+pub use pod_router::leafgate::plugin::types;
+
+/// Structured logging into the gateway's tracing, tagged there with tenant and plugin.
+pub mod log {
+    use crate::pod_router::leafgate::plugin::host::{self, Level};
+
+    pub fn trace(message: &str) {
+        host::log(Level::Trace, message);
+    }
+    pub fn debug(message: &str) {
+        host::log(Level::Debug, message);
+    }
+    pub fn info(message: &str) {
+        host::log(Level::Info, message);
+    }
+    pub fn warn(message: &str) {
+        host::log(Level::Warn, message);
+    }
+    pub fn error(message: &str) {
+        host::log(Level::Error, message);
+    }
+}
+
+/// The plugin's `config = { ... }` table, as JSON text exactly as the gateway passes it.
+pub fn config_json() -> String {
+    pod_router::leafgate::plugin::host::config()
+}
+
+/// The plugin's config parsed into `T`.
+///
+/// Parse it once and keep it (a `std::sync::OnceLock` static): the gateway keeps warm
+/// instances, so the parsed value (compiled regexes and all) serves many calls.
+pub fn config<T: serde::de::DeserializeOwned>() -> Result<T, String> {
+    let text = config_json();
+    serde_json::from_str(&text).map_err(|e| format!("the plugin config is invalid: {e}"))
+}
+
+/// Like [`config`], but a config the plugin cannot use is fatal: the reason goes to the
+/// gateway's log and to stderr (which the gateway puts in the error), then the call traps.
+pub fn config_or_trap<T: serde::de::DeserializeOwned>() -> T {
+    match config() {
+        Ok(c) => c,
+        Err(message) => {
+            log::error(&message);
+            panic!("{message}");
+        }
+    }
+}
+
+impl pod_router::RouteRequest {
+    /// The value of a pod label, when the gateway knows the pod's labels.
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.labels
+            .as_ref()?
+            .iter()
+            .find(|l| l.key == key)
+            .map(|l| l.value.as_str())
+    }
+
+    /// Whether `leaf` is one of the leaves the gateway knows (a `leaf` answer must be).
+    pub fn knows_leaf(&self, leaf: &str) -> bool {
+        self.leaves.iter().any(|l| l == leaf)
+    }
+}
+
+/// Matches `text` against a glob where `*` stands for any run of characters
+/// (`edge-*`, `*-prod`, `team-*-db`). Routing configs use these for names and labels.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == text;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if text.len() < first.len() + last.len() || !text.starts_with(first) || !text.ends_with(last) {
+        return false;
+    }
+    let mut rest = &text[first.len()..text.len() - last.len()];
+    for middle in &parts[1..parts.len() - 1] {
+        match rest.find(middle) {
+            Some(i) => rest = &rest[i + middle.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::glob_match;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("edge-*", "edge-1"));
+        assert!(glob_match("edge-*", "edge-"));
+        assert!(!glob_match("edge-*", "core-1"));
+        assert!(glob_match("*-prod", "api-prod"));
+        assert!(glob_match("team-*-db", "team-a-db"));
+        assert!(!glob_match("team-*-db", "team-a-dbx"));
+        assert!(glob_match("exact", "exact"));
+        assert!(!glob_match("a*a", "a"));
+    }
+}

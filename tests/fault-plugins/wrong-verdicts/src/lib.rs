@@ -1,0 +1,14 @@
+//! wrong-verdicts: a log-filter that breaks the contract by answering one verdict fewer
+//! than it was given lines (and none at all for a single line).
+
+use leafgate_plugin::log_filter::{Guest, LogContext, Verdict};
+
+struct Wrong;
+
+impl Guest for Wrong {
+    fn filter(_ctx: LogContext, lines: Vec<String>) -> Vec<Verdict> {
+        lines.iter().skip(1).map(|_| Verdict::Keep).collect()
+    }
+}
+
+leafgate_plugin::export_log_filter!(Wrong);

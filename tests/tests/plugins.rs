@@ -1,0 +1,659 @@
+//! The plugin runtime with real plugins: each reference plugin compiled from `plugins/`,
+//! loaded through a real config and `plugins::load`, and asked real questions; then the
+//! fault plugins, showing that a plugin's failure stays inside its one call.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use leafgate::config::Config;
+use leafgate::plugins::{
+    self, AddressRewriteRequest, AddressType, Cell, FaultKind, LogContext, NodeAddress,
+    PluginError, PluginMetrics, PodRoute, PodRouteRequest, TableRequest, TenantPlugins, Verb,
+    Verdict, World,
+};
+use leafgate_tests::plugins::{fault_plugin, plugin};
+
+/// Loads a config whose text names plugins by absolute path; returns tenant -> plugins.
+fn load(toml: &str, metrics: &PluginMetrics) -> BTreeMap<String, Arc<TenantPlugins>> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("leafgate.toml");
+    std::fs::write(&path, toml).unwrap();
+    let config = Config::load(&path).unwrap_or_else(|e| panic!("config: {e}"));
+    let set = plugins::load(&config, metrics).unwrap_or_else(|e| {
+        panic!(
+            "plugins: {}",
+            e.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n")
+        )
+    });
+    config
+        .tenants
+        .iter()
+        .map(|t| (t.name.clone(), set.tenant(&t.name).unwrap().clone()))
+        .collect()
+}
+
+fn one_tenant(plugins_toml: &str) -> Arc<TenantPlugins> {
+    let toml = format!("[[tenant]]\nname = \"t\"\n[tenant.plugins]\n{plugins_toml}\n");
+    load(&toml, &PluginMetrics::default()).remove("t").unwrap()
+}
+
+fn path(p: &Path) -> String {
+    p.display().to_string()
+}
+
+fn pod_request(namespace: &str, pod: &str, labels: &[(&str, &str)]) -> PodRouteRequest {
+    PodRouteRequest {
+        namespace: namespace.into(),
+        pod: pod.into(),
+        container: Some("main".into()),
+        verb: Verb::Exec,
+        labels: Some(
+            labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        ),
+        leaves: vec!["leaf-1".into(), "leaf-2".into()],
+    }
+}
+
+#[tokio::test]
+async fn label_router_routes_by_label_then_namespace_then_default() {
+    let t = one_tenant(&format!(
+        r#"pod_router = {{ path = "{}", config = {{ rules = [
+            {{ label = "site", value = "edge-*", leaf = "leaf-2" }},
+            {{ namespace = "batch-*", leaf = "leaf-1" }},
+            {{ namespace = "gone", leaf = "leaf-9" }},
+        ], default_leaf = "leaf-1" }} }}"#,
+        path(&plugin("label-router"))
+    ));
+    let route = |ns: &'static str, labels: &'static [(&str, &str)]| {
+        let t = t.clone();
+        async move { t.route_pod(&pod_request(ns, "p", labels)).await.unwrap() }
+    };
+    assert_eq!(
+        route("web", &[("site", "edge-7")]).await,
+        PodRoute::Leaf("leaf-2".into())
+    );
+    assert_eq!(
+        route("batch-a", &[("site", "core")]).await,
+        PodRoute::Leaf("leaf-1".into())
+    );
+    assert_eq!(route("web", &[]).await, PodRoute::Leaf("leaf-1".into()));
+    match route("gone", &[]).await {
+        PodRoute::Reject { status, message } => {
+            assert_eq!(status, 503);
+            assert!(message.contains("leaf-9"), "{message}");
+        }
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+    // Without labels (the gateway does not know the pod) label rules cannot match.
+    let mut req = pod_request("web", "p", &[]);
+    req.labels = None;
+    assert_eq!(
+        t.route_pod(&req).await.unwrap(),
+        PodRoute::Leaf("leaf-1".into())
+    );
+}
+
+#[tokio::test]
+async fn label_router_without_default_leaves_the_decision_to_the_gateway() {
+    let t = one_tenant(&format!(
+        r#"pod_router = {{ path = "{}", config = {{ rules = [{{ namespace = "edge-*", leaf = "leaf-2" }}] }} }}"#,
+        path(&plugin("label-router"))
+    ));
+    assert_eq!(
+        t.route_pod(&pod_request("core", "p", &[])).await.unwrap(),
+        PodRoute::Default
+    );
+    assert_eq!(
+        t.route_pod(&pod_request("edge-1", "p", &[])).await.unwrap(),
+        PodRoute::Leaf("leaf-2".into())
+    );
+}
+
+#[tokio::test]
+async fn prefer_gateway_puts_the_gateway_first_under_the_preferred_type() {
+    let addresses = vec![
+        NodeAddress {
+            kind: AddressType::InternalIp,
+            address: "10.0.0.5".into(),
+        },
+        NodeAddress {
+            kind: AddressType::Hostname,
+            address: "leaf-node-a".into(),
+        },
+        NodeAddress {
+            kind: AddressType::InternalIp,
+            address: "192.0.2.10".into(),
+        },
+    ];
+    let req = AddressRewriteRequest {
+        node: "vnode-leaf-1".into(),
+        leaf: "leaf-1".into(),
+        gateway_address: "192.0.2.10".into(),
+        addresses: addresses.clone(),
+    };
+    let t = one_tenant(&format!(
+        "address_rewriter = \"{}\"",
+        path(&plugin("prefer-gateway"))
+    ));
+    let out = t.rewrite_addresses(&req).await.unwrap();
+    assert_eq!(
+        out,
+        vec![
+            NodeAddress {
+                kind: AddressType::InternalIp,
+                address: "192.0.2.10".into()
+            },
+            addresses[0].clone(),
+            addresses[1].clone(),
+        ],
+        "the gateway's address first, the copy of it removed, the rest kept in order"
+    );
+
+    let t = one_tenant(&format!(
+        r#"address_rewriter = {{ path = "{}", config = {{ preferred_type = "ExternalIP" }} }}"#,
+        path(&plugin("prefer-gateway"))
+    ));
+    let out = t.rewrite_addresses(&req).await.unwrap();
+    assert_eq!(
+        out[0],
+        NodeAddress {
+            kind: AddressType::ExternalIp,
+            address: "192.0.2.10".into()
+        }
+    );
+    assert_eq!(out.len(), 4);
+}
+
+#[tokio::test]
+async fn redact_replaces_secrets_and_drops_noise() {
+    let t = one_tenant(&format!(
+        r#"log_filter = {{ path = "{}", config = {{ patterns = ['password=\S+', 'Bearer [A-Za-z0-9._-]+'], drop = ['GET /healthz'] }} }}"#,
+        path(&plugin("redact"))
+    ));
+    let lines: Vec<String> = [
+        "login user=ann password=hunter2 ok",
+        "GET /healthz 200",
+        "Authorization: Bearer abc.def-1 password=x",
+        "nothing to see",
+    ]
+    .map(String::from)
+    .to_vec();
+    let ctx = LogContext {
+        namespace: "ns".into(),
+        pod: "p".into(),
+        container: "c".into(),
+        leaf: "leaf-1".into(),
+    };
+    assert_eq!(
+        t.log_verdicts(&ctx, &lines).await.unwrap(),
+        vec![
+            Verdict::Replace("login user=ann *** ok".into()),
+            Verdict::Drop,
+            Verdict::Replace("Authorization: *** ***".into()),
+            Verdict::Keep,
+        ]
+    );
+    assert_eq!(
+        t.filter_logs(&ctx, lines).await.unwrap(),
+        vec![
+            "login user=ann *** ok",
+            "Authorization: *** ***",
+            "nothing to see"
+        ]
+    );
+}
+
+fn ago(seconds: u64) -> String {
+    let t = std::time::SystemTime::now() - Duration::from_secs(seconds);
+    // RFC 3339 by hand: the tests crate has no date library, and this is what the API writes.
+    let secs = t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+fn pods_json() -> String {
+    serde_json::json!([
+        {
+            "metadata": { "name": "web-1", "namespace": "team-a", "creationTimestamp": ago(5 * 60 + 20),
+                          "annotations": { "leafgate.io/leaf": "leaf-2" } },
+            "spec": { "nodeName": "node-a", "containers": [{ "name": "app" }, { "name": "sidecar" }] },
+            "status": { "phase": "Running", "podIP": "10.1.2.3", "containerStatuses": [
+                { "name": "app", "ready": true, "restartCount": 2, "state": { "running": {} } },
+                { "name": "sidecar", "ready": false, "restartCount": 3,
+                  "state": { "waiting": { "reason": "CrashLoopBackOff" } } }
+            ] }
+        },
+        {
+            "metadata": { "name": "job-1", "creationTimestamp": ago(3 * 3600 + 30) },
+            "spec": { "containers": [{ "name": "run" }] },
+            "status": { "phase": "Succeeded", "containerStatuses": [
+                { "name": "run", "ready": false, "restartCount": 0,
+                  "state": { "terminated": { "reason": "Completed", "exitCode": 0 } } }
+            ] }
+        },
+        {
+            "metadata": { "name": "old-1", "creationTimestamp": ago(2 * 86_400 + 60), "deletionTimestamp": ago(1) },
+            "spec": { "containers": [{ "name": "c" }] },
+            "status": { "phase": "Running", "containerStatuses": [
+                { "name": "c", "ready": true, "restartCount": 0, "state": { "running": {} } }
+            ] }
+        }
+    ])
+    .to_string()
+}
+
+#[tokio::test]
+async fn pods_table_prints_like_kubectl_with_the_leaf() {
+    let t = one_tenant(&format!(
+        "table_formatter = \"{}\"",
+        path(&plugin("pods-table"))
+    ));
+    let req = TableRequest {
+        group: String::new(),
+        version: "v1".into(),
+        resource: "pods".into(),
+        wide: false,
+        objects: pods_json(),
+    };
+    let table = t
+        .format_table(&req)
+        .await
+        .unwrap()
+        .expect("pods get a table");
+    let names: Vec<(&str, i32)> = table
+        .columns
+        .iter()
+        .map(|c| (c.name.as_str(), c.priority))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("NAME", 0),
+            ("READY", 0),
+            ("STATUS", 0),
+            ("RESTARTS", 0),
+            ("AGE", 0),
+            ("LEAF", 0),
+            ("IP", 1),
+            ("NODE", 1)
+        ]
+    );
+    assert_eq!(table.columns[3].kind, "integer");
+    assert_eq!(table.columns[0].format, "name");
+    let text = |s: &str| Cell::Text(s.into());
+    assert_eq!(
+        table.rows[0],
+        vec![
+            text("web-1"),
+            text("1/2"),
+            text("CrashLoopBackOff"),
+            Cell::Integer(5),
+            text("5m20s"),
+            text("leaf-2"),
+            text("10.1.2.3"),
+            text("node-a")
+        ]
+    );
+    assert_eq!(
+        table.rows[1],
+        vec![
+            text("job-1"),
+            text("0/1"),
+            text("Completed"),
+            Cell::Integer(0),
+            text("3h"),
+            text("<none>"),
+            text("<none>"),
+            text("<none>")
+        ]
+    );
+    assert_eq!(table.rows[2][2], text("Terminating"));
+    assert_eq!(table.rows[2][4], text("2d"));
+
+    // Served as a meta.k8s.io/v1 Table.
+    let json = serde_json::to_value(&table).unwrap();
+    assert_eq!(json["kind"], "Table");
+    assert_eq!(json["apiVersion"], "meta.k8s.io/v1");
+    assert_eq!(json["columnDefinitions"][6]["priority"], 1);
+    assert_eq!(json["rows"][0]["cells"][3], 5);
+
+    // Other resources fall back to the gateway's default table.
+    let deployments = TableRequest {
+        group: "apps".into(),
+        resource: "deployments".into(),
+        ..req
+    };
+    assert_eq!(t.format_table(&deployments).await.unwrap(), None);
+}
+
+fn faulty(on_error: &str, extra: &str) -> Arc<TenantPlugins> {
+    one_tenant(&format!(
+        r#"pod_router = {{ path = "{}", on_error = "{on_error}", memory = "16MiB", deadline = "20ms"{extra} }}"#,
+        path(&fault_plugin("faulty-router"))
+    ))
+}
+
+fn call_error(r: Result<PodRoute, PluginError>) -> (FaultKind, String) {
+    match r {
+        Err(PluginError::Call {
+            kind,
+            message,
+            plugin,
+            hook,
+            ..
+        }) => {
+            assert_eq!((plugin.as_str(), hook), ("faulty_router", World::PodRouter));
+            (kind, message)
+        }
+        other => panic!("expected a failed call, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn each_fault_fails_only_its_call_under_reject() {
+    let t = faulty("reject", "");
+    let healthy = pod_request("ns", "ok-1", &[]);
+    assert_eq!(
+        t.route_pod(&healthy).await.unwrap(),
+        PodRoute::Leaf("leaf-1".into())
+    );
+
+    let (kind, message) = call_error(t.route_pod(&pod_request("ns", "trap-1", &[])).await);
+    assert_eq!(kind, FaultKind::Trap);
+    assert!(
+        message.contains("told to trap on trap-1"),
+        "the panic message reaches the error: {message}"
+    );
+    assert_eq!(
+        t.route_pod(&healthy).await.unwrap(),
+        PodRoute::Leaf("leaf-1".into())
+    );
+
+    let started = Instant::now();
+    let (kind, message) = call_error(t.route_pod(&pod_request("ns", "spin-1", &[])).await);
+    let took = started.elapsed();
+    assert_eq!(kind, FaultKind::Timeout, "{message}");
+    assert!(message.contains("deadline"), "{message}");
+    assert!(
+        took >= Duration::from_millis(20),
+        "interrupted before its deadline: {took:?}"
+    );
+    assert!(
+        took < Duration::from_millis(500),
+        "interrupted long after its 20ms deadline: {took:?}"
+    );
+    assert_eq!(
+        t.route_pod(&healthy).await.unwrap(),
+        PodRoute::Leaf("leaf-1".into())
+    );
+
+    let (kind, message) = call_error(t.route_pod(&pod_request("ns", "bomb-1", &[])).await);
+    assert_eq!(kind, FaultKind::Memory, "{message}");
+    assert!(
+        message.contains("memory limit") && message.contains("16777216"),
+        "{message}"
+    );
+    assert_eq!(
+        t.route_pod(&healthy).await.unwrap(),
+        PodRoute::Leaf("leaf-1".into())
+    );
+
+    for i in 0..20 {
+        let chatty = pod_request("ns", &format!("chatty-{i}"), &[]);
+        assert_eq!(
+            t.route_pod(&chatty).await.unwrap(),
+            PodRoute::Leaf("leaf-1".into())
+        );
+    }
+
+    let (kind, message) = call_error(t.route_pod(&pod_request("ns", "lost-1", &[])).await);
+    assert_eq!(kind, FaultKind::InvalidAnswer);
+    assert!(message.contains("no-such-leaf"), "{message}");
+
+    let err = t
+        .route_pod(&pod_request("ns", "spin-2", &[]))
+        .await
+        .unwrap_err();
+    assert_eq!(err.status(), 504);
+    assert!(
+        err.to_string()
+            .contains("plugin `faulty_router` (pod-router) of tenant `t` failed: timeout"),
+        "{err}"
+    );
+    let err = t
+        .route_pod(&pod_request("ns", "trap-2", &[]))
+        .await
+        .unwrap_err();
+    assert_eq!(err.status(), 502);
+}
+
+#[tokio::test]
+async fn each_fault_falls_back_to_the_default_decision_under_default() {
+    let metrics = PluginMetrics::default();
+    let toml = format!(
+        "[[tenant]]\nname = \"t\"\n[tenant.plugins]\non_error = \"default\"\ndeadline = \"20ms\"\nmemory = \"16MiB\"\npod_router = \"{}\"\n",
+        path(&fault_plugin("faulty-router"))
+    );
+    let t = load(&toml, &metrics).remove("t").unwrap();
+    for pod in ["trap-1", "spin-1", "bomb-1", "lost-1"] {
+        assert_eq!(
+            t.route_pod(&pod_request("ns", pod, &[])).await.unwrap(),
+            PodRoute::Default,
+            "{pod}"
+        );
+    }
+    assert_eq!(
+        t.route_pod(&pod_request("ns", "ok", &[])).await.unwrap(),
+        PodRoute::Leaf("leaf-1".into())
+    );
+    for kind in FaultKind::ALL {
+        assert_eq!(
+            metrics.errors("t", "faulty_router", World::PodRouter, kind),
+            1,
+            "{kind}"
+        );
+    }
+    assert_eq!(metrics.calls("t", "faulty_router", World::PodRouter), 5);
+}
+
+#[tokio::test]
+async fn a_wrong_number_of_verdicts_is_the_plugins_error() {
+    let lines = vec!["a".to_string(), "b".to_string()];
+    let ctx = LogContext::default();
+    let wrong = path(&fault_plugin("wrong-verdicts"));
+    let t = one_tenant(&format!("log_filter = \"{wrong}\""));
+    match t.filter_logs(&ctx, lines.clone()).await {
+        Err(PluginError::Call {
+            kind: FaultKind::InvalidAnswer,
+            message,
+            ..
+        }) => {
+            assert!(message.contains("1 verdicts for 2 lines"), "{message}")
+        }
+        other => panic!("expected an invalid answer, got {other:?}"),
+    }
+    let t = one_tenant(&format!(
+        "log_filter = {{ path = \"{wrong}\", on_error = \"default\" }}"
+    ));
+    assert_eq!(
+        t.filter_logs(&ctx, lines.clone()).await.unwrap(),
+        lines,
+        "default: lines pass unfiltered"
+    );
+}
+
+#[tokio::test]
+async fn pooled_instances_keep_state_and_per_call_ones_do_not() {
+    let leaves = |t: Arc<TenantPlugins>| async move {
+        let mut seen = Vec::new();
+        for _ in 0..4 {
+            match t
+                .route_pod(&pod_request("ns", "count-1", &[]))
+                .await
+                .unwrap()
+            {
+                PodRoute::Leaf(l) => seen.push(l),
+                other => panic!("{other:?}"),
+            }
+        }
+        seen
+    };
+    assert_eq!(
+        leaves(faulty("reject", "")).await,
+        ["leaf-1", "leaf-2", "leaf-1", "leaf-2"]
+    );
+    assert_eq!(
+        leaves(faulty("reject", ", isolation = \"per-call\"")).await,
+        ["leaf-1", "leaf-1", "leaf-1", "leaf-1"]
+    );
+
+    // An instance that trapped is thrown away: the next call starts a fresh one, whose
+    // count starts again.
+    let t = faulty("reject", "");
+    let count = pod_request("ns", "count-1", &[]);
+    assert_eq!(
+        t.route_pod(&count).await.unwrap(),
+        PodRoute::Leaf("leaf-1".into())
+    );
+    assert_eq!(
+        t.route_pod(&count).await.unwrap(),
+        PodRoute::Leaf("leaf-2".into())
+    );
+    assert!(
+        t.route_pod(&pod_request("ns", "trap-1", &[]))
+            .await
+            .is_err()
+    );
+    assert_eq!(
+        t.route_pod(&count).await.unwrap(),
+        PodRoute::Leaf("leaf-1".into())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_tenant_keeps_answering_through_a_storm_of_faults() {
+    let metrics = PluginMetrics::default();
+    let toml = format!(
+        "[[tenant]]\nname = \"stormy\"\n[tenant.plugins]\npod_router = {{ path = \"{}\", deadline = \"20ms\", memory = \"16MiB\" }}\n\
+         [[tenant]]\nname = \"calm\"\n[tenant.plugins]\npod_router = {{ path = \"{}\", config = {{ default_leaf = \"leaf-2\" }} }}\n",
+        path(&fault_plugin("faulty-router")),
+        path(&plugin("label-router")),
+    );
+    let mut tenants = load(&toml, &metrics);
+    let (stormy, calm) = (
+        tenants.remove("stormy").unwrap(),
+        tenants.remove("calm").unwrap(),
+    );
+
+    let storm: Vec<_> = (0..60)
+        .map(|i| {
+            let stormy = stormy.clone();
+            let pod = ["spin", "trap", "bomb"][i % 3];
+            tokio::spawn(async move {
+                stormy
+                    .route_pod(&pod_request("ns", &format!("{pod}-{i}"), &[]))
+                    .await
+            })
+        })
+        .collect();
+
+    let mut slowest = Duration::ZERO;
+    for _ in 0..200 {
+        let started = Instant::now();
+        let route = calm.route_pod(&pod_request("ns", "p", &[])).await.unwrap();
+        slowest = slowest.max(started.elapsed());
+        assert_eq!(route, PodRoute::Leaf("leaf-2".into()));
+        tokio::task::yield_now().await;
+    }
+    let mut failed = 0;
+    for task in storm {
+        failed += usize::from(task.await.unwrap().is_err());
+    }
+    assert_eq!(failed, 60, "every faulting call fails");
+    assert_eq!(metrics.calls("calm", "label_router", World::PodRouter), 200);
+    for kind in FaultKind::ALL {
+        assert_eq!(
+            metrics.errors("calm", "label_router", World::PodRouter, kind),
+            0
+        );
+    }
+    // Spinning plugins yield at every epoch tick, so the calm tenant is never stuck behind
+    // them for long, even on two worker threads.
+    assert!(
+        slowest < Duration::from_millis(250),
+        "the calm tenant waited {slowest:?}"
+    );
+}
+
+#[test]
+fn check_rejects_a_component_configured_for_the_wrong_world() {
+    let dir = tempfile::tempdir().unwrap();
+    let config_path = dir.path().join("leafgate.toml");
+    let toml = format!(
+        "[[tenant]]\nname = \"a\"\n\n[tenant.plugins]\npod_router = \"{}\"\nlog_filter = \"{}\"\n",
+        path(&plugin("redact")),
+        path(&plugin("redact")),
+    );
+    std::fs::write(&config_path, &toml).unwrap();
+    let config = Config::load(&config_path).unwrap();
+    assert!(
+        config.files.contains(&plugin("redact")),
+        "reload watches plugin files"
+    );
+    let errors = plugins::check(&config).unwrap_err();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    let text = errors[0].to_string();
+    assert!(
+        text.starts_with(&format!(
+            "{}:5:14: tenant[0].plugins.pod_router: ",
+            config_path.display()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("missing export `route`"), "{text}");
+    assert!(
+        text.contains("looks built for the log-filter world"),
+        "{text}"
+    );
+}
+
+#[test]
+fn compiled_components_are_shared_across_reloads() {
+    let toml = format!(
+        "[[tenant]]\nname = \"t\"\n[tenant.plugins]\nlog_filter = \"{}\"\n",
+        path(&plugin("redact"))
+    );
+    let metrics = PluginMetrics::default();
+    load(&toml, &metrics); // compiles, or finds it compiled by another test
+    let started = Instant::now();
+    for _ in 0..5 {
+        load(&toml, &metrics);
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "reloading the same bytes must not recompile: 5 loads took {:?}",
+        started.elapsed()
+    );
+}
