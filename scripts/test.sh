@@ -12,17 +12,20 @@ if command -v rustup >/dev/null; then
   rustup target add wasm32-wasip2
 fi
 
+# The plugin workspaces build for wasm32-wasip2, apart from the gateway's.
+wasm_workspaces=(plugins tests/fault-plugins)
+
 echo "==> cargo fmt --check"
 cargo fmt --all --check
-if [ -f plugins/Cargo.toml ]; then
-  (cd plugins && cargo fmt --all --check)
-fi
+for ws in "${wasm_workspaces[@]}"; do
+  (cd "$ws" && cargo fmt --all --check)
+done
 
 echo "==> cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
-if [ -f plugins/Cargo.toml ]; then
-  (cd plugins && cargo clippy --target wasm32-wasip2 --all-targets -- -D warnings)
-fi
+for ws in "${wasm_workspaces[@]}"; do
+  (cd "$ws" && cargo clippy --target wasm32-wasip2 --all-targets -- -D warnings)
+done
 
 echo "==> cargo test --workspace"
 cargo test --workspace
