@@ -33,6 +33,15 @@ impl TestGateway {
         Self::start_in(tempfile::tempdir().unwrap(), toml).await
     }
 
+    /// Starts with one plain listener named `web` on `127.0.0.1:0`, followed by `rest`
+    /// (routes, tenants).
+    pub async fn web(rest: &str) -> TestGateway {
+        Self::start(&format!(
+            "[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n{rest}"
+        ))
+        .await
+    }
+
     pub fn path(&self) -> &Path {
         self.dir.path()
     }

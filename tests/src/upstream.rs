@@ -24,6 +24,14 @@ use hyper_util::server::conn::auto;
 use serde_json::json;
 use tokio::net::TcpListener;
 
+/// An address nothing listens on: a port that was free a moment ago.
+pub fn closed_port() -> SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
 /// Which HTTP versions the upstream accepts.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Speaks {

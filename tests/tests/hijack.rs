@@ -281,11 +281,8 @@ async fn drink(web: std::net::SocketAddr, host: &str) -> (usize, Duration) {
 #[tokio::test]
 async fn a_per_connection_limit_of_2_mib_s_moves_6_mib_in_3_s() {
     let backend = firehose(6 * MIB).await;
-    let gw = TestGateway::start(&format!(
+    let gw = TestGateway::web(&format!(
         r#"
-        [[listener]]
-        name = "web"
-        bind = "127.0.0.1:0"
         [[route]]
         host = "*"
         backends = ["{}"]
@@ -306,11 +303,8 @@ async fn a_per_connection_limit_of_2_mib_s_moves_6_mib_in_3_s() {
 #[tokio::test]
 async fn two_connections_of_one_tenant_share_its_total() {
     let backend = firehose(3 * MIB).await;
-    let gw = TestGateway::start(&format!(
+    let gw = TestGateway::web(&format!(
         r#"
-        [[listener]]
-        name = "web"
-        bind = "127.0.0.1:0"
         [[tenant]]
         name = "team-a"
         bandwidth = {{ total = "2MiB/s" }}

@@ -10,7 +10,7 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::TokioIo;
 use leafgate_tests::certs::TestCa;
 use leafgate_tests::client::{self, get, get_h2c};
-use leafgate_tests::upstream::Speaks;
+use leafgate_tests::upstream::{Speaks, closed_port};
 use leafgate_tests::{TestGateway, TestUpstream};
 use tokio::net::TcpStream;
 
@@ -24,11 +24,8 @@ async fn two_upstreams() -> (TestUpstream, TestUpstream) {
 #[tokio::test]
 async fn routes_by_exact_host_wildcard_and_path() {
     let (a, b) = two_upstreams().await;
-    let gw = TestGateway::start(&format!(
+    let gw = TestGateway::web(&format!(
         r#"
-        [[listener]]
-        name = "web"
-        bind = "127.0.0.1:0"
 
         [[route]]
         host = "app.example.com"
@@ -91,11 +88,8 @@ async fn routes_by_exact_host_wildcard_and_path() {
 #[tokio::test]
 async fn strips_hop_by_hop_headers_and_sets_forwarded_ones() {
     let up = TestUpstream::start("alpha").await;
-    let gw = TestGateway::start(&format!(
+    let gw = TestGateway::web(&format!(
         r#"
-        [[listener]]
-        name = "web"
-        bind = "127.0.0.1:0"
         [[route]]
         host = "app.example.com"
         backends = ["{}"]
@@ -167,11 +161,8 @@ async fn streams_a_large_body_without_buffering_it() {
     let bound = kernel_buffering_bound(CLIENT_RCVBUF);
     let total: u64 = (50 << 20).max(2 * bound);
     let up = TestUpstream::start("alpha").await;
-    let gw = TestGateway::start(&format!(
+    let gw = TestGateway::web(&format!(
         r#"
-        [[listener]]
-        name = "web"
-        bind = "127.0.0.1:0"
         [[route]]
         host = "*"
         backends = ["{}"]
@@ -225,11 +216,8 @@ async fn streams_a_large_body_without_buffering_it() {
 async fn h2_client_to_h1_upstream_and_h1_client_to_h2c_upstream() {
     let h1 = TestUpstream::start_speaking("h1-only", Speaks::Http1).await;
     let h2 = TestUpstream::start_speaking("h2c-only", Speaks::H2c).await;
-    let gw = TestGateway::start(&format!(
+    let gw = TestGateway::web(&format!(
         r#"
-        [[listener]]
-        name = "web"
-        bind = "127.0.0.1:0"
         [[route]]
         host = "h1.example"
         backends = ["{}"]
@@ -317,16 +305,10 @@ async fn tls_picks_the_certificate_by_sni() {
 #[tokio::test]
 async fn refused_backend_is_502_and_stalled_backend_is_504() {
     // A port that was just free: nothing listens there.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let closed = closed_port();
     let stall = TestUpstream::start("staller").await;
-    let gw = TestGateway::start(&format!(
+    let gw = TestGateway::web(&format!(
         r#"
-        [[listener]]
-        name = "web"
-        bind = "127.0.0.1:0"
         [[route]]
         host = "down.example"
         backends = ["{closed}"]
@@ -357,16 +339,10 @@ async fn refused_backend_is_502_and_stalled_backend_is_504() {
 
 #[tokio::test]
 async fn a_refused_backend_is_skipped_while_the_others_serve() {
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let closed = closed_port();
     let up = TestUpstream::start("alive").await;
-    let gw = TestGateway::start(&format!(
+    let gw = TestGateway::web(&format!(
         r#"
-        [[listener]]
-        name = "web"
-        bind = "127.0.0.1:0"
         [[route]]
         host = "*"
         backends = ["{closed}", "{}"]

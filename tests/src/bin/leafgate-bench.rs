@@ -14,6 +14,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use leafgate_tests::backends::read_head;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -48,18 +49,6 @@ async fn main() {
             std::process::exit(2);
         }
     }
-}
-
-async fn read_head(stream: &mut TcpStream) -> Option<String> {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        if stream.read(&mut byte).await.ok()? == 0 {
-            return None;
-        }
-        head.push(byte[0]);
-    }
-    Some(String::from_utf8_lossy(&head).into_owned())
 }
 
 async fn serve() {
