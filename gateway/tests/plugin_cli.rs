@@ -96,7 +96,7 @@ fn pods_table_turns_a_pod_list_into_table_json() {
     assert_eq!(cells[2], "Running");
     assert_eq!(cells[3], 5);
     assert!(
-        cells[4].as_str().unwrap().ends_with('y'),
+        cells[4].as_str().unwrap().contains('y'),
         "created in 2020: {}",
         cells[4]
     );
