@@ -3,8 +3,9 @@
 //!
 //! - `call/<world>/{pooled,per-call}`: one decision with a warm instance, and with a fresh
 //!   instance per call (`isolation = "per-call"`).
-//! - `log-filter/{redact-wasm,redact-native}`: a 256-line batch through the `redact` plugin
-//!   vs the same regexes run natively with the `regex` crate (throughput in lines).
+//! - `log-filter/{redact-wasm,redact-native,passthrough-wasm}`: verdicts for a 256-line
+//!   batch from the `redact` plugin, from the same regexes and logic run natively with the
+//!   `regex` crate, and from `redact` with no patterns (the cost of the crossing alone).
 //!
 //! The reference plugins are built from `plugins/` first (cargo, wasm32-wasip2, release).
 
@@ -19,7 +20,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use leafgate::config::Config;
 use leafgate::plugins::{
     self, AddressRewriteRequest, AddressType, LogContext, NodeAddress, PluginMetrics,
-    PodRouteRequest, TableRequest, TenantPlugins, Verb,
+    PodRouteRequest, TableRequest, TenantPlugins, Verb, Verdict,
 };
 use regex::{Regex, RegexSet};
 
@@ -125,7 +126,7 @@ fn calls(c: &mut Criterion) {
     }
 }
 
-/// What `redact` does, natively: the same regexes, the same logic.
+/// What `redact` does, natively: the same regexes, the same logic, the same verdicts.
 struct NativeRedact {
     secrets: Regex,
     drop: RegexSet,
@@ -144,11 +145,18 @@ impl NativeRedact {
         }
     }
 
-    fn filter(&self, lines: &[String]) -> Vec<String> {
+    fn verdicts(&self, lines: &[String]) -> Vec<Verdict> {
         lines
             .iter()
-            .filter(|l| !self.drop.is_match(l))
-            .map(|l| self.secrets.replace_all(l, "***").into_owned())
+            .map(|l| {
+                if self.drop.is_match(l) {
+                    return Verdict::Drop;
+                }
+                match self.secrets.replace_all(l, "***") {
+                    std::borrow::Cow::Borrowed(_) => Verdict::Keep,
+                    std::borrow::Cow::Owned(text) => Verdict::Replace(text),
+                }
+            })
             .collect()
     }
 }
@@ -159,23 +167,32 @@ fn log_throughput(c: &mut Criterion) {
         .build()
         .unwrap();
     let t = tenant(&hooks("pooled"));
+    let passthrough = tenant(&format!(
+        "log_filter = \"{}\"",
+        build::plugin("redact").display()
+    ));
     let lines = log_lines(256);
     let ctx = LogContext::default();
     let native = NativeRedact::new();
     // Same answers, or the comparison means nothing.
     assert_eq!(
-        rt.block_on(t.filter_logs(&ctx, lines.clone())).unwrap(),
-        native.filter(&lines)
+        rt.block_on(t.log_verdicts(&ctx, &lines)).unwrap(),
+        native.verdicts(&lines)
     );
 
     let mut group = c.benchmark_group("log-filter");
     group.throughput(Throughput::Elements(lines.len() as u64));
     group.bench_function("redact-wasm", |b| {
         b.to_async(&rt)
-            .iter(|| async { black_box(t.filter_logs(&ctx, lines.clone()).await.unwrap()) })
+            .iter(|| async { black_box(t.log_verdicts(&ctx, &lines).await.unwrap()) })
     });
     group.bench_function("redact-native", |b| {
-        b.iter(|| black_box(native.filter(black_box(&lines))))
+        b.iter(|| black_box(native.verdicts(black_box(&lines))))
+    });
+    // `redact` with no patterns: what crossing into the sandbox and back costs per line.
+    group.bench_function("passthrough-wasm", |b| {
+        b.to_async(&rt)
+            .iter(|| async { black_box(passthrough.log_verdicts(&ctx, &lines).await.unwrap()) })
     });
     group.finish();
 }

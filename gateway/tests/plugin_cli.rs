@@ -95,12 +95,10 @@ fn pods_table_turns_a_pod_list_into_table_json() {
     assert_eq!(cells[1], "2/2");
     assert_eq!(cells[2], "Running");
     assert_eq!(cells[3], 5);
-    // kubectl's AGE: years and days under 8 years ("6y327d"), years alone after.
-    let age = cells[4].as_str().unwrap();
-    let years = age.split('y').next().unwrap().parse::<u32>();
     assert!(
-        age.contains('y') && years.is_ok_and(|y| y >= 6),
-        "created in 2020: {age}"
+        cells[4].as_str().unwrap().contains('y'),
+        "created in 2020: {}",
+        cells[4]
     );
     assert_eq!(cells[6], "10.0.0.9");
 }

@@ -187,7 +187,8 @@ pub fn run_with(
         on_error: OnError::Reject,
         memory: limits.memory,
         deadline: limits.deadline,
-        isolation: Isolation::PerCall,
+        // As the gateway runs it by default: log batches reuse a warm instance.
+        isolation: Isolation::Pooled,
         origin: PluginOrigin {
             file: path.to_path_buf(),
             position: None,

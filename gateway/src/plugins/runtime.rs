@@ -90,7 +90,12 @@ impl Runtime {
             .total_memories(1000)
             .total_tables(4000)
             .total_stacks(1000)
-            .max_memory_size(MAX_MEMORY as usize);
+            .max_memory_size(MAX_MEMORY as usize)
+            // Every async call runs on a fiber stack from the pool. Returning one normally
+            // decommits it (a syscall, then page faults on the next call); keeping the top
+            // of it resident takes microseconds off every warm call. Wasm code cannot read
+            // its native stack, so nothing leaks between tenants through it.
+            .async_stack_keep_resident(128 << 10);
         let mut config = wasmtime::Config::new();
         config
             .wasm_component_model(true)
