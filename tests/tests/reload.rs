@@ -263,3 +263,37 @@ async fn removing_a_listener_closes_its_port_but_not_its_upgraded_connections() 
     }
     open.close(None).await.unwrap();
 }
+
+#[tokio::test]
+async fn a_plugin_that_does_not_compile_keeps_the_running_config() {
+    let stable = TestUpstream::start("stable").await;
+    let gw = TestGateway::start(&config(true, &stable, "")).await;
+    std::fs::write(gw.path().join("broken.wasm"), b"this is not a component").unwrap();
+    let good = std::fs::read_to_string(&gw.config).unwrap();
+    write(
+        &gw,
+        &format!(
+            "{good}\n[[tenant]]\nname = \"team-a\"\n[tenant.plugins]\npod_router = \"broken.wasm\"\n"
+        ),
+    );
+
+    let admin = gw.admin();
+    within(
+        Duration::from_secs(5),
+        "the failed reload shows in /status",
+        || async move { get(admin, "admin", "/status").await.json()["last_reload"]["ok"] == false },
+    )
+    .await;
+    let status = get(admin, "admin", "/status").await.json();
+    let error = status["last_reload"]["error"].as_str().unwrap();
+    assert!(error.contains("tenant[0].plugins.pod_router"), "{error}");
+    assert_eq!(status["generation"], 1);
+    assert!(
+        status["tenants"].as_array().unwrap().is_empty(),
+        "the new tenant must not be live"
+    );
+    assert_eq!(
+        get(gw.addr("web"), "stable.example", "/").await.status,
+        StatusCode::OK
+    );
+}
