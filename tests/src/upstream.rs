@@ -6,9 +6,11 @@
 //! - `/stream/{bytes}`: `bytes` of body in 64 KiB chunks, counting how many were produced.
 //! - `/slow/{ms}`: waits, then echoes.
 //! - `/stall`: never answers.
+//! - `/upgrade-echo`: `101`, then echoes bytes.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -63,6 +65,20 @@ impl TestUpstream {
     }
 
     pub async fn start_speaking(name: &str, speaks: Speaks) -> TestUpstream {
+        Self::start_with(name, speaks, None).await
+    }
+
+    /// An HTTP/1.1 upstream behind TLS with `tls` (a test makes it demand client
+    /// certificates when it wants mutual TLS). The echo gains `client_cert: true|false`.
+    pub async fn start_tls(name: &str, tls: Arc<rustls::ServerConfig>) -> TestUpstream {
+        Self::start_with(name, Speaks::Http1, Some(tls)).await
+    }
+
+    async fn start_with(
+        name: &str,
+        speaks: Speaks,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> TestUpstream {
         let socket = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = socket.local_addr().unwrap();
         let produced = Arc::new(AtomicU64::new(0));
@@ -78,17 +94,29 @@ impl TestUpstream {
                     continue;
                 };
                 let state = state.clone();
+                let tls = tls.clone();
                 tokio::spawn(async move {
-                    let svc = hyper::service::service_fn(move |req| {
-                        let state = state.clone();
-                        async move { Ok::<_, Infallible>(state.handle(req).await) }
-                    });
                     let mut builder = auto::Builder::new(TokioExecutor::new());
                     builder = match speaks {
                         Speaks::Http1 => builder.http1_only(),
                         Speaks::H2c => builder.http2_only(),
                     };
-                    let _ = builder.serve_connection(TokioIo::new(stream), svc).await;
+                    let Some(tls) = tls else {
+                        let svc = state.service(false);
+                        let _ = builder
+                            .serve_connection_with_upgrades(TokioIo::new(stream), svc)
+                            .await;
+                        return;
+                    };
+                    let Ok(stream) = tokio_rustls::TlsAcceptor::from(tls).accept(stream).await
+                    else {
+                        return;
+                    };
+                    let client_cert = stream.get_ref().1.peer_certificates().is_some();
+                    let svc = state.service(client_cert);
+                    let _ = builder
+                        .serve_connection_with_upgrades(TokioIo::new(stream), svc)
+                        .await;
                 });
             }
         });
@@ -111,9 +139,41 @@ struct State {
 }
 
 impl State {
-    async fn handle(&self, req: Request<Incoming>) -> Response<Body> {
+    fn service(
+        self: Arc<Self>,
+        client_cert: bool,
+    ) -> impl hyper::service::Service<
+        Request<Incoming>,
+        Response = Response<Body>,
+        Error = Infallible,
+        Future = impl Future<Output = Result<Response<Body>, Infallible>> + Send,
+    > + Clone {
+        hyper::service::service_fn(move |req| {
+            let state = self.clone();
+            async move { Ok::<_, Infallible>(state.handle(req, client_cert).await) }
+        })
+    }
+
+    async fn handle(&self, mut req: Request<Incoming>, client_cert: bool) -> Response<Body> {
         self.requests.fetch_add(1, Ordering::Relaxed);
         let path = req.uri().path().to_string();
+        if path == "/upgrade-echo" {
+            // Switches to a byte echo, like a tiny exec stream.
+            let upgrade = hyper::upgrade::on(&mut req);
+            tokio::spawn(async move {
+                if let Ok(upgraded) = upgrade.await {
+                    let (mut r, mut w) = tokio::io::split(TokioIo::new(upgraded));
+                    let _ = tokio::io::copy(&mut r, &mut w).await;
+                    let _ = tokio::io::AsyncWriteExt::shutdown(&mut w).await;
+                }
+            });
+            return Response::builder()
+                .status(101)
+                .header("connection", "Upgrade")
+                .header("upgrade", "x-echo")
+                .body(Full::new(Bytes::new()).boxed())
+                .unwrap();
+        }
         if let Some(n) = path.strip_prefix("/stream/") {
             return self.stream(n.parse().unwrap());
         }
@@ -145,6 +205,7 @@ impl State {
             .unwrap_or_default();
         let mut echo = echo;
         echo["body_len"] = json!(body.len());
+        echo["client_cert"] = json!(client_cert);
         Response::builder()
             .header("content-type", "application/json")
             .header("connection", "keep-alive, x-upstream-private")

@@ -12,6 +12,7 @@ use leafgate_tests::certs::TestCa;
 use leafgate_tests::client::{self, get, get_h2c};
 use leafgate_tests::upstream::{Speaks, closed_port};
 use leafgate_tests::{TestGateway, TestUpstream};
+use rustls_pki_types::pem::PemObject;
 use tokio::net::TcpStream;
 
 async fn two_upstreams() -> (TestUpstream, TestUpstream) {
@@ -395,4 +396,95 @@ async fn graceful_shutdown_finishes_an_in_flight_request() {
         TcpStream::connect(web).await.is_err(),
         "the listener still accepts after shutdown"
     );
+}
+
+/// A leaf-API-like upstream: TLS with a name that is not its address, demanding a client
+/// certificate from our CA.
+async fn mtls_upstream(ca: &TestCa, dir: &std::path::Path) -> TestUpstream {
+    let server = ca.issue(dir, "leaf-api", &["leaf-api.internal"]);
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        std::sync::Arc::new(ca.roots()),
+        provider.clone(),
+    )
+    .build()
+    .unwrap();
+    let cert = rustls_pki_types::CertificateDer::from_pem_file(&server.cert).unwrap();
+    let key = rustls_pki_types::PrivateKeyDer::from_pem_file(&server.key).unwrap();
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(vec![cert], key)
+        .unwrap();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    TestUpstream::start_tls("leaf-api", std::sync::Arc::new(config)).await
+}
+
+#[tokio::test]
+async fn https_backends_with_a_ca_a_client_certificate_and_an_sni_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new("leaf CA");
+    ca.write(dir.path(), "ca.pem");
+    ca.issue(dir.path(), "gateway-client", &["leafgate"]);
+    let up = mtls_upstream(&ca, dir.path()).await;
+    let toml = format!(
+        r#"
+        [[listener]]
+        name = "web"
+        bind = "127.0.0.1:0"
+
+        [[route]]
+        host = "leaf.example"
+        backends = ["https://{addr}"]
+        tls = {{ ca = "ca.pem", cert = "gateway-client.pem", key = "gateway-client-key.pem", server_name = "leaf-api.internal" }}
+
+        [[route]]
+        host = "no-client-cert.example"
+        backends = ["https://{addr}"]
+        tls = {{ ca = "ca.pem", server_name = "leaf-api.internal" }}
+
+        [[route]]
+        host = "wrong-name.example"
+        backends = ["https://{addr}"]
+        tls = {{ ca = "ca.pem", cert = "gateway-client.pem", key = "gateway-client-key.pem" }}
+        "#,
+        addr = up.addr
+    );
+    let gw = TestGateway::start_in(dir, &toml).await;
+    let web = gw.addr("web");
+
+    let res = get(web, "leaf.example", "/api/v1/namespaces").await;
+    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+    let echo = res.json();
+    assert_eq!(echo["client_cert"], true);
+    assert_eq!(echo["headers"]["host"][0], "leaf.example");
+
+    // Without our certificate the upstream refuses the handshake; with the address as the
+    // name the upstream's certificate does not verify. Both are 502s that say why.
+    let res = get(web, "no-client-cert.example", "/").await;
+    assert_eq!(res.status, StatusCode::BAD_GATEWAY, "{}", res.text());
+    let res = get(web, "wrong-name.example", "/").await;
+    assert_eq!(res.status, StatusCode::BAD_GATEWAY);
+    assert!(
+        res.text().to_lowercase().contains("certificate"),
+        "{}",
+        res.text()
+    );
+
+    // An upgrade to the same upstream splices over TLS.
+    let mut client = TcpStream::connect(web).await.unwrap();
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    client
+        .write_all(b"GET /upgrade-echo HTTP/1.1\r\nHost: leaf.example\r\nConnection: Upgrade\r\nUpgrade: x-echo\r\n\r\n")
+        .await
+        .unwrap();
+    let head = leafgate_tests::backends::read_head(&mut client)
+        .await
+        .unwrap();
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    client.write_all(b"over tls and back").await.unwrap();
+    let mut back = [0u8; 17];
+    client.read_exact(&mut back).await.unwrap();
+    assert_eq!(&back, b"over tls and back");
 }
