@@ -20,6 +20,7 @@ use tokio_util::task::TaskTracker;
 use tracing::{error, info, warn};
 
 use crate::config::{Config, ConfigErrors};
+use crate::listener::workers::{self, Workers};
 use crate::metrics::Metrics;
 use crate::snapshot::{BuildError, Snapshot};
 use crate::{admin, listener, watch};
@@ -47,6 +48,8 @@ pub enum GatewayError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error("cannot start the serving threads: {0}")]
+    Workers(std::io::Error),
     #[error("the reload was interrupted: {0}")]
     Interrupted(String),
 }
@@ -77,6 +80,8 @@ pub struct Gateway {
     /// One reload at a time; the loser of a race waits and then reloads the newest file.
     reloading: tokio::sync::Mutex<()>,
     last_reload: Mutex<Option<ReloadRecord>>,
+    /// The serving threads; dropping the gateway ends them.
+    workers: Workers,
 }
 
 impl Gateway {
@@ -116,6 +121,8 @@ impl Gateway {
             None => None,
         };
         let admin_addr = admin.as_ref().and_then(|s| s.local_addr().ok());
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let workers = Workers::start(cores).map_err(GatewayError::Workers)?;
 
         let gateway = Arc::new(Gateway {
             shared,
@@ -125,6 +132,7 @@ impl Gateway {
             stop,
             reloading: tokio::sync::Mutex::new(()),
             last_reload: Mutex::new(None),
+            workers,
         });
         let snapshot = gateway.shared.snapshot.load_full();
         let mut started = Vec::new();
@@ -187,35 +195,41 @@ impl Gateway {
         &self,
         name: &str,
         bind: SocketAddr,
-    ) -> Result<(RunningListener, TcpListener), GatewayError> {
-        let socket = TcpListener::bind(bind)
-            .await
-            .map_err(|source| GatewayError::Bind {
-                name: name.to_string(),
-                addr: bind,
-                source,
-            })?;
-        let local = socket.local_addr().map_err(|source| GatewayError::Bind {
+    ) -> Result<(RunningListener, Vec<std::net::TcpListener>), GatewayError> {
+        let err = |source| GatewayError::Bind {
             name: name.to_string(),
             addr: bind,
             source,
-        })?;
+        };
+        let sockets = workers::bind_reuseport(bind, self.workers.len()).map_err(err)?;
+        let local = sockets[0].local_addr().map_err(err)?;
         let running = RunningListener {
             name: name.into(),
             bind,
             local,
             stop: self.stop.child_token(),
         };
-        Ok((running, socket))
+        Ok((running, sockets))
     }
 
-    fn spawn_listener(&self, running: &RunningListener, socket: TcpListener) {
-        tokio::spawn(listener::serve(
-            running.name.clone(),
-            socket,
-            self.shared.clone(),
-            running.stop.clone(),
-        ));
+    /// Serves `sockets`, one on each serving thread.
+    fn spawn_listener(&self, running: &RunningListener, sockets: Vec<std::net::TcpListener>) {
+        for (socket, handle) in sockets.into_iter().zip(self.workers.handles()) {
+            let (name, shared, stop) = (
+                running.name.clone(),
+                self.shared.clone(),
+                running.stop.clone(),
+            );
+            handle.spawn(async move {
+                // Registers the socket with this thread's reactor.
+                match TcpListener::from_std(socket) {
+                    Ok(socket) => listener::serve(name, socket, shared, stop).await,
+                    Err(e) => {
+                        warn!(listener = %name, error = %e, "cannot serve a listening socket")
+                    }
+                }
+            });
+        }
     }
 
     /// Re-reads the config file and, if it is valid, serves from it. On any error the

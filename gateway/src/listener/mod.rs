@@ -12,6 +12,7 @@
 
 pub mod service;
 pub mod tls;
+pub mod workers;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
