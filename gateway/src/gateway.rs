@@ -121,8 +121,7 @@ impl Gateway {
             None => None,
         };
         let admin_addr = admin.as_ref().and_then(|s| s.local_addr().ok());
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let workers = Workers::start(cores).map_err(GatewayError::Workers)?;
+        let workers = Workers::start(workers::count()).map_err(GatewayError::Workers)?;
 
         let gateway = Arc::new(Gateway {
             shared,

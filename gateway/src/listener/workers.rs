@@ -17,6 +17,22 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
+thread_local! {
+    /// Which serving thread this is; 0 on any other thread.
+    static INDEX: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// The index of the serving thread running this code (0 elsewhere): per-thread state such
+/// as upstream connection pools is picked by it.
+pub fn current_index() -> usize {
+    INDEX.with(|i| i.get())
+}
+
+/// How many serving threads a gateway starts: one per core.
+pub fn count() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 pub struct Workers {
     handles: Vec<Handle>,
     stop: CancellationToken,
@@ -33,6 +49,7 @@ impl Workers {
             std::thread::Builder::new()
                 .name(format!("leafgate-worker-{i}"))
                 .spawn(move || {
+                    INDEX.with(|index| index.set(i));
                     let runtime = match tokio::runtime::Builder::new_current_thread()
                         .enable_all()
                         .build()

@@ -164,7 +164,7 @@ pub async fn forward(
         *req.uri_mut() = Upstream::uri(&backend.backend, parts.uri.path_and_query());
         *req.headers_mut() = parts.headers.clone();
         let deadline = timeouts.connect + timeouts.response_header;
-        let sent = tokio::time::timeout(deadline, upstream.client.request(req)).await;
+        let sent = tokio::time::timeout(deadline, upstream.client().request(req)).await;
         let err = match sent {
             Ok(Ok(res)) => return Ok(respond(res, timeouts.idle)),
             Ok(Err(e)) => classify(e, &backend.label, timeouts.connect),

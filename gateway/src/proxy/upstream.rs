@@ -18,6 +18,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use crate::config::{Backend, Timeouts, UpstreamConfig, UpstreamProtocol};
+use crate::listener::workers;
 
 use super::Body;
 
@@ -30,8 +31,9 @@ pub type Connector = HttpsConnector<HttpConnector>;
 pub struct Upstream {
     backends: Vec<BackendState>,
     next: AtomicUsize,
-    /// Pooled client for ordinary requests.
-    pub client: Client<Connector, Body>,
+    /// Pooled clients for ordinary requests, one per serving thread, so a connection's
+    /// upstream exchanges stay on its thread (see `listener::workers`).
+    clients: Vec<Client<Connector, Body>>,
     /// Dials one fresh HTTP/1.1 connection (TLS when the backend is https) for upgrades.
     pub connector: Connector,
     pub protocol: UpstreamProtocol,
@@ -55,12 +57,16 @@ pub struct UpstreamBuildError(#[from] rustls::Error);
 impl Upstream {
     pub fn new(config: &UpstreamConfig, timeouts: Timeouts) -> Result<Self, UpstreamBuildError> {
         let connector = connector(config, timeouts, false)?;
-        let client = Client::builder(TokioExecutor::new())
-            .pool_timer(TokioTimer::new())
-            .timer(TokioTimer::new())
-            .pool_idle_timeout(timeouts.idle)
-            .http2_only(config.protocol == UpstreamProtocol::H2c)
-            .build(connector);
+        let clients = (0..workers::count())
+            .map(|_| {
+                Client::builder(TokioExecutor::new())
+                    .pool_timer(TokioTimer::new())
+                    .timer(TokioTimer::new())
+                    .pool_idle_timeout(timeouts.idle)
+                    .http2_only(config.protocol == UpstreamProtocol::H2c)
+                    .build(connector.clone())
+            })
+            .collect();
         Ok(Upstream {
             backends: config
                 .backends
@@ -72,12 +78,17 @@ impl Upstream {
                 })
                 .collect(),
             next: AtomicUsize::new(0),
-            client,
+            clients,
             connector: self::connector(config, timeouts, true)?,
             protocol: config.protocol,
             timeouts,
             epoch: Instant::now(),
         })
+    }
+
+    /// The pooled client of the serving thread we are on.
+    pub fn client(&self) -> &Client<Connector, Body> {
+        &self.clients[workers::current_index() % self.clients.len()]
     }
 
     pub fn len(&self) -> usize {
