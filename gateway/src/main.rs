@@ -88,7 +88,10 @@ fn init_tracing(format: LogFormat) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
     match format {
-        LogFormat::Text => builder.init(),
+        // Colours only for a person at a terminal, not for a log file or collector.
+        LogFormat::Text => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
         LogFormat::Json => builder
             .json()
             .with_current_span(true)
