@@ -48,8 +48,10 @@ pub async fn serve(
         .timer(TokioTimer::new())
         .keep_alive_interval(Some(Duration::from_secs(30)));
     let http = Arc::new(http);
-    let local = socket.local_addr().ok();
-    info!(listener = %name, addr = ?local, "listening");
+    let worker = workers::current_index();
+    if let Ok(addr) = socket.local_addr() {
+        info!(listener = %name, %addr, worker, "listening");
+    }
     loop {
         let (stream, peer) = tokio::select! {
             _ = stop.cancelled() => break,
@@ -74,7 +76,7 @@ pub async fn serve(
         let span = info_span!("conn", listener = %name, peer = %peer);
         shared.tasks.spawn(conn.run(stream).instrument(span));
     }
-    info!(listener = %name, "stopped accepting");
+    info!(listener = %name, worker, "stopped accepting");
 }
 
 struct Connection {
