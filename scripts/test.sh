@@ -27,5 +27,8 @@ for ws in "${wasm_workspaces[@]}"; do
   (cd "$ws" && cargo clippy --target wasm32-wasip2 --all-targets -- -D warnings)
 done
 
+# The pinned kubectl for the kubesim tests (into target/tools).
+scripts/tools.sh
+
 echo "==> cargo test --workspace"
 cargo test --workspace

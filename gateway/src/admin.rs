@@ -8,57 +8,91 @@
 //!   the last reload's result.
 //! - `GET /metrics`: Prometheus text format.
 //! - `POST /reload`: reload now; 200 with the new generation, or 422 with every error.
+//!
+//! Connections get the client listeners' first-byte, header-read and idle timeouts; accept
+//! errors back off instead of spinning. It stops last on shutdown (its own stop token), so
+//! `/readyz` answers 503 for the whole drain.
 
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use http::{Method, Request, Response, StatusCode, header};
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use crate::config::{RouteAction, UpstreamProtocol};
-use crate::gateway::Gateway;
+use crate::control::Control;
+use crate::listener::{self, InFlight};
 use crate::proxy::{Body, full};
 
-pub async fn serve(socket: TcpListener, gateway: Arc<Gateway>, stop: CancellationToken) {
+pub async fn serve(socket: TcpListener, gateway: Arc<dyn Control>, stop: CancellationToken) {
     if let Ok(addr) = socket.local_addr() {
         info!(%addr, "admin listening");
     }
-    let http = auto::Builder::new(TokioExecutor::new());
+    let mut http = auto::Builder::new(TokioExecutor::new());
+    http.http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(listener::HEADER_READ_TIMEOUT);
+    let http = Arc::new(http);
     loop {
         let stream = tokio::select! {
             _ = stop.cancelled() => break,
             accepted = socket.accept() => match accepted {
                 Ok((stream, _)) => stream,
                 Err(e) => {
-                    debug!(error = %e, "admin accept failed");
+                    // EMFILE and friends: back off instead of spinning on the error.
+                    warn!(error = %e, "admin accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
             },
         };
         let gateway = gateway.clone();
         let http = http.clone();
+        let stop = stop.clone();
         tokio::spawn(async move {
+            let timeouts = gateway.snapshot().config.timeouts;
+            if !listener::first_byte(&stream, timeouts.first_byte).await {
+                return;
+            }
+            let in_flight = Arc::new(InFlight::default());
+            let counter = in_flight.clone();
             let svc = hyper::service::service_fn(move |req| {
                 let gateway = gateway.clone();
-                async move { Ok::<_, std::convert::Infallible>(handle(req, &gateway).await) }
+                counter.track(async move {
+                    Ok::<_, std::convert::Infallible>(handle(req, &*gateway).await)
+                })
             });
-            if let Err(e) = http.serve_connection(TokioIo::new(stream), svc).await {
+            let conn = http.serve_connection(TokioIo::new(stream), svc);
+            tokio::pin!(conn);
+            let result = tokio::select! {
+                r = conn.as_mut() => r,
+                _ = listener::idle_for(&in_flight, timeouts.client_idle) => {
+                    conn.as_mut().graceful_shutdown();
+                    conn.as_mut().await
+                }
+                _ = stop.cancelled() => {
+                    conn.as_mut().graceful_shutdown();
+                    conn.as_mut().await
+                }
+            };
+            if let Err(e) = result {
                 debug!(error = %e, "admin connection ended with an error");
             }
         });
     }
+    info!("admin stopped");
 }
 
-async fn handle(req: Request<Incoming>, gateway: &Gateway) -> Response<Body> {
+async fn handle(req: Request<Incoming>, gateway: &dyn Control) -> Response<Body> {
     match (req.method(), req.uri().path()) {
         (&Method::GET, "/healthz") => text(StatusCode::OK, "ok\n"),
-        (&Method::GET, "/readyz") if gateway.is_stopping() => {
+        (&Method::GET, "/readyz") if gateway.is_draining() => {
             text(StatusCode::SERVICE_UNAVAILABLE, "shutting down\n")
         }
         (&Method::GET, "/readyz") => text(StatusCode::OK, "ready\n"),
@@ -68,7 +102,7 @@ async fn handle(req: Request<Incoming>, gateway: &Gateway) -> Response<Body> {
                 header::CONTENT_TYPE,
                 "application/openmetrics-text; version=1.0.0; charset=utf-8",
             )
-            .body(full(gateway.shared().metrics.encode()))
+            .body(full(gateway.metrics().encode()))
             .expect("static parts make a valid response"),
         (&Method::POST, "/reload") => match gateway.reload().await {
             Ok(generation) => json_response(
@@ -77,7 +111,7 @@ async fn handle(req: Request<Incoming>, gateway: &Gateway) -> Response<Body> {
             ),
             Err(e) => json_response(
                 StatusCode::UNPROCESSABLE_ENTITY,
-                &json!({ "ok": false, "error": e.to_string() }),
+                &json!({ "ok": false, "error": e }),
             ),
         },
         (_, "/healthz" | "/readyz" | "/status" | "/metrics" | "/reload") => {
@@ -111,7 +145,7 @@ fn rfc3339(t: SystemTime) -> String {
 }
 
 /// The `/status` document.
-pub fn status(gateway: &Gateway) -> Value {
+pub fn status(gateway: &dyn Control) -> Value {
     let snapshot = gateway.snapshot();
     let config = &snapshot.config;
     let addrs = gateway.listener_addrs();
@@ -121,8 +155,8 @@ pub fn status(gateway: &Gateway) -> Value {
         .map(|l| {
             let local = addrs
                 .iter()
-                .find(|(n, ..)| *n == l.name)
-                .map(|(_, _, a)| a.to_string());
+                .find(|a| a.name == l.name)
+                .map(|a| a.local.to_string());
             json!({
                 "name": l.name,
                 "bind": l.bind.to_string(),

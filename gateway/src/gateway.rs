@@ -10,7 +10,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
 use arc_swap::ArcSwap;
@@ -20,20 +20,12 @@ use tokio_util::task::TaskTracker;
 use tracing::{error, info, warn};
 
 use crate::config::{Config, ConfigErrors};
-use crate::listener::workers::{self, Workers};
+use crate::control::{Control, ListenerAddr, ReloadFuture, ReloadRecord};
 use crate::metrics::Metrics;
+use crate::runtime::Shared;
 use crate::snapshot::{BuildError, Snapshot};
+use crate::workers::{self, Workers};
 use crate::{admin, listener, watch};
-
-/// What every connection and request task shares.
-pub struct Shared {
-    pub snapshot: ArcSwap<Snapshot>,
-    pub metrics: Arc<Metrics>,
-    /// Connections and hijacked streams; shutdown waits on it.
-    pub tasks: TaskTracker,
-    /// Cancelled when shutdown's grace period is over: whatever is still open closes.
-    pub kill: CancellationToken,
-}
 
 /// Why the gateway could not start or a reload was refused.
 #[derive(Debug, thiserror::Error)]
@@ -54,14 +46,6 @@ pub enum GatewayError {
     Interrupted(String),
 }
 
-/// The outcome of the last reload, for `/status`.
-#[derive(Debug, Clone)]
-pub struct ReloadRecord {
-    pub at: SystemTime,
-    /// The generation now serving, or the errors that kept the old one.
-    pub result: Result<u64, String>,
-}
-
 struct RunningListener {
     name: Arc<str>,
     /// The address as configured (port 0 stays 0), which decides whether a reload keeps it.
@@ -77,6 +61,10 @@ pub struct Gateway {
     admin: Option<SocketAddr>,
     /// Parent of every listener's stop token.
     stop: CancellationToken,
+    /// Cancelled when shutdown begins: `/readyz` answers 503 from then on.
+    draining: CancellationToken,
+    /// Stops the admin listener, last of all, so `/readyz` reports draining to the end.
+    admin_stop: CancellationToken,
     /// One reload at a time; the loser of a race waits and then reloads the newest file.
     reloading: tokio::sync::Mutex<()>,
     last_reload: Mutex<Option<ReloadRecord>>,
@@ -129,6 +117,8 @@ impl Gateway {
             listeners: Mutex::new(Vec::new()),
             admin: admin_addr,
             stop,
+            draining: CancellationToken::new(),
+            admin_stop: CancellationToken::new(),
             reloading: tokio::sync::Mutex::new(()),
             last_reload: Mutex::new(None),
             workers,
@@ -140,10 +130,14 @@ impl Gateway {
         }
         for (running, socket) in started {
             gateway.spawn_listener(&running, socket);
-            gateway.listeners.lock().unwrap().push(running);
+            lock(&gateway.listeners).push(running);
         }
         if let Some(socket) = admin {
-            tokio::spawn(admin::serve(socket, gateway.clone(), gateway.stop.clone()));
+            tokio::spawn(admin::serve(
+                socket,
+                gateway.clone(),
+                gateway.admin_stop.clone(),
+            ));
         }
         if let Err(e) = watch::spawn(gateway.clone(), gateway.stop.clone()) {
             warn!(error = %e, "cannot watch the config files; reload with SIGHUP or POST /reload");
@@ -165,16 +159,20 @@ impl Gateway {
 
     /// The address a listener is bound to (with the real port when the config said 0).
     pub fn listener_addr(&self, name: &str) -> Option<SocketAddr> {
-        let listeners = self.listeners.lock().unwrap();
+        let listeners = lock(&self.listeners);
         listeners.iter().find(|l| &*l.name == name).map(|l| l.local)
     }
 
     /// Every running listener: name, configured bind, bound address.
-    pub fn listener_addrs(&self) -> Vec<(String, SocketAddr, SocketAddr)> {
-        let listeners = self.listeners.lock().unwrap();
+    pub fn listener_addrs(&self) -> Vec<ListenerAddr> {
+        let listeners = lock(&self.listeners);
         listeners
             .iter()
-            .map(|l| (l.name.to_string(), l.bind, l.local))
+            .map(|l| ListenerAddr {
+                name: l.name.to_string(),
+                bind: l.bind,
+                local: l.local,
+            })
             .collect()
     }
 
@@ -183,7 +181,7 @@ impl Gateway {
     }
 
     pub fn last_reload(&self) -> Option<ReloadRecord> {
-        self.last_reload.lock().unwrap().clone()
+        lock(&self.last_reload).clone()
     }
 
     pub fn is_stopping(&self) -> bool {
@@ -213,21 +211,34 @@ impl Gateway {
 
     /// Serves `sockets`, one on each serving thread.
     fn spawn_listener(&self, running: &RunningListener, sockets: Vec<std::net::TcpListener>) {
+        let snapshot = self.shared.snapshot.load();
+        let configured = snapshot
+            .listeners
+            .get(&*running.name)
+            .and_then(|l| l.config.max_connections);
+        let limit = configured
+            .unwrap_or_else(|| listener::default_max_connections(snapshot.listeners.len()));
+        info!(listener = %running.name, max_connections = limit, "connection limit");
+        // One budget per listener, shared by its sockets on every serving thread.
+        let slots = Arc::new(tokio::sync::Semaphore::new(limit));
         for (socket, handle) in sockets.into_iter().zip(self.workers.handles()) {
-            let (name, shared, stop) = (
+            let (name, shared, stop, slots) = (
                 running.name.clone(),
                 self.shared.clone(),
                 running.stop.clone(),
+                slots.clone(),
             );
-            handle.spawn(async move {
+            // Tracked, so shutdown returns only once every socket is closed.
+            let tasks = self.shared.tasks.clone();
+            handle.spawn(tasks.track_future(async move {
                 // Registers the socket with this thread's reactor.
                 match TcpListener::from_std(socket) {
-                    Ok(socket) => listener::serve(name, socket, shared, stop).await,
+                    Ok(socket) => listener::serve(name, socket, shared, slots, stop).await,
                     Err(e) => {
                         warn!(listener = %name, error = %e, "cannot serve a listening socket")
                     }
                 }
-            });
+            }));
         }
     }
 
@@ -249,7 +260,7 @@ impl Gateway {
                 Err(e.to_string())
             }
         };
-        *self.last_reload.lock().unwrap() = Some(ReloadRecord {
+        *lock(&self.last_reload) = Some(ReloadRecord {
             at: SystemTime::now(),
             result: record,
         });
@@ -282,7 +293,7 @@ impl Gateway {
             .map(|l| (l.name.clone(), l.bind))
             .collect();
         let (to_stop, to_start): (Vec<usize>, Vec<(String, SocketAddr)>) = {
-            let running = self.listeners.lock().unwrap();
+            let running = lock(&self.listeners);
             let to_stop = running
                 .iter()
                 .enumerate()
@@ -297,7 +308,7 @@ impl Gateway {
             (to_stop, to_start)
         };
         let freed: Vec<SocketAddr> = {
-            let running = self.listeners.lock().unwrap();
+            let running = lock(&self.listeners);
             to_stop.iter().map(|&i| running[i].bind).collect()
         };
         let mut started = Vec::new();
@@ -314,7 +325,7 @@ impl Gateway {
         self.shared.snapshot.store(Arc::new(snapshot));
 
         {
-            let mut running = self.listeners.lock().unwrap();
+            let mut running = lock(&self.listeners);
             for &i in to_stop.iter().rev() {
                 let gone = running.remove(i);
                 info!(listener = %gone.name, addr = %gone.local, "listener removed; draining its connections");
@@ -327,7 +338,7 @@ impl Gateway {
                 Err(e) => warn!(error = %e, "a renamed listener could not take over its address"),
             }
         }
-        let mut running = self.listeners.lock().unwrap();
+        let mut running = lock(&self.listeners);
         for (r, socket) in started {
             self.spawn_listener(&r, socket);
             running.push(r);
@@ -335,10 +346,19 @@ impl Gateway {
         Ok(generation)
     }
 
-    /// Stops accepting, waits up to the configured grace period for in-flight requests and
-    /// hijacked connections to finish, then closes whatever is left.
+    /// Drains and stops. `/readyz` turns 503 at once; the listeners keep serving for
+    /// `shutdown_delay` so load balancers notice and stop sending; then they stop accepting
+    /// and in-flight requests and hijacked connections get up to `shutdown_grace` before
+    /// whatever is left is closed. The admin listener stops last.
     pub async fn shutdown(&self) {
-        let grace = self.shared.snapshot.load().config.timeouts.shutdown_grace;
+        let timeouts = self.shared.snapshot.load().config.timeouts;
+        self.draining.cancel();
+        info!(
+            delay = ?timeouts.shutdown_delay,
+            "draining: /readyz answers 503, still serving until the delay is over"
+        );
+        tokio::time::sleep(timeouts.shutdown_delay).await;
+        let grace = timeouts.shutdown_grace;
         info!(
             ?grace,
             "shutting down: no new connections, finishing in-flight work"
@@ -355,8 +375,46 @@ impl Gateway {
                 tokio::time::timeout(std::time::Duration::from_secs(1), self.shared.tasks.wait())
                     .await;
         }
+        self.admin_stop.cancel();
         info!("shut down");
     }
+}
+
+impl Control for Gateway {
+    fn snapshot(&self) -> Arc<Snapshot> {
+        Gateway::snapshot(self)
+    }
+
+    fn metrics(&self) -> &Metrics {
+        &self.shared.metrics
+    }
+
+    fn config_path(&self) -> &Path {
+        &self.config_path
+    }
+
+    fn listener_addrs(&self) -> Vec<ListenerAddr> {
+        Gateway::listener_addrs(self)
+    }
+
+    fn last_reload(&self) -> Option<ReloadRecord> {
+        Gateway::last_reload(self)
+    }
+
+    fn is_draining(&self) -> bool {
+        self.draining.is_cancelled()
+    }
+
+    fn reload(&self) -> ReloadFuture<'_> {
+        Box::pin(async move { Gateway::reload(self).await.map_err(|e| e.to_string()) })
+    }
+}
+
+/// Locks `mutex`, recovering the data if a thread panicked while holding it: the lists
+/// guarded here stay consistent at every await-free step, so a panic elsewhere must not
+/// take listener bookkeeping down with it.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Reads and validates the config on a blocking thread: it reads files and may be large.

@@ -432,8 +432,10 @@ mod tests {
         }
         let expected = (sent - burst) as f64 / rate as f64;
         let elapsed = start.elapsed().as_secs_f64();
+        // Never faster than the rate (5% for timer granularity); slower only by what a
+        // loaded 2-core CI machine adds to real sleeps.
         assert!(
-            (elapsed - expected).abs() / expected < 0.05,
+            elapsed >= expected * 0.95 && elapsed <= expected * 2.0 + 0.25,
             "{elapsed}s vs {expected}s"
         );
     }

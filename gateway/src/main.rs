@@ -66,7 +66,13 @@ fn main() -> ExitCode {
         config: DEFAULT_CONFIG.into(),
     });
     let result = match command {
-        Command::Run { config } => run(config),
+        Command::Run { config } => {
+            match leafgate::listener::raise_nofile_limit() {
+                Ok((old, new)) => tracing::info!(old, new, "descriptor limit (RLIMIT_NOFILE)"),
+                Err(e) => tracing::warn!(error = %e, "cannot raise the descriptor limit"),
+            }
+            run(config)
+        }
         Command::Check { config } => check(config),
         Command::Reload { admin } => reload(admin),
         Command::Plugin(cmd) => leafgate::plugins::cli::execute(cmd)
@@ -117,7 +123,10 @@ fn run(config: PathBuf) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::FAILURE);
             }
         };
-        for (name, _, addr) in gateway.listener_addrs() {
+        for leafgate::control::ListenerAddr {
+            name, local: addr, ..
+        } in gateway.listener_addrs()
+        {
             info!(listener = %name, %addr, "serving");
         }
         wait_for_signals(&gateway).await?;

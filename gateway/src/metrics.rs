@@ -61,6 +61,8 @@ pub struct Metrics {
     pub request_duration: HistogramFamily<RouteLabels>,
     pub active_connections: Family<ListenerLabels, Gauge>,
     pub connections: Family<ListenerLabels, Counter>,
+    /// Times a listener reached `max_connections` and stopped accepting until one closed.
+    pub listener_saturated: Family<ListenerLabels, Counter>,
     pub upstream_errors: Family<UpstreamErrorLabels, Counter>,
     pub upgraded_active: Family<SpliceLabels, Gauge>,
     pub upgraded_total: Family<SpliceLabels, Counter>,
@@ -71,6 +73,9 @@ pub struct Metrics {
     /// Plugin calls and their failures, by tenant, plugin, hook and kind.
     pub plugins: PluginMetrics,
     pub reload_failures: Counter,
+    /// File events the watcher saw whose files hashed the same as the serving config's:
+    /// no reload was started.
+    pub reloads_skipped_unchanged: Counter,
 }
 
 fn latency_histogram() -> Histogram {
@@ -93,6 +98,7 @@ impl Metrics {
             request_duration: Family::new_with_constructor(latency_histogram),
             active_connections: Family::default(),
             connections: Family::default(),
+            listener_saturated: Family::default(),
             upstream_errors: Family::default(),
             upgraded_active: Family::default(),
             upgraded_total: Family::default(),
@@ -101,6 +107,7 @@ impl Metrics {
             reloads: Counter::default(),
             plugins: PluginMetrics::default(),
             reload_failures: Counter::default(),
+            reloads_skipped_unchanged: Counter::default(),
             registry: Registry::with_prefix("leafgate"),
         };
         let registry = &mut m.registry;
@@ -123,6 +130,11 @@ impl Metrics {
             "connections",
             "Client connections accepted, by listener",
             m.connections.clone(),
+        );
+        registry.register(
+            "listener_saturated",
+            "Times a listener was at max_connections and left new clients in the backlog",
+            m.listener_saturated.clone(),
         );
         registry.register(
             "upstream_errors",
@@ -155,6 +167,11 @@ impl Metrics {
             "reload_failures",
             "Config reloads rejected (the running config stayed)",
             m.reload_failures.clone(),
+        );
+        registry.register(
+            "reloads_skipped_unchanged",
+            "File events on watched files whose content had not changed (no reload)",
+            m.reloads_skipped_unchanged.clone(),
         );
         m
     }

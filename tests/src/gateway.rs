@@ -19,9 +19,16 @@ impl TestGateway {
     pub async fn start_in(dir: TempDir, toml: &str) -> TestGateway {
         let config = dir.path().join("leafgate.toml");
         std::fs::write(&config, toml).unwrap();
-        let gateway = Gateway::start(&config)
-            .await
-            .unwrap_or_else(|e| panic!("the gateway did not start:\n{e}\nconfig:\n{toml}"));
+        Self::start_at(dir, config).await
+    }
+
+    /// Starts the gateway on `config`, already laid out in `dir` by the caller (a symlink
+    /// into a ConfigMap-style `..data` folder, for one).
+    pub async fn start_at(dir: TempDir, config: PathBuf) -> TestGateway {
+        let gateway = Gateway::start(&config).await.unwrap_or_else(|e| {
+            let toml = std::fs::read_to_string(&config).unwrap_or_default();
+            panic!("the gateway did not start:\n{e}\nconfig:\n{toml}")
+        });
         TestGateway {
             dir,
             config,

@@ -50,6 +50,8 @@ pub struct TestUpstream {
     pub produced: Arc<AtomicU64>,
     /// Requests served.
     pub requests: Arc<AtomicU64>,
+    /// TCP connections accepted.
+    pub connections: Arc<AtomicU64>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -83,6 +85,8 @@ impl TestUpstream {
         let addr = socket.local_addr().unwrap();
         let produced = Arc::new(AtomicU64::new(0));
         let requests = Arc::new(AtomicU64::new(0));
+        let connections = Arc::new(AtomicU64::new(0));
+        let accepted = connections.clone();
         let state = Arc::new(State {
             name: name.to_string(),
             produced: produced.clone(),
@@ -93,6 +97,7 @@ impl TestUpstream {
                 let Ok((stream, _)) = socket.accept().await else {
                     continue;
                 };
+                accepted.fetch_add(1, Ordering::Relaxed);
                 let state = state.clone();
                 let tls = tls.clone();
                 tokio::spawn(async move {
@@ -125,6 +130,7 @@ impl TestUpstream {
             name: name.to_string(),
             produced,
             requests,
+            connections,
             task,
         }
     }

@@ -27,6 +27,21 @@ pub const DEFAULT_DEADLINE: Duration = Duration::from_millis(10);
 pub const MAX_MEMORY: u64 = 1 << 30;
 /// The longest deadline a config may set: a plugin call sits on a request's critical path.
 pub const MAX_DEADLINE: Duration = Duration::from_secs(10);
+/// Calls a pooled instance serves before it is retired, when the config does not say: a
+/// plugin that leaks memory or handles between calls cannot grow forever.
+pub const DEFAULT_MAX_CALLS: u64 = 10_000;
+/// The largest `max_calls` a config may set.
+pub const MAX_MAX_CALLS: u64 = 10_000_000;
+/// Instances (warm and busy) each hook of a tenant may hold at once, when the config does
+/// not say (`[tenant.plugins] instances`).
+pub const DEFAULT_INSTANCES: u64 = 8;
+/// The largest `instances` a tenant may set.
+pub const MAX_INSTANCES: u64 = 256;
+/// Instance slots the whole config may claim: the sum over tenants of hooks x `instances`.
+/// The plugin runtime's pool holds twice this many, so the old and the new generation fit
+/// side by side during a reload; a config that needs more fails at load time, never as a
+/// trap at call time.
+pub const PLUGIN_SLOTS: u64 = 1000;
 
 /// The raw `[tenant.plugins]` table: a hook per world, and defaults for their limits.
 #[derive(Debug, Default, Deserialize)]
@@ -40,9 +55,12 @@ pub struct RawTenantPlugins {
     pub deadline: Option<Spanned<HumanDuration>>,
     pub on_error: Option<OnError>,
     pub isolation: Option<Isolation>,
+    pub max_calls: Option<Spanned<u64>>,
+    pub instances: Option<Spanned<u64>>,
 }
 
-/// A hook: `"path.wasm"`, or `{ path, config, on_error, memory, deadline, isolation }`.
+/// A hook: `"path.wasm"`, or `{ path, config, on_error, memory, deadline, isolation,
+/// max_calls }`.
 #[derive(Debug, Default)]
 pub struct RawPlugin {
     pub path: String,
@@ -51,6 +69,7 @@ pub struct RawPlugin {
     pub memory: Option<ByteSize>,
     pub deadline: Option<HumanDuration>,
     pub isolation: Option<Isolation>,
+    pub max_calls: Option<u64>,
 }
 
 impl<'de> Deserialize<'de> for RawPlugin {
@@ -64,6 +83,7 @@ impl<'de> Deserialize<'de> for RawPlugin {
             memory: Option<ByteSize>,
             deadline: Option<HumanDuration>,
             isolation: Option<Isolation>,
+            max_calls: Option<u64>,
         }
 
         struct V;
@@ -89,6 +109,7 @@ impl<'de> Deserialize<'de> for RawPlugin {
                     memory: t.memory,
                     deadline: t.deadline,
                     isolation: t.isolation,
+                    max_calls: t.max_calls,
                 })
             }
         }
@@ -130,6 +151,10 @@ pub struct PluginConfig {
     pub memory: ByteSize,
     pub deadline: Duration,
     pub isolation: Isolation,
+    /// Calls a pooled instance serves before it is dropped and a fresh one made.
+    pub max_calls: u64,
+    /// Instances of this hook alive at once (idle and busy); a call waits for one.
+    pub instances: u64,
     /// Where the plugin is named in the config file, for errors found when it is loaded.
     pub origin: PluginOrigin,
 }
@@ -162,7 +187,16 @@ impl TenantPlugins {
     }
 }
 
-/// Validates one tenant's `[tenant.plugins]`, adding each plugin file to `files`.
+/// Instance slots claimed so far by the tenants validated before this one.
+#[derive(Debug, Default)]
+pub(crate) struct Slots {
+    used: u64,
+    /// Set once the budget was exceeded, so it is reported once.
+    reported: bool,
+}
+
+/// Validates one tenant's `[tenant.plugins]`, adding each plugin file to `files` and its
+/// instance slots to `slots`.
 pub(crate) fn validate(
     report: &mut Reporter<'_>,
     config_file: &Path,
@@ -170,7 +204,23 @@ pub(crate) fn validate(
     key: &str,
     raw: &RawTenantPlugins,
     files: &mut std::collections::BTreeSet<PathBuf>,
+    slots: &mut Slots,
 ) -> TenantPlugins {
+    let instances = match &raw.instances {
+        Some(n) if *n.get_ref() == 0 || *n.get_ref() > MAX_INSTANCES => {
+            report.error(
+                n.span(),
+                format!("{key}.instances"),
+                format!(
+                    "{} is out of range: each hook keeps between 1 and {MAX_INSTANCES} instances",
+                    n.get_ref()
+                ),
+            );
+            DEFAULT_INSTANCES
+        }
+        Some(n) => *n.get_ref(),
+        None => DEFAULT_INSTANCES,
+    };
     let memory = raw.memory.as_ref().map(|m| {
         check_memory(report, m.span(), &format!("{key}.memory"), *m.get_ref());
         *m.get_ref()
@@ -179,11 +229,16 @@ pub(crate) fn validate(
         check_deadline(report, d.span(), &format!("{key}.deadline"), d.get_ref().0);
         d.get_ref().0
     });
+    let max_calls = raw.max_calls.as_ref().map(|n| {
+        check_max_calls(report, n.span(), &format!("{key}.max_calls"), *n.get_ref());
+        *n.get_ref()
+    });
     let defaults = Defaults {
         memory: memory.unwrap_or(ByteSize(DEFAULT_MEMORY)),
         deadline: deadline.unwrap_or(DEFAULT_DEADLINE),
         on_error: raw.on_error.unwrap_or_default(),
         isolation: raw.isolation.unwrap_or_default(),
+        max_calls: max_calls.unwrap_or(DEFAULT_MAX_CALLS),
     };
     let mut one = |hook: &str, p: &Option<Spanned<RawPlugin>>| {
         let p = p.as_ref()?;
@@ -197,12 +252,40 @@ pub(crate) fn validate(
             files,
         )
     };
-    TenantPlugins {
+    let mut tenant = TenantPlugins {
         pod_router: one("pod_router", &raw.pod_router),
         address_rewriter: one("address_rewriter", &raw.address_rewriter),
         log_filter: one("log_filter", &raw.log_filter),
         table_formatter: one("table_formatter", &raw.table_formatter),
+    };
+    let hooks = [
+        &mut tenant.pod_router,
+        &mut tenant.address_rewriter,
+        &mut tenant.log_filter,
+        &mut tenant.table_formatter,
+    ];
+    let mut count = 0;
+    for p in hooks.into_iter().flatten() {
+        p.instances = instances;
+        count += 1;
     }
+    let need = count * instances;
+    slots.used += need;
+    if slots.used > PLUGIN_SLOTS && !slots.reported {
+        slots.reported = true;
+        let span = raw.instances.as_ref().map_or(0..0, |n| n.span());
+        report.error(
+            span,
+            format!("{key}.instances"),
+            format!(
+                "the plugins need {} instance slots with this tenant ({count} hooks x {instances} \
+                 instances), more than the {PLUGIN_SLOTS} the plugin runtime has: lower \
+                 `instances` here or in the tenants before it (default {DEFAULT_INSTANCES})",
+                slots.used
+            ),
+        );
+    }
+    tenant
 }
 
 struct Defaults {
@@ -210,6 +293,7 @@ struct Defaults {
     deadline: Duration,
     on_error: OnError,
     isolation: Isolation,
+    max_calls: u64,
 }
 
 fn plugin(
@@ -254,6 +338,9 @@ fn plugin(
     if let Some(d) = raw.deadline {
         ok &= check_deadline(report, span.clone(), &format!("{key}.deadline"), d.0);
     }
+    if let Some(n) = raw.max_calls {
+        ok &= check_max_calls(report, span.clone(), &format!("{key}.max_calls"), n);
+    }
     let config_json = match &raw.config {
         None => "{}".to_string(),
         Some(value) => match serde_json::to_string(value) {
@@ -281,6 +368,9 @@ fn plugin(
         memory: raw.memory.unwrap_or(defaults.memory),
         deadline: raw.deadline.map_or(defaults.deadline, |d| d.0),
         isolation: raw.isolation.unwrap_or(defaults.isolation),
+        max_calls: raw.max_calls.unwrap_or(defaults.max_calls),
+        // Set by `validate`: a tenant-wide setting counted against the slot budget.
+        instances: DEFAULT_INSTANCES,
         origin,
     })
 }
@@ -317,6 +407,23 @@ fn check_deadline(
             span,
             key,
             format!("{d:?} is out of range: a plugin deadline is above zero and at most 10s"),
+        );
+        return false;
+    }
+    true
+}
+
+fn check_max_calls(
+    report: &mut Reporter<'_>,
+    span: std::ops::Range<usize>,
+    key: &str,
+    n: u64,
+) -> bool {
+    if n == 0 || n > MAX_MAX_CALLS {
+        report.error(
+            span,
+            key,
+            format!("{n} is out of range: an instance serves between 1 and {MAX_MAX_CALLS} calls"),
         );
         return false;
     }

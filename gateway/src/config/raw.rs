@@ -43,6 +43,9 @@ pub struct RawTimeouts {
     pub idle: Option<HumanDuration>,
     pub upgraded_idle: Option<HumanDuration>,
     pub shutdown_grace: Option<HumanDuration>,
+    pub first_byte: Option<HumanDuration>,
+    pub client_idle: Option<HumanDuration>,
+    pub shutdown_delay: Option<HumanDuration>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -55,6 +58,7 @@ pub struct RawListener {
     pub tls: Option<RawServerTls>,
     #[serde(default)]
     pub certificate: Vec<RawSniCertificate>,
+    pub max_connections: Option<Spanned<u64>>,
 }
 
 /// What a listener serves. The Kubernetes kinds (`node-api`, `kube-api`) are added with

@@ -6,31 +6,87 @@
 //! h2c on plain TCP) and lets a request switch protocols. Each request is dispatched by
 //! [`service::handle`].
 //!
+//! Limits: at most `max_connections` connections per listener (one budget shared by the
+//! listener's sockets on every serving thread); at the limit the accept loops wait for a
+//! slot, so new clients queue in the kernel backlog (a thread that raced another for the
+//! last slot holds its accepted client unserved until one frees), and the wait is counted in
+//! `leafgate_listener_saturated_total`. A connection that sends no first byte (TLS
+//! ClientHello or request) within `timeouts.first_byte` is closed; one with no request in
+//! flight for `timeouts.client_idle` is shut down gracefully (HTTP/1.1 keep-alive ends,
+//! HTTP/2 gets GOAWAY).
+//!
 //! Stopping has two steps. `stop` (shutdown, or the listener was removed by a reload)
 //! closes the socket and asks every connection to finish gracefully: in-flight requests
 //! complete, keep-alive ends. `kill` (the grace period ran out) drops whatever is left.
 
+pub mod identity;
 pub mod service;
-pub mod tls;
-pub mod workers;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info, info_span, warn};
 
-use crate::gateway::Shared;
 use crate::metrics::ListenerLabels;
+use crate::runtime::Shared;
+use crate::workers;
 
 /// How long a client has to finish its TLS handshake.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a client has to send a complete request head on a fresh HTTP/1.1 connection.
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// HTTP/2 streams a client may open at once on one connection.
+const H2_MAX_CONCURRENT_STREAMS: u32 = 256;
+/// HTTP/2 keep-alive: ping after this much silence, close if the ping is not answered.
+const H2_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(30);
+const H2_KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The connection limit of a listener that does not set `max_connections`: half the soft
+/// descriptor limit (the rest is for upstream connections, files and the runtime) split
+/// over `listeners`, at least 64.
+pub fn default_max_connections(listeners: usize) -> usize {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we own.
+    let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+        usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX)
+    } else {
+        1024
+    };
+    (soft / 2 / listeners.max(1)).max(64)
+}
+
+/// Raises the soft descriptor limit to the hard one, as nginx and Envoy deployments do, so
+/// the connection limits are not the distribution's default of 1024. Returns (old, new).
+pub fn raise_nofile_limit() -> std::io::Result<(libc::rlim_t, libc::rlim_t)> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit read and write the struct we own.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let old = limit.rlim_cur;
+        if limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        Ok((old, limit.rlim_cur))
+    }
+}
 
 /// Accepts on `socket` until `stop` is cancelled. Returns when the socket is closed; the
 /// connections it started are tracked by `shared.tasks`.
@@ -38,6 +94,7 @@ pub async fn serve(
     name: Arc<str>,
     socket: TcpListener,
     shared: Arc<Shared>,
+    slots: Arc<Semaphore>,
     stop: CancellationToken,
 ) {
     let mut http = auto::Builder::new(TokioExecutor::new());
@@ -46,13 +103,34 @@ pub async fn serve(
         .header_read_timeout(HEADER_READ_TIMEOUT);
     http.http2()
         .timer(TokioTimer::new())
-        .keep_alive_interval(Some(Duration::from_secs(30)));
+        .max_concurrent_streams(H2_MAX_CONCURRENT_STREAMS)
+        .keep_alive_interval(Some(H2_KEEP_ALIVE_INTERVAL))
+        .keep_alive_timeout(H2_KEEP_ALIVE_TIMEOUT);
     let http = Arc::new(http);
     let worker = workers::current_index();
     if let Ok(addr) = socket.local_addr() {
         info!(listener = %name, %addr, worker, "listening");
     }
+    let labels = ListenerLabels {
+        listener: name.to_string(),
+    };
     loop {
+        // Every serving thread has its own socket (SO_REUSEPORT) and the kernel picks which
+        // one a client lands on, so no thread may hold a slot while it waits in accept:
+        // each waits until a slot is free, accepts, then takes one (if another thread took
+        // it first, the accepted client waits unserved, at most one per thread).
+        if slots.available_permits() == 0 {
+            shared
+                .metrics
+                .listener_saturated
+                .get_or_create(&labels)
+                .inc();
+            debug!(listener = %name, "at max_connections; not accepting until one closes");
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                free = slots.acquire() => drop(free),
+            }
+        }
         let (stream, peer) = tokio::select! {
             _ = stop.cancelled() => break,
             accepted = socket.accept() => match accepted {
@@ -65,6 +143,23 @@ pub async fn serve(
                 }
             },
         };
+        let permit = match slots.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                shared
+                    .metrics
+                    .listener_saturated
+                    .get_or_create(&labels)
+                    .inc();
+                tokio::select! {
+                    _ = stop.cancelled() => break,
+                    permit = slots.clone().acquire_owned() => match permit {
+                        Ok(permit) => permit,
+                        Err(_) => break,
+                    },
+                }
+            }
+        };
         let _ = stream.set_nodelay(true);
         let conn = Connection {
             listener: name.clone(),
@@ -72,6 +167,7 @@ pub async fn serve(
             shared: shared.clone(),
             http: http.clone(),
             stop: stop.clone(),
+            _slot: permit,
         };
         let span = info_span!("conn", listener = %name, peer = %peer);
         shared.tasks.spawn(conn.run(stream).instrument(span));
@@ -85,6 +181,90 @@ struct Connection {
     shared: Arc<Shared>,
     http: Arc<auto::Builder<TokioExecutor>>,
     stop: CancellationToken,
+    /// This connection's place in the listener's `max_connections`; freed on drop.
+    _slot: OwnedSemaphorePermit,
+}
+
+/// Waits for the client's first byte (without consuming it); false, logged, when the
+/// client closed, failed or stayed silent for `timeout`.
+pub(crate) async fn first_byte(stream: &TcpStream, timeout: Duration) -> bool {
+    let mut probe = [0u8; 1];
+    match tokio::time::timeout(timeout, stream.peek(&mut probe)).await {
+        Ok(Ok(n)) if n > 0 => true,
+        Ok(Ok(_)) => {
+            debug!("closed before sending anything");
+            false
+        }
+        Ok(Err(e)) => {
+            debug!(error = %e, "connection failed before its first byte");
+            false
+        }
+        Err(_) => {
+            debug!(?timeout, "no first byte in time; closing");
+            false
+        }
+    }
+}
+
+/// Requests in flight on one connection, for the idle timer.
+#[derive(Default)]
+pub(crate) struct InFlight {
+    count: AtomicUsize,
+    /// Notified whenever a request ends, restarting the idle timer.
+    ended: Notify,
+}
+
+/// Decrements [`InFlight`] when the request's handler returns or is dropped.
+struct InFlightGuard(Arc<InFlight>);
+
+impl InFlight {
+    /// Counts `request` as in flight from now until it finishes or is dropped.
+    pub(crate) fn track<F: std::future::Future>(
+        self: &Arc<Self>,
+        request: F,
+    ) -> impl std::future::Future<Output = F::Output> + use<F> {
+        let guard = InFlightGuard::new(self.clone());
+        async move {
+            let output = request.await;
+            drop(guard);
+            output
+        }
+    }
+}
+
+impl InFlightGuard {
+    fn new(in_flight: Arc<InFlight>) -> Self {
+        in_flight.count.fetch_add(1, Ordering::AcqRel);
+        InFlightGuard(in_flight)
+    }
+}
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        self.0.count.fetch_sub(1, Ordering::AcqRel);
+        self.0.ended.notify_waiters();
+    }
+}
+
+/// Resolves once the connection has had no request in flight for `idle` in a row.
+pub(crate) async fn idle_for(in_flight: &InFlight, idle: Duration) {
+    loop {
+        let ended = in_flight.ended.notified();
+        tokio::pin!(ended);
+        ended.as_mut().enable();
+        if in_flight.count.load(Ordering::Acquire) == 0 {
+            tokio::select! {
+                _ = tokio::time::sleep(idle) => {
+                    if in_flight.count.load(Ordering::Acquire) == 0 {
+                        return;
+                    }
+                }
+                _ = ended.as_mut() => {}
+            }
+        } else {
+            ended.await;
+        }
+    }
 }
 
 impl Connection {
@@ -101,19 +281,26 @@ impl Connection {
             .clone();
         active.inc();
 
-        let tls = self
-            .shared
-            .snapshot
-            .load()
-            .listeners
-            .get(&*self.listener)
-            .and_then(|l| l.tls.clone());
+        let (tls, timeouts) = {
+            let snapshot = self.shared.snapshot.load();
+            let tls = snapshot
+                .listeners
+                .get(&*self.listener)
+                .and_then(|l| l.tls.clone());
+            (tls, snapshot.config.timeouts)
+        };
+        // The first byte (ClientHello or request) must come within `first_byte`.
+        if !first_byte(&stream, timeouts.first_byte).await {
+            active.dec();
+            return;
+        }
+        let idle = timeouts.client_idle;
         match tls {
-            None => self.serve_http(TokioIo::new(stream), false).await,
+            None => self.serve_http(TokioIo::new(stream), false, idle).await,
             Some(config) => {
                 let acceptor = tokio_rustls::TlsAcceptor::from(config);
                 match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                    Ok(Ok(tls)) => self.serve_http(TokioIo::new(tls), true).await,
+                    Ok(Ok(tls)) => self.serve_http(TokioIo::new(tls), true, idle).await,
                     Ok(Err(e)) => debug!(error = %e, "TLS handshake failed"),
                     Err(_) => debug!("TLS handshake timed out"),
                 }
@@ -122,7 +309,7 @@ impl Connection {
         active.dec();
     }
 
-    async fn serve_http<I>(self, io: TokioIo<I>, tls: bool)
+    async fn serve_http<I>(self, io: TokioIo<I>, tls: bool, idle: Duration)
     where
         I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
@@ -132,12 +319,24 @@ impl Connection {
             tls,
             shared: self.shared.clone(),
         });
-        let svc = hyper::service::service_fn(move |req| service::handle(req, client.clone()));
+        let in_flight = Arc::new(InFlight::default());
+        let counter = in_flight.clone();
+        let svc = hyper::service::service_fn(move |req| {
+            counter.track(service::handle(req, client.clone()))
+        });
         let conn = self.http.serve_connection_with_upgrades(io, svc);
         tokio::pin!(conn);
         let kill = self.shared.kill.clone();
         let result = tokio::select! {
             r = conn.as_mut() => r,
+            _ = idle_for(&in_flight, idle) => {
+                debug!(timeout = ?idle, "idle; closing");
+                conn.as_mut().graceful_shutdown();
+                tokio::select! {
+                    r = conn.as_mut() => r,
+                    _ = kill.cancelled() => Ok(()),
+                }
+            }
             _ = self.stop.cancelled() => {
                 conn.as_mut().graceful_shutdown();
                 tokio::select! {

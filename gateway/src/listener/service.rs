@@ -14,11 +14,12 @@ use hyper::body::Incoming;
 use tokio::time::Instant;
 use tracing::{Instrument, info_span};
 
-use crate::gateway::Shared;
 use crate::metrics::{RequestLabels, RouteLabels};
 use crate::proxy::headers::{self, ClientSide};
 use crate::proxy::upgrade::{self, SpliceJob};
 use crate::proxy::{self, Body, Exchange, error_response, full};
+use crate::routing::path::{self, PathError};
+use crate::runtime::Shared;
 use crate::snapshot::{Action, Route};
 
 /// The client end of a connection, shared by its requests.
@@ -52,8 +53,13 @@ pub async fn handle(
     Ok(dispatch(req, client).instrument(span).await)
 }
 
-async fn dispatch(req: Request<Incoming>, client: Arc<Client>) -> Response<Body> {
+async fn dispatch(mut req: Request<Incoming>, client: Arc<Client>) -> Response<Body> {
     let started = Instant::now();
+    if let Err(e) = normalize_path(&mut req) {
+        let res = error_response(StatusCode::BAD_REQUEST, &e.to_string());
+        record(&client, "", &res, started);
+        return res;
+    }
     let snapshot = client.shared.snapshot.load_full();
     let host = request_host(&req).map(str::to_owned);
     let route = snapshot
@@ -106,6 +112,27 @@ async fn dispatch(req: Request<Incoming>, client: Arc<Client>) -> Response<Body>
     };
     record(&client, &route.name, &res, started);
     res
+}
+
+/// Routes and forwards the normalised path (see `routing::path`); the query is untouched.
+fn normalize_path<B>(req: &mut Request<B>) -> Result<(), PathError> {
+    let normal = match path::normalize(req.uri().path())? {
+        std::borrow::Cow::Borrowed(_) => return Ok(()),
+        std::borrow::Cow::Owned(p) => p,
+    };
+    let path_and_query = match req.uri().query() {
+        Some(q) => format!("{normal}?{q}"),
+        None => normal,
+    };
+    let mut parts = req.uri().clone().into_parts();
+    parts.path_and_query = Some(
+        path_and_query
+            .parse()
+            .map_err(|_| PathError::BadEncoding(path_and_query.clone()))?,
+    );
+    *req.uri_mut() =
+        http::Uri::from_parts(parts).map_err(|_| PathError::BadEncoding(path_and_query))?;
+    Ok(())
 }
 
 fn splice_job(client: &Client, route: &Route) -> SpliceJob {

@@ -189,6 +189,8 @@ pub fn run_with(
         deadline: limits.deadline,
         // As the gateway runs it by default: log batches reuse a warm instance.
         isolation: Isolation::Pooled,
+        max_calls: crate::config::plugins::DEFAULT_MAX_CALLS,
+        instances: crate::config::plugins::DEFAULT_INSTANCES,
         origin: PluginOrigin {
             file: path.to_path_buf(),
             position: None,

@@ -191,6 +191,8 @@ struct Hook<B: Bindings> {
     on_error: OnError,
     pool: Pool<B>,
     series: metrics::Series,
+    /// Keeps the compiled component in the compile cache while this hook is alive.
+    _compiled: Arc<runtime::Compiled>,
 }
 
 impl<B: Bindings> Hook<B> {
@@ -408,6 +410,15 @@ impl PluginSet {
 /// Compiles, checks and prepares every plugin the config names. Every problem is reported,
 /// each at its plugin key's line:column. Compiled components are shared process-wide by
 /// content, so a reload recompiles only files that changed.
+/// True if the component in `path` is compiled and referenced by loaded plugins (a live
+/// snapshot's); false once nothing loaded from those bytes is alive any more.
+pub fn is_compiled(path: &std::path::Path) -> bool {
+    match (runtime::runtime(), std::fs::read(path)) {
+        (Ok(rt), Ok(bytes)) => rt.is_cached(&bytes),
+        _ => false,
+    }
+}
+
 pub fn load(config: &Config, metrics: &PluginMetrics) -> Result<PluginSet, Vec<ConfigError>> {
     let (set, errors) = load_partial(config, metrics);
     if errors.is_empty() {
@@ -506,6 +517,8 @@ fn build_hook<B: Bindings>(
         memory: config.memory.0 as usize,
         deadline: config.deadline,
         isolation: config.isolation,
+        max_calls: config.max_calls,
+        instances: config.instances,
     };
     Ok(Hook {
         pool: Pool::new(pre, limits, &config.config_json, tenant, &name)?,
@@ -513,6 +526,7 @@ fn build_hook<B: Bindings>(
         name,
         world,
         on_error: config.on_error,
+        _compiled: component,
     })
 }
 

@@ -14,8 +14,9 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, HasSelf, InstancePre, Linker};
@@ -26,17 +27,19 @@ use wasmtime_wasi::{ResourceTable, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiVie
 
 use super::bindings::{self, host};
 use super::{FaultKind, World};
-use crate::config::plugins::{Isolation, MAX_MEMORY};
+use crate::config::plugins::{Isolation, MAX_MEMORY, PLUGIN_SLOTS};
 
 /// How often the epoch advances. Deadlines are checked, and spinning plugins yield, at
 /// this granularity.
 pub const TICK: Duration = Duration::from_millis(1);
-/// Warm instances kept per plugin: enough for the concurrency of one tenant on a small
-/// machine; more are created on demand and dropped when returned to a full pool.
-const MAX_IDLE: usize = 16;
 /// How much of a plugin's stderr is kept: the tail goes into trap messages (a Rust
 /// plugin's panic message lands there).
 const STDERR_TAIL: usize = 4096;
+
+/// The most WASI resources (streams, pollables, errors, descriptors) one instance may hold
+/// at once. The reference plugins hold a handful; a plugin that leaks handles across calls
+/// reaches this and its calls fail, which retires the instance.
+pub const MAX_RESOURCES: usize = 1024;
 
 /// Names a directory for compiled plugin artifacts, reused across processes.
 pub const CACHE_ENV: &str = "LEAFGATE_PLUGIN_CACHE";
@@ -64,8 +67,20 @@ pub(crate) struct Runtime {
     pub engine: Engine,
     linker: Linker<State>,
     /// Compiled components by sha256 of their bytes: a reload that names the same files
-    /// compiles nothing.
-    compiled: Mutex<HashMap<[u8; 32], Component>>,
+    /// compiles nothing. Held weakly: the hooks of the snapshots alive own them, and an
+    /// entry no snapshot references any more is gone (its code freed) and pruned.
+    compiled: Mutex<HashMap<[u8; 32], Weak<Compiled>>>,
+}
+
+/// A compiled component, shared by every hook that loads the same bytes. Keep it alive as
+/// long as anything instantiates from it: the compile cache only points at it.
+pub(crate) struct Compiled(Component);
+
+impl std::ops::Deref for Compiled {
+    type Target = Component;
+    fn deref(&self) -> &Component {
+        &self.0
+    }
 }
 
 static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
@@ -83,13 +98,17 @@ pub(crate) fn runtime() -> Result<&'static Runtime, String> {
 impl Runtime {
     fn new() -> wasmtime::Result<Runtime> {
         let mut pool = PoolingAllocationConfig::new();
-        // Slots for every instance alive at once across all tenants (warm pools included).
-        // A Rust component is one memory, a few core instances and tables.
-        pool.total_component_instances(1000)
-            .total_core_instances(8000)
-            .total_memories(1000)
-            .total_tables(4000)
-            .total_stacks(1000)
+        // Slots for every instance alive at once across all tenants (warm pools included):
+        // a config may claim PLUGIN_SLOTS (checked at load time, and each hook's pool holds
+        // no more than its share), twice that so the generation being replaced and the
+        // new one fit side by side during a reload. A Rust component is one memory, a few
+        // core instances and tables.
+        let slots = 2 * PLUGIN_SLOTS as u32;
+        pool.total_component_instances(slots)
+            .total_core_instances(8 * slots)
+            .total_memories(slots)
+            .total_tables(4 * slots)
+            .total_stacks(slots)
             .max_memory_size(MAX_MEMORY as usize)
             // Every async call runs on a fiber stack from the pool. Returning one normally
             // decommits it (a syscall, then page faults on the next call); keeping the top
@@ -104,8 +123,11 @@ impl Runtime {
         let engine = Engine::new(&config)?;
 
         let mut linker = Linker::new(&engine);
-        // All of WASI p2 is linked so components built for wasm32-wasip2 instantiate, but
-        // the context grants nothing: no preopened dirs, env, args, network or stdin.
+        // All of WASI p2 is linked so components built for wasm32-wasip2 instantiate (a std
+        // build imports wasi:sockets when it uses std::net), but the context denies socket
+        // creation and name lookups (see `store`), so a socket call is an error the guest
+        // sees, never a host descriptor, and never a missing import. The context grants
+        // nothing else either: no preopened dirs, env, args or stdin.
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         host::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)?;
         bindings::types::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)?;
@@ -130,15 +152,16 @@ impl Runtime {
     /// Compiles `bytes` once per content; later calls with the same bytes share the result.
     /// With `LEAFGATE_PLUGIN_CACHE` set to a directory, compiled artifacts are also kept
     /// there across processes (restarts, `leafgate plugin run`, test runs).
-    pub fn compile(&self, bytes: &[u8]) -> Result<Component, String> {
+    pub fn compile(&self, bytes: &[u8]) -> Result<Arc<Compiled>, String> {
         let hash: [u8; 32] = Sha256::digest(bytes).into();
         if let Some(c) = self
             .compiled
             .lock()
-            .expect("compile cache poisoned")
+            .unwrap_or_else(PoisonError::into_inner)
             .get(&hash)
+            .and_then(Weak::upgrade)
         {
-            return Ok(c.clone());
+            return Ok(c);
         }
         // Compiling takes long (milliseconds to seconds): do it outside the lock. Two
         // loads racing on new bytes both compile; the second insert is harmless.
@@ -171,14 +194,25 @@ impl Runtime {
                 c
             }
         };
-        self.compiled
-            .lock()
-            .expect("compile cache poisoned")
-            .insert(hash, component.clone());
-        Ok(component)
+        let compiled = Arc::new(Compiled(component));
+        let mut cache = self.compiled.lock().unwrap_or_else(PoisonError::into_inner);
+        cache.retain(|_, c| c.strong_count() > 0);
+        cache.insert(hash, Arc::downgrade(&compiled));
+        Ok(compiled)
     }
 
-    pub fn compile_file(&self, path: &Path) -> Result<Component, String> {
+    /// True if a component compiled from `bytes` is still alive (referenced by a hook of
+    /// a live snapshot), so loading the same bytes again compiles nothing.
+    pub fn is_cached(&self, bytes: &[u8]) -> bool {
+        let hash: [u8; 32] = Sha256::digest(bytes).into();
+        self.compiled
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&hash)
+            .is_some_and(|c| c.strong_count() > 0)
+    }
+
+    pub fn compile_file(&self, path: &Path) -> Result<Arc<Compiled>, String> {
         let bytes =
             std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         self.compile(&bytes)
@@ -241,6 +275,10 @@ pub(crate) struct Limits {
     pub memory: usize,
     pub deadline: Duration,
     pub isolation: Isolation,
+    /// Calls a pooled instance serves before it is retired.
+    pub max_calls: u64,
+    /// Instances alive at once, idle and busy: this hook's share of the pool's slots.
+    pub instances: u64,
 }
 
 /// Per-store data: the WASI context (granting nothing), the limits and the state of the
@@ -333,6 +371,10 @@ pub(crate) struct Fault {
 pub(crate) struct Warm<B> {
     pub store: Store<State>,
     pub bindings: B,
+    /// Calls this instance has been checked out for, the current one included.
+    pub calls: u64,
+    /// This instance's slot in its hook's share; released when the instance is dropped.
+    _slot: OwnedSemaphorePermit,
 }
 
 /// The generated bindings of one world, instantiable from a checked `InstancePre`.
@@ -377,6 +419,9 @@ pub(crate) struct Pool<B: Bindings> {
     tenant: Arc<str>,
     plugin: Arc<str>,
     idle: Mutex<Vec<Warm<B>>>,
+    /// `limits.instances` permits: one per instance alive, so the hook never takes more
+    /// of the runtime's slots than its config claimed.
+    slots: Arc<Semaphore>,
 }
 
 impl<B: Bindings> Pool<B> {
@@ -394,6 +439,7 @@ impl<B: Bindings> Pool<B> {
             tenant: tenant.into(),
             plugin: plugin.into(),
             idle: Mutex::new(Vec::new()),
+            slots: Arc::new(Semaphore::new(limits.instances as usize)),
         })
     }
 
@@ -403,13 +449,37 @@ impl<B: Bindings> Pool<B> {
             && let Some(mut warm) = self.idle.lock().expect("pool poisoned").pop()
         {
             arm(&mut warm.store);
+            warm.calls += 1;
             return Ok(warm);
         }
+        // Every instance busy: wait for one to come back, within this call's deadline.
+        let slot = match tokio::time::timeout(
+            self.limits.deadline,
+            self.slots.clone().acquire_owned(),
+        )
+        .await
+        {
+            Ok(Ok(slot)) => slot,
+            _ => {
+                return Err(Fault {
+                    kind: FaultKind::Timeout,
+                    message: format!(
+                        "all {} instances of this plugin were busy for the whole deadline ({:?}); raise `instances`",
+                        self.limits.instances, self.limits.deadline
+                    ),
+                });
+            }
+        };
         let mut store = self.store();
         arm(&mut store);
         // Instantiation runs the component's start code: under the same deadline and cap.
         match B::instantiate(&self.pre, &mut store).await {
-            Ok(bindings) => Ok(Warm { store, bindings }),
+            Ok(bindings) => Ok(Warm {
+                store,
+                bindings,
+                calls: 1,
+                _slot: slot,
+            }),
             Err(e) => Err(classify(&store, e)),
         }
     }
@@ -432,7 +502,9 @@ impl<B: Bindings> Pool<B> {
         })?;
         if self.limits.isolation == Isolation::Pooled {
             let mut idle = self.idle.lock().expect("pool poisoned");
-            if idle.len() < MAX_IDLE {
+            // An instance that served its `max_calls` is retired: whatever it leaked goes
+            // with it, and the next call gets a fresh one.
+            if warm.calls < self.limits.max_calls {
                 idle.push(warm);
             }
         }
@@ -442,15 +514,28 @@ impl<B: Bindings> Pool<B> {
     fn store(&self) -> Store<State> {
         let stderr = StderrTail::default();
         // Nothing inherited, nothing preopened: the builder's defaults are closed stdin,
-        // discarded stdout, no env, no args, no sockets.
-        let wasi = WasiCtxBuilder::new().stderr(stderr.clone()).build();
+        // discarded stdout, no env, no args. The builder allows TCP and UDP socket creation
+        // by default (only addresses are denied), and each created socket is a host file
+        // descriptor a pooled instance keeps: creation itself is denied, so a guest's
+        // `TcpStream::connect` or `UdpSocket::bind` gets "access denied" before any
+        // descriptor exists, and name lookups fail the same way.
+        let wasi = WasiCtxBuilder::new()
+            .stderr(stderr.clone())
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .build();
+        let mut table = ResourceTable::new();
+        // Every stream, pollable and error a guest holds is an entry; a leaking plugin
+        // hits this cap (its call fails) instead of growing the host's memory.
+        table.set_max_capacity(MAX_RESOURCES);
         let mut store = Store::new(
             &runtime()
                 .expect("a pool exists only once the runtime does")
                 .engine,
             State {
                 wasi,
-                table: ResourceTable::new(),
+                table,
                 stderr,
                 config_json: self.config_json.clone(),
                 tenant: self.tenant.clone(),

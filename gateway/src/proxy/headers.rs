@@ -9,13 +9,19 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
 /// Headers that describe one connection, not the message (RFC 9110 §7.6.1, plus the
 /// non-standard `Proxy-Connection` and `Keep-Alive` every proxy strips).
-const HOP_BY_HOP: [HeaderName; 6] = [
+/// RFC 9110's hop-by-hop fields plus the ones RFC 2616 listed: credentials meant for a
+/// proxy (`Proxy-Authorization`, `Proxy-Authenticate`) end at leafgate, and `Trailer`
+/// announces trailers of this hop's framing.
+const HOP_BY_HOP: [HeaderName; 9] = [
     header::CONNECTION,
     HeaderName::from_static("proxy-connection"),
     HeaderName::from_static("keep-alive"),
     header::TE,
     header::TRANSFER_ENCODING,
     header::UPGRADE,
+    header::PROXY_AUTHORIZATION,
+    header::PROXY_AUTHENTICATE,
+    header::TRAILER,
 ];
 
 const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");

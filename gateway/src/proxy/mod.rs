@@ -211,7 +211,8 @@ fn classify(
 ) -> ProxyError {
     let reason = root_cause(&err);
     if err.is_connect() {
-        if reason.contains("timed out") || reason.contains("deadline has elapsed") {
+        // hyper-util reports its connect timeout as an io::Error of kind TimedOut.
+        if io_kind(&err) == Some(std::io::ErrorKind::TimedOut) {
             return ProxyError::ConnectTimeout {
                 backend: backend.to_string(),
                 after: connect,
@@ -228,6 +229,18 @@ fn classify(
     }
 }
 
+/// The kind of the first `io::Error` in an error chain, if there is one.
+fn io_kind(err: &(dyn StdError + 'static)) -> Option<std::io::ErrorKind> {
+    let mut cur = Some(err);
+    while let Some(e) = cur {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            return Some(io.kind());
+        }
+        cur = e.source();
+    }
+    None
+}
+
 /// The innermost message of an error chain: "connection refused" rather than "client error".
 pub fn root_cause(err: &(dyn StdError + 'static)) -> String {
     let mut cur = err;
@@ -235,4 +248,30 @@ pub fn root_cause(err: &(dyn StdError + 'static)) -> String {
         cur = next;
     }
     cur.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error that wraps another, as hyper-util's connect errors wrap the io::Error.
+    #[derive(Debug, thiserror::Error)]
+    #[error("tcp connect error")]
+    struct Wrapper(#[source] std::io::Error);
+
+    #[test]
+    fn the_io_kind_is_found_anywhere_in_the_chain() {
+        let timed_out = Wrapper(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "whatever the message says",
+        ));
+        assert_eq!(io_kind(&timed_out), Some(std::io::ErrorKind::TimedOut));
+        let refused = Wrapper(std::io::ErrorKind::ConnectionRefused.into());
+        assert_eq!(
+            io_kind(&refused),
+            Some(std::io::ErrorKind::ConnectionRefused)
+        );
+        let plain = std::fmt::Error;
+        assert_eq!(io_kind(&plain), None);
+    }
 }

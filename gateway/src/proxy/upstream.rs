@@ -17,8 +17,8 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
-use crate::config::{Backend, Timeouts, UpstreamConfig, UpstreamProtocol};
-use crate::listener::workers;
+use crate::config::{Backend, Timeouts, UpstreamConfig, UpstreamProtocol, UpstreamTls};
+use crate::workers;
 
 use super::Body;
 
@@ -32,13 +32,16 @@ pub struct Upstream {
     backends: Vec<BackendState>,
     next: AtomicUsize,
     /// Pooled clients for ordinary requests, one per serving thread, so a connection's
-    /// upstream exchanges stay on its thread (see `listener::workers`).
+    /// upstream exchanges stay on its thread (see `workers`).
     clients: Vec<Client<Connector, Body>>,
     /// Dials one fresh HTTP/1.1 connection (TLS when the backend is https) for upgrades.
     pub connector: Connector,
     pub protocol: UpstreamProtocol,
     pub timeouts: Timeouts,
     epoch: Instant,
+    /// What it was built from, so a reload with the same settings can keep it (and its
+    /// pooled connections and ejection marks).
+    config: UpstreamConfig,
 }
 
 pub struct BackendState {
@@ -83,7 +86,22 @@ impl Upstream {
             protocol: config.protocol,
             timeouts,
             epoch: Instant::now(),
+            config: config.clone(),
         })
+    }
+
+    /// Whether this upstream was built from the same backends, protocol, TLS settings and
+    /// timeouts: then a reload keeps it instead of building a new one.
+    pub fn built_from(&self, config: &UpstreamConfig, timeouts: Timeouts) -> bool {
+        let (a, b) = (&self.config, config);
+        self.timeouts == timeouts
+            && a.backends == b.backends
+            && a.protocol == b.protocol
+            && match (&a.tls, &b.tls) {
+                (None, None) => true,
+                (Some(x), Some(y)) => same_tls(x, y),
+                _ => false,
+            }
     }
 
     /// The pooled client of the serving thread we are on.
@@ -138,6 +156,17 @@ impl Upstream {
         // Never 0, so a fresh backend (ejected_until = 0) is always eligible.
         self.epoch.elapsed().as_millis() as u64 + 1
     }
+}
+
+fn same_tls(a: &UpstreamTls, b: &UpstreamTls) -> bool {
+    let same_identity = match (&a.identity, &b.identity) {
+        (None, None) => true,
+        (Some(x), Some(y)) => x.chain == y.chain && x.key.secret_der() == y.key.secret_der(),
+        _ => false,
+    };
+    (Arc::ptr_eq(&a.roots, &b.roots) || a.roots.roots == b.roots.roots)
+        && same_identity
+        && a.server_name == b.server_name
 }
 
 /// The public web roots, built once: a config with thousands of routes must not copy them

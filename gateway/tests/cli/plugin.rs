@@ -1,7 +1,7 @@
 //! `leafgate plugin check` and `leafgate plugin run`, end to end: the built binary, real
 //! plugins compiled from `plugins/`, requests on stdin, decisions on stdout.
 
-#[path = "../../tests/src/plugins.rs"]
+#[path = "../../../tests/src/plugins.rs"]
 #[allow(dead_code)]
 mod build;
 

@@ -10,6 +10,8 @@
 //! The table is built once per snapshot and only read afterwards; it allocates nothing
 //! per lookup.
 
+pub mod path;
+
 use std::collections::HashMap;
 
 use crate::config::{HostPattern, PathMatch};

@@ -87,6 +87,48 @@ async fn routes_by_exact_host_wildcard_and_path() {
 }
 
 #[tokio::test]
+async fn paths_are_normalised_before_routing_and_forwarding() {
+    let (a, b) = two_upstreams().await;
+    let gw = TestGateway::web(&format!(
+        r#"
+        [[route]]
+        host = "app.example.com"
+        backends = ["{a}"]
+
+        [[route]]
+        host = "app.example.com"
+        path = "/api"
+        backends = ["{b}"]
+        "#,
+        a = a.addr,
+        b = b.addr
+    ))
+    .await;
+    let web = gw.addr("web");
+    // Dot segments do not smuggle a request past a route: `/api/../admin` is `/admin`.
+    let res = get(web, "app.example.com", "/api/../admin?q=%2E%2E").await;
+    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+    assert_eq!(res.json()["server"], "alpha");
+    assert_eq!(res.json()["path"], "/admin?q=%2E%2E");
+    // An encoded unreserved character is the character: `/%61pi` takes the `/api` route.
+    let res = get(web, "app.example.com", "/%61pi/v1").await;
+    assert_eq!(res.json()["server"], "beta");
+    assert_eq!(res.json()["path"], "/api/v1");
+    // `%2F` stays encoded and is no separator.
+    let res = get(web, "app.example.com", "/api%2Fv1").await;
+    assert_eq!(res.json()["server"], "alpha");
+    assert_eq!(res.json()["path"], "/api%2Fv1");
+    // Above the root: refused, never clamped.
+    let res = get(web, "app.example.com", "/api/../../etc").await;
+    assert_eq!(res.status, StatusCode::BAD_REQUEST);
+    assert!(
+        res.text().contains("climbs above the root"),
+        "{}",
+        res.text()
+    );
+}
+
+#[tokio::test]
 async fn strips_hop_by_hop_headers_and_sets_forwarded_ones() {
     let up = TestUpstream::start("alpha").await;
     let gw = TestGateway::web(&format!(
@@ -104,6 +146,8 @@ async fn strips_hop_by_hop_headers_and_sets_forwarded_ones() {
         .header("x-hop", "must go")
         .header("keep-alive", "timeout=5")
         .header("proxy-connection", "keep-alive")
+        .header("proxy-authorization", "Basic cHJveHk6c2VjcmV0")
+        .header("trailer", "x-checksum")
         .header("te", "trailers")
         .header("x-forwarded-for", "203.0.113.9")
         .header("x-end-to-end", "stays")
@@ -113,7 +157,14 @@ async fn strips_hop_by_hop_headers_and_sets_forwarded_ones() {
     assert_eq!(res.status, StatusCode::OK);
     let echo = res.json();
     let h = &echo["headers"];
-    for gone in ["x-hop", "keep-alive", "proxy-connection", "upgrade"] {
+    for gone in [
+        "x-hop",
+        "keep-alive",
+        "proxy-connection",
+        "upgrade",
+        "proxy-authorization",
+        "trailer",
+    ] {
         assert!(h.get(gone).is_none(), "{gone} reached the upstream: {h}");
     }
     // hyper's client adds its own `connection` only when it must; ours must not pass through.
@@ -366,6 +417,7 @@ async fn graceful_shutdown_finishes_an_in_flight_request() {
         r#"
         [timeouts]
         shutdown_grace = "10s"
+        shutdown_delay = "0s"
         [[listener]]
         name = "web"
         bind = "127.0.0.1:0"

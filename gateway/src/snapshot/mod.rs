@@ -7,6 +7,8 @@
 //! store and whatever started on the old snapshot finishes on it. Nothing here changes
 //! after `build` returns, apart from the upstreams' own counters.
 
+pub mod tls;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -16,7 +18,6 @@ use crate::config::{
     BandwidthConfig, Config, DirectResponse, ListenerConfig, RouteAction, Timeouts,
 };
 use crate::limit::{self, Limiter, SharedLimits};
-use crate::listener::tls;
 use crate::plugins::{PluginMetrics, TenantPlugins};
 use crate::proxy::upstream::Upstream;
 use crate::routing::Router;
@@ -78,7 +79,8 @@ impl Route {
 
 pub enum Action {
     Direct(DirectResponse),
-    Proxy(Box<Upstream>),
+    /// Shared with the next snapshot when a reload leaves the route's upstream unchanged.
+    Proxy(Arc<Upstream>),
 }
 
 /// A config that validated but could not be compiled: rustls refused a TLS setting, or a
@@ -148,13 +150,25 @@ impl Snapshot {
                 let action = match &r.action {
                     RouteAction::Direct(d) => Action::Direct(d.clone()),
                     RouteAction::Proxy(u) => {
-                        let upstream = Upstream::new(u, r.timeouts).map_err(|source| {
-                            BuildError::Upstream {
-                                route: r.name.clone(),
-                                source,
-                            }
-                        })?;
-                        Action::Proxy(Box::new(upstream))
+                        let kept =
+                            previous_routes
+                                .get(r.name.as_str())
+                                .and_then(|b| match &b.action {
+                                    Action::Proxy(up) if up.built_from(u, r.timeouts) => {
+                                        Some(up.clone())
+                                    }
+                                    _ => None,
+                                });
+                        let upstream = match kept {
+                            Some(up) => up,
+                            None => Arc::new(Upstream::new(u, r.timeouts).map_err(|source| {
+                                BuildError::Upstream {
+                                    route: r.name.clone(),
+                                    source,
+                                }
+                            })?),
+                        };
+                        Action::Proxy(upstream)
                     }
                 };
                 let totals = match previous_routes.get(r.name.as_str()) {

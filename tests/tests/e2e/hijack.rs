@@ -325,9 +325,10 @@ async fn two_connections_of_one_tenant_share_its_total() {
     let (one, two) = tokio::join!(drink(web, "a.example"), drink(web, "b.example"));
     let took = started.elapsed().as_secs_f64();
     assert_eq!(one.0 + two.0, 6 * MIB);
-    // 6 MiB at a shared 2 MiB/s is 3 s; at 2 MiB/s each it would be 1.5 s.
+    // 6 MiB at a shared 2 MiB/s is 3 s; at 2 MiB/s each it would be 1.5 s. The upper bound
+    // leaves room for a loaded 2-core CI machine; the lower one is what the limit promises.
     assert!(
-        (2.55..=3.6).contains(&took),
+        (2.55..=5.0).contains(&took),
         "two connections moved 6 MiB in {took:.2} s; expected about 3 s"
     );
 }

@@ -145,3 +145,56 @@ fn leafgate_reload_reports_success_and_errors_with_line_column() {
     );
     assert!(stderr.contains("keeps its running config"), "{stderr}");
 }
+
+/// A config of `tenants` tenants with all four hooks, each tenant's `[tenant.plugins]`
+/// starting with `extra`; the plugin file is a placeholder (the slot check runs before any
+/// plugin is compiled). Returns `leafgate check`'s (success, stderr).
+fn check_plugin_tenants(tenants: usize, extra: &str) -> (bool, String, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.wasm"), b"").unwrap();
+    let mut toml = String::new();
+    for i in 0..tenants {
+        toml.push_str(&format!(
+            "[[tenant]]\nname = \"t{i}\"\n[tenant.plugins]\n{extra}pod_router = \"p.wasm\"\naddress_rewriter = \"p.wasm\"\nlog_filter = \"p.wasm\"\ntable_formatter = \"p.wasm\"\n\n"
+        ));
+    }
+    let config = dir.path().join("leafgate.toml");
+    std::fs::write(&config, toml).unwrap();
+    let out = leafgate()
+        .arg("check")
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        config,
+    )
+}
+
+#[test]
+fn a_config_needing_more_plugin_slots_than_the_runtime_has_fails_check_at_the_key() {
+    // 2 tenants x 4 hooks x 200 instances = 1600 > 1000: the second tenant overflows.
+    let (ok, stderr, config) = check_plugin_tenants(2, "instances = 200\n");
+    assert!(!ok, "the check passed: {stderr}");
+    let expected = format!(
+        "{}:13:13: tenant[1].plugins.instances: the plugins need 1600 instance slots",
+        config.display()
+    );
+    assert!(stderr.contains(&expected), "want {expected}\ngot {stderr}");
+    assert!(stderr.contains("more than the 1000"), "{stderr}");
+
+    // With the default (8 per hook), 31 fully-hooked tenants fit and the 32nd does not.
+    let (_, stderr, _) = check_plugin_tenants(31, "");
+    assert!(
+        !stderr.contains("instance slots"),
+        "31 tenants fit: {stderr}"
+    );
+    let (ok, stderr, _) = check_plugin_tenants(32, "");
+    assert!(!ok);
+    assert!(
+        stderr.contains("tenant[31].plugins.instances: the plugins need 1024 instance slots"),
+        "{stderr}"
+    );
+}

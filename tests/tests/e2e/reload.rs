@@ -297,3 +297,215 @@ async fn a_plugin_that_does_not_compile_keeps_the_running_config() {
         StatusCode::OK
     );
 }
+
+/// The config a route `host` to `to` adds to the stable one.
+fn with_route(stable: &TestUpstream, host: &str, to: &TestUpstream) -> String {
+    config(
+        false,
+        stable,
+        &format!(
+            "[[route]]\nhost = \"{host}\"\nbackends = [\"{}\"]\n",
+            to.addr
+        ),
+    )
+}
+
+/// Lays out `toml` the way the kubelet mounts a ConfigMap volume: `config.toml ->
+/// ..data/config.toml`, `..data -> ..<timestamp>`; returns the config path.
+fn configmap_volume(dir: &std::path::Path, toml: &str) -> std::path::PathBuf {
+    let version = dir.join("..2026_11_23_06_00_00.000000001");
+    std::fs::create_dir(&version).unwrap();
+    std::fs::write(version.join("config.toml"), toml).unwrap();
+    std::os::unix::fs::symlink("..2026_11_23_06_00_00.000000001", dir.join("..data")).unwrap();
+    std::os::unix::fs::symlink("..data/config.toml", dir.join("config.toml")).unwrap();
+    dir.join("config.toml")
+}
+
+/// Updates a ConfigMap volume as the kubelet's atomic writer does: a new timestamped
+/// folder, a new `..data_tmp` link renamed over `..data`, the old folder removed.
+fn configmap_update(dir: &std::path::Path, toml: &str) {
+    let old = std::fs::read_link(dir.join("..data")).unwrap();
+    let name = "..2026_11_23_06_00_01.000000002";
+    std::fs::create_dir(dir.join(name)).unwrap();
+    std::fs::write(dir.join(name).join("config.toml"), toml).unwrap();
+    std::os::unix::fs::symlink(name, dir.join("..data_tmp")).unwrap();
+    std::fs::rename(dir.join("..data_tmp"), dir.join("..data")).unwrap();
+    std::fs::remove_dir_all(dir.join(old)).unwrap();
+}
+
+async fn route_live(gw: &TestGateway, host: &str, what: &str) -> Duration {
+    let web = gw.addr("web");
+    within(Duration::from_secs(1), what, || async move {
+        get(web, host, "/").await.status == StatusCode::OK
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_configmap_data_swap_reloads_within_a_second() {
+    let stable = TestUpstream::start("stable").await;
+    let fresh = TestUpstream::start("fresh").await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = configmap_volume(dir.path(), &config(false, &stable, ""));
+    let gw = TestGateway::start_at(dir, path).await;
+    assert_eq!(
+        get(gw.addr("web"), "fresh.example", "/").await.status,
+        StatusCode::NOT_FOUND
+    );
+
+    configmap_update(gw.path(), &with_route(&stable, "fresh.example", &fresh));
+    route_live(&gw, "fresh.example", "the swapped ConfigMap applies").await;
+    assert_eq!(gw.gateway.snapshot().generation, 2);
+}
+
+#[tokio::test]
+async fn a_file_renamed_over_the_config_reloads_within_a_second() {
+    let stable = TestUpstream::start("stable").await;
+    let fresh = TestUpstream::start("fresh").await;
+    let gw = TestGateway::start(&config(false, &stable, "")).await;
+    let tmp = gw.path().join(".leafgate.toml.swp");
+    std::fs::write(&tmp, with_route(&stable, "fresh.example", &fresh)).unwrap();
+    std::fs::rename(&tmp, &gw.config).unwrap();
+    route_live(&gw, "fresh.example", "the renamed-over config applies").await;
+}
+
+#[tokio::test]
+async fn a_busy_neighbour_file_does_not_delay_a_reload() {
+    let stable = TestUpstream::start("stable").await;
+    let fresh = TestUpstream::start("fresh").await;
+    let gw = TestGateway::start(&config(false, &stable, "")).await;
+
+    // A neighbour rewritten every millisecond, for at most 5 s (or until the test is done):
+    // a debounce that restarts on every event would never fire.
+    let stop = Arc::new(AtomicBool::new(false));
+    let writes = Arc::new(AtomicU64::new(0));
+    let neighbour = gw.path().join("neighbour.log");
+    let busy = std::thread::spawn({
+        let (stop, writes) = (stop.clone(), writes.clone());
+        move || {
+            let started = Instant::now();
+            while !stop.load(Ordering::Relaxed) && started.elapsed() < Duration::from_secs(5) {
+                std::fs::write(&neighbour, format!("{started:?}")).unwrap();
+                writes.fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    });
+    within(Duration::from_secs(1), "the neighbour is busy", || async {
+        writes.load(Ordering::Relaxed) >= 20
+    })
+    .await;
+
+    write(&gw, &with_route(&stable, "fresh.example", &fresh));
+    let took = route_live(
+        &gw,
+        "fresh.example",
+        "the config applies despite the neighbour",
+    )
+    .await;
+    let during = writes.load(Ordering::Relaxed);
+    stop.store(true, Ordering::Relaxed);
+    busy.join().unwrap();
+    assert!(during > 20, "the neighbour kept writing while we waited");
+    eprintln!("applied in {took:?} with {during} neighbour writes");
+}
+
+#[tokio::test]
+async fn rewriting_the_same_content_does_not_rebuild() {
+    use leafgate::control::Control;
+    let stable = TestUpstream::start("stable").await;
+    let gw = TestGateway::start(&config(false, &stable, "")).await;
+    let skipped = || gw.gateway.metrics().reloads_skipped_unchanged.get();
+    assert_eq!(skipped(), 0);
+
+    write(&gw, &config(false, &stable, ""));
+    within(
+        Duration::from_secs(1),
+        "the watcher saw the write",
+        || async { skipped() >= 1 },
+    )
+    .await;
+    assert_eq!(gw.gateway.snapshot().generation, 1, "nothing was rebuilt");
+    assert_eq!(gw.gateway.metrics().reloads.get(), 0);
+
+    // And a real change after it still applies: the hash moved on.
+    let fresh = TestUpstream::start("fresh").await;
+    write(&gw, &with_route(&stable, "fresh.example", &fresh));
+    route_live(&gw, "fresh.example", "a real change after an unchanged one").await;
+}
+
+#[tokio::test]
+async fn a_replaced_config_folder_reloads_and_is_watched_again() {
+    let stable = TestUpstream::start("stable").await;
+    let fresh = TestUpstream::start("fresh").await;
+    let other = TestUpstream::start("other").await;
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("conf");
+    std::fs::create_dir(&conf).unwrap();
+    std::fs::write(conf.join("leafgate.toml"), config(false, &stable, "")).unwrap();
+    let gw = TestGateway::start_at(dir, conf.join("leafgate.toml")).await;
+
+    // The whole folder is replaced: a new one renamed into place, the old one moved away.
+    let replace = |toml: String, n: u32| {
+        let new = gw.path().join(format!("conf.new{n}"));
+        std::fs::create_dir(&new).unwrap();
+        std::fs::write(new.join("leafgate.toml"), toml).unwrap();
+        std::fs::rename(&conf, gw.path().join(format!("conf.old{n}"))).unwrap();
+        std::fs::rename(&new, &conf).unwrap();
+    };
+    replace(with_route(&stable, "fresh.example", &fresh), 1);
+    route_live(&gw, "fresh.example", "the replaced folder's config applies").await;
+
+    // The new folder is watched: an in-place write inside it applies too.
+    write(&gw, &with_route(&stable, "other.example", &other));
+    route_live(&gw, "other.example", "a write in the new folder applies").await;
+}
+
+/// A reload that leaves a route's upstream unchanged keeps its pool: a keep-alive client
+/// connection's requests before and after reach the backend over one pooled connection.
+#[tokio::test]
+async fn a_reload_keeps_an_unchanged_routes_pooled_upstream_connection() {
+    use http_body_util::{BodyExt, Empty};
+    use hyper_util::rt::TokioIo;
+
+    let up = TestUpstream::start("alpha").await;
+    let route = format!(
+        "[[route]]\nname = \"app\"\nhost = \"*\"\nbackends = [\"{}\"]\n",
+        up.addr
+    );
+    let gw = TestGateway::web(&route).await;
+    // One client connection, so every request is served by the same serving thread (and
+    // so the same per-thread pool).
+    let stream = tokio::net::TcpStream::connect(gw.addr("web"))
+        .await
+        .unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let mut ask = async || {
+        let req = http::Request::get("/")
+            .header("host", "app.example")
+            .body(Empty::<bytes::Bytes>::new())
+            .unwrap();
+        let res = sender.send_request(req).await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        res.into_body().collect().await.unwrap();
+    };
+    ask().await;
+
+    // Another route appears; `app` is untouched.
+    let next = format!(
+        "[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n{route}\n[[route]]\nname = \"other\"\nhost = \"other.example\"\ndirect = {{ status = 204 }}\n"
+    );
+    std::fs::write(&gw.config, next).unwrap();
+    let generation = gw.gateway.reload().await.unwrap();
+    assert!(generation >= 2);
+    ask().await;
+    assert_eq!(up.requests.load(Ordering::Relaxed), 2);
+    assert_eq!(
+        up.connections.load(Ordering::Relaxed),
+        1,
+        "the reload threw the pooled connection away"
+    );
+}

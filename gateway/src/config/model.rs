@@ -1,0 +1,287 @@
+//! The typed config: what a validated file says, with every file it names loaded. Built
+//! by `validate`; read by everything past the config layer, never changed after.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, StatusCode};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::sign::CertifiedKey;
+
+use super::plugins;
+use super::raw::*;
+use super::units::{HumanDuration, RateLimit};
+
+/// A validated config: what the file says, with every named file loaded.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file this came from.
+    pub path: PathBuf,
+    pub admin: Option<AdminConfig>,
+    pub timeouts: Timeouts,
+    pub listeners: Vec<ListenerConfig>,
+    pub tenants: Vec<TenantConfig>,
+    pub leaves: Vec<LeafConfig>,
+    pub routes: Vec<RouteConfig>,
+    /// Every file the config names (certificates, keys, kubeconfigs): reload watches them.
+    pub files: BTreeSet<PathBuf>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminConfig {
+    pub bind: SocketAddr,
+}
+
+/// Timeouts for upstream traffic and shutdown; `[timeouts]` sets the defaults and a route's
+/// `timeouts` table overrides any of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Establishing the TCP (and TLS) connection to a backend.
+    pub connect: Duration,
+    /// From the request being sent to the backend's response head arriving.
+    pub response_header: Duration,
+    /// No bytes in either direction on a proxied body, or a pooled connection unused.
+    pub idle: Duration,
+    /// No bytes in either direction on a hijacked (upgraded) connection.
+    pub upgraded_idle: Duration,
+    /// How long shutdown waits for in-flight requests before closing them.
+    pub shutdown_grace: Duration,
+    /// Listeners only: how long a new client connection may stay silent before its first
+    /// byte (the TLS ClientHello or the first request byte) before it is closed.
+    pub first_byte: Duration,
+    /// Listeners only: how long a client connection with no request in flight is kept
+    /// open (HTTP/1.1 keep-alive, HTTP/2 with no open stream).
+    pub client_idle: Duration,
+    /// Shutdown only: how long listeners keep serving after `/readyz` turned 503, before
+    /// they stop accepting.
+    pub shutdown_delay: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            connect: Duration::from_secs(5),
+            response_header: Duration::from_secs(60),
+            idle: Duration::from_secs(90),
+            upgraded_idle: Duration::from_secs(3600),
+            shutdown_grace: Duration::from_secs(30),
+            first_byte: Duration::from_secs(10),
+            client_idle: Duration::from_secs(60),
+            shutdown_delay: Duration::from_secs(5),
+        }
+    }
+}
+
+impl Timeouts {
+    pub(super) fn overlay(self, raw: &RawTimeouts) -> Self {
+        let pick = |v: Option<HumanDuration>, d: Duration| v.map_or(d, |h| h.0);
+        Self {
+            connect: pick(raw.connect, self.connect),
+            response_header: pick(raw.response_header, self.response_header),
+            idle: pick(raw.idle, self.idle),
+            upgraded_idle: pick(raw.upgraded_idle, self.upgraded_idle),
+            shutdown_grace: pick(raw.shutdown_grace, self.shutdown_grace),
+            first_byte: pick(raw.first_byte, self.first_byte),
+            client_idle: pick(raw.client_idle, self.client_idle),
+            shutdown_delay: pick(raw.shutdown_delay, self.shutdown_delay),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ListenerConfig {
+    pub name: String,
+    pub bind: SocketAddr,
+    pub kind: ListenerKind,
+    pub tls: Option<ServerTls>,
+    /// Connections served at once; past it the listener stops accepting (new clients wait
+    /// in the kernel backlog) until one closes. `None`: sized from the descriptor limit.
+    pub max_connections: Option<usize>,
+}
+
+/// A listener's certificates, loaded: the default one and those chosen by SNI.
+#[derive(Debug, Clone)]
+pub struct ServerTls {
+    pub default: Arc<CertifiedKey>,
+    pub by_host: Vec<(HostPattern, Arc<CertifiedKey>)>,
+    /// When set, clients must present a certificate signed by one of these.
+    pub client_ca: Option<Arc<rustls::RootCertStore>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantConfig {
+    pub name: String,
+    pub namespaces: Vec<String>,
+    pub bandwidth: BandwidthConfig,
+    /// The tenant's policy plugins (`[tenant.plugins]`), paths resolved, not yet compiled.
+    pub plugins: plugins::TenantPlugins,
+}
+
+/// Byte-rate limits applied to both directions of a connection, independently.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BandwidthConfig {
+    /// Each connection on its own.
+    pub per_connection: Option<RateLimit>,
+    /// All connections of the route (or tenant) together.
+    pub total: Option<RateLimit>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeafConfig {
+    pub name: String,
+    pub kubeconfig: PathBuf,
+}
+
+#[derive(Debug, Clone)]
+pub struct RouteConfig {
+    /// `name`, or `host` + path when the route has none.
+    pub name: String,
+    /// The listeners this route is served on; `None` means every HTTP listener.
+    pub listeners: Option<Vec<String>>,
+    pub host: HostPattern,
+    pub path: PathMatch,
+    pub action: RouteAction,
+    pub tenant: Option<String>,
+    pub bandwidth: BandwidthConfig,
+    pub timeouts: Timeouts,
+}
+
+/// Which hosts a route or certificate serves. Matching is case-insensitive and without port.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum HostPattern {
+    /// `app.example.com`, stored lowercase.
+    Exact(String),
+    /// `*.example.com`, stored as the suffix `.example.com`: one or more labels before it.
+    Wildcard(String),
+    /// `*`: any host.
+    Any,
+}
+
+impl HostPattern {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let host = text.trim().to_ascii_lowercase();
+        if host == "*" {
+            return Ok(HostPattern::Any);
+        }
+        let (wild, name) = match host.strip_prefix("*.") {
+            Some(rest) => (true, rest),
+            None => (false, host.as_str()),
+        };
+        let valid = !name.is_empty()
+            && name.split('.').all(|label| {
+                !label.is_empty()
+                    && label
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            });
+        if !valid {
+            return Err(format!(
+                "`{text}` is not a host name: write `app.example.com`, `*.example.com` or `*` (no scheme, port or path)"
+            ));
+        }
+        Ok(if wild {
+            HostPattern::Wildcard(format!(".{name}"))
+        } else {
+            HostPattern::Exact(name.to_string())
+        })
+    }
+
+    pub fn matches(&self, host: &str) -> bool {
+        match self {
+            HostPattern::Exact(h) => h.eq_ignore_ascii_case(host),
+            HostPattern::Wildcard(suffix) => {
+                host.len() > suffix.len()
+                    && host.as_bytes()[host.len() - suffix.len()..]
+                        .eq_ignore_ascii_case(suffix.as_bytes())
+            }
+            HostPattern::Any => true,
+        }
+    }
+}
+
+impl std::fmt::Display for HostPattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostPattern::Exact(h) => f.write_str(h),
+            HostPattern::Wildcard(s) => write!(f, "*{s}"),
+            HostPattern::Any => f.write_str("*"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PathMatch {
+    Exact(String),
+    Prefix(String),
+}
+
+impl std::fmt::Display for PathMatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PathMatch::Exact(p) => write!(f, "exact {p}"),
+            PathMatch::Prefix(p) => write!(f, "prefix {p}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum RouteAction {
+    /// Answer from the gateway itself.
+    Direct(DirectResponse),
+    /// Forward to a pool of backends.
+    Proxy(UpstreamConfig),
+}
+
+#[derive(Debug, Clone)]
+pub struct DirectResponse {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+#[derive(Debug, Clone)]
+pub struct UpstreamConfig {
+    pub backends: Vec<Backend>,
+    pub protocol: UpstreamProtocol,
+    pub tls: Option<UpstreamTls>,
+}
+
+/// One backend: `host:port` over plain TCP or TLS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Backend {
+    pub tls: bool,
+    /// `host:port`, as dialed and as written into the upstream request's URI.
+    pub authority: http::uri::Authority,
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}://{}",
+            if self.tls { "https" } else { "http" },
+            self.authority
+        )
+    }
+}
+
+/// How leafgate authenticates TLS backends and itself to them.
+#[derive(Debug, Clone)]
+pub struct UpstreamTls {
+    /// Trusted roots; the public web roots when the config names no CA.
+    pub roots: Arc<rustls::RootCertStore>,
+    /// Client certificate chain and key for mutual TLS.
+    pub identity: Option<Arc<ClientIdentity>>,
+    /// The name to verify (and send as SNI) instead of the backend's host.
+    pub server_name: Option<ServerName<'static>>,
+}
+
+#[derive(Debug)]
+pub struct ClientIdentity {
+    pub chain: Vec<CertificateDer<'static>>,
+    pub key: PrivateKeyDer<'static>,
+}

@@ -1,0 +1,584 @@
+//! Validation: the raw TOML tree checked for meaning (names unique, references resolved,
+//! addresses, hosts, paths, rates) into the typed [`Config`], every problem reported with
+//! its key and line:column, all at once.
+
+use std::collections::{BTreeSet, HashMap};
+use std::net::SocketAddr;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use rustls::pki_types::ServerName;
+use toml::Spanned;
+
+use super::error::Reporter;
+use super::model::*;
+use super::plugins;
+use super::raw::*;
+
+/// Where a (host, path) pair was routed: the route's listeners and the span of its path.
+type RouteSite = (Option<Vec<String>>, Range<usize>);
+
+pub(super) struct Validator<'r, 'a> {
+    pub(super) report: &'r mut Reporter<'a>,
+    pub(super) base: &'r Path,
+    pub(super) files: BTreeSet<PathBuf>,
+}
+
+impl Validator<'_, '_> {
+    pub(super) fn config(mut self, path: &Path, raw: RawConfig) -> Config {
+        let timeouts = Timeouts::default().overlay(&raw.timeouts);
+        let admin = raw.admin.as_ref().and_then(|a| {
+            self.socket_addr(&a.bind, "admin.bind")
+                .map(|bind| AdminConfig { bind })
+        });
+
+        let mut binds: HashMap<SocketAddr, (String, Range<usize>)> = HashMap::new();
+        if let (Some(a), Some(raw_admin)) = (&admin, &raw.admin) {
+            binds.insert(a.bind, ("admin.bind".into(), raw_admin.bind.span()));
+        }
+        let mut listener_names = Names::default();
+        let listeners: Vec<ListenerConfig> = raw
+            .listeners
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| {
+                let key = format!("listener[{i}]");
+                listener_names.insert(self.report, &l.name, &format!("{key}.name"), "listener");
+                let bind = self.socket_addr(&l.bind, &format!("{key}.bind"))?;
+                if bind.port() != 0 {
+                    if let Some((other, span)) = binds.get(&bind) {
+                        let (line, col) = self.report.line_column(span.start);
+                        self.report.error(
+                            l.bind.span(),
+                            format!("{key}.bind"),
+                            format!("{bind} is already bound by {other} at {line}:{col}; give each listener its own address"),
+                        );
+                    }
+                    binds.insert(bind, (format!("{key}.bind"), l.bind.span()));
+                }
+                let tls = self.server_tls(l, &key);
+                let max_connections = match &l.max_connections {
+                    Some(m) if *m.get_ref() == 0 => {
+                        self.report.error(
+                            m.span(),
+                            format!("{key}.max_connections"),
+                            "must be at least 1; leave it out to size it from the descriptor limit".to_string(),
+                        );
+                        None
+                    }
+                    Some(m) => Some(usize::try_from(*m.get_ref()).unwrap_or(usize::MAX)),
+                    None => None,
+                };
+                Some(ListenerConfig { name: l.name.get_ref().clone(), bind, kind: l.kind, tls, max_connections })
+            })
+            .collect();
+
+        let mut tenant_names = Names::default();
+        let mut slots = plugins::Slots::default();
+        let tenants = raw
+            .tenants
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                tenant_names.insert(self.report, &t.name, &format!("tenant[{i}].name"), "tenant");
+                TenantConfig {
+                    name: t.name.get_ref().clone(),
+                    namespaces: t.namespaces.iter().map(|n| n.get_ref().clone()).collect(),
+                    bandwidth: bandwidth(&t.bandwidth),
+                    plugins: plugins::validate(
+                        self.report,
+                        path,
+                        self.base,
+                        &format!("tenant[{i}].plugins"),
+                        &t.plugins,
+                        &mut self.files,
+                        &mut slots,
+                    ),
+                }
+            })
+            .collect();
+
+        let mut leaf_names = Names::default();
+        let leaves = raw
+            .leaves
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| {
+                leaf_names.insert(self.report, &l.name, &format!("leaf[{i}].name"), "leaf");
+                let kubeconfig =
+                    self.readable_file(&l.kubeconfig, &format!("leaf[{i}].kubeconfig"))?;
+                Some(LeafConfig {
+                    name: l.name.get_ref().clone(),
+                    kubeconfig,
+                })
+            })
+            .collect();
+
+        let mut route_names = Names::default();
+        // Per listener (None = all): (host, path) -> where it was first defined.
+        let mut seen: HashMap<(HostPattern, PathMatch), Vec<RouteSite>> = HashMap::new();
+        let mut routes = Vec::new();
+        for (i, r) in raw.routes.iter().enumerate() {
+            let key = format!("route[{i}]");
+            let Some(route) = self.route(r, &key, timeouts, &listener_names, &tenant_names) else {
+                continue;
+            };
+            if let Some(name) = &r.name {
+                route_names.insert(self.report, name, &format!("{key}.name"), "route");
+            }
+            let place = r
+                .exact
+                .as_ref()
+                .or(r.path.as_ref())
+                .map_or(r.host.span(), |p| p.span());
+            let same = seen
+                .entry((route.host.clone(), route.path.clone()))
+                .or_default();
+            if let Some((_, first)) = same.iter().find(|(ls, _)| overlaps(ls, &route.listeners)) {
+                let (line, col) = self.report.line_column(first.start);
+                self.report.error(
+                    place.clone(),
+                    key.clone(),
+                    format!(
+                        "duplicate route: host `{}` {} is already routed at {line}:{col}; remove one or change its host or path",
+                        route.host, route.path
+                    ),
+                );
+            }
+            same.push((route.listeners.clone(), place));
+            routes.push(route);
+        }
+
+        Config {
+            path: path.to_path_buf(),
+            admin,
+            timeouts,
+            listeners,
+            tenants,
+            leaves,
+            routes,
+            files: self.files,
+        }
+    }
+
+    fn route(
+        &mut self,
+        r: &RawRoute,
+        key: &str,
+        defaults: Timeouts,
+        listeners: &Names,
+        tenants: &Names,
+    ) -> Option<RouteConfig> {
+        let host = HostPattern::parse(r.host.get_ref())
+            .map_err(|m| self.report.error(r.host.span(), format!("{key}.host"), m))
+            .ok();
+        let path = match (&r.path, &r.exact) {
+            (Some(_), Some(exact)) => {
+                self.report.error(
+                    exact.span(),
+                    format!("{key}.exact"),
+                    "set either `path` (prefix) or `exact`, not both",
+                );
+                None
+            }
+            (_, Some(p)) => self
+                .url_path(p, &format!("{key}.exact"))
+                .map(PathMatch::Exact),
+            (Some(p), None) => self
+                .url_path(p, &format!("{key}.path"))
+                .map(PathMatch::Prefix),
+            (None, None) => Some(PathMatch::Prefix("/".into())),
+        };
+
+        let route_listeners = r.listeners.as_ref().map(|ls| {
+            ls.iter()
+                .enumerate()
+                .map(|(j, l)| {
+                    if !listeners.contains(l.get_ref()) {
+                        self.report.error(
+                            l.span(),
+                            format!("{key}.listeners[{j}]"),
+                            format!(
+                                "no listener is named `{}`; name one of the [[listener]] entries",
+                                l.get_ref()
+                            ),
+                        );
+                    }
+                    l.get_ref().clone()
+                })
+                .collect::<Vec<_>>()
+        });
+        if let Some(t) = &r.tenant
+            && !tenants.contains(t.get_ref())
+        {
+            self.report.error(
+                t.span(),
+                format!("{key}.tenant"),
+                format!(
+                    "no tenant is named `{}`; add a [[tenant]] with that name or fix the spelling",
+                    t.get_ref()
+                ),
+            );
+        }
+
+        let action = match (&r.direct, r.backends.get_ref().is_empty()) {
+            (Some(_), false) => {
+                self.report.error(
+                    r.backends.span(),
+                    format!("{key}.backends"),
+                    "a route has either `backends` or `direct`, not both",
+                );
+                None
+            }
+            (None, true) => {
+                self.report.error(
+                    r.host.span(),
+                    key.to_string(),
+                    "the route has nowhere to go: add `backends = [\"host:port\"]` or a `direct` response",
+                );
+                None
+            }
+            (Some(d), true) => self
+                .direct(d, &format!("{key}.direct"))
+                .map(RouteAction::Direct),
+            (None, false) => self.upstream(r, key).map(RouteAction::Proxy),
+        };
+
+        let (host, path, action) = (host?, path?, action?);
+        let name = r.name.as_ref().map_or_else(
+            || match &path {
+                PathMatch::Exact(p) | PathMatch::Prefix(p) => format!("{host}{p}"),
+            },
+            |n| n.get_ref().clone(),
+        );
+        Some(RouteConfig {
+            name,
+            listeners: route_listeners,
+            host,
+            path,
+            action,
+            tenant: r.tenant.as_ref().map(|t| t.get_ref().clone()),
+            bandwidth: r
+                .bandwidth
+                .as_ref()
+                .map(|b| bandwidth(&b.0))
+                .unwrap_or_default(),
+            timeouts: defaults.overlay(&r.timeouts),
+        })
+    }
+
+    fn upstream(&mut self, r: &RawRoute, key: &str) -> Option<UpstreamConfig> {
+        let mut ok = true;
+        let backends: Vec<Backend> = r
+            .backends
+            .get_ref()
+            .iter()
+            .enumerate()
+            .filter_map(|(j, b)| {
+                let parsed = parse_backend(b.get_ref());
+                if let Err(m) = &parsed {
+                    self.report
+                        .error(b.span(), format!("{key}.backends[{j}]"), m.clone());
+                    ok = false;
+                }
+                parsed.ok()
+            })
+            .collect();
+        let any_tls = backends.iter().any(|b| b.tls);
+        if any_tls && backends.iter().any(|b| !b.tls) {
+            self.report.error(
+                r.backends.span(),
+                format!("{key}.backends"),
+                "mixes http and https backends; a route's backends share one protocol",
+            );
+            ok = false;
+        }
+        let protocol = r.protocol.unwrap_or_default();
+        let tls = match (&r.tls, any_tls) {
+            (Some(t), false) => {
+                let span =
+                    t.ca.as_ref()
+                        .or(t.cert.as_ref())
+                        .or(t.server_name.as_ref())
+                        .map_or(r.host.span(), |s| s.span());
+                self.report.error(span, format!("{key}.tls"), "`tls` is set but the backends are plain http: write them as `https://host:port`");
+                ok = false;
+                None
+            }
+            (raw_tls, true) => self.upstream_tls(raw_tls.as_ref(), &format!("{key}.tls")),
+            (None, false) => None,
+        };
+        if any_tls && protocol == UpstreamProtocol::H2c {
+            self.report.error(
+                r.backends.span(),
+                format!("{key}.protocol"),
+                "`h2c` is for plain-TCP backends; TLS backends negotiate HTTP/2 by ALPN",
+            );
+            ok = false;
+        }
+        (ok && (tls.is_some() || !any_tls)).then_some(UpstreamConfig {
+            backends,
+            protocol,
+            tls,
+        })
+    }
+
+    fn upstream_tls(&mut self, raw: Option<&RawUpstreamTls>, key: &str) -> Option<UpstreamTls> {
+        let mut roots = rustls::RootCertStore::empty();
+        match raw.and_then(|t| t.ca.as_ref()) {
+            Some(ca) => {
+                let certs = self.certificates(ca, &format!("{key}.ca"))?;
+                for c in certs {
+                    if let Err(e) = roots.add(c) {
+                        self.report.error(
+                            ca.span(),
+                            format!("{key}.ca"),
+                            format!("a CA certificate is invalid: {e}"),
+                        );
+                        return None;
+                    }
+                }
+            }
+            None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+        }
+        let identity = match raw.map(|t| (&t.cert, &t.key)) {
+            Some((Some(cert), Some(k))) => {
+                let chain = self.certificates(cert, &format!("{key}.cert"))?;
+                let key_der = self.private_key(k, &format!("{key}.key"))?;
+                Some(Arc::new(ClientIdentity {
+                    chain,
+                    key: key_der,
+                }))
+            }
+            Some((Some(c), None)) | Some((None, Some(c))) => {
+                self.report.error(
+                    c.span(),
+                    key.to_string(),
+                    "a client certificate needs both `cert` and `key`",
+                );
+                return None;
+            }
+            _ => None,
+        };
+        let server_name = match raw.and_then(|t| t.server_name.as_ref()) {
+            Some(n) => match ServerName::try_from(n.get_ref().clone()) {
+                Ok(name) => Some(name),
+                Err(e) => {
+                    self.report.error(
+                        n.span(),
+                        format!("{key}.server_name"),
+                        format!("not a DNS name or IP address: {e}"),
+                    );
+                    return None;
+                }
+            },
+            None => None,
+        };
+        Some(UpstreamTls {
+            roots: Arc::new(roots),
+            identity,
+            server_name,
+        })
+    }
+
+    fn direct(&mut self, d: &Spanned<RawDirect>, key: &str) -> Option<DirectResponse> {
+        let raw = d.get_ref();
+        let status = match StatusCode::from_u16(*raw.status.get_ref()) {
+            Ok(s) => s,
+            Err(_) => {
+                self.report.error(
+                    raw.status.span(),
+                    format!("{key}.status"),
+                    "not an HTTP status code (100-999)",
+                );
+                return None;
+            }
+        };
+        let mut headers = HeaderMap::new();
+        for (name, value) in &raw.headers {
+            let header_key = format!("{key}.headers.{name}");
+            match (
+                HeaderName::try_from(name.as_str()),
+                HeaderValue::try_from(value.get_ref().as_str()),
+            ) {
+                (Ok(n), Ok(v)) => {
+                    headers.append(n, v);
+                }
+                (Err(_), _) => self.report.error(
+                    value.span(),
+                    header_key,
+                    format!("`{name}` is not a valid header name"),
+                ),
+                (_, Err(_)) => self.report.error(
+                    value.span(),
+                    header_key,
+                    "the value has characters a header cannot carry",
+                ),
+            }
+        }
+        Some(DirectResponse {
+            status,
+            headers,
+            body: Bytes::from(raw.body.clone()),
+        })
+    }
+
+    fn server_tls(&mut self, l: &RawListener, key: &str) -> Option<ServerTls> {
+        let Some(tls) = &l.tls else {
+            if let Some(c) = l.certificate.first() {
+                self.report.error(
+                    c.cert.span(),
+                    format!("{key}.certificate"),
+                    "SNI certificates need `tls` (the default certificate) on the listener",
+                );
+            }
+            return None;
+        };
+        let default = self.certified_key(&tls.cert, &tls.key, &format!("{key}.tls"));
+        let mut by_host = Vec::new();
+        for (j, c) in l.certificate.iter().enumerate() {
+            let ckey = format!("{key}.certificate[{j}]");
+            if c.hosts.get_ref().is_empty() {
+                self.report.error(
+                    c.hosts.span(),
+                    format!("{ckey}.hosts"),
+                    "list at least one host this certificate serves",
+                );
+            }
+            let Some(certified) = self.certified_key(&c.cert, &c.key, &ckey) else {
+                continue;
+            };
+            for (h, host) in c.hosts.get_ref().iter().enumerate() {
+                match HostPattern::parse(host.get_ref()) {
+                    Ok(p) => by_host.push((p, certified.clone())),
+                    Err(m) => self
+                        .report
+                        .error(host.span(), format!("{ckey}.hosts[{h}]"), m),
+                }
+            }
+        }
+        let client_ca = match &tls.client_ca {
+            Some(ca) => {
+                let mut roots = rustls::RootCertStore::empty();
+                for c in self.certificates(ca, &format!("{key}.tls.client_ca"))? {
+                    if let Err(e) = roots.add(c) {
+                        self.report.error(
+                            ca.span(),
+                            format!("{key}.tls.client_ca"),
+                            format!("a CA certificate is invalid: {e}"),
+                        );
+                    }
+                }
+                Some(Arc::new(roots))
+            }
+            None => None,
+        };
+        Some(ServerTls {
+            default: default?,
+            by_host,
+            client_ca,
+        })
+    }
+}
+
+impl Validator<'_, '_> {
+    fn socket_addr(&mut self, text: &Spanned<String>, key: &str) -> Option<SocketAddr> {
+        text.get_ref()
+            .parse()
+            .map_err(|_| {
+                self.report.error(
+                    text.span(),
+                    key.to_string(),
+                    format!("`{}` is not an address: write IP:port, like \"127.0.0.1:8080\" or \"[::]:8443\"", text.get_ref()),
+                )
+            })
+            .ok()
+    }
+
+    fn url_path(&mut self, p: &Spanned<String>, key: &str) -> Option<String> {
+        let path = p.get_ref();
+        if path.starts_with('/') && !path.contains(['?', '#', ' ']) {
+            Some(path.clone())
+        } else {
+            self.report.error(
+                p.span(),
+                key.to_string(),
+                format!("`{path}` is not a path: start it with `/`, without query or fragment"),
+            );
+            None
+        }
+    }
+}
+
+/// Names of one kind of entry, each unique.
+#[derive(Default)]
+struct Names(HashMap<String, Range<usize>>);
+
+impl Names {
+    fn insert(&mut self, report: &mut Reporter<'_>, name: &Spanned<String>, key: &str, what: &str) {
+        if name.get_ref().is_empty() {
+            report.error(
+                name.span(),
+                key.to_string(),
+                format!("a {what} needs a non-empty name"),
+            );
+        } else if let Some(first) = self.0.get(name.get_ref()) {
+            let (line, col) = report.line_column(first.start);
+            report.error(
+                name.span(),
+                key.to_string(),
+                format!(
+                    "duplicate {what} name `{}` (first at {line}:{col}); names must be unique",
+                    name.get_ref()
+                ),
+            );
+        } else {
+            self.0.insert(name.get_ref().clone(), name.span());
+        }
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        self.0.contains_key(name)
+    }
+}
+
+fn overlaps(a: &Option<Vec<String>>, b: &Option<Vec<String>>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => a.iter().any(|x| b.contains(x)),
+        _ => true,
+    }
+}
+
+fn bandwidth(raw: &RawBandwidth) -> BandwidthConfig {
+    BandwidthConfig {
+        per_connection: raw.per_connection,
+        total: raw.total,
+    }
+}
+
+pub(super) fn parse_backend(text: &str) -> Result<Backend, String> {
+    let (tls, rest) = if let Some(r) = text.strip_prefix("https://") {
+        (true, r)
+    } else if let Some(r) = text.strip_prefix("http://") {
+        (false, r)
+    } else if text.contains("://") {
+        return Err(format!(
+            "`{text}` has an unknown scheme: use `host:port`, `http://host:port` or `https://host:port`"
+        ));
+    } else {
+        (false, text)
+    };
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    let authority: http::uri::Authority = rest
+        .parse()
+        .map_err(|_| format!("`{text}` is not a backend address: write `host:port`"))?;
+    if authority.port_u16().is_none() || rest.contains('/') || rest.contains('@') {
+        return Err(format!(
+            "`{text}` needs a port and nothing after it: write `host:port`"
+        ));
+    }
+    Ok(Backend { tls, authority })
+}

@@ -1,0 +1,48 @@
+//! The narrow handle through which the admin listener and the file watcher drive the
+//! running gateway: read its state, ask for a reload. They see this trait, never the
+//! gateway itself, so the gateway depends on them and not the other way round.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use crate::metrics::Metrics;
+use crate::snapshot::Snapshot;
+
+/// The outcome of the last reload, for `/status`.
+#[derive(Debug, Clone)]
+pub struct ReloadRecord {
+    pub at: SystemTime,
+    /// The generation now serving, or the errors that kept the old one.
+    pub result: Result<u64, String>,
+}
+
+/// A running listener as `/status` shows it.
+#[derive(Debug, Clone)]
+pub struct ListenerAddr {
+    pub name: String,
+    /// The address as configured (port 0 stays 0).
+    pub bind: SocketAddr,
+    /// The address bound (the real port).
+    pub local: SocketAddr,
+}
+
+pub type ReloadFuture<'a> = Pin<Box<dyn Future<Output = Result<u64, String>> + Send + 'a>>;
+
+/// What admin and the watcher may ask of the gateway.
+pub trait Control: Send + Sync + 'static {
+    /// The snapshot serving now.
+    fn snapshot(&self) -> Arc<Snapshot>;
+    fn metrics(&self) -> &Metrics;
+    /// The config file the gateway loads on reload.
+    fn config_path(&self) -> &Path;
+    fn listener_addrs(&self) -> Vec<ListenerAddr>;
+    fn last_reload(&self) -> Option<ReloadRecord>;
+    /// True once shutdown began: `/readyz` answers 503 from then on.
+    fn is_draining(&self) -> bool;
+    /// Reloads the config; the new generation, or the errors that kept the old one.
+    fn reload(&self) -> ReloadFuture<'_>;
+}

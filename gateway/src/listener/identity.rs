@@ -1,0 +1,119 @@
+//! Who a TLS client is, from the certificate it presented: the subject's common name and
+//! its DNS and URI subject alternative names, as kube-apiserver and the kubelet read a
+//! client certificate. Parsed once per connection, after the handshake verified the chain
+//! against the listener's `client_ca`; nothing here verifies anything.
+
+use x509_parser::extensions::GeneralName;
+use x509_parser::prelude::{FromDer, X509Certificate};
+
+/// The names a verified client certificate carries.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientIdentity {
+    /// The subject's first common name (Kubernetes' user name).
+    pub common_name: Option<String>,
+    /// The subject's organizations (Kubernetes' groups).
+    pub organizations: Vec<String>,
+    pub dns_names: Vec<String>,
+    pub uris: Vec<String>,
+}
+
+impl ClientIdentity {
+    /// Reads the names of a DER certificate; `None` if it does not parse.
+    pub fn from_der(der: &[u8]) -> Option<ClientIdentity> {
+        let (_, cert) = X509Certificate::from_der(der).ok()?;
+        let subject = cert.subject();
+        let common_name = subject
+            .iter_common_name()
+            .next()
+            .and_then(|cn| cn.as_str().ok())
+            .map(str::to_string);
+        let organizations = subject
+            .iter_organization()
+            .filter_map(|o| o.as_str().ok())
+            .map(str::to_string)
+            .collect();
+        let mut dns_names = Vec::new();
+        let mut uris = Vec::new();
+        if let Ok(Some(san)) = cert.subject_alternative_name() {
+            for name in &san.value.general_names {
+                match name {
+                    GeneralName::DNSName(d) => dns_names.push(d.to_string()),
+                    GeneralName::URI(u) => uris.push(u.to_string()),
+                    _ => {}
+                }
+            }
+        }
+        Some(ClientIdentity {
+            common_name,
+            organizations,
+            dns_names,
+            uris,
+        })
+    }
+
+    /// Whether any of `allowed` is this client's common name, one of its DNS names or one
+    /// of its URIs (exact, case-sensitive, as the names are issued).
+    pub fn is_any_of(&self, allowed: &[String]) -> bool {
+        allowed.iter().any(|a| {
+            self.common_name.as_deref() == Some(a.as_str())
+                || self.dns_names.iter().any(|d| d == a)
+                || self.uris.iter().any(|u| u == a)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rcgen::{CertificateParams, DnType, KeyPair, SanType};
+
+    fn cert(cn: &str, org: Option<&str>, sans: Vec<SanType>) -> Vec<u8> {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name.push(DnType::CommonName, cn);
+        if let Some(o) = org {
+            params.distinguished_name.push(DnType::OrganizationName, o);
+        }
+        params.subject_alt_names = sans;
+        let key = KeyPair::generate().unwrap();
+        params.self_signed(&key).unwrap().der().to_vec()
+    }
+
+    #[test]
+    fn reads_the_common_name_organizations_and_alternative_names() {
+        let der = cert(
+            "kube-apiserver-kubelet-client",
+            Some("system:masters"),
+            vec![
+                SanType::DnsName("apiserver.example".try_into().unwrap()),
+                SanType::URI("spiffe://root/apiserver".try_into().unwrap()),
+            ],
+        );
+        let id = ClientIdentity::from_der(&der).unwrap();
+        assert_eq!(
+            id.common_name.as_deref(),
+            Some("kube-apiserver-kubelet-client")
+        );
+        assert_eq!(id.organizations, vec!["system:masters"]);
+        assert_eq!(id.dns_names, vec!["apiserver.example"]);
+        assert_eq!(id.uris, vec!["spiffe://root/apiserver"]);
+    }
+
+    #[test]
+    fn allowed_by_common_name_or_any_alternative_name() {
+        let der = cert(
+            "apiserver",
+            None,
+            vec![SanType::DnsName("api.root.example".try_into().unwrap())],
+        );
+        let id = ClientIdentity::from_der(&der).unwrap();
+        assert!(id.is_any_of(&["apiserver".into()]));
+        assert!(id.is_any_of(&["other".into(), "api.root.example".into()]));
+        assert!(!id.is_any_of(&["Apiserver".into(), "root.example".into()]));
+        assert!(!id.is_any_of(&[]));
+    }
+
+    #[test]
+    fn garbage_is_no_identity() {
+        assert_eq!(ClientIdentity::from_der(b"not a certificate"), None);
+    }
+}

@@ -1,0 +1,115 @@
+//! The user-space copy loop of one direction and the activity clock both directions share
+//! for the idle timeout. Charges the limiter before each write (see the parent module).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::time::Instant;
+
+use super::{Direction, IoOp, SpliceError};
+use crate::limit::{Limiter, MAX_CHUNK};
+
+#[derive(Debug)]
+pub(super) struct DirectionReport {
+    pub(super) bytes: u64,
+    pub(super) throttled: Duration,
+}
+
+pub(super) async fn copy_one<R, W, F>(
+    direction: Direction,
+    reader: &mut R,
+    writer: &mut W,
+    limiter: &Limiter,
+    activity: &Activity,
+    on_bytes: &F,
+) -> Result<DirectionReport, SpliceError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+    F: Fn(Direction, u64),
+{
+    // One buffer per direction for the whole splice, no bigger than one charge should be.
+    let mut buf = vec![0u8; limiter.chunk_hint().min(MAX_CHUNK)];
+    let mut report = DirectionReport {
+        bytes: 0,
+        throttled: Duration::ZERO,
+    };
+    loop {
+        let n = reader
+            .read(&mut buf)
+            .await
+            .map_err(SpliceError::io(direction, IoOp::Read))?;
+        if n == 0 {
+            // Half-close: pass the EOF on (shutdown flushes first) and let the other
+            // direction run to its own end.
+            writer
+                .shutdown()
+                .await
+                .map_err(SpliceError::io(direction, IoOp::Shutdown))?;
+            activity.touch(Instant::now());
+            return Ok(report);
+        }
+        let now = Instant::now();
+        activity.touch(now);
+        let wait = limiter.charge(n);
+        if !wait.is_zero() {
+            // Bytes waiting on the limiter are not idle: they move when the wait ends.
+            activity.touch(now + wait);
+            tokio::time::sleep(wait).await;
+            report.throttled += now.elapsed();
+        }
+        writer
+            .write_all(&buf[..n])
+            .await
+            .map_err(SpliceError::io(direction, IoOp::Write))?;
+        // A no-op on TCP; a TLS stream may hold the record back until flushed.
+        writer
+            .flush()
+            .await
+            .map_err(SpliceError::io(direction, IoOp::Write))?;
+        activity.touch(Instant::now());
+        report.bytes += n as u64;
+        on_bytes(direction, n as u64);
+    }
+}
+
+/// When bytes last moved either way, for the idle timeout. Atomic rather than a `Cell` so
+/// the splice future stays `Send`; both directions only ever move it forward.
+pub(super) struct Activity {
+    start: Instant,
+    /// Nanoseconds after `start`.
+    last: AtomicU64,
+}
+
+impl Activity {
+    pub(super) fn new() -> Self {
+        Activity {
+            start: Instant::now(),
+            last: AtomicU64::new(0),
+        }
+    }
+
+    pub(super) fn touch(&self, at: Instant) {
+        let nanos =
+            u64::try_from(at.saturating_duration_since(self.start).as_nanos()).unwrap_or(u64::MAX);
+        self.last.fetch_max(nanos, Ordering::Relaxed);
+    }
+
+    pub(super) fn last(&self) -> Instant {
+        self.start + Duration::from_nanos(self.last.load(Ordering::Relaxed))
+    }
+
+    /// Resolves once nothing has moved for `timeout`, with how long that was. Wakes once per
+    /// `timeout` at most, not per chunk.
+    pub(super) async fn idle_for(&self, timeout: Duration) -> Duration {
+        loop {
+            let last = self.last();
+            let deadline = last + timeout;
+            if Instant::now() >= deadline {
+                return Instant::now().saturating_duration_since(last);
+            }
+            tokio::time::sleep_until(deadline).await;
+        }
+    }
+}

@@ -1,0 +1,24 @@
+//! The shared runtime state: what every connection and request task holds.
+//!
+//! It sits below the listeners and the gateway: a listener serves from it, the gateway
+//! (which owns the sockets, reload and shutdown) fills it. It holds no policy and starts
+//! nothing.
+
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::metrics::Metrics;
+use crate::snapshot::Snapshot;
+
+/// What every connection and request task shares.
+pub struct Shared {
+    pub snapshot: ArcSwap<Snapshot>,
+    pub metrics: Arc<Metrics>,
+    /// Connections and hijacked streams; shutdown waits on it.
+    pub tasks: TaskTracker,
+    /// Cancelled when shutdown's grace period is over: whatever is still open closes.
+    pub kill: CancellationToken,
+}

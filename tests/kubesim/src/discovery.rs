@@ -1,0 +1,81 @@
+//! Discovery documents: `/version`, `/api`, `/api/v1`, `/apis`, `/apis/{group}/{version}`.
+//! Served unaggregated (plain lists, `application/json`), which kubectl accepts silently.
+
+use serde_json::{Value, json};
+
+use crate::resources::{GROUPS, RESOURCES, VERBS};
+
+pub fn version() -> Value {
+    json!({
+        "major": "1", "minor": "37", "gitVersion": "v1.37.1-kubesim",
+        "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.25.0", "compiler": "gc",
+        "platform": "linux/amd64"
+    })
+}
+
+pub fn api(server: &str) -> Value {
+    json!({
+        "kind": "APIVersions", "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server}]
+    })
+}
+
+fn group_doc(name: &str) -> Value {
+    let gv = format!("{name}/v1");
+    json!({"name": name, "versions": [{"groupVersion": gv, "version": "v1"}],
+           "preferredVersion": {"groupVersion": gv, "version": "v1"}})
+}
+
+pub fn apis() -> Value {
+    json!({"kind": "APIGroupList", "apiVersion": "v1",
+           "groups": GROUPS.iter().map(|g| group_doc(g)).collect::<Vec<_>>()})
+}
+
+pub fn group(name: &str) -> Option<Value> {
+    GROUPS.contains(&name).then(|| {
+        let mut g = group_doc(name);
+        g["kind"] = json!("APIGroup");
+        g["apiVersion"] = json!("v1");
+        g
+    })
+}
+
+/// The `APIResourceList` of a group version (`group` empty for core), None if not served.
+pub fn resources(group: &str, version: &str) -> Option<Value> {
+    if version != "v1" || !(group.is_empty() || GROUPS.contains(&group)) {
+        return None;
+    }
+    let mut list = Vec::new();
+    for r in RESOURCES.iter().filter(|r| r.group == group) {
+        let mut doc = json!({
+            "name": r.plural, "singularName": r.singular, "namespaced": r.namespaced,
+            "kind": r.kind, "verbs": VERBS, "storageVersionHash": ""
+        });
+        if !r.short_names.is_empty() {
+            doc["shortNames"] = json!(r.short_names);
+        }
+        list.push(doc);
+        for sub in r.subresources {
+            let (kind, verbs): (&str, &[&str]) = match *sub {
+                "status" => (r.kind, &["get", "patch", "update"]),
+                "log" => ("Pod", &["get"]),
+                "exec" | "attach" => ("PodExecOptions", &["create", "get"]),
+                "portforward" => ("PodPortForwardOptions", &["create", "get"]),
+                _ => continue,
+            };
+            list.push(
+                json!({"name": format!("{}/{sub}", r.plural), "singularName": "",
+                "namespaced": r.namespaced, "kind": kind, "verbs": verbs}),
+            );
+        }
+    }
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    Some(
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": list}),
+    )
+}

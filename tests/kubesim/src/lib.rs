@@ -1,0 +1,31 @@
+//! kubesim: a kube-apiserver simulator for leafgate's tests.
+//!
+//! It plays one cluster's API server on `127.0.0.1:0`, faithful wherever leafgate touches the
+//! API (the facts in `shared/reference/kubernetes-protocols.md`), and is itself proven
+//! against the real `kubectl` before leafgate stands in between. Where kubectl and the
+//! simulator disagree, the simulator is wrong.
+//!
+//! - `server`: `KubeSim` (TLS, authentication, start/stop/restart, kubeconfigs, request record).
+//! - `api`: the router (discovery, CRUD, list/watch, Table, logs, streaming hand-off).
+//! - `store`: objects, resourceVersions, watch history, log buffers.
+//! - `select`, `patch`, `table`, `discovery`, `resources`, `query`: the pieces they use.
+//! - `kubectl`: which real kubectl binaries tests run against.
+//! - `status`: `metav1.Status` bodies, as kube-apiserver writes them.
+//! - `remote`: the streaming pod subresources (`exec`, `attach`, `portforward`) over SPDY/3.1
+//!   and WebSocket.
+
+pub mod api;
+pub mod discovery;
+pub mod kubectl;
+pub mod patch;
+pub mod query;
+pub mod remote;
+pub mod resources;
+pub mod select;
+pub mod server;
+pub mod status;
+pub mod store;
+pub mod table;
+
+pub use server::{Credential, KubeSim, KubeSimBuilder, Recorded, SimError};
+pub use store::Store;

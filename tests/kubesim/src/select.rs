@@ -1,0 +1,180 @@
+//! Label and field selectors as kube-apiserver parses them (`=`, `==`, `!=`, `in`, `notin`,
+//! existence, `!key`). Owns parsing and matching only; it does not know about storage.
+
+use serde_json::Value;
+
+/// A selector that could not be parsed; the message is kube-apiserver's wording.
+#[derive(Debug, thiserror::Error)]
+#[error("unable to parse requirement: {0}")]
+pub struct SelectorError(pub String);
+
+#[derive(Debug, Clone, PartialEq)]
+enum Op {
+    Eq(String),
+    Ne(String),
+    In(Vec<String>),
+    NotIn(Vec<String>),
+    Exists,
+    NotExists,
+}
+
+/// A parsed selector: every requirement must hold.
+#[derive(Debug, Clone, Default)]
+pub struct Selector {
+    reqs: Vec<(String, Op)>,
+}
+
+fn split_top(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0i32, 0usize);
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+fn set(s: &str) -> Result<Vec<String>, SelectorError> {
+    let s = s.trim();
+    let inner = s
+        .strip_prefix('(')
+        .and_then(|s| s.strip_suffix(')'))
+        .ok_or_else(|| SelectorError(format!("expected a parenthesised set, found {s:?}")))?;
+    Ok(inner.split(',').map(|v| v.trim().to_string()).collect())
+}
+
+impl Selector {
+    /// Parses a label selector (`fields` = false) or a field selector (only `=`, `==`, `!=`).
+    pub fn parse(text: &str, fields: bool) -> Result<Selector, SelectorError> {
+        let mut reqs = Vec::new();
+        for term in split_top(text) {
+            let t = term.trim();
+            if t.is_empty() {
+                continue;
+            }
+            let req = if let Some((k, v)) = t.split_once("!=") {
+                (k.trim().to_string(), Op::Ne(v.trim().to_string()))
+            } else if let Some((k, v)) = t.split_once("==") {
+                (k.trim().to_string(), Op::Eq(v.trim().to_string()))
+            } else if let Some((k, v)) = t.split_once('=') {
+                (k.trim().to_string(), Op::Eq(v.trim().to_string()))
+            } else if fields {
+                return Err(SelectorError(format!("invalid field selector: {t:?}")));
+            } else if let Some(i) = t.find(" notin ") {
+                (t[..i].trim().to_string(), Op::NotIn(set(&t[i + 7..])?))
+            } else if let Some(i) = t.find(" in ") {
+                (t[..i].trim().to_string(), Op::In(set(&t[i + 4..])?))
+            } else if let Some(k) = t.strip_prefix('!') {
+                (k.trim().to_string(), Op::NotExists)
+            } else if t.contains(char::is_whitespace) || t.contains('(') {
+                return Err(SelectorError(format!("invalid requirement {t:?}")));
+            } else {
+                (t.to_string(), Op::Exists)
+            };
+            if req.0.is_empty() {
+                return Err(SelectorError(format!("empty key in {t:?}")));
+            }
+            reqs.push(req);
+        }
+        Ok(Selector { reqs })
+    }
+
+    /// Whether `get(key)` satisfies every requirement.
+    pub fn matches(&self, get: impl Fn(&str) -> Option<String>) -> bool {
+        self.reqs.iter().all(|(k, op)| {
+            let v = get(k);
+            match op {
+                Op::Eq(x) => v.as_deref() == Some(x.as_str()),
+                Op::Ne(x) => v.as_deref() != Some(x.as_str()),
+                Op::In(xs) => v.is_some_and(|v| xs.contains(&v)),
+                Op::NotIn(xs) => v.is_none_or(|v| !xs.contains(&v)),
+                Op::Exists => v.is_some(),
+                Op::NotExists => v.is_none(),
+            }
+        })
+    }
+
+    /// Label match against `metadata.labels`.
+    pub fn matches_labels(&self, obj: &Value) -> bool {
+        self.matches(|k| {
+            obj.pointer("/metadata/labels")
+                .and_then(|l| l.get(k))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+    }
+
+    /// Field match on the fields kube-apiserver indexes for every kind we serve.
+    pub fn matches_fields(&self, obj: &Value) -> bool {
+        self.matches(|k| {
+            let ptr = match k {
+                "metadata.name" => "/metadata/name",
+                "metadata.namespace" => "/metadata/namespace",
+                "spec.nodeName" => "/spec/nodeName",
+                "status.phase" => "/status/phase",
+                _ => return None,
+            };
+            Some(
+                obj.pointer(ptr)
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+            )
+        })
+    }
+
+    /// The field names this selector uses, for rejecting unsupported ones.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.reqs.iter().map(|(k, _)| k.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(labels: Value) -> Value {
+        json!({"metadata": {"name": "p", "namespace": "ns", "labels": labels}, "spec": {"nodeName": "n1"}})
+    }
+
+    #[test]
+    fn label_operators() {
+        let p = pod(json!({"app": "web", "tier": "front"}));
+        let m = |s: &str| Selector::parse(s, false).unwrap().matches_labels(&p);
+        assert!(m("app=web"));
+        assert!(m("app==web,tier"));
+        assert!(!m("app!=web"));
+        assert!(m("app in (web, api)"));
+        assert!(!m("app notin (web,api)"));
+        assert!(m("tier notin (back)"));
+        assert!(m("!missing"));
+        assert!(!m("!app"));
+        assert!(!m("missing"));
+        assert!(!m("app in (api),tier"));
+        assert!(m(""));
+    }
+
+    #[test]
+    fn field_selectors() {
+        let p = pod(json!({}));
+        let m = |s: &str| Selector::parse(s, true).unwrap().matches_fields(&p);
+        assert!(m("spec.nodeName=n1,metadata.namespace=ns"));
+        assert!(!m("metadata.name!=p"));
+        assert!(Selector::parse("spec.nodeName", true).is_err());
+    }
+
+    #[test]
+    fn bad_label_selector() {
+        assert!(Selector::parse("a in b", false).is_err());
+        assert!(Selector::parse("=x", false).is_err());
+    }
+}

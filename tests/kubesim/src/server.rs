@@ -1,0 +1,410 @@
+//! The `KubeSim` server: TLS listener on 127.0.0.1, authentication (bearer tokens, client
+//! certificates), the request record, start/stop/restart on one port, and kubeconfigs.
+//! Routing and resource semantics live in `api`; this module does not interpret paths.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use base64::Engine;
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use hyper::Request;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use serde_json::Value;
+use tokio::net::TcpSocket;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::store::Store;
+
+/// Response bodies: whole or streamed.
+pub type Body = BoxBody<Bytes, Infallible>;
+
+/// Why the simulator could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("certificate generation failed: {0}")]
+    Cert(#[from] rcgen::Error),
+    #[error("TLS configuration rejected: {0}")]
+    Tls(#[from] rustls::Error),
+    #[error("cannot listen on 127.0.0.1:{port}: {source}")]
+    Bind { port: u16, source: std::io::Error },
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("the simulator is not running")]
+    NotRunning,
+}
+
+/// One request as received, for assertions.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    pub path: String,
+    pub query: String,
+    pub headers: Vec<(String, String)>,
+    /// The authenticated user, None when authentication failed.
+    pub user: Option<String>,
+}
+
+/// Which credential a kubeconfig carries.
+#[derive(Debug, Clone)]
+pub enum Credential {
+    /// A bearer token (must be one the simulator knows for it to work).
+    Token(String),
+    /// A client certificate issued by the simulator's client CA with this CN.
+    ClientCert(String),
+}
+
+pub(crate) struct Shared {
+    pub store: Store,
+    pub tokens: HashMap<String, String>,
+    pub requests: Mutex<Vec<Recorded>>,
+}
+
+struct Running {
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+/// Builds a `KubeSim`.
+#[derive(Default)]
+pub struct KubeSimBuilder {
+    tokens: Vec<(String, String)>,
+}
+
+impl KubeSimBuilder {
+    /// Accepts `token` as a bearer token for `user`.
+    pub fn token(mut self, token: &str, user: &str) -> Self {
+        self.tokens.push((token.to_string(), user.to_string()));
+        self
+    }
+
+    /// Generates the CAs and certificates and starts serving on 127.0.0.1:0.
+    pub async fn start(self) -> Result<KubeSim, SimError> {
+        let ca = Ca::new("kubesim-ca")?;
+        let client_ca = Ca::new("kubesim-client-ca")?;
+        let mut params =
+            CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])?;
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "kube-apiserver");
+        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+        let key = KeyPair::generate()?;
+        let cert = params.signed_by(&key, &ca.issuer)?;
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(client_ca.der.clone())?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+            Arc::new(roots),
+            provider.clone(),
+        )
+        .allow_unauthenticated()
+        .build()
+        .map_err(|e| rustls::Error::General(format!("client CA: {e}")))?;
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(
+                vec![cert.der().clone()],
+                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+            )?;
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let shared = Arc::new(Shared {
+            store: Store::new(),
+            tokens: self.tokens.into_iter().collect(),
+            requests: Mutex::new(Vec::new()),
+        });
+        let mut sim = KubeSim {
+            ca_pem: ca.pem.clone(),
+            client_ca,
+            tls: Arc::new(config),
+            shared,
+            port: 0,
+            running: None,
+        };
+        sim.listen().await?;
+        Ok(sim)
+    }
+}
+
+struct Ca {
+    issuer: Issuer<'static, KeyPair>,
+    pem: String,
+    der: CertificateDer<'static>,
+}
+
+impl Ca {
+    fn new(name: &str) -> Result<Ca, rcgen::Error> {
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let key = KeyPair::generate()?;
+        let cert = params.self_signed(&key)?;
+        Ok(Ca {
+            pem: cert.pem(),
+            der: cert.der().clone(),
+            issuer: Issuer::new(params, key),
+        })
+    }
+}
+
+/// A running kube-apiserver simulator.
+pub struct KubeSim {
+    ca_pem: String,
+    client_ca: Ca,
+    tls: Arc<rustls::ServerConfig>,
+    shared: Arc<Shared>,
+    port: u16,
+    running: Option<Running>,
+}
+
+impl KubeSim {
+    pub fn builder() -> KubeSimBuilder {
+        KubeSimBuilder::default()
+    }
+
+    async fn listen(&mut self) -> Result<(), SimError> {
+        let bind = |port: u16| -> Result<tokio::net::TcpListener, std::io::Error> {
+            let sock = TcpSocket::new_v4()?;
+            sock.set_reuseaddr(true)?;
+            sock.bind(SocketAddr::from(([127, 0, 0, 1], port)))?;
+            sock.listen(1024)
+        };
+        let listener = bind(self.port).map_err(|source| SimError::Bind {
+            port: self.port,
+            source,
+        })?;
+        let addr = listener.local_addr().map_err(|source| SimError::Bind {
+            port: self.port,
+            source,
+        })?;
+        self.port = addr.port();
+        let (stop, stopped) = watch::channel(false);
+        let acceptor = tokio_rustls::TlsAcceptor::from(self.tls.clone());
+        let shared = self.shared.clone();
+        let task = tokio::spawn(accept_loop(listener, acceptor, shared, stopped));
+        self.running = Some(Running { addr, stop, task });
+        Ok(())
+    }
+
+    /// `https://127.0.0.1:{port}`.
+    pub fn url(&self) -> String {
+        format!("https://127.0.0.1:{}", self.port)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    /// The CA that signed the serving certificate, as PEM.
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
+    /// Stops serving: closes the listener and every open connection (watches break).
+    pub async fn stop(&mut self) {
+        if let Some(r) = self.running.take() {
+            let _ = r.stop.send(true);
+            let _ = r.task.await;
+            let _ = r.addr;
+        }
+    }
+
+    /// Stops and serves again on the same port, keeping the store.
+    pub async fn restart(&mut self) -> Result<(), SimError> {
+        self.stop().await;
+        self.listen().await
+    }
+
+    /// The object store (create/replace/patch/delete objects, logs, compaction).
+    pub fn store(&self) -> &Store {
+        &self.shared.store
+    }
+
+    /// Every request received so far.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.shared
+            .requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Issues a client certificate and key (PEM) for `cn` from the client CA.
+    pub fn client_cert(&self, cn: &str) -> Result<(String, String), SimError> {
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params.distinguished_name.push(DnType::CommonName, cn);
+        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+        let key = KeyPair::generate()?;
+        let cert = params.signed_by(&key, &self.client_ca.issuer)?;
+        Ok((cert.pem(), key.serialize_pem()))
+    }
+
+    /// The client CA certificate (PEM), for callers that issue their own client certs.
+    pub fn client_ca_pem(&self) -> &str {
+        &self.client_ca.pem
+    }
+
+    /// A kubeconfig (YAML) for `cred`, with everything embedded.
+    pub fn kubeconfig_yaml(&self, cred: &Credential) -> Result<String, SimError> {
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let user = match cred {
+            Credential::Token(t) => format!("    token: {t}\n"),
+            Credential::ClientCert(cn) => {
+                let (cert, key) = self.client_cert(cn)?;
+                format!(
+                    "    client-certificate-data: {}\n    client-key-data: {}\n",
+                    b64(&cert),
+                    b64(&key)
+                )
+            }
+        };
+        Ok(format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: kubesim\n  cluster:\n    server: {}\n    certificate-authority-data: {}\nusers:\n- name: kubesim\n  user:\n{user}contexts:\n- name: kubesim\n  context:\n    cluster: kubesim\n    user: kubesim\n    namespace: default\ncurrent-context: kubesim\n",
+            self.url(),
+            b64(&self.ca_pem)
+        ))
+    }
+
+    /// Writes `kubeconfig_yaml(cred)` to `path`.
+    pub fn kubeconfig(&self, cred: &Credential, path: &Path) -> Result<(), SimError> {
+        std::fs::write(path, self.kubeconfig_yaml(cred)?).map_err(|source| SimError::Write {
+            path: path.display().to_string(),
+            source,
+        })
+    }
+
+    /// Test object API: creates `obj` (apiVersion and kind pick the resource), creating its
+    /// namespace first when missing.
+    pub fn create(&self, obj: Value) -> Result<Value, crate::api::ApiError> {
+        crate::api::create_object(&self.shared.store, obj)
+    }
+
+    /// Test object API: replaces `obj` (apiVersion, kind, namespace and name pick it); a
+    /// non-empty stale `metadata.resourceVersion` conflicts as over HTTP.
+    pub fn replace(&self, obj: Value) -> Result<Value, crate::api::ApiError> {
+        let (res, ns, name) = crate::api::locate(&obj)?;
+        Ok(self.shared.store.update(res, &ns, &name, obj, false)?)
+    }
+
+    /// Test object API: a JSON merge patch (`strategic` = false) or strategic merge patch of
+    /// the object `api_version`/`kind` `ns`/`name` (`ns` ignored for cluster-scoped kinds).
+    pub fn patch(
+        &self,
+        api_version: &str,
+        kind: &str,
+        ns: &str,
+        name: &str,
+        patch: &Value,
+        strategic: bool,
+    ) -> Result<Value, crate::api::ApiError> {
+        let res = crate::api::resource_of(api_version, kind)?;
+        Ok(self
+            .shared
+            .store
+            .patch(res, ns, name, patch, strategic, false)?)
+    }
+
+    /// Test object API: deletes an object; watchers see DELETED.
+    pub fn delete(
+        &self,
+        api_version: &str,
+        kind: &str,
+        ns: &str,
+        name: &str,
+    ) -> Result<Value, crate::api::ApiError> {
+        let res = crate::api::resource_of(api_version, kind)?;
+        Ok(self.shared.store.delete(res, ns, name)?)
+    }
+
+    /// Ends a container's current log: it becomes the `previous` one (as after a restart).
+    pub fn restart_container(&self, ns: &str, pod: &str, container: &str) {
+        self.shared.store.restart_container(ns, pod, container)
+    }
+
+    /// Appends a log line to a container (followers see it live).
+    pub fn append_log(&self, ns: &str, pod: &str, container: &str, line: &str) {
+        self.shared.store.append_log(ns, pod, container, line)
+    }
+
+    /// Forgets watch history: resuming from an older resourceVersion gets 410 Gone.
+    pub fn compact(&self) {
+        self.shared.store.compact()
+    }
+}
+
+impl Drop for KubeSim {
+    fn drop(&mut self) {
+        if let Some(r) = self.running.take() {
+            let _ = r.stop.send(true);
+            r.task.abort();
+        }
+    }
+}
+
+fn common_name(der: &[u8]) -> Option<String> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    let cn = cert
+        .subject()
+        .iter_common_name()
+        .next()?
+        .as_str()
+        .ok()?
+        .to_string();
+    Some(cn)
+}
+
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+    shared: Arc<Shared>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let mut conns = tokio::task::JoinSet::new();
+    loop {
+        let (tcp, _) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    continue;
+                }
+            },
+            _ = stopped.changed() => break,
+            Some(_) = conns.join_next(), if !conns.is_empty() => continue,
+        };
+        let acceptor = acceptor.clone();
+        let shared = shared.clone();
+        conns.spawn(async move {
+            let Ok(tls) = acceptor.accept(tcp).await else {
+                return;
+            };
+            let cert_user = tls
+                .get_ref()
+                .1
+                .peer_certificates()
+                .and_then(|c| c.first())
+                .and_then(|c| common_name(c));
+            let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+                let shared = shared.clone();
+                let cert_user = cert_user.clone();
+                async move { Ok::<_, Infallible>(crate::api::handle(shared, cert_user, req).await) }
+            });
+            let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                .serve_connection_with_upgrades(TokioIo::new(tls), svc)
+                .await;
+        });
+    }
+    conns.shutdown().await;
+}

@@ -1,0 +1,599 @@
+//! The object store: JSON objects keyed by resource, namespace and name, one cluster-wide
+//! resourceVersion counter, a bounded history of watch events (forgotten by `compact`), and
+//! the container log buffers. Owns consistency rules (uid, resourceVersion, conflicts);
+//! it knows nothing of HTTP.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+use tokio::sync::broadcast;
+
+use crate::patch;
+use crate::resources::Resource;
+
+/// Why the store refused; each maps to the `Status` kube-apiserver answers.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{0} \"{1}\" not found")]
+    NotFound(String, String),
+    #[error("{0} \"{1}\" already exists")]
+    AlreadyExists(String, String),
+    #[error(
+        "Operation cannot be fulfilled on {0} \"{1}\": the object has been modified; please apply your changes to the latest version and try again"
+    )]
+    Conflict(String, String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("too old resource version: {0} ({1})")]
+    Gone(u64, u64),
+}
+
+impl StoreError {
+    /// HTTP code and `StatusReason`.
+    pub fn code_reason(&self) -> (u16, &'static str) {
+        match self {
+            StoreError::NotFound(..) => (404, "NotFound"),
+            StoreError::AlreadyExists(..) => (409, "AlreadyExists"),
+            StoreError::Conflict(..) => (409, "Conflict"),
+            StoreError::Invalid(..) => (400, "BadRequest"),
+            StoreError::Gone(..) => (410, "Expired"),
+        }
+    }
+}
+
+/// One watch event as stored in history.
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub rv: u64,
+    pub resource: &'static str,
+    pub kind: &'static str,
+    pub object: Value,
+    /// The object before a MODIFIED, so watchers with selectors can see it enter or leave.
+    pub prev: Option<Value>,
+}
+
+/// One appended log line.
+#[derive(Debug, Clone)]
+pub struct LogLine {
+    pub at: OffsetDateTime,
+    pub text: String,
+}
+
+#[derive(Default)]
+struct LogBuf {
+    current: Vec<LogLine>,
+    previous: Option<Vec<LogLine>>,
+}
+
+type Key = (&'static str, String, String);
+/// Namespace, pod, container.
+pub type LogKey = (String, String, String);
+/// A log line and the container it belongs to, as followers receive it.
+pub type LogItem = Arc<(LogKey, LogLine)>;
+
+struct Inner {
+    objects: BTreeMap<Key, Value>,
+    rv: u64,
+    history: Vec<Event>,
+    /// Versions at or below this are forgotten.
+    compacted: u64,
+    logs: BTreeMap<(String, String, String), LogBuf>,
+}
+
+/// The shared store; cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Mutex<Inner>>,
+    events: broadcast::Sender<Arc<Event>>,
+    log_tx: broadcast::Sender<LogItem>,
+}
+
+/// `metadata.name` and friends, with "" when absent.
+pub fn meta<'a>(obj: &'a Value, field: &str) -> &'a str {
+    obj.get("metadata")
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// The resource name kube-apiserver uses in messages (`pods`, `leases.coordination.k8s.io`).
+pub fn qualified(res: &Resource) -> String {
+    if res.group.is_empty() {
+        res.plural.to_string()
+    } else {
+        format!("{}.{}", res.plural, res.group)
+    }
+}
+
+/// Now, as `metadata.creationTimestamp` carries it (seconds, UTC).
+pub fn now_rfc3339() -> String {
+    OffsetDateTime::now_utc()
+        .replace_nanosecond(0)
+        .expect("0 is a valid nanosecond")
+        .format(&Rfc3339)
+        .expect("RFC 3339 formats any UTC time")
+}
+
+/// The storage key: cluster-scoped objects ignore the namespace.
+fn key(res: &Resource, ns: &str, name: &str) -> Key {
+    let ns = if res.namespaced { ns } else { "" };
+    (res.plural, ns.to_string(), name.to_string())
+}
+
+fn uid() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(1);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    let t = OffsetDateTime::now_utc().unix_timestamp_nanos() as u64;
+    format!(
+        "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
+        (t >> 32) as u32,
+        (t >> 16) as u16,
+        n & 0xfff,
+        (t >> 4) & 0xfff,
+        n
+    )
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        Store::new()
+    }
+}
+
+impl Store {
+    pub fn new() -> Store {
+        let store = Store {
+            inner: Arc::new(Mutex::new(Inner {
+                objects: BTreeMap::new(),
+                rv: 0,
+                history: Vec::new(),
+                compacted: 0,
+                logs: BTreeMap::new(),
+            })),
+            events: broadcast::channel(4096).0,
+            log_tx: broadcast::channel(4096).0,
+        };
+        let ns = crate::resources::find("", "v1", "namespaces").expect("namespaces is served");
+        for name in ["default", "kube-system"] {
+            store
+                .create(ns, "", json!({"metadata": {"name": name}, "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}))
+                .expect("a fresh store has no namespaces");
+        }
+        store
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The current cluster-wide resourceVersion.
+    pub fn resource_version(&self) -> u64 {
+        self.lock().rv
+    }
+
+    /// The oldest version a watch may resume from.
+    pub fn compacted(&self) -> u64 {
+        self.lock().compacted
+    }
+
+    /// Forgets history: any watch from a version older than now gets 410 Gone.
+    pub fn compact(&self) {
+        let mut g = self.lock();
+        g.compacted = g.rv;
+        g.history.clear();
+    }
+
+    /// Subscribes to live events.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
+        self.events.subscribe()
+    }
+
+    /// Events of `resource` after `rv`, and a receiver for what follows, taken atomically.
+    /// Fails with Gone when `rv` is older than the compaction point.
+    pub fn watch_from(
+        &self,
+        resource: &'static str,
+        rv: u64,
+    ) -> Result<(Vec<Event>, broadcast::Receiver<Arc<Event>>), StoreError> {
+        let g = self.lock();
+        if rv < g.compacted {
+            return Err(StoreError::Gone(rv, g.compacted));
+        }
+        let rx = self.events.subscribe();
+        let past = g
+            .history
+            .iter()
+            .filter(|e| e.rv > rv && e.resource == resource)
+            .cloned()
+            .collect();
+        Ok((past, rx))
+    }
+
+    fn record(
+        &self,
+        g: &mut Inner,
+        resource: &'static str,
+        kind: &'static str,
+        object: Value,
+        prev: Option<Value>,
+    ) {
+        let ev = Event {
+            rv: g.rv,
+            resource,
+            kind,
+            object,
+            prev,
+        };
+        g.history.push(ev.clone());
+        if g.history.len() > 10_000 {
+            let drop = g.history.len() - 10_000;
+            g.compacted = g.history[drop - 1].rv;
+            g.history.drain(..drop);
+        }
+        let _ = self.events.send(Arc::new(ev));
+    }
+
+    /// Lists objects of `res` (all namespaces when `ns` is empty), sorted by namespace/name.
+    pub fn list(&self, res: &Resource, ns: &str) -> (Vec<Value>, u64) {
+        Self::list_locked(&self.lock(), res, ns)
+    }
+
+    /// The current objects and a receiver for every later event, taken atomically, so a
+    /// watch from "now" neither misses nor repeats a change.
+    pub fn snapshot(
+        &self,
+        res: &Resource,
+        ns: &str,
+    ) -> (Vec<Value>, u64, broadcast::Receiver<Arc<Event>>) {
+        let g = self.lock();
+        let rx = self.events.subscribe();
+        let (items, rv) = Self::list_locked(&g, res, ns);
+        (items, rv, rx)
+    }
+
+    fn list_locked(g: &Inner, res: &Resource, ns: &str) -> (Vec<Value>, u64) {
+        let items = g
+            .objects
+            .iter()
+            .filter(|((r, n, _), _)| *r == res.plural && (ns.is_empty() || n == ns))
+            .map(|(_, v)| v.clone())
+            .collect();
+        (items, g.rv)
+    }
+
+    pub fn get(&self, res: &Resource, ns: &str, name: &str) -> Result<Value, StoreError> {
+        self.lock()
+            .objects
+            .get(&key(res, ns, name))
+            .cloned()
+            .ok_or_else(|| StoreError::NotFound(qualified(res), name.to_string()))
+    }
+
+    /// Creates `obj` (name or generateName), filling uid, creationTimestamp, resourceVersion.
+    pub fn create(&self, res: &Resource, ns: &str, mut obj: Value) -> Result<Value, StoreError> {
+        if !obj.is_object() {
+            return Err(StoreError::Invalid(
+                "the object must be a JSON object".into(),
+            ));
+        }
+        let mut g = self.lock();
+        if res.namespaced
+            && !g
+                .objects
+                .contains_key(&("namespaces", String::new(), ns.to_string()))
+        {
+            return Err(StoreError::NotFound("namespaces".into(), ns.to_string()));
+        }
+        let mut name = meta(&obj, "name").to_string();
+        if name.is_empty() {
+            let prefix = meta(&obj, "generateName").to_string();
+            if prefix.is_empty() {
+                return Err(StoreError::Invalid(format!(
+                    "{} \"\" is invalid: metadata.name: Required value: name or generateName is required",
+                    res.kind
+                )));
+            }
+            let suffix = uid();
+            name = format!("{prefix}{}", &suffix[suffix.len() - 5..]);
+        }
+        let key = key(res, ns, &name);
+        if g.objects.contains_key(&key) {
+            return Err(StoreError::AlreadyExists(qualified(res), name));
+        }
+        g.rv += 1;
+        let rv = g.rv;
+        obj["apiVersion"] = json!(res.api_version());
+        obj["kind"] = json!(res.kind);
+        let m = obj
+            .as_object_mut()
+            .expect("checked above")
+            .entry("metadata")
+            .or_insert_with(|| json!({}));
+        m["name"] = json!(name);
+        if res.namespaced {
+            m["namespace"] = json!(ns);
+        } else if let Some(m) = m.as_object_mut() {
+            m.remove("namespace");
+        }
+        m["uid"] = json!(uid());
+        m["resourceVersion"] = json!(rv.to_string());
+        m["creationTimestamp"] = json!(now_rfc3339());
+        g.objects.insert(key, obj.clone());
+        self.record(&mut g, res.plural, "ADDED", obj.clone(), None);
+        Ok(obj)
+    }
+
+    /// Replaces an object (or only its status). A non-empty stale resourceVersion conflicts.
+    pub fn update(
+        &self,
+        res: &Resource,
+        ns: &str,
+        name: &str,
+        obj: Value,
+        status_only: bool,
+    ) -> Result<Value, StoreError> {
+        self.modify(res, ns, name, |old| {
+            let given = meta(&obj, "resourceVersion");
+            if !given.is_empty() && given != meta(old, "resourceVersion") {
+                return Err(StoreError::Conflict(qualified(res), name.to_string()));
+            }
+            if status_only {
+                let mut new = old.clone();
+                new["status"] = obj.get("status").cloned().unwrap_or(json!({}));
+                Ok(new)
+            } else {
+                let mut new = obj.clone();
+                if let Some(s) = old.get("status").filter(|_| obj.get("status").is_none()) {
+                    new["status"] = s.clone();
+                }
+                Ok(new)
+            }
+        })
+    }
+
+    /// Applies a merge (`strategic` = false) or strategic merge patch.
+    pub fn patch(
+        &self,
+        res: &Resource,
+        ns: &str,
+        name: &str,
+        body: &Value,
+        strategic: bool,
+        status_only: bool,
+    ) -> Result<Value, StoreError> {
+        self.modify(res, ns, name, |old| {
+            let given = body
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str);
+            if given.is_some_and(|g| g != meta(old, "resourceVersion")) {
+                return Err(StoreError::Conflict(qualified(res), name.to_string()));
+            }
+            let mut new = old.clone();
+            if status_only {
+                let mut status = old.get("status").cloned().unwrap_or(json!({}));
+                if let Some(p) = body.get("status") {
+                    if strategic {
+                        patch::strategic(&mut status, p)
+                    } else {
+                        patch::merge(&mut status, p)
+                    }
+                }
+                new["status"] = status;
+            } else if strategic {
+                patch::strategic(&mut new, body);
+            } else {
+                patch::merge(&mut new, body);
+            }
+            Ok(new)
+        })
+    }
+
+    /// Applies an RFC 6902 JSON patch (to the status only when `status_only`).
+    pub fn json_patch(
+        &self,
+        res: &Resource,
+        ns: &str,
+        name: &str,
+        ops: &Value,
+        status_only: bool,
+    ) -> Result<Value, StoreError> {
+        self.modify(res, ns, name, |old| {
+            let mut new = old.clone();
+            patch::json_patch(&mut new, ops).map_err(|e| {
+                StoreError::Invalid(format!(
+                    "the server rejected our request due to an error in our request: {e}"
+                ))
+            })?;
+            if status_only {
+                let mut only = old.clone();
+                only["status"] = new.get("status").cloned().unwrap_or(json!({}));
+                return Ok(only);
+            }
+            Ok(new)
+        })
+    }
+
+    fn modify(
+        &self,
+        res: &Resource,
+        ns: &str,
+        name: &str,
+        f: impl FnOnce(&Value) -> Result<Value, StoreError>,
+    ) -> Result<Value, StoreError> {
+        let mut g = self.lock();
+        let key = key(res, ns, name);
+        let old = g
+            .objects
+            .get(&key)
+            .ok_or_else(|| StoreError::NotFound(qualified(res), name.to_string()))?;
+        let mut new = f(old)?;
+        if !new.is_object() {
+            return Err(StoreError::Invalid(
+                "the object must be a JSON object".into(),
+            ));
+        }
+        // Identity fields are the server's.
+        for field in ["name", "namespace", "uid", "creationTimestamp"] {
+            if let Some(v) = old.pointer(&format!("/metadata/{field}")) {
+                new["metadata"][field] = v.clone();
+            }
+        }
+        new["apiVersion"] = json!(res.api_version());
+        new["kind"] = json!(res.kind);
+        g.rv += 1;
+        new["metadata"]["resourceVersion"] = json!(g.rv.to_string());
+        let prev = g.objects.insert(key, new.clone());
+        self.record(&mut g, res.plural, "MODIFIED", new.clone(), prev);
+        Ok(new)
+    }
+
+    pub fn delete(&self, res: &Resource, ns: &str, name: &str) -> Result<Value, StoreError> {
+        let mut g = self.lock();
+        let key = key(res, ns, name);
+        let mut old = g
+            .objects
+            .remove(&key)
+            .ok_or_else(|| StoreError::NotFound(qualified(res), name.to_string()))?;
+        g.rv += 1;
+        old["metadata"]["resourceVersion"] = json!(g.rv.to_string());
+        self.record(&mut g, res.plural, "DELETED", old.clone(), None);
+        Ok(old)
+    }
+
+    /// Appends one log line to a container's current log.
+    pub fn append_log(&self, ns: &str, pod: &str, container: &str, text: &str) {
+        let key = (ns.to_string(), pod.to_string(), container.to_string());
+        let line = LogLine {
+            at: OffsetDateTime::now_utc(),
+            text: text.to_string(),
+        };
+        let mut g = self.lock();
+        g.logs
+            .entry(key.clone())
+            .or_default()
+            .current
+            .push(line.clone());
+        let _ = self.log_tx.send(Arc::new((key, line)));
+    }
+
+    /// Ends the container's current log: it becomes the `previous` one (a restart).
+    pub fn restart_container(&self, ns: &str, pod: &str, container: &str) {
+        let key = (ns.to_string(), pod.to_string(), container.to_string());
+        let mut g = self.lock();
+        let buf = g.logs.entry(key).or_default();
+        buf.previous = Some(std::mem::take(&mut buf.current));
+    }
+
+    /// The container's log lines (previous or current) and, for follows, a receiver for what
+    /// is appended next, taken atomically. None when there is no previous log.
+    pub fn logs(
+        &self,
+        ns: &str,
+        pod: &str,
+        container: &str,
+        previous: bool,
+    ) -> Option<(Vec<LogLine>, broadcast::Receiver<LogItem>)> {
+        let key = (ns.to_string(), pod.to_string(), container.to_string());
+        let g = self.lock();
+        let rx = self.log_tx.subscribe();
+        let buf = g.logs.get(&key);
+        let lines = if previous {
+            buf?.previous.clone()?
+        } else {
+            buf.map(|b| b.current.clone()).unwrap_or_default()
+        };
+        Some((lines, rx))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::find;
+
+    #[test]
+    fn conflict_on_stale_version() {
+        let s = Store::new();
+        let pods = find("", "v1", "pods").unwrap();
+        let p = s
+            .create(pods, "default", json!({"metadata": {"name": "a"}}))
+            .unwrap();
+        let stale = p.clone();
+        s.patch(
+            pods,
+            "default",
+            "a",
+            &json!({"metadata": {"labels": {"x": "1"}}}),
+            false,
+            false,
+        )
+        .unwrap();
+        let err = s.update(pods, "default", "a", stale, false).unwrap_err();
+        assert_eq!(err.code_reason(), (409, "Conflict"));
+        assert!(err.to_string().contains("the object has been modified"));
+        let err = s
+            .create(pods, "default", json!({"metadata": {"name": "a"}}))
+            .unwrap_err();
+        assert_eq!(err.to_string(), "pods \"a\" already exists");
+    }
+
+    #[test]
+    fn watch_resume_and_gone() {
+        let s = Store::new();
+        let pods = find("", "v1", "pods").unwrap();
+        let p = s
+            .create(pods, "default", json!({"metadata": {"name": "a"}}))
+            .unwrap();
+        let rv: u64 = meta(&p, "resourceVersion").parse().unwrap();
+        s.create(pods, "default", json!({"metadata": {"name": "b"}}))
+            .unwrap();
+        s.delete(pods, "default", "a").unwrap();
+        let (past, _) = s.watch_from("pods", rv).unwrap();
+        let kinds: Vec<_> = past
+            .iter()
+            .map(|e| (e.kind, meta(&e.object, "name").to_string()))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![("ADDED", "b".to_string()), ("DELETED", "a".to_string())]
+        );
+        s.compact();
+        assert!(matches!(
+            s.watch_from("pods", rv),
+            Err(StoreError::Gone(..))
+        ));
+        assert!(
+            s.watch_from("pods", s.resource_version())
+                .unwrap()
+                .0
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn status_update_touches_only_status() {
+        let s = Store::new();
+        let pods = find("", "v1", "pods").unwrap();
+        s.create(
+            pods,
+            "default",
+            json!({"metadata": {"name": "a"}, "spec": {"nodeName": "n"}}),
+        )
+        .unwrap();
+        let new = s
+            .update(
+                pods,
+                "default",
+                "a",
+                json!({"spec": {"nodeName": "other"}, "status": {"phase": "Running"}}),
+                true,
+            )
+            .unwrap();
+        assert_eq!(new["spec"]["nodeName"], "n");
+        assert_eq!(new["status"]["phase"], "Running");
+    }
+}

@@ -1,0 +1,533 @@
+//! The simulator's HTTP API over real TLS sockets: Status bodies, CRUD and selectors,
+//! patches, watch resume, 410 after compaction, restart breaking watches, pod subresources.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use kubesim::KubeSim;
+use serde_json::{Value, json};
+
+const TOKEN: &str = "api-token";
+
+async fn send(
+    sim: &KubeSim,
+    token: Option<&str>,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Value,
+) -> Response<Incoming> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pki_types::pem::PemObject::pem_slice_iter(sim.ca_pem().as_bytes()) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let tcp = tokio::net::TcpStream::connect(sim.addr()).await.unwrap();
+    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect("localhost".try_into().unwrap(), tcp)
+        .await
+        .unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let mut req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", "localhost");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    if let Some(t) = token {
+        req = req.header("authorization", format!("Bearer {t}"));
+    }
+    let body = if body.is_null() {
+        Bytes::new()
+    } else {
+        Bytes::from(body.to_string())
+    };
+    sender
+        .send_request(req.body(Full::new(body)).unwrap())
+        .await
+        .unwrap()
+}
+
+async fn call(sim: &KubeSim, method: &str, path: &str, body: Value) -> (u16, Value) {
+    let ct = if method == "PATCH" {
+        "application/strategic-merge-patch+json"
+    } else {
+        "application/json"
+    };
+    let resp = send(
+        sim,
+        Some(TOKEN),
+        method,
+        path,
+        &[("content-type", ct)],
+        body,
+    )
+    .await;
+    let code = resp.status().as_u16();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    (
+        code,
+        serde_json::from_slice(&bytes)
+            .unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into())),
+    )
+}
+
+async fn sim() -> KubeSim {
+    KubeSim::builder()
+        .token(TOKEN, "tester")
+        .start()
+        .await
+        .unwrap()
+}
+
+/// Reads watch events (one JSON per line) until `n` have arrived, within 10s.
+async fn events(body: &mut Incoming, buf: &mut Vec<u8>, n: usize) -> Vec<Value> {
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while out.len() < n {
+            while let Some(i) = buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = buf.drain(..=i).collect();
+                out.push(serde_json::from_slice(&line).unwrap());
+            }
+            if out.len() >= n {
+                break;
+            }
+            match body.frame().await {
+                Some(Ok(f)) => buf.extend_from_slice(f.data_ref().expect("data frames")),
+                _ => panic!("watch ended after {} events", out.len()),
+            }
+        }
+    })
+    .await
+    .expect("watch events within 10s");
+    out
+}
+
+#[tokio::test]
+async fn unauthenticated_requests_get_a_401_status() {
+    let sim = sim().await;
+    for token in [None, Some("nope")] {
+        let resp = send(&sim, token, "GET", "/api/v1/pods", &[], Value::Null).await;
+        assert_eq!(resp.status(), 401);
+        let body: Value =
+            serde_json::from_slice(&resp.into_body().collect().await.unwrap().to_bytes()).unwrap();
+        assert_eq!(body["reason"], "Unauthorized");
+        assert_eq!(body["kind"], "Status");
+    }
+    assert_eq!(call(&sim, "GET", "/api/v1/pods", Value::Null).await.0, 200);
+}
+
+#[tokio::test]
+async fn crud_selectors_and_paging() {
+    let sim = sim().await;
+    for (name, app) in [("a", "web"), ("b", "web"), ("c", "db")] {
+        let (code, _) = call(
+            &sim,
+            "POST",
+            "/api/v1/namespaces/default/pods",
+            json!({"metadata": {"name": name, "labels": {"app": app}}, "spec": {"nodeName": "n1"}}),
+        )
+        .await;
+        assert_eq!(code, 201);
+    }
+    let (code, dup) = call(
+        &sim,
+        "POST",
+        "/api/v1/namespaces/default/pods",
+        json!({"metadata": {"name": "a"}}),
+    )
+    .await;
+    assert_eq!((code, dup["reason"].as_str()), (409, Some("AlreadyExists")));
+    let (_, l) = call(
+        &sim,
+        "GET",
+        "/api/v1/pods?labelSelector=app%20in%20(web),app!=db",
+        Value::Null,
+    )
+    .await;
+    assert_eq!(l["items"].as_array().unwrap().len(), 2);
+    let (_, l) = call(
+        &sim,
+        "GET",
+        "/api/v1/namespaces/default/pods?fieldSelector=metadata.name%3Dc",
+        Value::Null,
+    )
+    .await;
+    assert_eq!(l["items"][0]["metadata"]["name"], "c");
+    let (_, p1) = call(&sim, "GET", "/api/v1/pods?limit=2", Value::Null).await;
+    assert_eq!(p1["items"].as_array().unwrap().len(), 2);
+    let cont = p1["metadata"]["continue"].as_str().unwrap();
+    let (_, p2) = call(
+        &sim,
+        "GET",
+        &format!("/api/v1/pods?limit=2&continue={cont}"),
+        Value::Null,
+    )
+    .await;
+    assert_eq!(p2["items"][0]["metadata"]["name"], "c");
+    assert!(p2["metadata"].get("continue").is_none());
+    let (code, gone) = call(
+        &sim,
+        "GET",
+        "/api/v1/namespaces/default/pods/zz",
+        Value::Null,
+    )
+    .await;
+    assert_eq!(
+        (code, gone["message"].as_str()),
+        (404, Some("pods \"zz\" not found"))
+    );
+    let (code, _) = call(
+        &sim,
+        "DELETE",
+        "/api/v1/namespaces/default/pods/a",
+        Value::Null,
+    )
+    .await;
+    assert_eq!(code, 200);
+}
+
+#[tokio::test]
+async fn node_status_strategic_patch() {
+    let sim = sim().await;
+    sim.create(
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+        "spec": {"podCIDR": "10.0.0.0/24"},
+        "status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.1"}]}}),
+    )
+    .unwrap();
+    let (code, n) = call(&sim, "PATCH", "/api/v1/nodes/n1/status", json!({
+        "spec": {"podCIDR": "ignored"},
+        "status": {"addresses": [{"type": "Hostname", "address": "n1"}], "conditions": [{"type": "Ready", "status": "True"}]}})).await;
+    assert_eq!(code, 200, "{n}");
+    assert_eq!(n["spec"]["podCIDR"], "10.0.0.0/24");
+    assert_eq!(n["status"]["addresses"].as_array().unwrap().len(), 2);
+    let (code, c) = call(
+        &sim,
+        "PUT",
+        "/api/v1/nodes/n1",
+        json!({"metadata": {"name": "n1", "resourceVersion": "1"}}),
+    )
+    .await;
+    assert_eq!((code, c["reason"].as_str()), (409, Some("Conflict")));
+}
+
+#[tokio::test]
+async fn watch_resumes_then_410_after_compaction() {
+    let sim = sim().await;
+    let lease = |name: &str| json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": name, "namespace": "default"}});
+    let first = sim.create(lease("l1")).unwrap();
+    let rv = first["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    sim.create(lease("l2")).unwrap();
+    let path = format!(
+        "/apis/coordination.k8s.io/v1/namespaces/default/leases?watch=1&resourceVersion={rv}"
+    );
+    let resp = send(&sim, Some(TOKEN), "GET", &path, &[], Value::Null).await;
+    let mut body = resp.into_body();
+    let mut buf = Vec::new();
+    let ev = events(&mut body, &mut buf, 1).await;
+    assert_eq!(
+        (
+            ev[0]["type"].as_str(),
+            ev[0]["object"]["metadata"]["name"].as_str()
+        ),
+        (Some("ADDED"), Some("l2"))
+    );
+    sim.delete("coordination.k8s.io/v1", "Lease", "default", "l1")
+        .unwrap();
+    let ev = events(&mut body, &mut buf, 1).await;
+    assert_eq!(
+        (
+            ev[0]["type"].as_str(),
+            ev[0]["object"]["metadata"]["name"].as_str()
+        ),
+        (Some("DELETED"), Some("l1"))
+    );
+
+    sim.compact();
+    let resp = send(&sim, Some(TOKEN), "GET", &path, &[], Value::Null).await;
+    let mut body = resp.into_body();
+    let ev = events(&mut body, &mut Vec::new(), 1).await;
+    assert_eq!(ev[0]["type"], "ERROR");
+    assert_eq!(ev[0]["object"]["code"], 410);
+    assert_eq!(ev[0]["object"]["reason"], "Expired");
+}
+
+#[tokio::test]
+async fn restart_breaks_watches_and_keeps_port_and_objects() {
+    let mut sim = sim().await;
+    let addr = sim.addr();
+    let resp = send(
+        &sim,
+        Some(TOKEN),
+        "GET",
+        "/api/v1/namespaces?watch=true",
+        &[],
+        Value::Null,
+    )
+    .await;
+    let mut body = resp.into_body();
+    events(&mut body, &mut Vec::new(), 2).await;
+    sim.restart().await.unwrap();
+    let end = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match body.frame().await {
+                Some(Ok(_)) => continue,
+                other => return other.is_none() || matches!(other, Some(Err(_))),
+            }
+        }
+    })
+    .await
+    .expect("the watch ends when the server restarts");
+    assert!(end);
+    assert_eq!(sim.addr(), addr);
+    let (code, l) = call(&sim, "GET", "/api/v1/namespaces", Value::Null).await;
+    assert_eq!(code, 200);
+    assert_eq!(l["items"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn pod_subresources_default_the_container() {
+    let sim = sim().await;
+    sim.create(
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "two"},
+        "spec": {"containers": [{"name": "a"}, {"name": "b"}]}}),
+    )
+    .unwrap();
+    let (code, s) = call(
+        &sim,
+        "POST",
+        "/api/v1/namespaces/default/pods/two/exec?command=ls&stdout=true",
+        Value::Null,
+    )
+    .await;
+    assert_eq!(code, 400);
+    assert_eq!(
+        s["message"],
+        "a container name must be specified for pod two, choose one of: [a b]"
+    );
+    let (code, s) = call(
+        &sim,
+        "GET",
+        "/api/v1/namespaces/default/pods/none/attach",
+        Value::Null,
+    )
+    .await;
+    assert_eq!(
+        (code, s["message"].as_str()),
+        (404, Some("pods \"none\" not found"))
+    );
+    let (code, s) = call(
+        &sim,
+        "GET",
+        "/api/v1/namespaces/default/pods/two/log",
+        Value::Null,
+    )
+    .await;
+    assert_eq!(code, 400, "{s}");
+    sim.append_log("default", "two", "a", "x");
+    sim.restart_container("default", "two", "a");
+    sim.append_log("default", "two", "a", "y");
+    let (code, s) = call(
+        &sim,
+        "GET",
+        "/api/v1/namespaces/default/pods/two/log?container=a&previous=true",
+        Value::Null,
+    )
+    .await;
+    assert_eq!((code, s.as_str()), (200, Some("x\n")));
+}
+
+const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+
+async fn table(sim: &KubeSim, path: &str) -> Value {
+    let resp = send(
+        sim,
+        Some(TOKEN),
+        "GET",
+        path,
+        &[("accept", TABLE)],
+        Value::Null,
+    )
+    .await;
+    assert_eq!(resp.status(), 200);
+    serde_json::from_slice(&resp.into_body().collect().await.unwrap().to_bytes()).unwrap()
+}
+
+#[tokio::test]
+async fn tables_and_include_object() {
+    let sim = sim().await;
+    sim.create(
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Pending"}}),
+    )
+    .unwrap();
+    let t = table(&sim, "/api/v1/namespaces").await;
+    assert_eq!(t["kind"], "Table");
+    let names: Vec<_> = t["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Name", "Age"]);
+    assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+    let t = table(&sim, "/api/v1/namespaces/default/pods?includeObject=Object").await;
+    assert_eq!(t["columnDefinitions"].as_array().unwrap().len(), 9);
+    assert_eq!(t["rows"][0]["cells"][2], "Pending");
+    assert_eq!(t["rows"][0]["object"]["kind"], "Pod");
+    let t = table(&sim, "/api/v1/namespaces/default/pods/p?includeObject=None").await;
+    assert!(t["rows"][0].get("object").is_none());
+    // Watch as Table: the first event carries the columns.
+    let resp = send(
+        &sim,
+        Some(TOKEN),
+        "GET",
+        "/api/v1/namespaces/default/pods?watch=1",
+        &[("accept", TABLE)],
+        Value::Null,
+    )
+    .await;
+    let ev = events(&mut resp.into_body(), &mut Vec::new(), 1).await;
+    assert_eq!(ev[0]["object"]["kind"], "Table");
+    assert_eq!(ev[0]["object"]["rows"][0]["cells"][0], "p");
+}
+
+#[tokio::test]
+async fn field_selector_watch_sees_pods_enter_and_leave() {
+    let sim = sim().await;
+    sim.create(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}))
+        .unwrap();
+    let resp = send(
+        &sim,
+        Some(TOKEN),
+        "GET",
+        "/api/v1/pods?watch=true&fieldSelector=spec.nodeName%3Dn1",
+        &[],
+        Value::Null,
+    )
+    .await;
+    let mut body = resp.into_body();
+    let mut buf = Vec::new();
+    let bind = json!({"spec": {"nodeName": "n1"}});
+    sim.patch("v1", "Pod", "default", "p", &bind, false)
+        .unwrap();
+    let ev = events(&mut body, &mut buf, 1).await;
+    assert_eq!(ev[0]["type"], "ADDED");
+    let label = json!({"metadata": {"labels": {"x": "y"}}});
+    sim.patch("v1", "Pod", "default", "p", &label, false)
+        .unwrap();
+    let away = json!({"spec": {"nodeName": "n2"}});
+    sim.patch("v1", "Pod", "default", "p", &away, false)
+        .unwrap();
+    let ev = events(&mut body, &mut buf, 2).await;
+    assert_eq!(
+        (ev[0]["type"].as_str(), ev[1]["type"].as_str()),
+        (Some("MODIFIED"), Some("DELETED"))
+    );
+    assert_eq!(ev[1]["object"]["spec"]["nodeName"], "n2");
+}
+
+#[tokio::test]
+async fn watch_list_ends_initial_events_with_a_bookmark() {
+    let sim = sim().await;
+    let path = "/api/v1/namespaces?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan";
+    let resp = send(&sim, Some(TOKEN), "GET", path, &[], Value::Null).await;
+    let ev = events(&mut resp.into_body(), &mut Vec::new(), 3).await;
+    assert_eq!(
+        (ev[0]["type"].as_str(), ev[1]["type"].as_str()),
+        (Some("ADDED"), Some("ADDED"))
+    );
+    assert_eq!(ev[2]["type"], "BOOKMARK");
+    assert_eq!(
+        ev[2]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        "true"
+    );
+}
+
+#[tokio::test]
+async fn log_options() {
+    let sim = sim().await;
+    sim.create(
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "l"},
+        "spec": {"containers": [{"name": "c"}]}}),
+    )
+    .unwrap();
+    for line in ["alpha", "beta", "gamma"] {
+        sim.append_log("default", "l", "c", line);
+    }
+    let base = "/api/v1/namespaces/default/pods/l/log";
+    let (_, v) = call(&sim, "GET", &format!("{base}?tailLines=1"), Value::Null).await;
+    assert_eq!(v, "gamma\n");
+    let (_, v) = call(&sim, "GET", &format!("{base}?limitBytes=8"), Value::Null).await;
+    assert_eq!(v, "alpha\nbe");
+    let (_, v) = call(
+        &sim,
+        "GET",
+        &format!("{base}?timestamps=true&tailLines=1"),
+        Value::Null,
+    )
+    .await;
+    let (ts, text) = v.as_str().unwrap().split_once(' ').unwrap();
+    assert_eq!(text, "gamma\n");
+    assert!(ts.ends_with('Z') && ts.contains('T'), "{ts}");
+    let (_, v) = call(
+        &sim,
+        "GET",
+        &format!("{base}?sinceSeconds=3600"),
+        Value::Null,
+    )
+    .await;
+    assert_eq!(v, "alpha\nbeta\ngamma\n");
+    let (code, v) = call(&sim, "GET", &format!("{base}?sinceSeconds=0"), Value::Null).await;
+    assert_eq!(code, 422, "{v}");
+    let (code, v) = call(&sim, "GET", &format!("{base}?container=zz"), Value::Null).await;
+    assert_eq!(
+        (code, v["message"].as_str()),
+        (400, Some("container zz is not valid for pod l"))
+    );
+}
+
+#[tokio::test]
+async fn apply_creates_then_merges() {
+    let sim = sim().await;
+    let path = "/apis/coordination.k8s.io/v1/namespaces/default/leases/l?fieldManager=leafgate";
+    let ct = [("content-type", "application/apply-patch+yaml")];
+    let body = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "l"}, "spec": {"holderIdentity": "a"}});
+    let resp = send(&sim, Some(TOKEN), "PATCH", path, &ct, body).await;
+    assert_eq!(resp.status(), 201);
+    let body = json!({"spec": {"leaseDurationSeconds": 15}});
+    let resp = send(&sim, Some(TOKEN), "PATCH", path, &ct, body.clone()).await;
+    assert_eq!(resp.status(), 200);
+    let lease: Value =
+        serde_json::from_slice(&resp.into_body().collect().await.unwrap().to_bytes()).unwrap();
+    assert_eq!(
+        (
+            lease["spec"]["holderIdentity"].as_str(),
+            lease["spec"]["leaseDurationSeconds"].as_i64()
+        ),
+        (Some("a"), Some(15))
+    );
+    let no_manager = "/apis/coordination.k8s.io/v1/namespaces/default/leases/l";
+    let resp = send(&sim, Some(TOKEN), "PATCH", no_manager, &ct, body).await;
+    assert_eq!(resp.status(), 422);
+}

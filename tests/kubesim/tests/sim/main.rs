@@ -1,0 +1,4 @@
+//! The simulator's own tests: its API, then kubectl against it. One binary for both.
+
+mod api;
+mod kubectl;

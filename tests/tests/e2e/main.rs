@@ -1,0 +1,9 @@
+//! leafgate end to end over real sockets. One test binary for all of it, so a build links
+//! wasmtime once rather than once per file. `plugins.rs` stays its own binary: it counts
+//! the sockets its process holds, which other tests in the same process would disturb.
+
+mod connections;
+mod hijack;
+mod log_stream;
+mod proxy;
+mod reload;
