@@ -12,6 +12,7 @@ use http::{HeaderMap, StatusCode};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::sign::CertifiedKey;
 
+use super::cidr::Cidr;
 use super::plugins;
 use super::raw::*;
 use super::units::{HumanDuration, RateLimit};
@@ -101,6 +102,16 @@ pub struct ListenerConfig {
     /// Connections served at once; past it the listener stops accepting (new clients wait
     /// in the kernel backlog) until one closes. `None`: sized from the descriptor limit.
     pub max_connections: Option<usize>,
+    /// Peers whose `X-Forwarded-*`, `Forwarded` and `X-Real-IP` are kept and appended to;
+    /// from any other peer they are replaced by leafgate's own.
+    pub trusted_proxies: Vec<Cidr>,
+}
+
+impl ListenerConfig {
+    /// True when forwarding headers from `peer` are believed (see `trusted_proxies`).
+    pub fn trusts(&self, peer: std::net::IpAddr) -> bool {
+        self.trusted_proxies.iter().any(|net| net.contains(peer))
+    }
 }
 
 /// A listener's certificates, loaded: the default one and those chosen by SNI.

@@ -59,6 +59,8 @@ pub struct RawListener {
     #[serde(default)]
     pub certificate: Vec<RawSniCertificate>,
     pub max_connections: Option<Spanned<u64>>,
+    #[serde(default)]
+    pub trusted_proxies: Vec<Spanned<String>>,
 }
 
 /// What a listener serves. The Kubernetes kinds (`node-api`, `kube-api`) are added with

@@ -13,6 +13,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use rustls::pki_types::ServerName;
 use toml::Spanned;
 
+use super::cidr::Cidr;
 use super::error::Reporter;
 use super::model::*;
 use super::plugins;
@@ -72,7 +73,24 @@ impl Validator<'_, '_> {
                     Some(m) => Some(usize::try_from(*m.get_ref()).unwrap_or(usize::MAX)),
                     None => None,
                 };
-                Some(ListenerConfig { name: l.name.get_ref().clone(), bind, kind: l.kind, tls, max_connections })
+                let trusted_proxies = l
+                    .trusted_proxies
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(j, net)| {
+                        net.get_ref().parse::<Cidr>().map_err(|why| {
+                            self.report.error(net.span(), format!("{key}.trusted_proxies[{j}]"), why);
+                        }).ok()
+                    })
+                    .collect();
+                Some(ListenerConfig {
+                    name: l.name.get_ref().clone(),
+                    bind,
+                    kind: l.kind,
+                    tls,
+                    max_connections,
+                    trusted_proxies,
+                })
             })
             .collect();
 

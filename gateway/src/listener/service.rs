@@ -62,14 +62,14 @@ async fn dispatch(mut req: Request<Incoming>, client: Arc<Client>) -> Response<B
     }
     let snapshot = client.shared.snapshot.load_full();
     let host = request_host(&req).map(str::to_owned);
-    let route = snapshot
-        .listeners
-        .get(&*client.listener)
+    let listener = snapshot.listeners.get(&*client.listener);
+    let route = listener
         .and_then(|l| {
             l.router
                 .lookup(host.as_deref().unwrap_or(""), req.uri().path())
         })
         .cloned();
+    let trusted = listener.is_some_and(|l| l.config.trusts(client.peer.ip()));
 
     let Some(route) = route else {
         let reason = format!(
@@ -97,6 +97,7 @@ async fn dispatch(mut req: Request<Incoming>, client: Arc<Client>) -> Response<B
                     peer: client.peer.ip(),
                     tls: client.tls,
                     host: host.as_deref(),
+                    trusted,
                 },
                 metrics: &client.shared.metrics,
             };

@@ -13,6 +13,7 @@ use leafgate_tests::client::{self, get, get_h2c};
 use leafgate_tests::upstream::{Speaks, closed_port};
 use leafgate_tests::{TestGateway, TestUpstream};
 use rustls_pki_types::pem::PemObject;
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 async fn two_upstreams() -> (TestUpstream, TestUpstream) {
@@ -149,7 +150,6 @@ async fn strips_hop_by_hop_headers_and_sets_forwarded_ones() {
         .header("proxy-authorization", "Basic cHJveHk6c2VjcmV0")
         .header("trailer", "x-checksum")
         .header("te", "trailers")
-        .header("x-forwarded-for", "203.0.113.9")
         .header("x-end-to-end", "stays")
         .body(Empty::<Bytes>::new())
         .unwrap();
@@ -172,7 +172,7 @@ async fn strips_hop_by_hop_headers_and_sets_forwarded_ones() {
     assert_eq!(h["te"][0], "trailers");
     assert_eq!(h["x-end-to-end"][0], "stays");
     assert_eq!(h["host"][0], "app.example.com");
-    assert_eq!(h["x-forwarded-for"][0], "203.0.113.9, 127.0.0.1");
+    assert_eq!(h["x-forwarded-for"][0], "127.0.0.1");
     assert_eq!(h["x-forwarded-proto"][0], "http");
     assert_eq!(h["x-forwarded-host"][0], "app.example.com");
     assert_eq!(h["via"][0], "1.1 leafgate");
@@ -185,6 +185,113 @@ async fn strips_hop_by_hop_headers_and_sets_forwarded_ones() {
     );
     assert!(res.headers.get("keep-alive").is_none(), "{:?}", res.headers);
     assert_eq!(res.headers["via"], "1.1 leafgate");
+}
+
+/// Forwarding headers a client made up, the way a spoofing client sends them.
+fn spoofed(req: http::request::Builder) -> http::request::Builder {
+    req.header("x-forwarded-for", "203.0.113.9")
+        .header("x-forwarded-for", "198.51.100.4")
+        .header("x-forwarded-host", "bank.example")
+        .header("x-forwarded-proto", "https")
+        .header("x-forwarded-prefix", "/admin")
+        .header("forwarded", "for=203.0.113.9;proto=https")
+        .header("x-real-ip", "203.0.113.9")
+}
+
+#[tokio::test]
+async fn forwarding_headers_are_believed_only_from_trusted_proxies() {
+    let up = TestUpstream::start("alpha").await;
+    // The upgrade path sets the same headers: a raw backend records the head it gets.
+    let raw = leafgate_tests::backends::raw(|_head, mut stream| async move {
+        let _ = stream
+            .write_all(b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: x-echo\r\n\r\n")
+            .await;
+    })
+    .await;
+    let gw = TestGateway::start(&format!(
+        r#"
+        [[listener]]
+        name = "edge"
+        bind = "127.0.0.1:0"
+        [[listener]]
+        name = "behind-lb"
+        bind = "127.0.0.1:0"
+        trusted_proxies = ["10.0.0.0/8", "127.0.0.0/8", "::1"]
+        [[route]]
+        host = "app.example.com"
+        backends = ["{}"]
+        [[route]]
+        host = "ws.example.com"
+        backends = ["{}"]
+        "#,
+        up.addr, raw.addr
+    ))
+    .await;
+
+    for (listener, trusted) in [("edge", false), ("behind-lb", true)] {
+        let req = spoofed(Request::get("/headers").header("host", "app.example.com"))
+            .body(Empty::<Bytes>::new())
+            .unwrap();
+        let stream = TcpStream::connect(gw.addr(listener)).await.unwrap();
+        let res = client::send_h1(stream, req).await;
+        assert_eq!(res.status, StatusCode::OK);
+        let h = &res.json()["headers"];
+        let one = |name: &str| {
+            let values = h[name].as_array().unwrap_or_else(|| panic!("{name} missing: {h}"));
+            assert_eq!(values.len(), 1, "{name} arrives as one line: {h}");
+            values[0].as_str().unwrap().to_string()
+        };
+        if trusted {
+            assert_eq!(one("x-forwarded-for"), "203.0.113.9, 198.51.100.4, 127.0.0.1");
+            assert_eq!(one("x-forwarded-host"), "bank.example");
+            assert_eq!(one("x-forwarded-proto"), "https");
+            assert_eq!(one("x-forwarded-prefix"), "/admin");
+            assert_eq!(one("x-real-ip"), "203.0.113.9");
+            assert_eq!(
+                one("forwarded"),
+                "for=203.0.113.9;proto=https, for=127.0.0.1;proto=http;host=app.example.com"
+            );
+        } else {
+            assert_eq!(one("x-forwarded-for"), "127.0.0.1");
+            assert_eq!(one("x-forwarded-host"), "app.example.com");
+            assert_eq!(one("x-forwarded-proto"), "http");
+            assert!(h.get("x-forwarded-prefix").is_none(), "{h}");
+            assert_eq!(one("x-real-ip"), "127.0.0.1");
+            assert_eq!(one("forwarded"), "for=127.0.0.1;proto=http;host=app.example.com");
+            assert!(!h.to_string().contains("203.0.113.9"), "a spoofed address arrived: {h}");
+        }
+
+        let mut conn = TcpStream::connect(gw.addr(listener)).await.unwrap();
+        let head = "GET /ws HTTP/1.1\r\nHost: ws.example.com\r\nConnection: Upgrade\r\nUpgrade: x-echo\r\n\
+             X-Forwarded-For: 203.0.113.9\r\nX-Real-IP: 203.0.113.9\r\nForwarded: for=203.0.113.9\r\n\r\n";
+        conn.write_all(head.as_bytes()).await.unwrap();
+        let answer = leafgate_tests::backends::read_head(&mut conn).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 101"), "{answer}");
+        let seen = raw.heads.lock().unwrap().last().cloned().unwrap().to_ascii_lowercase();
+        if trusted {
+            assert!(seen.contains("x-forwarded-for: 203.0.113.9, 127.0.0.1\r\n"), "{seen}");
+            assert!(seen.contains("x-real-ip: 203.0.113.9\r\n"), "{seen}");
+        } else {
+            assert!(!seen.contains("203.0.113.9"), "a spoofed address arrived: {seen}");
+            assert!(seen.contains("x-forwarded-for: 127.0.0.1\r\n"), "{seen}");
+            assert!(seen.contains("x-real-ip: 127.0.0.1\r\n"), "{seen}");
+        }
+    }
+}
+
+#[test]
+fn a_bad_trusted_proxy_range_is_an_error_at_its_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("leafgate.toml");
+    std::fs::write(
+        &path,
+        "[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\ntrusted_proxies = [\"10.0.0.0/8\", \"10.1.2.3/8\"]\n",
+    )
+    .unwrap();
+    let err = leafgate::config::Config::load(&path).unwrap_err().to_string();
+    assert!(err.contains("listener[0].trusted_proxies[1]"), "{err}");
+    assert!(err.contains(":4:"), "names the line: {err}");
+    assert!(err.contains("host bits"), "{err}");
 }
 
 /// The most the kernel may hold between the upstream and a client that reads nothing:
