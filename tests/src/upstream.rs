@@ -189,6 +189,11 @@ impl State {
         if path == "/stall" {
             std::future::pending::<()>().await;
         }
+        if path == "/drain-then-stall" {
+            // Reads the whole upload, then never answers.
+            let _ = req.into_body().collect().await;
+            return std::future::pending().await;
+        }
         let mut headers: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (k, v) in req.headers() {
             headers

@@ -31,7 +31,7 @@ use tracing::{debug, warn};
 
 use crate::metrics::{Metrics, UpstreamErrorLabels};
 
-use self::body::IdleTimeout;
+use self::body::{BodySent, IdleTimeout, SignalSent};
 use self::headers::ClientSide;
 use self::upstream::Upstream;
 
@@ -152,7 +152,8 @@ pub async fn forward(
         }
     }
     let timeouts = upstream.timeouts;
-    let mut body = Some(IdleTimeout::new(body, timeouts.idle).boxed_unsync());
+    let (body, mut sent) = SignalSent::new(IdleTimeout::new(body, timeouts.idle));
+    let mut body = Some(body.boxed_unsync());
 
     let attempts = if replayable { upstream.len() } else { 1 };
     let mut attempt = 0;
@@ -163,14 +164,12 @@ pub async fn forward(
         *req.method_mut() = parts.method.clone();
         *req.uri_mut() = Upstream::uri(&backend.backend, parts.uri.path_and_query());
         *req.headers_mut() = parts.headers.clone();
-        let deadline = timeouts.connect + timeouts.response_header;
-        let sent = tokio::time::timeout(deadline, upstream.client().request(req)).await;
-        let err = match sent {
+        let err = match exchange_head(upstream, req, &mut sent).await {
             Ok(Ok(res)) => return Ok(respond(res, timeouts.idle)),
             Ok(Err(e)) => classify(e, &backend.label, timeouts.connect),
-            Err(_) => ProxyError::ResponseTimeout {
+            Err(after) => ProxyError::ResponseTimeout {
                 backend: backend.label.clone(),
-                after: deadline,
+                after,
             },
         };
         exchange.count_error(&err);
@@ -188,6 +187,34 @@ pub async fn forward(
         warn!(route = exchange.route, backend = %backend.label, error = %err, "upstream failed");
         return Err(err);
     }
+}
+
+/// Sends `req` and waits for the response head. The response-header timer starts once the
+/// request body has been sent: while it is still uploading, the client's pace (bounded by
+/// the body's idle timeout) decides, not the backend's. A request with no body to send
+/// gets the connect time on top, as connecting is then part of waiting for the head.
+/// `Err` is the timeout that passed.
+async fn exchange_head(
+    upstream: &Upstream,
+    req: Request<Body>,
+    sent: &mut BodySent,
+) -> Result<Result<Response<Incoming>, hyper_util::client::legacy::Error>, Duration> {
+    let timeouts = upstream.timeouts;
+    let response = upstream.client().request(req);
+    tokio::pin!(response);
+    let deadline = if sent.pending() {
+        tokio::select! {
+            biased;
+            res = &mut response => return Ok(res),
+            () = sent.wait() => {}
+        }
+        timeouts.response_header
+    } else {
+        timeouts.connect + timeouts.response_header
+    };
+    tokio::time::timeout(deadline, response)
+        .await
+        .map_err(|_| deadline)
 }
 
 fn empty() -> Body {

@@ -496,6 +496,84 @@ async fn refused_backend_is_502_and_stalled_backend_is_504() {
     assert!(started.elapsed() < Duration::from_secs(10));
 }
 
+/// Uploads `chunks` KiB, one every `every`, with the length unknown (chunked), and returns
+/// the answer and when the last chunk was handed over.
+async fn slow_upload(
+    addr: std::net::SocketAddr,
+    host: &str,
+    path: &str,
+    chunks: usize,
+    every: Duration,
+) -> (client::Answer, std::time::Instant) {
+    use http_body_util::StreamBody;
+    use std::sync::{Arc, Mutex};
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let last = Arc::new(Mutex::new(std::time::Instant::now()));
+    let stamp = last.clone();
+    let body = StreamBody::new(futures_util::stream::unfold(0, move |i| {
+        let stamp = stamp.clone();
+        async move {
+            if i == chunks {
+                return None;
+            }
+            tokio::time::sleep(every).await;
+            *stamp.lock().unwrap() = std::time::Instant::now();
+            let chunk = hyper::body::Frame::data(Bytes::from(vec![b'u'; 1024]));
+            Some((Ok::<_, std::io::Error>(chunk), i + 1))
+        }
+    }));
+    let req = Request::post(path).header("host", host).body(body).unwrap();
+    let res = sender.send_request(req).await.unwrap();
+    let answer = client::collect(res).await;
+    let last = *last.lock().unwrap();
+    (answer, last)
+}
+
+#[tokio::test]
+async fn the_response_header_timer_starts_when_the_upload_ends() {
+    let up = TestUpstream::start("sink").await;
+    let gw = TestGateway::web(&format!(
+        r#"
+        [[route]]
+        host = "upload.example"
+        backends = ["{}"]
+        timeouts = {{ connect = "500ms", response_header = "1s", idle = "10s" }}
+        "#,
+        up.addr
+    ))
+    .await;
+    let web = gw.addr("web");
+
+    // Uploading for 3 s, three times the response-header timeout, is not cut off.
+    let started = std::time::Instant::now();
+    let (res, _) = slow_upload(web, "upload.example", "/upload", 12, Duration::from_millis(250)).await;
+    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+    assert_eq!(res.json()["body_len"], 12 * 1024);
+    assert!(started.elapsed() >= Duration::from_secs(3));
+
+    // The timer still runs once the body is in: a backend that reads it all and never
+    // answers gets a 504 one timeout after the last byte, not one after the first.
+    let (res, last) = slow_upload(
+        web,
+        "upload.example",
+        "/drain-then-stall",
+        8,
+        Duration::from_millis(250),
+    )
+    .await;
+    let waited = last.elapsed();
+    assert_eq!(res.status, StatusCode::GATEWAY_TIMEOUT, "{}", res.text());
+    assert!(res.text().contains("within 1s"), "{}", res.text());
+    assert!(
+        waited >= Duration::from_millis(900) && waited < Duration::from_secs(5),
+        "the 504 came {waited:?} after the upload ended"
+    );
+}
+
 #[tokio::test]
 async fn a_refused_backend_is_skipped_while_the_others_serve() {
     let closed = closed_port();
