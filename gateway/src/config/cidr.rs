@@ -45,9 +45,9 @@ impl FromStr for Cidr {
             Some((a, p)) => (a, Some(p)),
             None => (text, None),
         };
-        let addr: IpAddr = addr
-            .parse()
-            .map_err(|_| format!("`{text}` is not an address or a CIDR range (10.0.0.0/8, fd00::/8)"))?;
+        let addr: IpAddr = addr.parse().map_err(|_| {
+            format!("`{text}` is not an address or a CIDR range (10.0.0.0/8, fd00::/8)")
+        })?;
         let addr = addr.to_canonical();
         let max = if addr.is_ipv4() { 32 } else { 128 };
         let prefix = match prefix {
@@ -90,7 +90,10 @@ mod tests {
         let net: Cidr = "10.0.0.0/8".parse().unwrap();
         assert!(net.contains(ip("10.255.0.1")));
         assert!(!net.contains(ip("11.0.0.1")));
-        assert!(net.contains(ip("::ffff:10.1.2.3")), "IPv4-mapped peers count as IPv4");
+        assert!(
+            net.contains(ip("::ffff:10.1.2.3")),
+            "IPv4-mapped peers count as IPv4"
+        );
         assert!(!net.contains(ip("fd00::1")));
 
         let host: Cidr = "127.0.0.1".parse().unwrap();

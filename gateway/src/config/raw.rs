@@ -164,13 +164,18 @@ pub struct RawRoute {
     pub timeouts: RawTimeouts,
 }
 
-/// How leafgate speaks to a plain-TCP upstream. TLS upstreams negotiate by ALPN.
+/// How leafgate speaks to a route's backends.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum UpstreamProtocol {
+    /// HTTP/1.1 to plain backends; TLS backends choose HTTP/2 or HTTP/1.1 by ALPN.
     #[default]
+    Auto,
+    /// HTTP/1.1 only.
     Http1,
-    H2c,
+    /// HTTP/2 only: prior knowledge to plain backends (h2c), ALPN `h2` to TLS ones.
+    #[serde(alias = "h2c")]
+    H2,
 }
 
 #[derive(Debug, Deserialize)]

@@ -329,14 +329,6 @@ impl Validator<'_, '_> {
             (raw_tls, true) => self.upstream_tls(raw_tls.as_ref(), &format!("{key}.tls")),
             (None, false) => None,
         };
-        if any_tls && protocol == UpstreamProtocol::H2c {
-            self.report.error(
-                r.backends.span(),
-                format!("{key}.protocol"),
-                "`h2c` is for plain-TCP backends; TLS backends negotiate HTTP/2 by ALPN",
-            );
-            ok = false;
-        }
         (ok && (tls.is_some() || !any_tls)).then_some(UpstreamConfig {
             backends,
             protocol,

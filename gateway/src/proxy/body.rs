@@ -185,7 +185,9 @@ mod tests {
         let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, BoxError>>(1);
         let (body, mut sent) = SignalSent::new(StreamBody::new(tokio_stream_from(rx)));
         let mut body = Box::pin(body);
-        tx.send(Ok(Frame::data(Bytes::from_static(b"x")))).await.unwrap();
+        tx.send(Ok(Frame::data(Bytes::from_static(b"x"))))
+            .await
+            .unwrap();
         body.frame().await.unwrap().unwrap();
         let pending = tokio::time::timeout(Duration::from_millis(20), sent.wait()).await;
         assert!(pending.is_err(), "a body still open is not sent");

@@ -322,7 +322,10 @@ mod tests {
         assert_eq!(h["x-forwarded-host"], "a.example:8443");
         assert!(!h.contains_key("x-forwarded-port"));
         assert_eq!(h["x-real-ip"], "10.0.0.9");
-        assert_eq!(h["forwarded"], "for=10.0.0.9;proto=http;host=\"a.example:8443\"");
+        assert_eq!(
+            h["forwarded"],
+            "for=10.0.0.9;proto=http;host=\"a.example:8443\""
+        );
         assert_eq!(h["via"], "2 leafgate");
     }
 
@@ -333,7 +336,10 @@ mod tests {
         c.peer = "2001:db8::7".parse().unwrap();
         c.host = Some("plain.example");
         add_forwarded(&mut h, &c, http::Version::HTTP_11);
-        assert_eq!(h["forwarded"], "for=\"[2001:db8::7]\";proto=http;host=plain.example");
+        assert_eq!(
+            h["forwarded"],
+            "for=\"[2001:db8::7]\";proto=http;host=plain.example"
+        );
 
         let mut h = HeaderMap::new();
         c.peer = "::ffff:192.0.2.1".parse().unwrap();

@@ -237,12 +237,17 @@ async fn forwarding_headers_are_believed_only_from_trusted_proxies() {
         assert_eq!(res.status, StatusCode::OK);
         let h = &res.json()["headers"];
         let one = |name: &str| {
-            let values = h[name].as_array().unwrap_or_else(|| panic!("{name} missing: {h}"));
+            let values = h[name]
+                .as_array()
+                .unwrap_or_else(|| panic!("{name} missing: {h}"));
             assert_eq!(values.len(), 1, "{name} arrives as one line: {h}");
             values[0].as_str().unwrap().to_string()
         };
         if trusted {
-            assert_eq!(one("x-forwarded-for"), "203.0.113.9, 198.51.100.4, 127.0.0.1");
+            assert_eq!(
+                one("x-forwarded-for"),
+                "203.0.113.9, 198.51.100.4, 127.0.0.1"
+            );
             assert_eq!(one("x-forwarded-host"), "bank.example");
             assert_eq!(one("x-forwarded-proto"), "https");
             assert_eq!(one("x-forwarded-prefix"), "/admin");
@@ -257,22 +262,43 @@ async fn forwarding_headers_are_believed_only_from_trusted_proxies() {
             assert_eq!(one("x-forwarded-proto"), "http");
             assert!(h.get("x-forwarded-prefix").is_none(), "{h}");
             assert_eq!(one("x-real-ip"), "127.0.0.1");
-            assert_eq!(one("forwarded"), "for=127.0.0.1;proto=http;host=app.example.com");
-            assert!(!h.to_string().contains("203.0.113.9"), "a spoofed address arrived: {h}");
+            assert_eq!(
+                one("forwarded"),
+                "for=127.0.0.1;proto=http;host=app.example.com"
+            );
+            assert!(
+                !h.to_string().contains("203.0.113.9"),
+                "a spoofed address arrived: {h}"
+            );
         }
 
         let mut conn = TcpStream::connect(gw.addr(listener)).await.unwrap();
         let head = "GET /ws HTTP/1.1\r\nHost: ws.example.com\r\nConnection: Upgrade\r\nUpgrade: x-echo\r\n\
              X-Forwarded-For: 203.0.113.9\r\nX-Real-IP: 203.0.113.9\r\nForwarded: for=203.0.113.9\r\n\r\n";
         conn.write_all(head.as_bytes()).await.unwrap();
-        let answer = leafgate_tests::backends::read_head(&mut conn).await.unwrap();
+        let answer = leafgate_tests::backends::read_head(&mut conn)
+            .await
+            .unwrap();
         assert!(answer.starts_with("HTTP/1.1 101"), "{answer}");
-        let seen = raw.heads.lock().unwrap().last().cloned().unwrap().to_ascii_lowercase();
+        let seen = raw
+            .heads
+            .lock()
+            .unwrap()
+            .last()
+            .cloned()
+            .unwrap()
+            .to_ascii_lowercase();
         if trusted {
-            assert!(seen.contains("x-forwarded-for: 203.0.113.9, 127.0.0.1\r\n"), "{seen}");
+            assert!(
+                seen.contains("x-forwarded-for: 203.0.113.9, 127.0.0.1\r\n"),
+                "{seen}"
+            );
             assert!(seen.contains("x-real-ip: 203.0.113.9\r\n"), "{seen}");
         } else {
-            assert!(!seen.contains("203.0.113.9"), "a spoofed address arrived: {seen}");
+            assert!(
+                !seen.contains("203.0.113.9"),
+                "a spoofed address arrived: {seen}"
+            );
             assert!(seen.contains("x-forwarded-for: 127.0.0.1\r\n"), "{seen}");
             assert!(seen.contains("x-real-ip: 127.0.0.1\r\n"), "{seen}");
         }
@@ -288,7 +314,9 @@ fn a_bad_trusted_proxy_range_is_an_error_at_its_key() {
         "[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\ntrusted_proxies = [\"10.0.0.0/8\", \"10.1.2.3/8\"]\n",
     )
     .unwrap();
-    let err = leafgate::config::Config::load(&path).unwrap_err().to_string();
+    let err = leafgate::config::Config::load(&path)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("listener[0].trusted_proxies[1]"), "{err}");
     assert!(err.contains(":4:"), "names the line: {err}");
     assert!(err.contains("host bits"), "{err}");
@@ -405,6 +433,10 @@ async fn h2_client_to_h1_upstream_and_h1_client_to_h2c_upstream() {
     let echo = res.json();
     assert_eq!(echo["server"], "h2c-only");
     assert_eq!(echo["version"], "HTTP/2.0");
+    // The client's host travels as `:authority`, not the backend's address, and no
+    // `Host` contradicts it (RFC 9113 §8.3.1).
+    assert_eq!(echo["authority"], "h2.example");
+    assert!(echo["headers"].get("host").is_none(), "{echo}");
 }
 
 #[tokio::test]
@@ -550,7 +582,14 @@ async fn the_response_header_timer_starts_when_the_upload_ends() {
 
     // Uploading for 3 s, three times the response-header timeout, is not cut off.
     let started = std::time::Instant::now();
-    let (res, _) = slow_upload(web, "upload.example", "/upload", 12, Duration::from_millis(250)).await;
+    let (res, _) = slow_upload(
+        web,
+        "upload.example",
+        "/upload",
+        12,
+        Duration::from_millis(250),
+    )
+    .await;
     assert_eq!(res.status, StatusCode::OK, "{}", res.text());
     assert_eq!(res.json()["body_len"], 12 * 1024);
     assert!(started.elapsed() >= Duration::from_secs(3));
@@ -656,6 +695,108 @@ async fn mtls_upstream(ca: &TestCa, dir: &std::path::Path) -> TestUpstream {
         .unwrap();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     TestUpstream::start_tls("leaf-api", std::sync::Arc::new(config)).await
+}
+
+/// A TLS upstream with a certificate for `leaf-api.internal` offering `alpn`.
+async fn alpn_upstream(
+    ca: &TestCa,
+    dir: &std::path::Path,
+    name: &str,
+    alpn: &[&[u8]],
+) -> TestUpstream {
+    let server = ca.issue(dir, name, &["leaf-api.internal"]);
+    let cert = rustls_pki_types::CertificateDer::from_pem_file(&server.cert).unwrap();
+    let key = rustls_pki_types::PrivateKeyDer::from_pem_file(&server.key).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert], key)
+        .unwrap();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    TestUpstream::start_tls_speaking(name, Speaks::Any, std::sync::Arc::new(config)).await
+}
+
+#[tokio::test]
+async fn tls_backends_get_h2_by_alpn_with_the_client_host_as_authority() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new("backend CA");
+    ca.write(dir.path(), "ca.pem");
+    let h2 = alpn_upstream(&ca, dir.path(), "grpc-ish", &[b"h2", b"http/1.1"]).await;
+    let h1 = alpn_upstream(&ca, dir.path(), "h1-tls", &[b"http/1.1"]).await;
+    let toml = format!(
+        r#"
+        [[listener]]
+        name = "web"
+        bind = "127.0.0.1:0"
+
+        [[route]]
+        host = "h2.example"
+        backends = ["https://{h2}"]
+        tls = {{ ca = "ca.pem", server_name = "leaf-api.internal" }}
+
+        [[route]]
+        host = "h1.example"
+        backends = ["https://{h1}"]
+        tls = {{ ca = "ca.pem", server_name = "leaf-api.internal" }}
+
+        [[route]]
+        host = "must-h2.example"
+        backends = ["https://{h1}"]
+        protocol = "h2"
+        tls = {{ ca = "ca.pem", server_name = "leaf-api.internal" }}
+        "#,
+        h2 = h2.addr,
+        h1 = h1.addr,
+    );
+    let gw = TestGateway::start_in(dir, &toml).await;
+    let web = gw.addr("web");
+
+    // Connections are kept per serving thread, so each thread opens at most one.
+    let threads = leafgate::workers::count() as u64;
+    let requests = 3 * threads;
+
+    // `auto` (the default): the backend chose h2, and one connection per thread carries
+    // every request.
+    for i in 0..requests {
+        let res = get(web, "h2.example", &format!("/svc/{i}")).await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let echo = res.json();
+        assert_eq!(echo["version"], "HTTP/2.0", "{echo}");
+        assert_eq!(echo["authority"], "h2.example", "{echo}");
+        assert!(echo["headers"].get("host").is_none(), "{echo}");
+        assert_eq!(echo["headers"]["x-forwarded-host"][0], "h2.example");
+    }
+    let opened = h2.connections.load(Ordering::Relaxed);
+    assert!(
+        opened <= threads,
+        "{opened} connections for {requests} requests"
+    );
+
+    // A backend that offers only HTTP/1.1 is spoken to in HTTP/1.1, and that is remembered:
+    // after the first (asking) handshake, requests share pooled connections.
+    for _ in 0..requests {
+        let res = get(web, "h1.example", "/").await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let echo = res.json();
+        assert_eq!(echo["version"], "HTTP/1.1", "{echo}");
+        assert_eq!(echo["headers"]["host"][0], "h1.example");
+    }
+    let opened = h1.connections.load(Ordering::Relaxed);
+    assert!(
+        opened <= 1 + threads,
+        "{opened} connections for {requests} requests"
+    );
+
+    // `protocol = "h2"` insists: a backend refusing h2 is a 502 that says so.
+    let res = get(web, "must-h2.example", "/").await;
+    assert_eq!(res.status, StatusCode::BAD_GATEWAY);
+    assert!(
+        res.text().contains("did not agree to HTTP/2"),
+        "{}",
+        res.text()
+    );
 }
 
 #[tokio::test]
