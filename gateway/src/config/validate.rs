@@ -61,6 +61,23 @@ impl Validator<'_, '_> {
                     binds.insert(bind, (format!("{key}.bind"), l.bind.span()));
                 }
                 let tls = self.server_tls(l, &key);
+                let kind = l.kind.as_ref().map_or(ListenerKind::Http, |k| *k.get_ref());
+                let client_ca = l.tls.as_ref().is_some_and(|t| t.client_ca.is_some());
+                if kind == ListenerKind::NodeApi && !client_ca {
+                    let span = l.kind.as_ref().map_or(l.name.span(), |k| k.span());
+                    self.report.error(
+                        span,
+                        format!("{key}.kind"),
+                        "a `node-api` listener needs `tls` with `client_ca` (the root API server's kubelet-client CA): the kubelet API is never served to anonymous clients",
+                    );
+                }
+                if let Some(first) = l.allowed_clients.first().filter(|_| !client_ca) {
+                    self.report.error(
+                        first.span(),
+                        format!("{key}.allowed_clients"),
+                        "`allowed_clients` names client certificates; set `tls.client_ca` so clients present one",
+                    );
+                }
                 let max_connections = match &l.max_connections {
                     Some(m) if *m.get_ref() == 0 => {
                         self.report.error(
@@ -86,10 +103,11 @@ impl Validator<'_, '_> {
                 Some(ListenerConfig {
                     name: l.name.get_ref().clone(),
                     bind,
-                    kind: l.kind,
+                    kind,
                     tls,
                     max_connections,
                     trusted_proxies,
+                    allowed_clients: l.allowed_clients.iter().map(|c| c.get_ref().clone()).collect(),
                 })
             })
             .collect();
@@ -105,6 +123,18 @@ impl Validator<'_, '_> {
                 TenantConfig {
                     name: t.name.get_ref().clone(),
                     namespaces: t.namespaces.iter().map(|n| n.get_ref().clone()).collect(),
+                    leaves: t.leaves.as_ref().map(|ls| {
+                        for (j, leaf) in ls.iter().enumerate() {
+                            if !raw.leaves.iter().any(|l| l.name.get_ref() == leaf.get_ref()) {
+                                self.report.error(
+                                    leaf.span(),
+                                    format!("tenant[{i}].leaves[{j}]"),
+                                    format!("no [[leaf]] is named `{}`", leaf.get_ref()),
+                                );
+                            }
+                        }
+                        ls.iter().map(|l| l.get_ref().clone()).collect()
+                    }),
                     bandwidth: bandwidth(&t.bandwidth),
                     plugins: plugins::validate(
                         self.report,

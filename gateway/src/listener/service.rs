@@ -14,6 +14,7 @@ use hyper::body::Incoming;
 use tokio::time::Instant;
 use tracing::{Instrument, info_span};
 
+use super::identity::ClientIdentity;
 use crate::metrics::{RequestLabels, RouteLabels};
 use crate::proxy::headers::{self, ClientSide};
 use crate::proxy::upgrade::{self, SpliceJob};
@@ -27,6 +28,8 @@ pub struct Client {
     pub listener: Arc<str>,
     pub peer: SocketAddr,
     pub tls: bool,
+    /// The verified client certificate's names (listeners with `client_ca`).
+    pub identity: Option<Arc<ClientIdentity>>,
     pub shared: Arc<Shared>,
 }
 
