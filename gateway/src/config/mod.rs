@@ -6,6 +6,7 @@
 //! been a type. This module builds nothing that serves traffic: that is `snapshot`.
 
 mod error;
+mod kubeconfig;
 mod model;
 mod pem;
 pub mod plugins;
