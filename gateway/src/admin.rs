@@ -5,7 +5,8 @@
 //! - `GET /healthz`: 200 while the process runs.
 //! - `GET /readyz`: 200 while accepting, 503 once shutdown began.
 //! - `GET /status`: JSON: snapshot generation and load time, listeners, routes, tenants,
-//!   the last reload's result.
+//!   leaves (server, auth, pod watch: synced, pods, restarts, last error), the last
+//!   reload's result.
 //! - `GET /metrics`: Prometheus text format.
 //! - `POST /reload`: reload now; 200 with the new generation, or 422 with every error.
 //!
@@ -197,6 +198,33 @@ pub fn status(gateway: &dyn Control) -> Value {
         .iter()
         .map(|t| json!({ "name": t.name, "namespaces": t.namespaces }))
         .collect();
+    let mut leaves: Vec<Value> = snapshot
+        .leaves
+        .values()
+        .map(|leaf| {
+            let c = &leaf.config;
+            let watch = leaf.watch_state();
+            let mut warnings = Vec::new();
+            if c.tls.insecure_skip_verify {
+                warnings.push("insecure-skip-tls-verify: the server's certificate is not checked");
+            }
+            json!({
+                "name": c.name,
+                "kubeconfig": c.kubeconfig.display().to_string(),
+                "context": c.context,
+                "server": c.server.to_string(),
+                "auth": leaf.auth_kind(),
+                "insecure_skip_tls_verify": c.tls.insecure_skip_verify,
+                "warnings": warnings,
+                "synced": watch.synced,
+                "pods": watch.pods,
+                "watch_restarts": watch.restarts,
+                "last_error": watch.last_error.as_ref().map(|(_, e)| e),
+                "last_error_at": watch.last_error.as_ref().map(|(at, _)| rfc3339(*at)),
+            })
+        })
+        .collect();
+    leaves.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
     let last_reload = gateway.last_reload().map(|r| match r.result {
         Ok(generation) => json!({ "at": rfc3339(r.at), "ok": true, "generation": generation }),
         Err(error) => json!({ "at": rfc3339(r.at), "ok": false, "error": error }),
@@ -208,6 +236,7 @@ pub fn status(gateway: &dyn Control) -> Value {
         "listeners": listeners,
         "routes": routes,
         "tenants": tenants,
+        "leaves": leaves,
         "last_reload": last_reload,
     })
 }

@@ -79,11 +79,10 @@ impl Gateway {
         let config = load_blocking(path.clone()).await?;
         let metrics = Arc::new(Metrics::new());
         let built = metrics.clone();
-        let snapshot = tokio::task::spawn_blocking(move || {
-            Snapshot::build(Arc::new(config), 1, None, &built.plugins)
-        })
-        .await
-        .map_err(|e| GatewayError::Interrupted(e.to_string()))??;
+        let snapshot =
+            tokio::task::spawn_blocking(move || Snapshot::build(Arc::new(config), 1, None, &built))
+                .await
+                .map_err(|e| GatewayError::Interrupted(e.to_string()))??;
         let admin_bind = snapshot.config.admin.as_ref().map(|a| a.bind);
 
         let shared = Arc::new(Shared {
@@ -273,12 +272,7 @@ impl Gateway {
         let generation = previous.generation + 1;
         let metrics = self.shared.metrics.clone();
         let snapshot = tokio::task::spawn_blocking(move || {
-            Snapshot::build(
-                Arc::new(config),
-                generation,
-                Some(&previous),
-                &metrics.plugins,
-            )
+            Snapshot::build(Arc::new(config), generation, Some(&previous), &metrics)
         })
         .await
         .map_err(|e| GatewayError::Interrupted(e.to_string()))??;

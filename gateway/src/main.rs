@@ -10,7 +10,6 @@ use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use leafgate::Gateway;
 use leafgate::config::Config;
-use leafgate::plugins::PluginMetrics;
 use leafgate::snapshot::{BuildError, Snapshot};
 use tracing::{error, info};
 
@@ -167,7 +166,7 @@ fn check(config: PathBuf) -> anyhow::Result<ExitCode> {
     };
     // Compiling the snapshot checks what only rustls can (a key matches its certificate)
     // and compiles every plugin against its world.
-    let metrics = PluginMetrics::default();
+    let metrics = leafgate::metrics::Metrics::new();
     let built = runtime()?
         .block_on(async { Snapshot::build(Arc::new(loaded), 0, None, &metrics).map(|_| ()) });
     match built {

@@ -52,6 +52,23 @@ pub struct SpliceByteLabels {
     pub direction: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LeafLabels {
+    pub leaf: String,
+}
+
+/// Per leaf cluster: its pod watch's health and size. Kept by the leaf's reflector task;
+/// a leaf's series go when the leaf leaves the config.
+#[derive(Clone, Debug, Default)]
+pub struct LeafMetrics {
+    /// 1 while the leaf's pod watch is synced, 0 while it fails.
+    pub up: Family<LeafLabels, Gauge>,
+    /// Pods the leaf's reflector holds.
+    pub pods: Family<LeafLabels, Gauge>,
+    /// Times the leaf's pod watch failed and started again.
+    pub watch_restarts: Family<LeafLabels, Counter>,
+}
+
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
 /// Every metric the gateway records.
@@ -76,6 +93,7 @@ pub struct Metrics {
     /// File events the watcher saw whose files hashed the same as the serving config's:
     /// no reload was started.
     pub reloads_skipped_unchanged: Counter,
+    pub leaves: LeafMetrics,
 }
 
 fn latency_histogram() -> Histogram {
@@ -108,6 +126,7 @@ impl Metrics {
             plugins: PluginMetrics::default(),
             reload_failures: Counter::default(),
             reloads_skipped_unchanged: Counter::default(),
+            leaves: LeafMetrics::default(),
             registry: Registry::with_prefix("leafgate"),
         };
         let registry = &mut m.registry;
@@ -172,6 +191,21 @@ impl Metrics {
             "reloads_skipped_unchanged",
             "File events on watched files whose content had not changed (no reload)",
             m.reloads_skipped_unchanged.clone(),
+        );
+        registry.register(
+            "leaf_up",
+            "1 while the leaf's pod watch is synced, 0 while it fails",
+            m.leaves.up.clone(),
+        );
+        registry.register(
+            "leaf_pods",
+            "Pods the leaf's reflector holds",
+            m.leaves.pods.clone(),
+        );
+        registry.register(
+            "leaf_watch_restarts",
+            "Times the leaf's pod watch failed and was started again",
+            m.leaves.watch_restarts.clone(),
         );
         m
     }

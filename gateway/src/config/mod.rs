@@ -7,6 +7,7 @@
 
 pub mod cidr;
 mod error;
+mod kubeconfig;
 mod model;
 mod pem;
 pub mod plugins;

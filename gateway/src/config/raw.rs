@@ -148,6 +148,8 @@ impl<'de> Deserialize<'de> for RawRouteBandwidth {
 pub struct RawLeaf {
     pub name: Spanned<String>,
     pub kubeconfig: Spanned<String>,
+    /// A context of the kubeconfig; its `current-context` when left out.
+    pub context: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -15,6 +15,7 @@ use toml::Spanned;
 
 use super::cidr::Cidr;
 use super::error::Reporter;
+use super::kubeconfig;
 use super::model::*;
 use super::plugins;
 use super::raw::*;
@@ -156,12 +157,7 @@ impl Validator<'_, '_> {
             .enumerate()
             .filter_map(|(i, l)| {
                 leaf_names.insert(self.report, &l.name, &format!("leaf[{i}].name"), "leaf");
-                let kubeconfig =
-                    self.readable_file(&l.kubeconfig, &format!("leaf[{i}].kubeconfig"))?;
-                Some(LeafConfig {
-                    name: l.name.get_ref().clone(),
-                    kubeconfig,
-                })
+                self.leaf(l, &format!("leaf[{i}]"))
             })
             .collect();
 
@@ -316,6 +312,36 @@ impl Validator<'_, '_> {
                 .unwrap_or_default(),
             timeouts: defaults.overlay(&r.timeouts),
         })
+    }
+
+    /// A `[[leaf]]`: its kubeconfig read and checked; a problem inside the kubeconfig is
+    /// reported at `kubeconfig` (or `context`) and names the kubeconfig field.
+    fn leaf(&mut self, l: &RawLeaf, key: &str) -> Option<LeafConfig> {
+        let path = self.readable_file(&l.kubeconfig, &format!("{key}.kubeconfig"))?;
+        let context = l.context.as_ref().map(|c| c.get_ref().as_str());
+        match kubeconfig::resolve(&path, context) {
+            Ok(r) => {
+                self.files.extend(r.files);
+                Some(LeafConfig {
+                    name: l.name.get_ref().clone(),
+                    kubeconfig: path,
+                    context: r.context,
+                    server: r.server,
+                    namespace: r.namespace,
+                    tls: r.tls,
+                    auth: r.auth,
+                    fingerprint: r.fingerprint,
+                })
+            }
+            Err(p) => {
+                let (span, field) = match (p.at, &l.context) {
+                    (kubeconfig::At::Context, Some(c)) => (c.span(), "context"),
+                    _ => (l.kubeconfig.span(), "kubeconfig"),
+                };
+                self.report.error(span, format!("{key}.{field}"), p.message);
+                None
+            }
+        }
     }
 
     fn upstream(&mut self, r: &RawRoute, key: &str) -> Option<UpstreamConfig> {

@@ -1,5 +1,18 @@
-//! The Kubernetes half: the kubelet node API leafgate answers for virtual nodes, and the
-//! leaf clusters it forwards to.
+//! The Kubernetes half: the kubelet node API leafgate answers for virtual nodes, the leaf
+//! clusters it forwards to, and the live index of the pods they run.
+//!
+//! - `leaf` (+ `leaf_tls`, `leaf_auth`): one leaf cluster's TLS, credentials, `kube::Client`
+//!   and raw upstream.
+//! - `index`: the pod index, fed by one reflector per leaf.
+//! - `kubelet`, `logs`: the node API's routes and the log filter stream.
 
+pub mod index;
 pub mod kubelet;
+pub mod leaf;
+mod leaf_auth;
+pub mod leaf_tls;
 pub mod logs;
+
+pub use index::{Held, LeafSlot, PodIndex, WatchState};
+pub use leaf::{Leaf, LeafError};
+pub use leaf_auth::TokenError;

@@ -2,7 +2,8 @@
 //!
 //! A validated [`Config`] compiles into one [`Snapshot`]: per listener its routing table and
 //! TLS config, per route its upstream pool (pooled client, TLS, round-robin state), and the
-//! tenants. The gateway holds the current one in an `ArcSwap`; a request (or a new
+//! tenants, per leaf cluster its client and pod reflector, and the pod index they feed.
+//! The gateway holds the current one in an `ArcSwap`; a request (or a new
 //! connection) loads it once at its start and uses only that, so a reload is a single
 //! store and whatever started on the old snapshot finishes on it. Nothing here changes
 //! after `build` returns, apart from the upstreams' own counters.
@@ -17,8 +18,10 @@ use crate::config::ConfigErrors;
 use crate::config::{
     BandwidthConfig, Config, DirectResponse, ListenerConfig, RouteAction, Timeouts,
 };
+use crate::kube::{Leaf, LeafError, PodIndex};
 use crate::limit::{self, Limiter, SharedLimits};
-use crate::plugins::{PluginMetrics, TenantPlugins};
+use crate::metrics::Metrics;
+use crate::plugins::TenantPlugins;
 use crate::proxy::upstream::Upstream;
 use crate::routing::Router;
 
@@ -31,6 +34,12 @@ pub struct Snapshot {
     pub tenants: HashMap<String, Arc<Tenant>>,
     /// Every route, in config order (for `/status`).
     pub routes: Vec<Arc<Route>>,
+    /// The leaf clusters, by name. Shared with the next snapshot when a reload leaves a
+    /// leaf's config and files unchanged, so its connections and reflector carry on.
+    pub leaves: HashMap<String, Arc<Leaf>>,
+    /// Which leaves hold which pods; one for the gateway's life, handed from snapshot to
+    /// snapshot.
+    pub pods: Arc<PodIndex>,
 }
 
 /// A listener's share of the snapshot.
@@ -100,6 +109,8 @@ pub enum BuildError {
     /// Plugins that do not compile or do not fit their world, each at its config key.
     #[error("{0}")]
     Plugins(ConfigErrors),
+    #[error("{0}")]
+    Leaf(#[from] LeafError),
 }
 
 impl Snapshot {
@@ -110,13 +121,17 @@ impl Snapshot {
     /// Every plugin is compiled (or found in the process-wide cache by content) and checked
     /// against its world here, on the caller's (blocking) thread; any failure fails the
     /// build, so a reload with a broken plugin leaves the running snapshot as it was.
+    ///
+    /// Leaves whose config and files are unchanged from `previous` are kept; new or changed
+    /// ones start their pod reflector on the current runtime (the caller's), which must be
+    /// the gateway's control runtime.
     pub fn build(
         config: Arc<Config>,
         generation: u64,
         previous: Option<&Snapshot>,
-        plugin_metrics: &PluginMetrics,
+        metrics: &Metrics,
     ) -> Result<Snapshot, BuildError> {
-        let mut plugins = crate::plugins::load(&config, plugin_metrics)
+        let mut plugins = crate::plugins::load(&config, &metrics.plugins)
             .map_err(|e| BuildError::Plugins(ConfigErrors(e)))?;
         let tenants: HashMap<String, Arc<Tenant>> = config
             .tenants
@@ -218,6 +233,22 @@ impl Snapshot {
             })
             .collect::<Result<HashMap<_, _>, BuildError>>()?;
 
+        let pods = previous.map_or_else(PodIndex::new, |p| p.pods.clone());
+        let leaves = config
+            .leaves
+            .iter()
+            .map(|l| {
+                let kept = previous
+                    .and_then(|p| p.leaves.get(&l.name))
+                    .filter(|leaf| leaf.built_from(l));
+                let leaf = match kept {
+                    Some(leaf) => leaf.clone(),
+                    None => Arc::new(Leaf::new(l, &pods, Some(metrics.leaves.clone()))?),
+                };
+                Ok((l.name.clone(), leaf))
+            })
+            .collect::<Result<HashMap<_, _>, BuildError>>()?;
+
         Ok(Snapshot {
             generation,
             loaded_at: SystemTime::now(),
@@ -225,6 +256,8 @@ impl Snapshot {
             listeners,
             tenants,
             routes,
+            leaves,
+            pods,
         })
     }
 }

@@ -1,0 +1,463 @@
+//! The live pod index: which leaves hold pod `ns/name`, kept from one kube-runtime
+//! reflector per leaf.
+//!
+//! Each leaf's reflector (`watcher(..).default_backoff().reflect(writer)`, pods in every
+//! namespace) keeps that leaf's full store, which serves listings. Every event it applies
+//! is also folded into one shared map keyed by `"ns/name"`, whose entries are the store's
+//! own `Arc<Pod>`s (nothing is copied), so a lookup is one read lock and one hash probe
+//! whatever the number of leaves, and no lock is held across an await. A relist (after a
+//! `410 Gone`, say) replaces the leaf's share of the map in one write, at its end.
+//!
+//! The map outlives snapshots: a reload hands it on, and a leaf whose config is unchanged
+//! keeps its reflector. A leaf's [`LeafSlot`] removes its pods from the map when the last
+//! handle to it goes. This module does not route requests or talk HTTP; `leaf` dials.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::SystemTime;
+
+use futures_util::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ResourceExt};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::watcher::{self, Event};
+use tracing::{info, warn};
+
+use crate::metrics::{LeafLabels, LeafMetrics};
+
+/// Every leaf's pods, by `ns/name`.
+#[derive(Default)]
+pub struct PodIndex {
+    pods: RwLock<HashMap<Box<str>, Vec<Held>>>,
+    next_id: AtomicU64,
+    /// Live slots per leaf name: a reload that rebuilds a leaf briefly has two.
+    live: Mutex<HashMap<Arc<str>, usize>>,
+}
+
+/// One leaf's copy of a pod.
+#[derive(Clone)]
+pub struct Held {
+    pub leaf: Arc<str>,
+    slot: u64,
+    pub pod: Arc<Pod>,
+}
+
+impl Held {
+    pub fn uid(&self) -> Option<&str> {
+        self.pod.metadata.uid.as_deref()
+    }
+
+    pub fn labels(&self) -> &std::collections::BTreeMap<String, String> {
+        self.pod.labels()
+    }
+
+    /// The pod's containers (init and ephemeral ones excluded).
+    pub fn containers(&self) -> impl Iterator<Item = &str> {
+        self.pod
+            .spec
+            .iter()
+            .flat_map(|s| s.containers.iter().map(|c| c.name.as_str()))
+    }
+}
+
+impl std::fmt::Debug for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Held")
+            .field("leaf", &self.leaf)
+            .field("pod", &key_of(&self.pod))
+            .field("uid", &self.uid())
+            .finish()
+    }
+}
+
+impl PodIndex {
+    pub fn new() -> Arc<PodIndex> {
+        Arc::default()
+    }
+
+    /// Every leaf's copy of pod `ns/name` (empty when none holds it).
+    pub fn holders(&self, ns: &str, name: &str) -> Vec<Held> {
+        self.with_holders(ns, name, <[Held]>::to_vec)
+    }
+
+    /// Calls `f` with every leaf's copy of pod `ns/name`, under the read lock and without
+    /// allocating; `f` must not block.
+    pub fn with_holders<R>(&self, ns: &str, name: &str, f: impl FnOnce(&[Held]) -> R) -> R {
+        with_key(ns, name, |key| {
+            let pods = self.pods.read().unwrap_or_else(PoisonError::into_inner);
+            f(pods.get(key).map_or(&[][..], Vec::as_slice))
+        })
+    }
+
+    /// How many distinct `ns/name` the index holds.
+    pub fn len(&self) -> usize {
+        self.pods
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A new slot for leaf `name`: its pods enter and leave the index through it.
+    pub fn slot(self: &Arc<Self>, name: &str, metrics: Option<LeafMetrics>) -> Arc<LeafSlot> {
+        let name: Arc<str> = name.into();
+        *self
+            .live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(name.clone())
+            .or_default() += 1;
+        Arc::new(LeafSlot {
+            id: self.next_id.fetch_add(1, Ordering::Relaxed),
+            name,
+            index: self.clone(),
+            metrics,
+        })
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<Box<str>, Vec<Held>>> {
+        self.pods.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn purge(pods: &mut HashMap<Box<str>, Vec<Held>>, slot: u64) {
+        pods.retain(|_, held| {
+            held.retain(|h| h.slot != slot);
+            !held.is_empty()
+        });
+    }
+}
+
+/// One leaf's place in the index. Dropping the last handle removes its pods.
+pub struct LeafSlot {
+    id: u64,
+    name: Arc<str>,
+    index: Arc<PodIndex>,
+    metrics: Option<LeafMetrics>,
+}
+
+impl LeafSlot {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Adds or replaces this leaf's copy of `pod`.
+    pub fn apply(&self, pod: Arc<Pod>) {
+        let held = Held {
+            leaf: self.name.clone(),
+            slot: self.id,
+            pod,
+        };
+        let key = key_of(&held.pod);
+        let mut pods = self.index.write();
+        let entry = pods.entry(key.into_boxed_str()).or_default();
+        match entry.iter_mut().find(|h| h.slot == self.id) {
+            Some(h) => *h = held,
+            None => entry.push(held),
+        }
+    }
+
+    /// Removes this leaf's copy of pod `ns/name`.
+    pub fn delete(&self, ns: &str, name: &str) {
+        let mut pods = self.index.write();
+        with_key(ns, name, |key| {
+            if let Some(held) = pods.get_mut(key) {
+                held.retain(|h| h.slot != self.id);
+                if held.is_empty() {
+                    pods.remove(key);
+                }
+            }
+        });
+    }
+
+    /// Replaces all of this leaf's pods with `all` in one write (the end of a relist).
+    pub fn replace(&self, all: Vec<Arc<Pod>>) {
+        let mut pods = self.index.write();
+        PodIndex::purge(&mut pods, self.id);
+        for pod in all {
+            let key = key_of(&pod);
+            let held = Held {
+                leaf: self.name.clone(),
+                slot: self.id,
+                pod,
+            };
+            match pods.entry(key.into_boxed_str()) {
+                Entry::Occupied(mut e) => e.get_mut().push(held),
+                Entry::Vacant(e) => {
+                    e.insert(vec![held]);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for LeafSlot {
+    fn drop(&mut self) {
+        PodIndex::purge(&mut self.index.write(), self.id);
+        let mut live = self
+            .index
+            .live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let last = match live.get_mut(&self.name) {
+            Some(n) if *n > 1 => {
+                *n -= 1;
+                false
+            }
+            _ => {
+                live.remove(&self.name);
+                true
+            }
+        };
+        if let (true, Some(m)) = (last, &self.metrics) {
+            let labels = LeafLabels {
+                leaf: self.name.to_string(),
+            };
+            m.up.remove(&labels);
+            m.pods.remove(&labels);
+            m.watch_restarts.remove(&labels);
+        }
+    }
+}
+
+/// A leaf's watch, as `/status` shows it.
+#[derive(Debug, Clone, Default)]
+pub struct WatchState {
+    /// A full list has been received and no error came after the last good event.
+    pub synced: bool,
+    /// Pods in the leaf's store.
+    pub pods: usize,
+    /// Times the watch failed and was started again (after its backoff).
+    pub restarts: u64,
+    /// The last failure, with its causes (a TLS reason, a status code), and when.
+    pub last_error: Option<(SystemTime, String)>,
+}
+
+/// A leaf's reflector: its store and its watch task. Dropping it stops the watch; the
+/// leaf's pods leave the index when the task has ended too.
+pub struct LeafPods {
+    store: Store<Pod>,
+    state: Arc<Mutex<WatchState>>,
+    task: tokio::task::AbortHandle,
+}
+
+impl LeafPods {
+    /// Starts the reflector of `client`'s pods (every namespace) on `runtime`.
+    pub fn start(
+        client: kube::Client,
+        slot: Arc<LeafSlot>,
+        runtime: &tokio::runtime::Handle,
+    ) -> LeafPods {
+        let (store, writer) = reflector::store::<Pod>();
+        let state = Arc::new(Mutex::new(WatchState::default()));
+        let api: Api<Pod> = Api::all(client);
+        let stream = watcher::watcher(api, watcher::Config::default())
+            // The index serves lookups and listings, not server-side apply: drop the bulk.
+            .modify(|pod| {
+                pod.managed_fields_mut().clear();
+                pod.annotations_mut()
+                    .remove("kubectl.kubernetes.io/last-applied-configuration");
+            })
+            .default_backoff()
+            .reflect(writer);
+        let task = runtime.spawn(run(stream, store.clone(), slot, state.clone()));
+        LeafPods {
+            store,
+            state,
+            task: task.abort_handle(),
+        }
+    }
+
+    pub fn state(&self) -> WatchState {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Every pod the leaf holds now.
+    pub fn list(&self) -> Vec<Arc<Pod>> {
+        self.store.state()
+    }
+}
+
+impl Drop for LeafPods {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn run(
+    stream: impl futures_util::Stream<Item = Result<Event<Pod>, watcher::Error>>,
+    store: Store<Pod>,
+    slot: Arc<LeafSlot>,
+    state: Arc<Mutex<WatchState>>,
+) {
+    let labels = LeafLabels {
+        leaf: slot.name.to_string(),
+    };
+    let metrics = slot.metrics.clone();
+    if let Some(m) = &metrics {
+        m.up.get_or_create(&labels).set(0);
+    }
+    futures_util::pin_mut!(stream);
+    while let Some(event) = stream.next().await {
+        let ok = match event {
+            // The reflector applied the event to the store before passing it on, so the
+            // store's `Arc` is there to share.
+            Ok(Event::Apply(pod)) => {
+                if let Some(held) = store.get(&ObjectRef::from_obj(&pod)) {
+                    slot.apply(held);
+                }
+                None
+            }
+            Ok(Event::Delete(pod)) => {
+                slot.delete(&pod.namespace().unwrap_or_default(), &pod.name_any());
+                None
+            }
+            Ok(Event::Init | Event::InitApply(_)) => None,
+            Ok(Event::InitDone) => {
+                slot.replace(store.state());
+                info!(leaf = %slot.name, pods = store.len(), "leaf pods listed");
+                Some(true)
+            }
+            Err(e) => {
+                let reason = causes(&e);
+                warn!(leaf = %slot.name, error = %reason, "leaf pod watch failed; retrying after backoff");
+                let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
+                s.synced = false;
+                s.restarts += 1;
+                s.last_error = Some((SystemTime::now(), reason));
+                if let Some(m) = &metrics {
+                    m.watch_restarts.get_or_create(&labels).inc();
+                }
+                Some(false)
+            }
+        };
+        let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
+        match ok {
+            Some(true) => s.synced = true,
+            // Any event after a failure shows the watch is back; before the first list
+            // completes there is nothing to be synced with.
+            None if s.last_error.is_some() && !store.is_empty() => s.synced = true,
+            _ => {}
+        }
+        s.pods = store.len();
+        if let Some(m) = &metrics {
+            m.up.get_or_create(&labels).set(i64::from(s.synced));
+            m.pods.get_or_create(&labels).set(s.pods as i64);
+        }
+    }
+}
+
+/// An error and its causes, each once: `list failed: client error (Connect): invalid peer
+/// certificate: UnknownIssuer`.
+pub fn causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}
+
+fn key_of(pod: &Pod) -> String {
+    format!(
+        "{}/{}",
+        pod.metadata.namespace.as_deref().unwrap_or_default(),
+        pod.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+/// Calls `f` with `"{ns}/{name}"`, built on the stack when it fits (namespaces are at most
+/// 63 bytes and pod names 253), so a lookup does not allocate.
+fn with_key<R>(ns: &str, name: &str, f: impl FnOnce(&str) -> R) -> R {
+    let mut buf = [0u8; 320];
+    let len = ns.len() + 1 + name.len();
+    if len <= buf.len() {
+        buf[..ns.len()].copy_from_slice(ns.as_bytes());
+        buf[ns.len()] = b'/';
+        buf[ns.len() + 1..len].copy_from_slice(name.as_bytes());
+        if let Ok(key) = std::str::from_utf8(&buf[..len]) {
+            return f(key);
+        }
+    }
+    f(&format!("{ns}/{name}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{Container, PodSpec};
+    use kube::api::ObjectMeta;
+
+    fn pod(ns: &str, name: &str, uid: &str) -> Arc<Pod> {
+        Arc::new(Pod {
+            metadata: ObjectMeta {
+                namespace: Some(ns.into()),
+                name: Some(name.into()),
+                uid: Some(uid.into()),
+                labels: Some([("app".to_string(), "web".to_string())].into()),
+                ..Default::default()
+            },
+            spec: Some(PodSpec {
+                containers: vec![Container {
+                    name: "main".into(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            status: None,
+        })
+    }
+
+    #[test]
+    fn two_leaves_holding_one_pod_are_both_reported_and_leave_independently() {
+        let index = PodIndex::new();
+        let a = index.slot("a", None);
+        let b = index.slot("b", None);
+        a.apply(pod("ns", "p", "u1"));
+        b.apply(pod("ns", "p", "u2"));
+        a.apply(pod("ns", "p", "u1b"));
+        let held = index.holders("ns", "p");
+        let seen: Vec<_> = held.iter().map(|h| (&*h.leaf, h.uid().unwrap())).collect();
+        assert_eq!(seen, [("a", "u1b"), ("b", "u2")]);
+        assert_eq!(held[0].containers().collect::<Vec<_>>(), ["main"]);
+        assert_eq!(held[0].labels()["app"], "web");
+        a.delete("ns", "p");
+        assert_eq!(index.holders("ns", "p").len(), 1);
+        drop(b);
+        assert!(index.holders("ns", "p").is_empty() && index.is_empty());
+    }
+
+    #[test]
+    fn a_relist_replaces_the_leaf_share_only() {
+        let index = PodIndex::new();
+        let a = index.slot("a", None);
+        let b = index.slot("b", None);
+        a.apply(pod("ns", "old", "1"));
+        b.apply(pod("ns", "old", "2"));
+        a.replace(vec![pod("ns", "new", "3")]);
+        assert_eq!(index.holders("ns", "old").len(), 1);
+        assert_eq!(index.holders("ns", "new")[0].leaf.as_ref(), "a");
+    }
+
+    #[test]
+    fn long_keys_do_not_fit_the_stack_buffer_but_still_match() {
+        let index = PodIndex::new();
+        let a = index.slot("a", None);
+        let long = "x".repeat(300);
+        a.apply(pod("ns", &long, "1"));
+        assert_eq!(index.holders("ns", &long).len(), 1);
+    }
+}

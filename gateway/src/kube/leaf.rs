@@ -1,0 +1,309 @@
+//! A leaf cluster: one TLS setup and one set of credentials, used two ways.
+//!
+//! - As a `kube::Client` ([`Leaf::client`]) for lists and watches (the pod reflector).
+//! - As the upstream of raw forwarded requests: [`Leaf::send`] over a pooled HTTP/1.1
+//!   client (so `hyper::upgrade::on` works on its 101s), or [`Leaf::connector`] +
+//!   [`Leaf::prepare`] for the proxy core's own upgrade path, the way it dials routes.
+//!
+//! Both go through [`Leaf::prepare`]: the URI is aimed at the leaf's server (keeping a
+//! path prefix such as `/k8s/clusters/c-1`), `Host` is the leaf's, and the caller's
+//! `Authorization` is dropped and replaced by the leaf's own (a `tokenFile` is re-read as
+//! soon as it changes). A reload that leaves the `[[leaf]]` and its files unchanged keeps
+//! the `Leaf`, its pooled connections and its pod reflector ([`Leaf::built_from`]).
+//! It must not decide which leaf a request goes to; that is routing's and the plugins'.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::uri::{Authority, PathAndQuery, Scheme};
+use http::{HeaderValue, Request, Response, Uri, header};
+use http_body::Body as HttpBody;
+use http_body_util::BodyExt;
+use http_body_util::combinators::UnsyncBoxBody;
+use hyper::body::Incoming;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use tracing::warn;
+
+use crate::config::{LeafAuth, LeafConfig};
+use crate::metrics::LeafMetrics;
+use crate::workers;
+
+use super::index::{LeafPods, PodIndex, WatchState, causes};
+use super::leaf_auth::{Credentials, TokenError};
+use super::leaf_tls::{self, LeafConnector};
+
+/// Errors from the leaf's transport and middleware, boxed as hyper and tower expect.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What a leaf's pooled client carries.
+pub type LeafBody = UnsyncBoxBody<Bytes, BoxError>;
+
+/// How long a pooled connection to a leaf may sit unused.
+const POOL_IDLE: Duration = Duration::from_secs(90);
+/// How long dialing a leaf's API server may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a leaf could not be built or a request to it failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LeafError {
+    #[error("leaf `{leaf}`: TLS settings refused: {source}")]
+    Tls { leaf: String, source: rustls::Error },
+    #[error("leaf `{leaf}`: {source}")]
+    Token { leaf: String, source: TokenError },
+    #[error("leaf `{leaf}`: a leaf needs an async runtime to watch its pods")]
+    NoRuntime { leaf: String },
+    #[error("leaf `{leaf}`: request failed: {reason}")]
+    Request { leaf: String, reason: String },
+    #[error("leaf `{leaf}`: `{path}` does not make a valid URI on {server}")]
+    Uri {
+        leaf: String,
+        path: String,
+        server: Uri,
+    },
+}
+
+/// A leaf cluster, ready to dial.
+pub struct Leaf {
+    pub config: LeafConfig,
+    transport: Arc<Transport>,
+    client: kube::Client,
+    pods: LeafPods,
+}
+
+/// The part shared by the `kube::Client` service and `send`.
+struct Transport {
+    name: String,
+    scheme: Scheme,
+    authority: Authority,
+    host: HeaderValue,
+    /// The server URL's path without its trailing `/` (`""` usually).
+    prefix: String,
+    credentials: Credentials,
+    connector: LeafConnector,
+    /// Pooled clients for forwarded requests, one per serving thread (as routes'
+    /// upstreams have), so a connection's exchanges stay on its thread.
+    clients: Vec<Client<LeafConnector, LeafBody>>,
+    /// The pooled client of the `kube::Client`, whose requests run on the control runtime.
+    control: Client<LeafConnector, LeafBody>,
+}
+
+impl Leaf {
+    /// Builds the leaf's TLS config, connector and clients, and starts its pod reflector
+    /// on the current runtime, feeding `index`.
+    pub fn new(
+        config: &LeafConfig,
+        index: &Arc<PodIndex>,
+        metrics: Option<LeafMetrics>,
+    ) -> Result<Leaf, LeafError> {
+        let name = config.name.clone();
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| LeafError::NoRuntime { leaf: name.clone() })?;
+        let tls = leaf_tls::client_config(&config.tls).map_err(|source| LeafError::Tls {
+            leaf: name.clone(),
+            source,
+        })?;
+        if config.tls.insecure_skip_verify {
+            warn!(leaf = %name, server = %config.server, "insecure-skip-tls-verify: the leaf's server certificate is not checked");
+        }
+        let connector = leaf_tls::connector(tls, config.tls.server_name.clone(), CONNECT_TIMEOUT);
+        let credentials = Credentials::new(&config.auth).map_err(|source| LeafError::Token {
+            leaf: name.clone(),
+            source,
+        })?;
+        let authority = config
+            .server
+            .authority()
+            .cloned()
+            .ok_or_else(|| LeafError::Uri {
+                leaf: name.clone(),
+                path: String::new(),
+                server: config.server.clone(),
+            })?;
+        let host = HeaderValue::from_str(authority.as_str()).map_err(|_| LeafError::Uri {
+            leaf: name.clone(),
+            path: String::new(),
+            server: config.server.clone(),
+        })?;
+        let pooled = || {
+            Client::builder(TokioExecutor::new())
+                .pool_timer(TokioTimer::new())
+                .timer(TokioTimer::new())
+                .pool_idle_timeout(POOL_IDLE)
+                .build(connector.clone())
+        };
+        let clients = (0..workers::count()).map(|_| pooled()).collect();
+        let control = pooled();
+        let transport = Arc::new(Transport {
+            name: name.clone(),
+            scheme: config.server.scheme().cloned().unwrap_or(Scheme::HTTPS),
+            authority,
+            host,
+            prefix: config.server.path().trim_end_matches('/').to_string(),
+            credentials,
+            connector,
+            clients,
+            control,
+        });
+        // `kube::Client::new` spawns its buffer task: on the control runtime, like the
+        // reflector, not on whichever serving thread first uses the leaf.
+        let client = {
+            let _on = runtime.enter();
+            kube::Client::new(
+                KubeService {
+                    transport: transport.clone(),
+                },
+                config.namespace.clone(),
+            )
+        };
+        let slot = index.slot(&name, metrics);
+        let pods = LeafPods::start(client.clone(), slot, &runtime);
+        Ok(Leaf {
+            config: config.clone(),
+            transport,
+            client,
+            pods,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// Whether this leaf was built from the same `[[leaf]]`, kubeconfig and files: then a
+    /// reload keeps it, with its connections and its pod reflector.
+    pub fn built_from(&self, config: &LeafConfig) -> bool {
+        self.config == *config
+    }
+
+    /// The leaf's API client, for lists, watches and typed calls.
+    pub fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
+    /// Dials one fresh connection to the leaf's server with the leaf's TLS: for the
+    /// proxy core's upgrade path (HTTP/1.1 handshake, then hijack), after [`Leaf::prepare`].
+    pub fn connector(&self) -> LeafConnector {
+        self.transport.connector.clone()
+    }
+
+    /// Aims `parts` at the leaf: URI on its server, its `Host`, and its `Authorization`
+    /// in place of the caller's.
+    pub fn prepare(&self, parts: &mut http::request::Parts) -> Result<(), LeafError> {
+        self.transport.prepare(parts)
+    }
+
+    /// Sends `req` (its path and query, method, headers and body) to the leaf over a
+    /// pooled HTTP/1.1 connection. On a `101` answer `hyper::upgrade::on(&mut response)`
+    /// yields the leaf's upgraded stream.
+    pub async fn send<B>(&self, req: Request<B>) -> Result<Response<Incoming>, LeafError>
+    where
+        B: HttpBody<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let transport = &self.transport;
+        let client = &transport.clients[workers::current_index() % transport.clients.len()];
+        transport
+            .send(client, req.map(|b| b.map_err(Into::into).boxed_unsync()))
+            .await
+    }
+
+    /// The leaf's pod watch, for `/status`.
+    pub fn watch_state(&self) -> WatchState {
+        self.pods.state()
+    }
+
+    /// Every pod the leaf holds now (from its reflector's store).
+    pub fn pods(&self) -> Vec<Arc<k8s_openapi::api::core::v1::Pod>> {
+        self.pods.list()
+    }
+
+    /// How the leaf authenticates, for `/status` (never the token itself).
+    pub fn auth_kind(&self) -> &'static str {
+        match (&self.config.auth, self.config.tls.identity.is_some()) {
+            (LeafAuth::Token(_), _) => "token",
+            (LeafAuth::TokenFile(_), _) => "token-file",
+            (LeafAuth::None, true) => "client-certificate",
+            (LeafAuth::None, false) => "none",
+        }
+    }
+}
+
+impl Transport {
+    fn prepare(&self, parts: &mut http::request::Parts) -> Result<(), LeafError> {
+        let pq = parts.uri.path_and_query().map_or("/", PathAndQuery::as_str);
+        let full = format!("{}{pq}", self.prefix);
+        let uri_err = || LeafError::Uri {
+            leaf: self.name.clone(),
+            path: pq.to_string(),
+            server: Uri::default(),
+        };
+        let path_and_query: PathAndQuery = full.parse().map_err(|_| uri_err())?;
+        parts.uri = Uri::builder()
+            .scheme(self.scheme.clone())
+            .authority(self.authority.clone())
+            .path_and_query(path_and_query)
+            .build()
+            .map_err(|_| uri_err())?;
+        parts.version = http::Version::HTTP_11;
+        parts.headers.insert(header::HOST, self.host.clone());
+        // The caller's credentials are for leafgate, never for the leaf.
+        parts.headers.remove(header::AUTHORIZATION);
+        parts.headers.remove(header::PROXY_AUTHORIZATION);
+        let auth = self
+            .credentials
+            .authorization()
+            .map_err(|source| LeafError::Token {
+                leaf: self.name.clone(),
+                source,
+            })?;
+        if let Some(v) = auth {
+            parts.headers.insert(header::AUTHORIZATION, v);
+        }
+        Ok(())
+    }
+
+    async fn send(
+        &self,
+        client: &Client<LeafConnector, LeafBody>,
+        req: Request<LeafBody>,
+    ) -> Result<Response<Incoming>, LeafError> {
+        let (mut parts, body) = req.into_parts();
+        self.prepare(&mut parts)?;
+        client
+            .request(Request::from_parts(parts, body))
+            .await
+            .map_err(|e| LeafError::Request {
+                leaf: self.name.clone(),
+                reason: causes(&e),
+            })
+    }
+}
+
+/// The tower service `kube::Client` runs on: the leaf's transport.
+#[derive(Clone)]
+struct KubeService {
+    transport: Arc<Transport>,
+}
+
+impl tower_service::Service<Request<kube::client::Body>> for KubeService {
+    type Response = Response<Incoming>;
+    type Error = LeafError;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<Incoming>, LeafError>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), LeafError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<kube::client::Body>) -> Self::Future {
+        let transport = self.transport.clone();
+        Box::pin(async move {
+            let req = req.map(|b| b.map_err(BoxError::from).boxed_unsync());
+            transport.send(&transport.control, req).await
+        })
+    }
+}
