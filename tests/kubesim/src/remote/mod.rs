@@ -54,3 +54,5 @@ pub async fn serve(req: Request<Incoming>, call: RemoteCall) -> Response<Full<By
         .body(Full::new(Bytes::from(body)))
         .expect("static parts make a valid response")
 }
+
+pub mod spdy;
