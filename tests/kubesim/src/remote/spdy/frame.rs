@@ -3,7 +3,7 @@
 //! from and written to byte buffers. Header blocks go through the connection's
 //! `HeaderEncoder`/`HeaderDecoder`. Knows nothing of streams' state or flow control.
 
-use bytes::{Buf, BufMut, BytesMut};
+use bytes::{BufMut, BytesMut};
 
 use super::headers::{HeaderDecoder, HeaderEncoder, HeaderError, Headers};
 
@@ -255,7 +255,7 @@ pub fn encode(
 fn feed(buf: &mut BytesMut, bytes: &mut &[u8], n: usize) {
     let n = n.min(bytes.len());
     buf.put_slice(&bytes[..n]);
-    bytes.advance(n);
+    *bytes = &bytes[n..];
 }
 
 #[cfg(test)]
