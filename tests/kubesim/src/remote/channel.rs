@@ -8,6 +8,8 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
 use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 /// The v5 CLOSE marker in a message's first byte.
 pub const STREAM_CLOSE: u8 = 255;
@@ -20,6 +22,15 @@ pub struct ChannelProtocol {
     pub v5: bool,
     /// v4 and later: the error channel carries a JSON Status (v1 writes plain text).
     pub status_json: bool,
+}
+
+/// A close with status 1000: gorilla/websocket (under client-go) reports a close without a
+/// status code (1005) as a read error.
+pub fn normal_close() -> Message {
+    Message::Close(Some(CloseFrame {
+        code: CloseCode::Normal,
+        reason: "".into(),
+    }))
 }
 
 /// What one client message means.
@@ -66,7 +77,7 @@ impl ChannelProtocol {
         }
     }
 
-    /// The v5 CLOSE message for `channel`.
+    /// The v5 CLOSE message for `channel`, as a client sends it to end stdin.
     pub fn close(&self, channel: u8) -> Message {
         Message::binary(vec![STREAM_CLOSE, channel])
     }

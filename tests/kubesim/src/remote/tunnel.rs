@@ -45,6 +45,7 @@ where
                 }
             }
         }
+        let _ = sink.send(crate::remote::channel::normal_close()).await;
         let _ = sink.close().await;
     });
     ours

@@ -1,8 +1,9 @@
 //! Remote commands over WebSocket channels (0 stdin, 1 stdout, 2 stderr, 3 error, 4 resize).
 //! As the kubelet does: an empty message on the lowest writable channel first, then the
 //! output as it comes, the Status on the error channel (JSON from v4 on, plain text on
-//! failure before), and a close. Under v5 the client's `[255, 0]` ends stdin, and we CLOSE
-//! stdout and stderr before the Status.
+//! failure before), and a normal close (1000: client-go reports a close without a status as
+//! an error). Under v5 the client's `[255, 0]` ends stdin; the server sends no CLOSE
+//! messages (client-go discards them as an unknown stream).
 
 use std::time::Duration;
 
@@ -14,7 +15,7 @@ use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::{RemoteCall, Streams};
-use crate::remote::channel::{ChannelProtocol, Incoming};
+use crate::remote::channel::{self, ChannelProtocol, Incoming};
 
 const STDIN: u8 = 0;
 const STDOUT: u8 = 1;
@@ -46,6 +47,7 @@ where
                 return;
             }
         }
+        let _ = sink.send(channel::normal_close()).await;
         let _ = sink.close().await;
     });
 
@@ -83,9 +85,6 @@ where
                 if out.send(proto.data(ch, &b)).await.is_err() {
                     return;
                 }
-            }
-            if proto.v5 {
-                let _ = out.send(proto.close(ch)).await;
             }
         });
         (tx, task)

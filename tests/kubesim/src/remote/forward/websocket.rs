@@ -14,7 +14,7 @@ use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::{ForwardError, dial, error_json};
-use crate::remote::channel::{ChannelProtocol, Incoming};
+use crate::remote::channel::{self, ChannelProtocol, Incoming};
 
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
@@ -31,6 +31,7 @@ where
                 return;
             }
         }
+        let _ = sink.send(channel::normal_close()).await;
         let _ = sink.close().await;
     });
 
