@@ -65,7 +65,7 @@ pub async fn serve(mut req: Request<Incoming>, call: RemoteCall) -> Response<Ful
     let forward = matches!(call.kind, RemoteKind::PortForward { .. });
     let (transport, answer) = match negotiate::negotiate(req.headers(), forward) {
         Ok(ok) => ok,
-        Err(refusal) => return refusal,
+        Err(refusal) => return *refusal,
     };
     if let (Transport::WebSocket(p), RemoteKind::PortForward { ports }) = (transport, &call.kind)
         && p != negotiate::WS_TUNNEL

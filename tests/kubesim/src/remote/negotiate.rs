@@ -49,6 +49,8 @@ pub enum Transport {
 }
 
 type Answer = Response<Full<Bytes>>;
+/// A refusal, boxed: it is the rare path and a `Response` is large.
+pub type Refusal = Box<Answer>;
 
 /// A plain-text refusal, as Go's `http.Error` writes it.
 pub fn refusal(status: StatusCode, msg: &str) -> Answer {
@@ -58,6 +60,10 @@ pub fn refusal(status: StatusCode, msg: &str) -> Answer {
         .header("x-content-type-options", "nosniff")
         .body(Full::new(Bytes::from(format!("{msg}\n"))))
         .expect("static parts make a valid response")
+}
+
+fn refuse(status: StatusCode, msg: &str) -> Refusal {
+    Box::new(refusal(status, msg))
 }
 
 /// All values of `name`, split at commas and trimmed (one header line per value and
@@ -88,33 +94,33 @@ fn pick(ours: &[&'static str], offered: &[String]) -> Option<&'static str> {
 
 /// Chooses the transport for a call (`forward`: port-forward rather than exec/attach), or
 /// answers the refusal the kubelet would. On success the `101` answer is ready to send.
-pub fn negotiate(headers: &HeaderMap, forward: bool) -> Result<(Transport, Answer), Answer> {
+pub fn negotiate(headers: &HeaderMap, forward: bool) -> Result<(Transport, Answer), Refusal> {
     if !has_token(headers, "connection", "upgrade") {
-        return Err(refusal(StatusCode::BAD_REQUEST, "Upgrade request required"));
+        return Err(refuse(StatusCode::BAD_REQUEST, "Upgrade request required"));
     }
     if has_token(headers, "upgrade", "websocket") {
         websocket(headers, forward)
     } else if has_token(headers, "upgrade", "SPDY/3.1") {
         spdy(headers, forward)
     } else {
-        Err(refusal(
+        Err(refuse(
             StatusCode::BAD_REQUEST,
             "unable to upgrade: only SPDY/3.1 and websocket upgrades are served",
         ))
     }
 }
 
-fn spdy(headers: &HeaderMap, forward: bool) -> Result<(Transport, Answer), Answer> {
+fn spdy(headers: &HeaderMap, forward: bool) -> Result<(Transport, Answer), Refusal> {
     let ours = if forward { SPDY_FORWARD } else { SPDY_COMMAND };
     let offered = values(headers, PROTOCOL_HEADER);
     if offered.is_empty() {
-        return Err(refusal(
+        return Err(refuse(
             StatusCode::BAD_REQUEST,
             "unable to upgrade: X-Stream-Protocol-Version is required",
         ));
     }
     let Some(chosen) = pick(ours, &offered) else {
-        let mut refusal = refusal(
+        let mut refusal = refuse(
             StatusCode::FORBIDDEN,
             &format!(
                 "unable to upgrade: unable to negotiate protocol: client supports [{}], server accepts [{}]",
@@ -139,14 +145,14 @@ fn spdy(headers: &HeaderMap, forward: bool) -> Result<(Transport, Answer), Answe
     Ok((Transport::Spdy(chosen), ok))
 }
 
-fn websocket(headers: &HeaderMap, forward: bool) -> Result<(Transport, Answer), Answer> {
+fn websocket(headers: &HeaderMap, forward: bool) -> Result<(Transport, Answer), Refusal> {
     let ours = if forward { WS_FORWARD } else { WS_COMMAND };
     let key = headers
         .get("sec-websocket-key")
         .map(|k| k.as_bytes().to_vec())
         .filter(|k| !k.is_empty());
     let (Some(key), true) = (key, has_token(headers, "sec-websocket-version", "13")) else {
-        return Err(refusal(
+        return Err(refuse(
             StatusCode::BAD_REQUEST,
             "websocket: a Sec-WebSocket-Key and Sec-WebSocket-Version 13 are required",
         ));
@@ -157,7 +163,7 @@ fn websocket(headers: &HeaderMap, forward: bool) -> Result<(Transport, Answer), 
     } else {
         // golang.org/x/net/websocket answers a failed subprotocol handshake with 403.
         pick(ours, &offered).ok_or_else(|| {
-            refusal(
+            refuse(
                 StatusCode::FORBIDDEN,
                 &format!(
                     "requested protocol(s) are not supported: [{}]; supports [{}]",

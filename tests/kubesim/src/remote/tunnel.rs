@@ -21,14 +21,14 @@ where
     let (mut sink, mut source) = ws.split();
     tokio::spawn(async move {
         while let Some(Ok(msg)) = source.next().await {
-            match msg {
-                Message::Binary(b) => {
-                    if to_session.write_all(&b).await.is_err() {
-                        break;
-                    }
-                }
-                Message::Close(_) => break,
-                _ => {}
+            if msg.is_close() {
+                break;
+            }
+            // Pings are answered by tungstenite; only binary messages carry the stream.
+            if let Message::Binary(b) = msg
+                && to_session.write_all(&b).await.is_err()
+            {
+                break;
             }
         }
         let _ = to_session.shutdown().await;
