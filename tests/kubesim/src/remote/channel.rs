@@ -90,8 +90,9 @@ impl ChannelProtocol {
             }
             Message::Binary(b) if !b.is_empty() => Incoming::Data(b[0], b.slice(1..)),
             Message::Text(t) if !t.is_empty() => {
-                let t = t.as_str();
-                let ch = t.as_bytes()[0].wrapping_sub(b'0');
+                // Bytes, not chars: a peer's first character may be multi-byte.
+                let t = t.as_bytes();
+                let ch = t[0].wrapping_sub(b'0');
                 match STANDARD.decode(&t[1..]) {
                     Ok(d) => Incoming::Data(ch, Bytes::from(d)),
                     Err(_) => Incoming::Nothing,
@@ -128,6 +129,7 @@ mod tests {
             Incoming::Data(0, Bytes::from("hi"))
         );
         assert_eq!(b64.parse(&Message::text("0!!")), Incoming::Nothing);
+        assert_eq!(b64.parse(&Message::text("é")), Incoming::Nothing);
         assert!(ChannelProtocol::from_name("v3.channel.k8s.io").is_none());
     }
 }

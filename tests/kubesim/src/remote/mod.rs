@@ -69,13 +69,24 @@ pub async fn serve(mut req: Request<Incoming>, call: RemoteCall) -> Response<Ful
     };
     if let (Transport::WebSocket(p), RemoteKind::PortForward { ports }) = (transport, &call.kind)
         && p != negotiate::WS_TUNNEL
-        && ports.is_empty()
     {
-        // The v4 channels are laid out from the query, so it must name the ports.
-        return negotiate::refusal(
-            hyper::StatusCode::BAD_REQUEST,
-            "query parameter \"port\" is required",
-        );
+        // The v4 channels are laid out from the query, so it must name the ports, and two
+        // channels per port must fit a one-byte channel number.
+        if ports.is_empty() {
+            return negotiate::refusal(
+                hyper::StatusCode::BAD_REQUEST,
+                "query parameter \"port\" is required",
+            );
+        }
+        if ports.len() > forward::websocket::MAX_PORTS {
+            return negotiate::refusal(
+                hyper::StatusCode::BAD_REQUEST,
+                &format!(
+                    "at most {} ports can be forwarded at once",
+                    forward::websocket::MAX_PORTS
+                ),
+            );
+        }
     }
     let upgrade = hyper::upgrade::on(&mut req);
     tokio::spawn(async move {

@@ -18,7 +18,11 @@ use crate::remote::channel::{self, ChannelProtocol, Incoming};
 
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
-/// Serves a WebSocket port-forward of `ports` (never empty: negotiation refuses that).
+/// Two channels per port in a one-byte channel number.
+pub const MAX_PORTS: usize = 128;
+
+/// Serves a WebSocket port-forward of `ports` (never empty nor more than `MAX_PORTS`: the
+/// request is refused before the upgrade).
 pub async fn serve<S>(ws: WebSocketStream<S>, proto: ChannelProtocol, pod: Value, ports: Vec<u16>)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
