@@ -800,3 +800,42 @@ async fn websocket_v4_port_forward_channels() {
         .unwrap();
     assert_eq!(echoed, Message::binary(b"\x00ping".to_vec()));
 }
+
+#[tokio::test]
+async fn a_dropped_exec_connection_kills_the_process() {
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let sim = sim().await;
+    stream_pod(&sim, json!({})).await;
+    let mut ws = ws_connect(
+        &sim,
+        "/api/v1/namespaces/default/pods/web/exec?command=sh&command=-c&command=echo%20%24%24%3B%20exec%20sleep%2060&stdout=true",
+        "v5.channel.k8s.io",
+    )
+    .await;
+    let mut out = Vec::new();
+    let pid = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match ws.next().await.unwrap().unwrap() {
+                Message::Binary(b) if b[0] == 1 => out.extend_from_slice(&b[1..]),
+                other => panic!("unexpected {other:?}"),
+            }
+            if out.ends_with(b"\n") {
+                return String::from_utf8(out.clone()).unwrap().trim().to_string();
+            }
+        }
+    })
+    .await
+    .expect("the pid within 10s");
+    let proc = std::path::PathBuf::from(format!("/proc/{pid}"));
+    assert!(proc.exists(), "the process runs while the client is there");
+    drop(ws);
+    let gone = async {
+        while proc.exists() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), gone)
+        .await
+        .expect("the process is killed and reaped within 10s of the hang-up");
+}

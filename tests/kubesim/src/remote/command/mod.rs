@@ -109,7 +109,14 @@ async fn pump_out<R: AsyncRead + Unpin>(src: Option<R>, dst: Option<mpsc::Sender
 
 /// Runs the call's process with `streams` and answers its Status. Output senders are
 /// dropped before this returns, so the transport can end those streams first.
-pub async fn run(call: &RemoteCall, streams: Streams) -> Value {
+///
+/// `hangup` resolves when the client is gone: the process is killed then, so a dropped
+/// connection does not leave it running on the test machine.
+pub async fn run(
+    call: &RemoteCall,
+    streams: Streams,
+    hangup: impl std::future::Future<Output = ()>,
+) -> Value {
     let argv = argv(call);
     let Streams {
         stdin,
@@ -155,8 +162,17 @@ pub async fn run(call: &RemoteCall, streams: Streams) -> Value {
         })
     });
     let (out, err) = (child.stdout.take(), child.stderr.take());
-    let (status, (), ()) =
-        tokio::join!(child.wait(), pump_out(out, stdout), pump_out(err, stderr),);
+    let waited = async {
+        tokio::select! {
+            status = child.wait() => status,
+            () = hangup => {
+                tracing::debug!("remote: client gone, killing the process");
+                let _ = child.start_kill();
+                child.wait().await
+            }
+        }
+    };
+    let (status, (), ()) = tokio::join!(waited, pump_out(out, stdout), pump_out(err, stderr));
     for task in feeder.into_iter().chain(resizer) {
         task.abort();
     }
@@ -224,7 +240,7 @@ mod tests {
             stdout: Some(out_tx),
             ..Streams::default()
         };
-        let status = run(&c, streams).await;
+        let status = run(&c, streams, std::future::pending()).await;
         let mut out = Vec::new();
         while let Some(b) = out_rx.recv().await {
             out.extend_from_slice(&b);
@@ -239,7 +255,7 @@ mod tests {
             json!({}),
         );
         assert_eq!(
-            run(&missing, Streams::default()).await["reason"],
+            run(&missing, Streams::default(), std::future::pending()).await["reason"],
             "InternalError"
         );
     }

@@ -100,7 +100,10 @@ pub async fn serve(mut session: Session, call: RemoteCall) {
         stderr,
         resize: streams.remove("resize").map(|s| feed_from(s.reader)),
     };
-    let status = super::run(&call, io).await;
+    // The stream queue ends when the client says GOAWAY or the connection drops.
+    let streams_rx = &mut session.streams;
+    let hangup = async move { while streams_rx.recv().await.is_some() {} };
+    let status = super::run(&call, io, hangup).await;
     for task in outputs {
         let _ = task.await;
     }

@@ -54,7 +54,10 @@ where
     let (stdin_tx, stdin_rx) = mpsc::channel::<Bytes>(16);
     let (resize_tx, resize_rx) = mpsc::channel::<Bytes>(4);
     let mut stdin_tx = call.stdin.then_some(stdin_tx);
+    // Dropped when the reader ends, which is when the client has gone.
+    let (gone_tx, gone_rx) = tokio::sync::oneshot::channel::<()>();
     let reader = tokio::spawn(async move {
+        let _gone = gone_tx;
         // Ends when the client closes or the connection drops.
         while let Some(Ok(msg)) = source.next().await {
             if msg.is_close() {
@@ -97,7 +100,10 @@ where
         stderr,
         resize: call.tty.then_some(resize_rx),
     };
-    let status = super::run(&call, io).await;
+    let hangup = async move {
+        let _ = gone_rx.await;
+    };
+    let status = super::run(&call, io, hangup).await;
     for task in out_task.into_iter().chain(err_task) {
         let _ = task.await;
     }
