@@ -6,6 +6,9 @@
 //! kubelet's JSON.
 
 use std::collections::HashMap;
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -13,11 +16,15 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{ForwardError, dial, error_json, error_message};
 use crate::remote::RemoteCall;
-use crate::remote::spdy::frame::RST_PROTOCOL_ERROR;
+use crate::remote::spdy::frame::{RST_CANCEL, RST_PROTOCOL_ERROR};
 use crate::remote::spdy::{Session, Stream, StreamWriter};
 
-#[derive(Default)]
+/// How long a forwarded connection's second stream may take to arrive (the kubelet's
+/// stream creation timeout).
+const STREAM_CREATION_TIMEOUT: Duration = Duration::from_secs(30);
+
 struct Pair {
+    since: Instant,
     error: Option<Stream>,
     data: Option<Stream>,
 }
@@ -31,21 +38,41 @@ fn request_id(s: &Stream, kind: &str) -> String {
 }
 
 /// Serves port-forward on one SPDY session until the client goes away.
-pub async fn serve(mut session: Session, call: RemoteCall) {
+pub async fn serve(session: Session, call: RemoteCall) {
+    serve_with(session, call, STREAM_CREATION_TIMEOUT).await;
+}
+
+async fn serve_with(mut session: Session, call: RemoteCall, creation_timeout: Duration) {
     let mut pending: HashMap<String, Pair> = HashMap::new();
-    // Ends when the client sends GOAWAY or hangs up.
-    while let Some(stream) = session.streams.recv().await {
-        let kind = stream.header("streamtype").unwrap_or("").to_string();
-        let id = request_id(&stream, &kind);
-        let pair = pending.entry(id.clone()).or_default();
-        let slot = match kind.as_str() {
-            "error" => &mut pair.error,
-            "data" => &mut pair.data,
-            _ => {
-                tracing::debug!(%kind, "remote: port-forward stream of unknown type reset");
-                stream.writer.reset(RST_PROTOCOL_ERROR).await;
+    loop {
+        let expiry = pending.values().map(|p| p.since + creation_timeout).min();
+        let stream = tokio::select! {
+            s = session.streams.recv() => match s {
+                Some(s) => s,
+                // The client sent GOAWAY or hung up.
+                None => break,
+            },
+            () = until(expiry) => {
+                expire(&mut pending, creation_timeout).await;
                 continue;
             }
+        };
+        let kind = stream.header("streamtype").unwrap_or("").to_string();
+        if kind != "error" && kind != "data" {
+            tracing::debug!(%kind, "remote: port-forward stream of unknown type reset");
+            stream.writer.reset(RST_PROTOCOL_ERROR).await;
+            continue;
+        }
+        let id = request_id(&stream, &kind);
+        let pair = pending.entry(id.clone()).or_insert_with(|| Pair {
+            since: Instant::now(),
+            error: None,
+            data: None,
+        });
+        let slot = if kind == "error" {
+            &mut pair.error
+        } else {
+            &mut pair.data
         };
         if slot.is_some() {
             stream.writer.reset(RST_PROTOCOL_ERROR).await;
@@ -57,12 +84,45 @@ pub async fn serve(mut session: Session, call: RemoteCall) {
             && let Some(Pair {
                 error: Some(error),
                 data: Some(data),
+                ..
             }) = pending.remove(&id)
         {
             tokio::spawn(forward(call.pod_object.clone(), error, data));
         }
     }
     session.close().await;
+}
+
+async fn until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Gives up the pairs whose second stream never came, telling the client on the error
+/// stream (plain text, as the kubelet's `printError` does).
+async fn expire(pending: &mut HashMap<String, Pair>, creation_timeout: Duration) {
+    let now = Instant::now();
+    let late: Vec<String> = pending
+        .iter()
+        .filter(|(_, p)| p.since + creation_timeout <= now)
+        .map(|(id, _)| id.clone())
+        .collect();
+    for id in late {
+        let Some(pair) = pending.remove(&id) else {
+            continue;
+        };
+        tracing::debug!(request = %id, "remote: port-forward streams timed out");
+        if let Some(error) = pair.error {
+            let msg = format!("timed out waiting for streams of request {id}");
+            let _ = error.writer.write(Bytes::from(msg)).await;
+            let _ = error.writer.finish().await;
+        }
+        if let Some(data) = pair.data {
+            data.writer.reset(RST_CANCEL).await;
+        }
+    }
 }
 
 /// One forwarded connection: dial, copy, end both streams.
@@ -133,4 +193,114 @@ async fn fail(pod: &Value, port: u16, e: &ForwardError, error: &StreamWriter, da
     let _ = error.write(Bytes::from(error_json(pod, port, e))).await;
     let _ = error.finish().await;
     let _ = data.finish().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::remote::RemoteKind;
+    use crate::remote::spdy::frame::{FLAG_FIN, Frame};
+    use crate::remote::spdy::testpeer::{pair, syn};
+    use serde_json::json;
+
+    fn call(pod: Value) -> RemoteCall {
+        RemoteCall {
+            kind: RemoteKind::PortForward { ports: vec![] },
+            namespace: "default".into(),
+            pod: "web".into(),
+            container: String::new(),
+            stdin: false,
+            stdout: false,
+            stderr: false,
+            tty: false,
+            pod_object: pod,
+        }
+    }
+
+    /// Data per stream until every stream in `ids` has ended (FIN), ignoring the rest.
+    async fn until_fin(
+        peer: &mut crate::remote::spdy::testpeer::Peer,
+        ids: &[u32],
+    ) -> HashMap<u32, Vec<u8>> {
+        let mut data: HashMap<u32, Vec<u8>> = HashMap::new();
+        let mut open: Vec<u32> = ids.to_vec();
+        while !open.is_empty() {
+            match peer.recv().await.expect("the connection stays up") {
+                Frame::Data { id, flags, data: d } => {
+                    data.entry(id).or_default().extend_from_slice(&d);
+                    if flags & FLAG_FIN != 0 {
+                        open.retain(|o| *o != id);
+                    }
+                }
+                Frame::SynReply { .. } | Frame::WindowUpdate { .. } => {}
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        data
+    }
+
+    #[tokio::test]
+    async fn streams_pair_by_request_id_and_reach_the_pod_port() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut conn, _) = listener.accept().await.unwrap();
+            let (mut r, mut w) = conn.split();
+            let _ = tokio::io::copy(&mut r, &mut w).await;
+        });
+        let (session, mut peer) = pair();
+        let pod =
+            json!({"metadata": {"annotations": {"kubesim.leafgate.io/port-80": addr.to_string()}}});
+        let served = tokio::spawn(serve(session, call(pod)));
+        // Request 7's data stream comes first; the pair is complete only with its error stream.
+        peer.send(syn(
+            1,
+            &[("streamtype", "data"), ("port", "80"), ("requestid", "7")],
+        ))
+        .await;
+        peer.send(syn(
+            3,
+            &[("streamtype", "error"), ("port", "80"), ("requestid", "7")],
+        ))
+        .await;
+        peer.send(Frame::Data {
+            id: 1,
+            flags: FLAG_FIN,
+            data: Bytes::from("echo me"),
+        })
+        .await;
+        let got = until_fin(&mut peer, &[1, 3]).await;
+        assert_eq!(got.get(&1).map(Vec::as_slice), Some(&b"echo me"[..]));
+        assert_eq!(got.get(&3).map(Vec::len).unwrap_or(0), 0, "no error");
+        drop(peer);
+        tokio::time::timeout(Duration::from_secs(5), served)
+            .await
+            .expect("the forward ends with its client")
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_unpaired_stream_times_out_with_a_message() {
+        let (session, mut peer) = pair();
+        let served = tokio::spawn(serve_with(
+            session,
+            call(json!({})),
+            Duration::from_millis(50),
+        ));
+        peer.send(syn(
+            1,
+            &[("streamtype", "error"), ("port", "80"), ("requestid", "0")],
+        ))
+        .await;
+        let got = until_fin(&mut peer, &[1]).await;
+        assert_eq!(
+            String::from_utf8_lossy(&got[&1]),
+            "timed out waiting for streams of request 0"
+        );
+        drop(peer);
+        tokio::time::timeout(Duration::from_secs(5), served)
+            .await
+            .expect("the forward ends with its client")
+            .unwrap();
+    }
 }

@@ -6,5 +6,7 @@
 pub mod frame;
 pub mod headers;
 pub mod session;
+#[cfg(test)]
+pub mod testpeer;
 
 pub use session::{Session, Stream, StreamReader, StreamWriter};

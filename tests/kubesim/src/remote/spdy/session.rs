@@ -459,61 +459,10 @@ impl Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::remote::spdy::frame::{decode, encode};
-
-    /// A client end: writes frames, reads frames, with its own compression contexts.
-    struct Peer {
-        io: tokio::io::DuplexStream,
-        enc: HeaderEncoder,
-        dec: HeaderDecoder,
-        buf: BytesMut,
-    }
-
-    impl Peer {
-        async fn send(&mut self, f: Frame) {
-            let mut out = BytesMut::new();
-            encode(&f, &mut self.enc, &mut out).unwrap();
-            self.io.write_all(&out).await.unwrap();
-        }
-
-        async fn recv(&mut self) -> Option<Frame> {
-            loop {
-                if let Some(f) = decode(&mut self.buf, &mut self.dec).unwrap() {
-                    return Some(f);
-                }
-                let n =
-                    tokio::time::timeout(Duration::from_secs(5), self.io.read_buf(&mut self.buf))
-                        .await
-                        .expect("a frame within 5s")
-                        .unwrap();
-                if n == 0 {
-                    return None;
-                }
-            }
-        }
-    }
-
-    fn pair() -> (Session, Peer) {
-        let (a, b) = tokio::io::duplex(1 << 20);
-        (
-            Session::serve(a),
-            Peer {
-                io: b,
-                enc: HeaderEncoder::new(),
-                dec: HeaderDecoder::new(),
-                buf: BytesMut::new(),
-            },
-        )
-    }
+    use crate::remote::spdy::testpeer::{self, pair};
 
     fn syn(id: u32, kind: &str) -> Frame {
-        Frame::SynStream {
-            id,
-            associated: 0,
-            priority: 0,
-            flags: 0,
-            headers: vec![("streamtype".into(), kind.into())],
-        }
+        testpeer::syn(id, &[("streamtype", kind)])
     }
 
     #[tokio::test]
