@@ -768,3 +768,46 @@ async fn port_forward_to_an_unannotated_port_reports_the_error() {
         }
     }
 }
+
+#[tokio::test]
+async fn exec_with_a_terminal_sends_resize_and_runs() {
+    // kubectl asks for a TTY only when its stdin is a terminal: `script` gives it one.
+    let script = Path::new("/usr/bin/script");
+    if !script.is_file() {
+        eprintln!("skipped: /usr/bin/script (util-linux) is not installed");
+        return;
+    }
+    let f = fixture().await;
+    for bin in kubesim::kubectl::all() {
+        for (var, value, method) in COMMAND_TRANSPORTS {
+            let mark = f.sim.requests().len();
+            let line = format!(
+                "{} --kubeconfig {} --cache-dir {} exec -it web -- sh -c 'echo tty-ok'",
+                bin.display(),
+                f.kubeconfig.display(),
+                f.dir.path().join("cache").display()
+            );
+            let out = tokio::time::timeout(
+                Duration::from_secs(30),
+                Command::new(script)
+                    .args(["-qec", &line, "/dev/null"])
+                    .env(var, value)
+                    .stdin(Stdio::null())
+                    .kill_on_drop(true)
+                    .output(),
+            )
+            .await
+            .expect("kubectl exec -it finished within 30s")
+            .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success(), "{var}={value}: {text}");
+            assert!(text.contains("tty-ok"), "{var}={value}: {text}");
+            let reqs: Vec<_> = f.sim.requests()[mark..]
+                .iter()
+                .filter(|r| r.path.ends_with("/exec"))
+                .map(|r| (r.method.clone(), r.query.contains("tty=true")))
+                .collect();
+            assert_eq!(reqs, [(method.to_string(), true)], "{var}={value}");
+        }
+    }
+}
