@@ -10,12 +10,15 @@
 //! Attach answers `Success` however that process exits, as the kubelet's attach does.
 
 pub mod spdy;
+pub mod status;
 pub mod websocket;
+
+pub use status::Status;
 
 use std::process::Stdio;
 
 use bytes::Bytes;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
@@ -62,34 +65,6 @@ fn main_process(pod: &Value, container: &str) -> Vec<String> {
     argv
 }
 
-/// The Status for a clean end.
-pub fn success() -> Value {
-    json!({"metadata": {}, "status": "Success"})
-}
-
-/// The Status for a non-zero exit, which kubectl turns into its own exit code.
-pub fn exit_code(code: i32) -> Value {
-    json!({
-        "metadata": {},
-        "status": "Failure",
-        "message": format!("command terminated with non-zero exit code: exit status {code}"),
-        "reason": "NonZeroExitCode",
-        "details": {"causes": [{"reason": "ExitCode", "message": code.to_string()}]},
-    })
-}
-
-/// The Status for a command that could not run (apierrors.NewInternalError).
-pub fn internal(msg: &str) -> Value {
-    json!({
-        "metadata": {},
-        "status": "Failure",
-        "message": format!("Internal error occurred: {msg}"),
-        "reason": "InternalError",
-        "details": {"causes": [{"message": msg}]},
-        "code": 500,
-    })
-}
-
 fn pipe(asked: bool) -> Stdio {
     if asked { Stdio::piped() } else { Stdio::null() }
 }
@@ -116,7 +91,7 @@ pub async fn run(
     call: &RemoteCall,
     streams: Streams,
     hangup: impl std::future::Future<Output = ()>,
-) -> Value {
+) -> Status {
     let argv = argv(call);
     let Streams {
         stdin,
@@ -133,14 +108,11 @@ pub async fn run(
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
-            let msg = format!(
-                "error executing command in container: failed to exec {:?}: {e}",
-                argv[0]
-            );
-            return match call.kind {
-                RemoteKind::Exec { .. } => internal(&msg),
-                _ => internal(&format!("error attaching to container: {msg}")),
+            let what = match call.kind {
+                RemoteKind::Exec { .. } => "error executing command in container",
+                _ => "error attaching to container",
             };
+            return Status::internal(&format!("{what}: failed to start {:?}: {e}", argv[0]));
         }
     };
     let feeder = match (stdin, child.stdin.take()) {
@@ -177,24 +149,20 @@ pub async fn run(
         task.abort();
     }
     match (status, &call.kind) {
-        (Err(e), _) => internal(&format!("error executing command in container: {e}")),
-        (Ok(_), RemoteKind::Attach) => success(),
+        (Err(e), _) => Status::internal(&format!("error executing command in container: {e}")),
+        (Ok(_), RemoteKind::Attach) => Status::success(),
         (Ok(s), _) => match s.code() {
-            Some(0) => success(),
-            Some(code) => exit_code(code),
-            None => internal(&format!("error executing command in container: {s}")),
+            Some(0) => Status::success(),
+            Some(code) => Status::exit_code(code),
+            None => Status::internal(&format!("error executing command in container: {s}")),
         },
     }
-}
-
-/// The v1-v3 protocols write plain text on the error stream, and only on failure.
-pub fn legacy_error_text(status: &Value) -> Option<String> {
-    (status["status"] != "Success").then(|| status["message"].as_str().unwrap_or("").to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn call(kind: RemoteKind, pod: Value) -> RemoteCall {
         RemoteCall {
@@ -246,8 +214,7 @@ mod tests {
             out.extend_from_slice(&b);
         }
         assert_eq!(out, b"ping\n");
-        assert_eq!(status["reason"], "NonZeroExitCode");
-        assert_eq!(status["details"]["causes"][0]["message"], "4");
+        assert_eq!(status, Status::exit_code(4));
         let missing = call(
             RemoteKind::Exec {
                 command: vec!["/nonexistent/kubesim-binary".into()],
@@ -255,7 +222,9 @@ mod tests {
             json!({}),
         );
         assert_eq!(
-            run(&missing, Streams::default(), std::future::pending()).await["reason"],
+            run(&missing, Streams::default(), std::future::pending())
+                .await
+                .reason,
             "InternalError"
         );
     }

@@ -108,8 +108,7 @@ pub async fn serve(mut session: Session, call: RemoteCall) {
         let _ = task.await;
     }
     if let Some(error) = streams.remove("error") {
-        let body = serde_json::to_vec(&status).unwrap_or_default();
-        let _ = error.writer.write(Bytes::from(body)).await;
+        let _ = error.writer.write(Bytes::from(status.to_json())).await;
         let _ = error.writer.finish().await;
     }
     session.close().await;

@@ -108,9 +108,9 @@ where
         let _ = task.await;
     }
     let error = if proto.status_json {
-        Some(serde_json::to_vec(&status).unwrap_or_default())
+        Some(status.to_json())
     } else {
-        super::legacy_error_text(&status).map(String::into_bytes)
+        status.legacy_text().map(String::into_bytes)
     };
     if let Some(body) = error {
         let _ = out_tx.send(proto.data(ERROR, &body)).await;
