@@ -28,6 +28,9 @@ use super::headers::{HeaderDecoder, HeaderEncoder, Headers};
 pub const INITIAL_WINDOW: i64 = 64 * 1024;
 /// The largest DATA payload we write; small enough to interleave streams fairly.
 const MAX_DATA_CHUNK: usize = 16 * 1024;
+/// GOAWAY status codes (SPDY/3 section 2.6.6).
+const GOAWAY_OK: u32 = 0;
+const GOAWAY_PROTOCOL_ERROR: u32 = 1;
 /// Chunks buffered per stream between the reader and the stream's consumer.
 const STREAM_QUEUE: usize = 64;
 
@@ -42,8 +45,9 @@ pub enum StreamError {
 
 enum Cmd {
     Frame(Frame),
-    /// Send GOAWAY, flush, shut the write side down and stop.
-    Close,
+    /// Send GOAWAY with this status (0 OK, 1 PROTOCOL_ERROR), flush, shut the write side
+    /// down and stop.
+    Close(u32),
 }
 
 #[derive(Default)]
@@ -244,7 +248,7 @@ impl Session {
 
     /// Says GOAWAY, flushes what the streams wrote and closes the connection.
     pub async fn close(self) {
-        let _ = self.cmds.send(Cmd::Close).await;
+        let _ = self.cmds.send(Cmd::Close(GOAWAY_OK)).await;
         // A peer that stops reading must not hold the call open forever.
         let _ = tokio::time::timeout(Duration::from_secs(10), self.writer).await;
         self.reader.abort();
@@ -274,15 +278,8 @@ async fn write_loop<W: AsyncWrite>(
                         break 'serve;
                     }
                 }
-                Cmd::Close => {
-                    let _ = frame::encode(
-                        &Frame::GoAway {
-                            last_good,
-                            status: 0,
-                        },
-                        &mut enc,
-                        &mut out,
-                    );
+                Cmd::Close(status) => {
+                    let _ = frame::encode(&Frame::GoAway { last_good, status }, &mut enc, &mut out);
                     let _ = wr.write_all(&out).await;
                     let _ = wr.flush().await;
                     let _ = wr.shutdown().await;
@@ -327,7 +324,7 @@ impl Reader {
                 },
                 Err(e) => {
                     tracing::debug!(error = %e, "spdy: unreadable frame, closing");
-                    let _ = self.cmds.send(Cmd::Close).await;
+                    let _ = self.cmds.send(Cmd::Close(GOAWAY_PROTOCOL_ERROR)).await;
                     break;
                 }
             }
@@ -570,6 +567,23 @@ mod tests {
         }
         writing.await.unwrap().unwrap();
         s.close().await;
+    }
+
+    #[tokio::test]
+    async fn an_unreadable_frame_ends_the_connection_with_a_protocol_error() {
+        let (mut s, mut peer) = pair();
+        // A SPDY/2 control frame: the wrong version.
+        peer.send_raw(&[0x80, 2, 0, 6, 0, 0, 0, 4, 0, 0, 0, 1])
+            .await;
+        assert_eq!(
+            peer.recv().await,
+            Some(Frame::GoAway {
+                last_good: 0,
+                status: GOAWAY_PROTOCOL_ERROR
+            })
+        );
+        assert_eq!(peer.recv().await, None);
+        assert!(s.streams.recv().await.is_none());
     }
 
     #[tokio::test]

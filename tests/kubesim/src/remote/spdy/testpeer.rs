@@ -24,6 +24,11 @@ impl Peer {
         self.io.write_all(&out).await.unwrap();
     }
 
+    /// Writes bytes that need not be a valid frame.
+    pub async fn send_raw(&mut self, bytes: &[u8]) {
+        self.io.write_all(bytes).await.unwrap();
+    }
+
     /// The next frame within 5s, `None` at the end of the connection.
     pub async fn recv(&mut self) -> Option<Frame> {
         loop {
