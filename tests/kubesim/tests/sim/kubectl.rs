@@ -811,3 +811,81 @@ async fn exec_with_a_terminal_sends_resize_and_runs() {
         }
     }
 }
+
+#[tokio::test]
+async fn attach_with_stdin() {
+    let f = fixture().await;
+    let mut catter = pod("default", "catter", &["app"], "n1", "10.1.0.11");
+    catter["spec"]["containers"][0]["command"] = json!(["cat"]);
+    f.sim.create(catter).unwrap();
+    for bin in kubesim::kubectl::all() {
+        for (var, value, _) in COMMAND_TRANSPORTS {
+            let r = kubectl_env(
+                &bin,
+                &f.kubeconfig,
+                &["attach", "-i", "catter"],
+                (var, value),
+                Some(b"typed into the main process\n"),
+            )
+            .await;
+            assert_eq!(
+                r.code,
+                Some(0),
+                "{} {var}={value}: {}",
+                bin.display(),
+                r.err
+            );
+            assert_eq!(r.out, "typed into the main process\n", "{var}={value}");
+        }
+    }
+}
+
+/// `kubectl cp` is tar over exec: a few hundred KiB each way through the stream protocols.
+/// The "container" is this machine, so the pod paths are the test's temporary directory.
+#[tokio::test]
+async fn cp_both_ways() {
+    let f = fixture().await;
+    let blob: Vec<u8> = (0..300_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let src = f.dir.path().join("blob");
+    std::fs::write(&src, &blob).unwrap();
+    for (b, bin) in kubesim::kubectl::all().into_iter().enumerate() {
+        for (var, value, _) in COMMAND_TRANSPORTS {
+            let back = f.dir.path().join(format!("back-{b}-{value}"));
+            let r = kubectl_env(
+                &bin,
+                &f.kubeconfig,
+                &[
+                    "cp",
+                    &format!("web:{}", src.display()),
+                    &back.display().to_string(),
+                ],
+                (var, value),
+                None,
+            )
+            .await;
+            assert_eq!(r.code, Some(0), "{var}={value}: {}", r.err);
+            assert!(std::fs::read(&back).unwrap() == blob, "{var}={value}: from");
+            let into = f.dir.path().join(format!("into-{b}-{value}"));
+            std::fs::create_dir(&into).unwrap();
+            let r = kubectl_env(
+                &bin,
+                &f.kubeconfig,
+                &[
+                    "cp",
+                    &src.display().to_string(),
+                    &format!("web:{}/copy", into.display()),
+                ],
+                (var, value),
+                None,
+            )
+            .await;
+            assert_eq!(r.code, Some(0), "{var}={value}: {}", r.err);
+            assert!(
+                std::fs::read(into.join("copy")).unwrap() == blob,
+                "{var}={value}: to"
+            );
+        }
+    }
+}
