@@ -61,8 +61,21 @@ pub struct RemoteCall {
 /// Answers a streaming call: negotiates SPDY/3.1 or WebSocket from the request's headers,
 /// answers `101` and serves the streams on the upgraded connection, or answers the refusal
 /// the kubelet would (plain text, as `http.Error` writes it).
-pub async fn serve(mut req: Request<Incoming>, call: RemoteCall) -> Response<Full<Bytes>> {
+pub async fn serve(mut req: Request<Incoming>, mut call: RemoteCall) -> Response<Full<Bytes>> {
     let forward = matches!(call.kind, RemoteKind::PortForward { .. });
+    if !forward {
+        // The kubelet's own option checks (`remotecommand.NewOptions`), before any upgrade:
+        // a TTY merges stderr into stdout, and a call must carry at least one stream.
+        if call.tty {
+            call.stderr = false;
+        }
+        if !(call.stdin || call.stdout || call.stderr) {
+            return negotiate::refusal(
+                hyper::StatusCode::BAD_REQUEST,
+                "you must specify at least 1 of stdin, stdout, stderr",
+            );
+        }
+    }
     let (transport, answer) = match negotiate::negotiate(req.headers(), forward) {
         Ok(ok) => ok,
         Err(refusal) => return *refusal,

@@ -619,6 +619,43 @@ async fn streaming_negotiation_refusals() {
     );
     let (code, _, _) = refused(&sim, "GET", exec, &ws[..4]).await;
     assert_eq!(code, 101, "no subprotocol is the kubelet's channel.k8s.io");
+    let (code, _, body) = refused(
+        &sim,
+        "GET",
+        "/api/v1/namespaces/default/pods/web/exec?command=true",
+        &ws,
+    )
+    .await;
+    assert_eq!(
+        (code, body.as_str()),
+        (
+            400,
+            "you must specify at least 1 of stdin, stdout, stderr\n"
+        )
+    );
+    sim.create(
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pending"},
+        "spec": {"containers": [{"name": "app"}]}}),
+    )
+    .unwrap();
+    for sub in [
+        "exec?command=true&stdout=true",
+        "attach?stdout=true",
+        "portforward",
+    ] {
+        let (code, s) = call(
+            &sim,
+            "POST",
+            &format!("/api/v1/namespaces/default/pods/pending/{sub}"),
+            Value::Null,
+        )
+        .await;
+        assert_eq!(
+            (code, s["message"].as_str()),
+            (400, Some("pod pending does not have a host assigned")),
+            "{sub}"
+        );
+    }
 }
 
 type Ws =
