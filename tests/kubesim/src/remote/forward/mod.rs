@@ -22,8 +22,15 @@ pub enum ForwardError {
     NoTarget(u16),
     #[error("annotation {PORT_ANNOTATION}{port} is {value:?}, not an address")]
     BadTarget { port: u16, value: String },
+    #[error("invalid port {0:?}")]
+    BadPort(String),
     #[error("dial tcp {addr}: {source}")]
     Dial {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("read tcp {addr}: {source}")]
+    Read {
         addr: SocketAddr,
         source: std::io::Error,
     },
@@ -53,7 +60,7 @@ pub async fn dial(pod: &Value, port: u16) -> Result<tokio::net::TcpStream, Forwa
 
 /// The kubelet's error message for a failed forward (`handleStreamPortForwardErr`), with the
 /// pod named as the kubelet names it (`name_namespace`).
-pub fn error_message(pod: &Value, port: u16, err: &dyn std::fmt::Display) -> String {
+fn error_message(pod: &Value, port: u16, err: &ForwardError) -> String {
     let meta = |k: &str| pod["metadata"][k].as_str().unwrap_or("").to_string();
     format!(
         "error forwarding port {port} to pod {}_{}, uid {}: {err}",
@@ -66,8 +73,13 @@ pub fn error_message(pod: &Value, port: u16, err: &dyn std::fmt::Display) -> Str
 /// The JSON the kubelet writes on a port's error stream. `closeConnection` asks the client
 /// to give up the whole forward; only a reset or broken pipe from the target leaves it open.
 pub fn error_json(pod: &Value, port: u16, err: &ForwardError) -> Vec<u8> {
-    let transient = matches!(err, ForwardError::Dial { source, .. }
-        if matches!(source.kind(), std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe));
+    let transient = match err {
+        ForwardError::Dial { source, .. } | ForwardError::Read { source, .. } => matches!(
+            source.kind(),
+            std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
+        ),
+        _ => false,
+    };
     let mut body = serde_json::json!({ "message": error_message(pod, port, err) });
     if !transient {
         body["closeConnection"] = Value::Bool(true);

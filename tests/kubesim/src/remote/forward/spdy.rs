@@ -8,13 +8,12 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use bytes::Bytes;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::time::Instant;
 
-use super::{ForwardError, dial, error_json, error_message};
+use super::{ForwardError, dial, error_json};
 use crate::remote::RemoteCall;
 use crate::remote::spdy::frame::{RST_CANCEL, RST_PROTOCOL_ERROR};
 use crate::remote::spdy::{Session, Stream, StreamWriter};
@@ -127,14 +126,10 @@ async fn expire(pending: &mut HashMap<String, Pair>, creation_timeout: Duration)
 
 /// One forwarded connection: dial, copy, end both streams.
 async fn forward(pod: Value, error: Stream, data: Stream) {
-    let port = data.header("port").unwrap_or("").to_string();
-    let Some(port) = port.parse::<u16>().ok().filter(|p| *p > 0) else {
-        let msg = error_message(&pod, 0, &format!("invalid port {port:?}"));
-        let body = serde_json::json!({"closeConnection": true, "message": msg});
-        let _ = error.writer.write(Bytes::from(body.to_string())).await;
-        let _ = error.writer.finish().await;
-        let _ = data.writer.finish().await;
-        return;
+    let asked = data.header("port").unwrap_or("").to_string();
+    let Some(port) = asked.parse::<u16>().ok().filter(|p| *p > 0) else {
+        let e = ForwardError::BadPort(asked);
+        return fail(&pod, 0, &e, &error.writer, &data.writer).await;
     };
     let tcp = match dial(&pod, port).await {
         Ok(tcp) => tcp,
@@ -181,7 +176,7 @@ async fn forward(pod: Value, error: Stream, data: Stream) {
         let addr = from_pod
             .peer_addr()
             .unwrap_or_else(|_| std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
-        let e = ForwardError::Dial { addr, source };
+        let e = ForwardError::Read { addr, source };
         return fail(&pod, port, &e, &error.writer, &data_out).await;
     }
     let _ = data_out.finish().await;

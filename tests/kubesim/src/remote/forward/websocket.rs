@@ -129,7 +129,7 @@ async fn forward(
                 }
             }
             Err(source) => {
-                report(ForwardError::Dial { addr, source }).await;
+                report(ForwardError::Read { addr, source }).await;
                 break;
             }
         }
