@@ -691,9 +691,15 @@ async fn port_forward_carries_bytes_both_ways() {
                 .parse()
                 .unwrap();
             assert!(line.ends_with("-> 8080"), "{line}");
-            // Two connections over the one forward, one of them bigger than a SPDY window.
+            // Connections one after another, then side by side, some bigger than a SPDY
+            // window, all over the one forward.
             round_trip(local, b"hello through the pod").await;
-            round_trip(local, &vec![b'x'; 200 * 1024]).await;
+            let big = vec![b'x'; 200 * 1024];
+            let together: Vec<Vec<u8>> = (0..4u8)
+                .map(|i| vec![b'a' + i; 100 * 1024 + usize::from(i)])
+                .chain([big])
+                .collect();
+            futures_util::future::join_all(together.iter().map(|m| round_trip(local, m))).await;
             child.kill().await.unwrap();
             let mut err = String::new();
             use tokio::io::AsyncReadExt;

@@ -129,7 +129,21 @@ pub async fn run(
     let resizer = resize.map(|mut rx| {
         tokio::spawn(async move {
             while let Some(b) = rx.recv().await {
-                tracing::debug!(size = %String::from_utf8_lossy(&b), "remote: resize ignored (no tty)");
+                // A stream of `{"Width":W,"Height":H}` objects (several may share a chunk);
+                // the process has pipes, not a terminal, to resize.
+                for size in serde_json::Deserializer::from_slice(&b).into_iter::<Value>() {
+                    match size {
+                        Ok(size) => tracing::debug!(
+                            width = %size["Width"],
+                            height = %size["Height"],
+                            "remote: resize read and ignored (no tty)"
+                        ),
+                        Err(e) => {
+                            tracing::debug!(error = %e, "remote: unreadable resize message");
+                            break;
+                        }
+                    }
+                }
             }
         })
     });
