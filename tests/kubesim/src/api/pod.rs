@@ -92,6 +92,16 @@ pub(super) async fn remote(
             }
         }
     };
+    // kube-apiserver checks the container first, then that there is a node to stream from.
+    if pod
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        return Err(ApiError::bad(format!(
+            "pod {name} does not have a host assigned"
+        )));
+    }
     let flag = |k: &str| q.flag(k).map_err(ApiError::bad);
     let call = RemoteCall {
         kind,
