@@ -20,6 +20,7 @@
 //! complete, keep-alive ends. `kill` (the grace period ran out) drops whatever is left.
 
 pub mod identity;
+pub mod node_api;
 pub mod service;
 
 use std::net::SocketAddr;

@@ -15,6 +15,8 @@ use tokio::time::Instant;
 use tracing::{Instrument, info_span};
 
 use super::identity::ClientIdentity;
+use super::node_api;
+use crate::config::ListenerKind;
 use crate::metrics::{RequestLabels, RouteLabels};
 use crate::proxy::headers::{self, ClientSide};
 use crate::proxy::upgrade::{self, SpliceJob};
@@ -66,6 +68,11 @@ async fn dispatch(mut req: Request<Incoming>, client: Arc<Client>) -> Response<B
     let snapshot = client.shared.snapshot.load_full();
     let host = request_host(&req).map(str::to_owned);
     let listener = snapshot.listeners.get(&*client.listener);
+    if let Some(l) = listener.filter(|l| l.config.kind == ListenerKind::NodeApi) {
+        let res = node_api::serve(req, &client, &snapshot, &l.config.allowed_clients).await;
+        record(&client, node_api::ROUTE, &res, started);
+        return res;
+    }
     let route = listener
         .and_then(|l| {
             l.router
