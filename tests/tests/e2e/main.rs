@@ -5,5 +5,6 @@
 mod connections;
 mod hijack;
 mod log_stream;
+mod node_api;
 mod proxy;
 mod reload;

@@ -1,0 +1,450 @@
+//! The node-api listener end to end: leafgate between a client shaped like kube-apiserver
+//! (TLS with a kubelet-client certificate) and two simulated leaf clusters.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use http::{Method, Request, StatusCode};
+use http_body_util::{BodyExt, Empty};
+use hyper_util::rt::TokioIo;
+use kubesim::{Credential, KubeSim};
+use leafgate_tests::TestGateway;
+use leafgate_tests::certs::TestCa;
+use leafgate_tests::plugins::plugin;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use serde_json::{Value, json};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+/// The kubelet-client name the root API server presents.
+const APISERVER: &str = "kube-apiserver-kubelet-client";
+
+fn pod(ns: &str, name: &str, labels: Value) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"namespace": ns, "name": name, "labels": labels},
+        "spec": {
+            "nodeName": "leaf-node",
+            "containers": [{"name": "main", "image": "busybox"}]
+        }
+    })
+}
+
+/// Two leaves, a node-api listener for tenant `acme` (namespace `apps`), and the CA that
+/// signs the callers' certificates.
+struct Bed {
+    gw: TestGateway,
+    leaf_a: KubeSim,
+    leaf_b: KubeSim,
+    server_ca: TestCa,
+    client_ca: TestCa,
+    dir: tempfile::TempDir,
+}
+
+impl Bed {
+    async fn start(tenant_plugins: &str) -> Bed {
+        let leaf_a = KubeSim::builder().start().await.unwrap();
+        let leaf_b = KubeSim::builder().start().await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let gw_dir = tempfile::tempdir().unwrap();
+        for (sim, file) in [(&leaf_a, "a.kubeconfig"), (&leaf_b, "b.kubeconfig")] {
+            sim.kubeconfig(
+                &Credential::ClientCert("leafgate".into()),
+                &gw_dir.path().join(file),
+            )
+            .unwrap();
+        }
+        let server_ca = TestCa::new("node-api serving CA");
+        server_ca.issue(gw_dir.path(), "node-api", &["leafgate.node"]);
+        let client_ca = TestCa::new("root kubelet-client CA");
+        client_ca.write(gw_dir.path(), "client-ca.pem");
+        let toml = format!(
+            r#"
+            [admin]
+            bind = "127.0.0.1:0"
+            [[listener]]
+            name = "kubelet"
+            bind = "127.0.0.1:0"
+            kind = "node-api"
+            tls = {{ cert = "node-api.pem", key = "node-api-key.pem", client_ca = "client-ca.pem" }}
+            allowed_clients = ["{APISERVER}"]
+            [[leaf]]
+            name = "leaf-a"
+            kubeconfig = "a.kubeconfig"
+            [[leaf]]
+            name = "leaf-b"
+            kubeconfig = "b.kubeconfig"
+            [[tenant]]
+            name = "acme"
+            namespaces = ["apps", "apps-*"]
+            {tenant_plugins}
+            "#
+        );
+        let gw = TestGateway::start_in(gw_dir, &toml).await;
+        Bed {
+            gw,
+            leaf_a,
+            leaf_b,
+            server_ca,
+            client_ca,
+            dir,
+        }
+    }
+
+    fn addr(&self) -> SocketAddr {
+        self.gw.addr("kubelet")
+    }
+
+    /// A TLS client presenting a certificate named `cn` from the root's client CA.
+    fn tls(&self, cn: Option<&str>) -> Arc<rustls::ClientConfig> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(self.server_ca.roots());
+        let config = match cn {
+            Some(cn) => {
+                let files = self.client_ca.issue(self.dir.path(), cn, &[cn]);
+                builder
+                    .with_client_auth_cert(
+                        vec![CertificateDer::from_pem_file(&files.cert).unwrap()],
+                        PrivateKeyDer::from_pem_file(&files.key).unwrap(),
+                    )
+                    .unwrap()
+            }
+            None => builder.with_no_client_auth(),
+        };
+        Arc::new(config)
+    }
+
+    async fn connect(
+        &self,
+        cn: Option<&str>,
+    ) -> std::io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
+        let tcp = TcpStream::connect(self.addr()).await?;
+        TlsConnector::from(self.tls(cn))
+            .connect(ServerName::try_from("leafgate.node").unwrap(), tcp)
+            .await
+    }
+
+    /// One request as the root API server sends it; the status and the body.
+    async fn call(&self, method: Method, path: &str) -> (StatusCode, String) {
+        self.call_as(Some(APISERVER), method, path).await
+    }
+
+    async fn call_as(&self, cn: Option<&str>, method: Method, path: &str) -> (StatusCode, String) {
+        let tls = self.connect(cn).await.unwrap();
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        let req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", "leafgate.node")
+            .header("authorization", "Bearer root-apiserver-token")
+            .body(Empty::<Bytes>::new())
+            .unwrap();
+        let res = sender.send_request(req).await.unwrap();
+        let status = res.status();
+        let body = res.into_body().collect().await.unwrap().to_bytes();
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    async fn synced(&self) {
+        let started = Instant::now();
+        loop {
+            let status = leafgate_tests::client::get(self.gw.admin(), "admin", "/status")
+                .await
+                .json();
+            let leaves = status["leaves"].as_array().cloned().unwrap_or_default();
+            if leaves.len() == 2 && leaves.iter().all(|l| l["synced"] == true) {
+                return;
+            }
+            assert!(started.elapsed() < Duration::from_secs(10), "{status:#}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Waits until the pod index holds `ns/name` in `leaves` leaves.
+    async fn indexed(&self, ns: &str, name: &str, leaves: usize) {
+        let started = Instant::now();
+        while self.gw.gateway.snapshot().pods.holders(ns, name).len() != leaves {
+            assert!(started.elapsed() < Duration::from_secs(5), "{ns}/{name} not indexed");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+/// The leaf-side requests a simulator recorded under `path`: (query, authorization, user).
+fn seen(sim: &KubeSim, path: &str) -> Vec<(String, Vec<String>, Option<String>)> {
+    sim.requests()
+        .into_iter()
+        .filter(|r| r.path == path)
+        .map(|r| {
+            let auth = r
+                .headers
+                .iter()
+                .filter(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+                .map(|(_, v)| v.clone())
+                .collect();
+            (r.query.clone(), auth, r.user.clone())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn routes_methods_tenants_and_leaf_choice_answer_as_a_kubelet_does() {
+    let bed = Bed::start("").await;
+    let web = bed.leaf_a.create(pod("apps", "web-0", json!({}))).unwrap();
+    bed.leaf_a.create(pod("apps", "twin", json!({}))).unwrap();
+    bed.leaf_b.create(pod("apps", "twin", json!({}))).unwrap();
+    bed.leaf_b.create(pod("other", "theirs", json!({}))).unwrap();
+    bed.synced().await;
+    bed.indexed("apps", "web-0", 1).await;
+    bed.indexed("apps", "twin", 2).await;
+
+    // Who may call: no certificate is refused in the handshake, a certificate outside
+    // allowed_clients gets 403.
+    let refused = async {
+        let mut tls = bed.connect(None).await?;
+        tokio::io::AsyncWriteExt::write_all(&mut tls, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await?;
+        let mut buf = [0u8; 64];
+        let n = tokio::io::AsyncReadExt::read(&mut tls, &mut buf).await?;
+        Ok::<usize, std::io::Error>(n)
+    }
+    .await;
+    assert!(
+        !matches!(refused, Ok(n) if n > 0),
+        "served without a client certificate"
+    );
+    let (code, body) = bed.call_as(Some("someone-else"), Method::GET, "/healthz").await;
+    assert_eq!(code, StatusCode::FORBIDDEN, "{body}");
+    assert!(body.contains("someone-else") && body.contains("\"kind\":\"Status\""), "{body}");
+
+    assert_eq!(bed.call(Method::GET, "/healthz").await, (StatusCode::OK, "ok".into()));
+    let (code, body) = bed.call(Method::GET, "/stats/what").await;
+    assert_eq!((code, body.as_str()), (StatusCode::NOT_FOUND, "404 page not found\n"));
+    let (code, _) = bed.call(Method::DELETE, "/exec/apps/web-0/main").await;
+    assert_eq!(code, StatusCode::METHOD_NOT_ALLOWED);
+    let (code, _) = bed.call(Method::POST, "/containerLogs/apps/web-0/main").await;
+    assert_eq!(code, StatusCode::METHOD_NOT_ALLOWED);
+
+    // Tenancy and the pod index.
+    let (code, body) = bed.call(Method::GET, "/containerLogs/other/theirs/main").await;
+    assert_eq!(code, StatusCode::FORBIDDEN, "{body}");
+    assert!(body.contains(r#"namespace \"other\""#), "{body}");
+    let (code, body) = bed.call(Method::GET, "/containerLogs/apps/ghost/main").await;
+    assert_eq!(code, StatusCode::NOT_FOUND, "{body}");
+    assert!(body.contains(r#"pods \"ghost\" not found"#), "{body}");
+    let (code, body) = bed.call(Method::GET, "/containerLogs/apps/twin/main").await;
+    assert_eq!(code, StatusCode::CONFLICT, "{body}");
+    assert!(body.contains("leaf-a, leaf-b"), "{body}");
+
+    // Logs, translated, with the leaf's credentials and never the caller's.
+    bed.leaf_a.append_log("apps", "web-0", "main", "one");
+    bed.leaf_a.append_log("apps", "web-0", "main", "two");
+    bed.leaf_a.append_log("apps", "web-0", "main", "three");
+    let (code, body) = bed
+        .call(Method::GET, "/containerLogs/apps/web-0/main?tailLines=2&timestamps=0")
+        .await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    assert_eq!(body, "two\nthree\n");
+    let (code, _) = bed
+        .call(Method::GET, "/containerLogs/apps/web-0/main?sinceSeconds=5")
+        .await;
+    assert_eq!(code, StatusCode::OK);
+    let (code, _) = bed
+        .call(
+            Method::GET,
+            "/containerLogs/apps/web-0/main?sinceTime=2026-01-02T03:04:05Z",
+        )
+        .await;
+    assert_eq!(code, StatusCode::OK);
+    let (code, body) = bed
+        .call(Method::GET, "/containerLogs/apps/web-0/main?sinceSeconds=0")
+        .await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    let log = seen(&bed.leaf_a, "/api/v1/namespaces/apps/pods/web-0/log");
+    let queries: Vec<&str> = log.iter().map(|(q, _, _)| q.as_str()).collect();
+    assert_eq!(
+        queries,
+        [
+            "container=main&tailLines=2",
+            "container=main&sinceSeconds=5",
+            "container=main&sinceTime=2026-01-02T03%3A04%3A05Z",
+        ]
+    );
+    for (_, auth, user) in &log {
+        assert!(auth.is_empty(), "the caller's token reached the leaf: {auth:?}");
+        assert_eq!(user.as_deref(), Some("leafgate"));
+    }
+
+    // /run, and the kubelet's 404 for a uid that is not the pod's.
+    let (code, body) = bed
+        .call(Method::POST, "/run/apps/web-0/main?cmd=echo%20ran%20in%20the%20leaf")
+        .await;
+    assert_eq!((code, body.as_str()), (StatusCode::OK, "ran in the leaf\n"));
+    let uid = web["metadata"]["uid"].as_str().unwrap();
+    let (code, _) = bed
+        .call(Method::POST, &format!("/run/apps/web-0/{uid}/main?cmd=true"))
+        .await;
+    assert_eq!(code, StatusCode::OK);
+    let (code, body) = bed
+        .call(Method::POST, "/run/apps/web-0/not-the-uid/main?cmd=true")
+        .await;
+    assert_eq!((code, body.as_str()), (StatusCode::NOT_FOUND, "pod not found"));
+    let (code, body) = bed
+        .call(Method::POST, "/run/apps/web-0/main?cmd=sh%20-c%20exit%203")
+        .await;
+    assert_eq!(code, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    assert!(body.contains("exited with 3"), "{body}");
+
+    // /pods: the tenants' pods from every leaf, from the index.
+    let (code, body) = bed.call(Method::GET, "/pods").await;
+    assert_eq!(code, StatusCode::OK);
+    let list: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(list["kind"], "PodList");
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["twin", "twin", "web-0"], "{names:?}");
+
+    let metrics = leafgate_tests::client::get(bed.gw.admin(), "admin", "/metrics")
+        .await
+        .text();
+    assert!(
+        metrics.contains(
+            r#"leafgate_node_api_requests_total{tenant="acme",leaf="leaf-a",verb="logs",status="200"} 3"#
+        ),
+        "{metrics}"
+    );
+}
+
+/// A WebSocket v5 exec through leafgate, as kube-rs and `kubectl` (to API servers that pass
+/// WebSockets on) send it: the upgrade reaches the leaf and the streams come back.
+#[tokio::test]
+async fn a_websocket_exec_is_spliced_to_the_pod_s_leaf() {
+    let bed = Bed::start("").await;
+    bed.leaf_b.create(pod("apps-web", "shell", json!({}))).unwrap();
+    bed.synced().await;
+    bed.indexed("apps-web", "shell", 1).await;
+
+    let tls = bed.connect(Some(APISERVER)).await.unwrap();
+    let path = "/exec/apps-web/shell/main?command=sh&command=-c&command=cat%3B%20echo%20err%20%3E%262%3B%20exit%207&input=1&output=1&error=1";
+    let mut request = format!("wss://leafgate.node{path}").into_client_request().unwrap();
+    request
+        .headers_mut()
+        .insert("sec-websocket-protocol", "v5.channel.k8s.io".parse().unwrap());
+    let (mut ws, res) = tokio_tungstenite::client_async(request, tls).await.unwrap();
+    assert_eq!(res.headers()["sec-websocket-protocol"], "v5.channel.k8s.io");
+
+    ws.send(Message::binary([&[0u8][..], b"hello through leafgate\n"].concat()))
+        .await
+        .unwrap();
+    ws.send(Message::binary(vec![255u8, 0])).await.unwrap();
+    let (mut stdout, mut stderr, mut status) = (Vec::new(), Vec::new(), Value::Null);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while let Ok(Some(message)) = tokio::time::timeout_at(deadline, ws.next()).await {
+        let Ok(Message::Binary(data)) = message else {
+            continue;
+        };
+        match data.first() {
+            Some(1) => stdout.extend_from_slice(&data[1..]),
+            Some(2) => stderr.extend_from_slice(&data[1..]),
+            Some(3) if data.len() > 1 => status = serde_json::from_slice(&data[1..]).unwrap(),
+            _ => {}
+        }
+    }
+    assert_eq!(String::from_utf8_lossy(&stdout), "hello through leafgate\n");
+    assert_eq!(String::from_utf8_lossy(&stderr), "err\n");
+    assert_eq!(status["reason"], "NonZeroExitCode", "{status}");
+    assert_eq!(status["details"]["causes"][0]["message"], "7");
+
+    let exec = seen(&bed.leaf_b, "/api/v1/namespaces/apps-web/pods/shell/exec");
+    assert_eq!(exec.len(), 1, "{exec:?}");
+    assert_eq!(
+        exec[0].0,
+        "container=main&stdin=true&stdout=true&stderr=true&command=sh&command=-c&command=cat%3B+echo+err+%3E%262%3B+exit+7"
+    );
+    assert!(exec[0].1.is_empty());
+    assert!(seen(&bed.leaf_a, "/api/v1/namespaces/apps-web/pods/shell/exec").is_empty());
+}
+
+/// The tenant's plugins decide: `label-router` picks the leaf a pod's label names, and
+/// `redact` filters a followed log while it is live.
+#[tokio::test]
+async fn label_router_picks_the_leaf_and_redact_filters_a_live_log() {
+    let label_router = plugin("label-router");
+    let redact = plugin("redact");
+    let plugins = format!(
+        r#"
+        [tenant.plugins]
+        pod_router = {{ path = "{}", config = {{ rules = [{{ label = "site", value = "b", leaf = "leaf-b" }}] }} }}
+        log_filter = {{ path = "{}", config = {{ patterns = ["password=\\S+"] }} }}
+        "#,
+        path(&label_router),
+        path(&redact)
+    );
+    let bed = Bed::start(&plugins).await;
+    bed.leaf_a.create(pod("apps", "api", json!({"site": "b"}))).unwrap();
+    bed.leaf_b.create(pod("apps", "api", json!({"site": "b"}))).unwrap();
+    bed.synced().await;
+    bed.indexed("apps", "api", 2).await;
+
+    // Two leaves hold it: without the router that is a 409; the router says leaf-b.
+    bed.leaf_b.append_log("apps", "api", "main", "login password=hunter2 ok");
+    let tls = bed.connect(Some(APISERVER)).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let req = Request::get("/containerLogs/apps/api/main?follow=true")
+        .header("host", "leafgate.node")
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    let res = sender.send_request(req).await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let mut body = res.into_body();
+    let mut got = String::new();
+    let next_line = async |body: &mut hyper::body::Incoming, got: &mut String| {
+        while !got.ends_with('\n') {
+            let frame = tokio::time::timeout(Duration::from_secs(5), body.frame())
+                .await
+                .expect("a line within 5 s")
+                .unwrap()
+                .unwrap();
+            if let Ok(data) = frame.into_data() {
+                got.push_str(&String::from_utf8_lossy(&data));
+            }
+        }
+    };
+    next_line(&mut body, &mut got).await;
+    assert_eq!(got, "login *** ok\n");
+
+    // A line written while the stream is open arrives, filtered, promptly.
+    let written = Instant::now();
+    bed.leaf_b
+        .append_log("apps", "api", "main", "again password=swordfish");
+    got.clear();
+    next_line(&mut body, &mut got).await;
+    assert_eq!(got, "again ***\n");
+    assert!(written.elapsed() < Duration::from_secs(2));
+    assert!(seen(&bed.leaf_a, "/api/v1/namespaces/apps/pods/api/log").is_empty());
+}
+
+fn path(p: &Path) -> String {
+    p.display().to_string().replace('\\', "/")
+}
