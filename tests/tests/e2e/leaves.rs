@@ -13,6 +13,7 @@ use kubesim::{Credential, KubeSim};
 use leafgate::config::Config;
 use leafgate::kube::Held;
 use leafgate_tests::TestGateway;
+use leafgate_tests::certs::TestCa;
 use leafgate_tests::client::get;
 use serde_json::{Value, json};
 
@@ -235,13 +236,16 @@ async fn a_rotated_token_file_is_used_by_the_next_request() {
 #[tokio::test]
 async fn a_wrong_ca_shows_the_tls_reason_and_insecure_skip_verify_is_warned() {
     let real = KubeSim::builder().token("t", "u").start().await.unwrap();
-    let other = KubeSim::builder().token("t", "u").start().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    // The other simulator's CA for the real one's server.
-    let wrong = other
+    // A CA that did not sign the server's certificate, named by file.
+    TestCa::new("some-other-ca").write(dir.path(), "other-ca.pem");
+    let wrong = real
         .kubeconfig_yaml(&Credential::Token("t".into()))
         .unwrap()
-        .replace(&other.url(), &real.url());
+        .replace(
+            "    certificate-authority-data:",
+            "    certificate-authority: other-ca.pem\n    x-unused:",
+        );
     std::fs::write(dir.path().join("wrong.kubeconfig"), wrong).unwrap();
     let insecure = real
         .kubeconfig_yaml(&Credential::Token("t".into()))
