@@ -304,6 +304,8 @@ async fn run(
     let metrics = slot.metrics.clone();
     if let Some(m) = &metrics {
         m.up.get_or_create(&labels).set(0);
+        let _ = m.pods.get_or_create(&labels);
+        let _ = m.watch_restarts.get_or_create(&labels);
     }
     futures_util::pin_mut!(stream);
     while let Some(event) = stream.next().await {

@@ -2,8 +2,8 @@
 //! roots, its client certificate, `insecure-skip-tls-verify`) and the HTTPS connector built
 //! on it, which both the leaf's `kube::Client` and the raw forwarded requests dial with.
 //!
-//! It offers only HTTP/1.1 by ALPN: exec, attach and port-forward switch protocols, and a
-//! protocol switch exists only there. It must not know about requests or tokens.
+//! It speaks only HTTP/1.1 (the connector offers no ALPN, so the server does not pick h2):
+//! exec, attach and port-forward switch protocols, and a protocol switch exists only there. It must not know about requests or tokens.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -43,11 +43,10 @@ pub fn client_config(tls: &LeafTls) -> Result<Arc<rustls::ClientConfig>, rustls:
         };
         builder.with_root_certificates(roots)
     };
-    let mut config = match &tls.identity {
+    let config = match &tls.identity {
         Some(id) => builder.with_client_auth_cert(id.chain.clone(), id.key.clone_key())?,
         None => builder.with_no_client_auth(),
     };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }
 

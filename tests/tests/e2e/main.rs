@@ -4,6 +4,7 @@
 
 mod connections;
 mod hijack;
+mod leaves;
 mod log_stream;
 mod node_api;
 mod proxy;
