@@ -144,7 +144,9 @@ impl TenantConfig {
 
     /// True when the tenant may reach `leaf`.
     pub fn may_reach(&self, leaf: &str) -> bool {
-        self.leaves.as_ref().is_none_or(|l| l.iter().any(|n| n == leaf))
+        self.leaves
+            .as_ref()
+            .is_none_or(|l| l.iter().any(|n| n == leaf))
     }
 }
 

@@ -126,7 +126,11 @@ impl Validator<'_, '_> {
                     namespaces: t.namespaces.iter().map(|n| n.get_ref().clone()).collect(),
                     leaves: t.leaves.as_ref().map(|ls| {
                         for (j, leaf) in ls.iter().enumerate() {
-                            if !raw.leaves.iter().any(|l| l.name.get_ref() == leaf.get_ref()) {
+                            if !raw
+                                .leaves
+                                .iter()
+                                .any(|l| l.name.get_ref() == leaf.get_ref())
+                            {
                                 self.report.error(
                                     leaf.span(),
                                     format!("tenant[{i}].leaves[{j}]"),

@@ -155,10 +155,18 @@ mod tests {
 
     #[test]
     fn reads_the_exit_code_as_the_kubelet_writes_it() {
-        assert_eq!(exit_code_of(br#"{"metadata":{},"status":"Success"}"#).unwrap(), 0);
+        assert_eq!(
+            exit_code_of(br#"{"metadata":{},"status":"Success"}"#).unwrap(),
+            0
+        );
         let failed = br#"{"metadata":{},"status":"Failure","message":"command terminated with non-zero exit code: error executing command [sh -c exit 3], exit code 3","reason":"NonZeroExitCode","details":{"causes":[{"reason":"ExitCode","message":"3"}]}}"#;
         assert_eq!(exit_code_of(failed).unwrap(), 3);
         let other = br#"{"metadata":{},"status":"Failure","message":"container not found"}"#;
-        assert!(exit_code_of(other).unwrap_err().to_string().contains("container not found"));
+        assert!(
+            exit_code_of(other)
+                .unwrap_err()
+                .to_string()
+                .contains("container not found")
+        );
     }
 }

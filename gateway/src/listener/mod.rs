@@ -311,7 +311,8 @@ impl Connection {
                             .and_then(|chain| chain.first())
                             .and_then(|leaf| ClientIdentity::from_der(leaf))
                             .map(Arc::new);
-                        self.serve_http(TokioIo::new(tls), Some(identity), idle).await
+                        self.serve_http(TokioIo::new(tls), Some(identity), idle)
+                            .await
                     }
                     Ok(Err(e)) => debug!(error = %e, "TLS handshake failed"),
                     Err(_) => debug!("TLS handshake timed out"),

@@ -75,7 +75,10 @@ pub async fn serve(
     let target = match &route {
         KubeletRoute::Healthz => return text(StatusCode::OK, "ok"),
         KubeletRoute::Pods => return pod_list(snapshot),
-        other => other.target().expect("every other route names a pod").clone(),
+        other => other
+            .target()
+            .expect("every other route names a pod")
+            .clone(),
     };
     let Some(tenant_config) = snapshot
         .config
@@ -170,7 +173,10 @@ async fn choose_leaf(
     let picked = match tenant.plugins.route_pod(&request).await {
         Ok(PodRoute::Leaf(name)) => Some(name),
         Ok(PodRoute::Default) => None,
-        Ok(PodRoute::Reject { status: code, message }) => {
+        Ok(PodRoute::Reject {
+            status: code,
+            message,
+        }) => {
             return Err(status(code, reason_of(code), &message));
         }
         Err(e) => {
@@ -192,7 +198,8 @@ async fn choose_leaf(
             ));
         }
         (None, several) => {
-            let names: Vec<&str> = several.iter().map(|h| &*h.leaf).collect();
+            let mut names: Vec<&str> = several.iter().map(|h| &*h.leaf).collect();
+            names.sort_unstable();
             return Err(status(
                 StatusCode::CONFLICT,
                 "Conflict",
@@ -390,8 +397,7 @@ impl Call<'_> {
         if command.is_empty() {
             return text(StatusCode::BAD_REQUEST, "missing cmd");
         }
-        match crate::kube::run::exec_output(self.leaf, self.target, container, &command).await
-        {
+        match crate::kube::run::exec_output(self.leaf, self.target, container, &command).await {
             Ok(out) if out.exit_code == 0 => {
                 let mut res = Response::new(full(out.output));
                 res.headers_mut().insert(
@@ -442,7 +448,10 @@ fn pod_list(snapshot: &Snapshot) -> Response<Body> {
     items.sort_by(|a, b| {
         let key = |v: &Value| {
             (
-                v["metadata"]["namespace"].as_str().unwrap_or("").to_string(),
+                v["metadata"]["namespace"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
                 v["metadata"]["name"].as_str().unwrap_or("").to_string(),
             )
         };

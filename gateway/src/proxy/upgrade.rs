@@ -40,8 +40,8 @@ use crate::metrics::{Metrics, SpliceByteLabels, SpliceLabels};
 
 use super::splice::{self, Direction, IoOp, SpliceError, SpliceOptions, SpliceReport};
 use super::upstream::{Connector, Upstream};
-use crate::config::Timeouts;
 use super::{Body, Exchange, ProxyError, headers, root_cause};
+use crate::config::Timeouts;
 
 /// Forwards an upgrade request to one of the route's backends. On 101 the splice runs on
 /// its own task in `job.tasks` (so shutdown and reload can wait for it) and the backend's

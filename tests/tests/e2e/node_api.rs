@@ -178,7 +178,10 @@ impl Bed {
     async fn indexed(&self, ns: &str, name: &str, leaves: usize) {
         let started = Instant::now();
         while self.gw.gateway.snapshot().pods.holders(ns, name).len() != leaves {
-            assert!(started.elapsed() < Duration::from_secs(5), "{ns}/{name} not indexed");
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "{ns}/{name} not indexed"
+            );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
@@ -207,7 +210,9 @@ async fn routes_methods_tenants_and_leaf_choice_answer_as_a_kubelet_does() {
     let web = bed.leaf_a.create(pod("apps", "web-0", json!({}))).unwrap();
     bed.leaf_a.create(pod("apps", "twin", json!({}))).unwrap();
     bed.leaf_b.create(pod("apps", "twin", json!({}))).unwrap();
-    bed.leaf_b.create(pod("other", "theirs", json!({}))).unwrap();
+    bed.leaf_b
+        .create(pod("other", "theirs", json!({})))
+        .unwrap();
     bed.synced().await;
     bed.indexed("apps", "web-0", 1).await;
     bed.indexed("apps", "twin", 2).await;
@@ -227,23 +232,40 @@ async fn routes_methods_tenants_and_leaf_choice_answer_as_a_kubelet_does() {
         !matches!(refused, Ok(n) if n > 0),
         "served without a client certificate"
     );
-    let (code, body) = bed.call_as(Some("someone-else"), Method::GET, "/healthz").await;
+    let (code, body) = bed
+        .call_as(Some("someone-else"), Method::GET, "/healthz")
+        .await;
     assert_eq!(code, StatusCode::FORBIDDEN, "{body}");
-    assert!(body.contains("someone-else") && body.contains("\"kind\":\"Status\""), "{body}");
+    assert!(
+        body.contains("someone-else") && body.contains("\"kind\":\"Status\""),
+        "{body}"
+    );
 
-    assert_eq!(bed.call(Method::GET, "/healthz").await, (StatusCode::OK, "ok".into()));
+    assert_eq!(
+        bed.call(Method::GET, "/healthz").await,
+        (StatusCode::OK, "ok".into())
+    );
     let (code, body) = bed.call(Method::GET, "/stats/what").await;
-    assert_eq!((code, body.as_str()), (StatusCode::NOT_FOUND, "404 page not found\n"));
+    assert_eq!(
+        (code, body.as_str()),
+        (StatusCode::NOT_FOUND, "404 page not found\n")
+    );
     let (code, _) = bed.call(Method::DELETE, "/exec/apps/web-0/main").await;
     assert_eq!(code, StatusCode::METHOD_NOT_ALLOWED);
-    let (code, _) = bed.call(Method::POST, "/containerLogs/apps/web-0/main").await;
+    let (code, _) = bed
+        .call(Method::POST, "/containerLogs/apps/web-0/main")
+        .await;
     assert_eq!(code, StatusCode::METHOD_NOT_ALLOWED);
 
     // Tenancy and the pod index.
-    let (code, body) = bed.call(Method::GET, "/containerLogs/other/theirs/main").await;
+    let (code, body) = bed
+        .call(Method::GET, "/containerLogs/other/theirs/main")
+        .await;
     assert_eq!(code, StatusCode::FORBIDDEN, "{body}");
     assert!(body.contains(r#"namespace \"other\""#), "{body}");
-    let (code, body) = bed.call(Method::GET, "/containerLogs/apps/ghost/main").await;
+    let (code, body) = bed
+        .call(Method::GET, "/containerLogs/apps/ghost/main")
+        .await;
     assert_eq!(code, StatusCode::NOT_FOUND, "{body}");
     assert!(body.contains(r#"pods \"ghost\" not found"#), "{body}");
     let (code, body) = bed.call(Method::GET, "/containerLogs/apps/twin/main").await;
@@ -255,7 +277,10 @@ async fn routes_methods_tenants_and_leaf_choice_answer_as_a_kubelet_does() {
     bed.leaf_a.append_log("apps", "web-0", "main", "two");
     bed.leaf_a.append_log("apps", "web-0", "main", "three");
     let (code, body) = bed
-        .call(Method::GET, "/containerLogs/apps/web-0/main?tailLines=2&timestamps=0")
+        .call(
+            Method::GET,
+            "/containerLogs/apps/web-0/main?tailLines=2&timestamps=0",
+        )
         .await;
     assert_eq!(code, StatusCode::OK, "{body}");
     assert_eq!(body, "two\nthree\n");
@@ -285,29 +310,42 @@ async fn routes_methods_tenants_and_leaf_choice_answer_as_a_kubelet_does() {
         ]
     );
     for (_, auth, user) in &log {
-        assert!(auth.is_empty(), "the caller's token reached the leaf: {auth:?}");
+        assert!(
+            auth.is_empty(),
+            "the caller's token reached the leaf: {auth:?}"
+        );
         assert_eq!(user.as_deref(), Some("leafgate"));
     }
 
     // /run, and the kubelet's 404 for a uid that is not the pod's.
     let (code, body) = bed
-        .call(Method::POST, "/run/apps/web-0/main?cmd=echo%20ran%20in%20the%20leaf")
+        .call(
+            Method::POST,
+            "/run/apps/web-0/main?cmd=echo%20ran%20in%20the%20leaf",
+        )
         .await;
     assert_eq!((code, body.as_str()), (StatusCode::OK, "ran in the leaf\n"));
     let uid = web["metadata"]["uid"].as_str().unwrap();
     let (code, _) = bed
-        .call(Method::POST, &format!("/run/apps/web-0/{uid}/main?cmd=true"))
+        .call(
+            Method::POST,
+            &format!("/run/apps/web-0/{uid}/main?cmd=true"),
+        )
         .await;
     assert_eq!(code, StatusCode::OK);
     let (code, body) = bed
         .call(Method::POST, "/run/apps/web-0/not-the-uid/main?cmd=true")
         .await;
-    assert_eq!((code, body.as_str()), (StatusCode::NOT_FOUND, "pod not found"));
+    assert_eq!(
+        (code, body.as_str()),
+        (StatusCode::NOT_FOUND, "pod not found")
+    );
+    // `cmd` is split on spaces, as the kubelet splits it: `sh -c false` runs `false`.
     let (code, body) = bed
-        .call(Method::POST, "/run/apps/web-0/main?cmd=sh%20-c%20exit%203")
+        .call(Method::POST, "/run/apps/web-0/main?cmd=sh%20-c%20false")
         .await;
     assert_eq!(code, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
-    assert!(body.contains("exited with 3"), "{body}");
+    assert!(body.contains("exited with 1"), "{body}");
 
     // /pods: the tenants' pods from every leaf, from the index.
     let (code, body) = bed.call(Method::GET, "/pods").await;
@@ -338,22 +376,29 @@ async fn routes_methods_tenants_and_leaf_choice_answer_as_a_kubelet_does() {
 #[tokio::test]
 async fn a_websocket_exec_is_spliced_to_the_pod_s_leaf() {
     let bed = Bed::start("").await;
-    bed.leaf_b.create(pod("apps-web", "shell", json!({}))).unwrap();
+    bed.leaf_b
+        .create(pod("apps-web", "shell", json!({})))
+        .unwrap();
     bed.synced().await;
     bed.indexed("apps-web", "shell", 1).await;
 
     let tls = bed.connect(Some(APISERVER)).await.unwrap();
     let path = "/exec/apps-web/shell/main?command=sh&command=-c&command=cat%3B%20echo%20err%20%3E%262%3B%20exit%207&input=1&output=1&error=1";
-    let mut request = format!("wss://leafgate.node{path}").into_client_request().unwrap();
-    request
-        .headers_mut()
-        .insert("sec-websocket-protocol", "v5.channel.k8s.io".parse().unwrap());
+    let mut request = format!("wss://leafgate.node{path}")
+        .into_client_request()
+        .unwrap();
+    request.headers_mut().insert(
+        "sec-websocket-protocol",
+        "v5.channel.k8s.io".parse().unwrap(),
+    );
     let (mut ws, res) = tokio_tungstenite::client_async(request, tls).await.unwrap();
     assert_eq!(res.headers()["sec-websocket-protocol"], "v5.channel.k8s.io");
 
-    ws.send(Message::binary([&[0u8][..], b"hello through leafgate\n"].concat()))
-        .await
-        .unwrap();
+    ws.send(Message::binary(
+        [&[0u8][..], b"hello through leafgate\n"].concat(),
+    ))
+    .await
+    .unwrap();
     ws.send(Message::binary(vec![255u8, 0])).await.unwrap();
     let (mut stdout, mut stderr, mut status) = (Vec::new(), Vec::new(), Value::Null);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
@@ -399,13 +444,18 @@ async fn label_router_picks_the_leaf_and_redact_filters_a_live_log() {
         path(&redact)
     );
     let bed = Bed::start(&plugins).await;
-    bed.leaf_a.create(pod("apps", "api", json!({"site": "b"}))).unwrap();
-    bed.leaf_b.create(pod("apps", "api", json!({"site": "b"}))).unwrap();
+    bed.leaf_a
+        .create(pod("apps", "api", json!({"site": "b"})))
+        .unwrap();
+    bed.leaf_b
+        .create(pod("apps", "api", json!({"site": "b"})))
+        .unwrap();
     bed.synced().await;
     bed.indexed("apps", "api", 2).await;
 
     // Two leaves hold it: without the router that is a 409; the router says leaf-b.
-    bed.leaf_b.append_log("apps", "api", "main", "login password=hunter2 ok");
+    bed.leaf_b
+        .append_log("apps", "api", "main", "login password=hunter2 ok");
     let tls = bed.connect(Some(APISERVER)).await.unwrap();
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
         .await
