@@ -495,6 +495,141 @@ async fn label_router_picks_the_leaf_and_redact_filters_a_live_log() {
     assert!(seen(&bed.leaf_a, "/api/v1/namespaces/apps/pods/api/log").is_empty());
 }
 
+/// Opens a WebSocket v5 exec of `command` on `ns/pod` through leafgate.
+async fn ws_exec(
+    bed: &Bed,
+    ns: &str,
+    pod: &str,
+    command: &[&str],
+) -> tokio_tungstenite::WebSocketStream<tokio_rustls::client::TlsStream<TcpStream>> {
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    for word in command {
+        query.append_pair("command", word);
+    }
+    query.append_pair("output", "1");
+    query.append_pair("error", "1");
+    let path = format!("/exec/{ns}/{pod}/main?{}", query.finish());
+    let mut request = format!("wss://leafgate.node{path}").into_client_request().unwrap();
+    request
+        .headers_mut()
+        .insert("sec-websocket-protocol", "v5.channel.k8s.io".parse().unwrap());
+    let tls = bed.connect(Some(APISERVER)).await.unwrap();
+    let (ws, _) = tokio_tungstenite::client_async(request, tls).await.unwrap();
+    ws
+}
+
+#[tokio::test]
+async fn the_tenant_s_bandwidth_limit_holds_on_an_exec_stream() {
+    let bed = Bed::start("[tenant.bandwidth]\nper_connection = \"1MiB/s\"").await;
+    bed.leaf_a.create(pod("apps", "bulk", json!({}))).unwrap();
+    bed.synced().await;
+    bed.indexed("apps", "bulk", 1).await;
+
+    const SIZE: usize = 3 << 20;
+    let mut ws = ws_exec(&bed, "apps", "bulk", &["head", "-c", &SIZE.to_string(), "/dev/zero"]).await;
+    let started = Instant::now();
+    let mut stdout = 0;
+    while let Ok(Some(message)) = tokio::time::timeout(Duration::from_secs(20), ws.next()).await {
+        if let Ok(Message::Binary(data)) = message {
+            if data.first() == Some(&1) {
+                stdout += data.len() - 1;
+            }
+        }
+    }
+    let took = started.elapsed();
+    assert_eq!(stdout, SIZE);
+    let rate = SIZE as f64 / took.as_secs_f64() / f64::from(1 << 20);
+    // 3 MiB at 1 MiB/s with a tenth of a second of burst: about 2.9 s. The bytes on the
+    // wire are a little more than stdout (WebSocket framing), so the rate is a little less.
+    assert!(
+        (0.7..=1.1).contains(&rate),
+        "{SIZE} bytes of stdout took {took:?}: {rate:.3} MiB/s"
+    );
+    eprintln!("exec stdout through a 1 MiB/s tenant limit: {rate:.3} MiB/s ({took:?})");
+}
+
+#[tokio::test]
+async fn a_client_gone_mid_exec_ends_the_leaf_s_exec_within_a_second() {
+    let bed = Bed::start("").await;
+    bed.leaf_a.create(pod("apps", "sleeper", json!({}))).unwrap();
+    bed.synced().await;
+    bed.indexed("apps", "sleeper", 1).await;
+
+    let mut ws = ws_exec(&bed, "apps", "sleeper", &["sh", "-c", "echo $$; exec sleep 30"]).await;
+    let mut out = String::new();
+    while !out.ends_with('\n') {
+        let message = tokio::time::timeout(Duration::from_secs(5), ws.next())
+            .await
+            .expect("the pid within 5 s")
+            .unwrap()
+            .unwrap();
+        if let Message::Binary(data) = message {
+            if data.first() == Some(&1) {
+                out.push_str(&String::from_utf8_lossy(&data[1..]));
+            }
+        }
+    }
+    let pid: u32 = out.trim().parse().unwrap();
+    let alive = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|stat| !stat.contains(") Z "))
+    };
+    assert!(alive());
+    // Gone hard: no close frame, the socket just closes.
+    drop(ws);
+    let gone = Instant::now();
+    while alive() {
+        assert!(
+            gone.elapsed() < Duration::from_secs(1),
+            "the leaf still runs the exec {:?} after the client left",
+            gone.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// `logs -f` on a quiet container: nothing for 90 s (past every idle timer a proxy might
+/// apply to a request), then a line, which must still arrive.
+#[tokio::test]
+async fn a_follow_silent_for_90_seconds_still_delivers_the_next_line() {
+    let bed = Bed::start("").await;
+    bed.leaf_a.create(pod("apps", "quiet", json!({}))).unwrap();
+    bed.synced().await;
+    bed.indexed("apps", "quiet", 1).await;
+    bed.leaf_a.append_log("apps", "quiet", "main", "started");
+
+    let tls = bed.connect(Some(APISERVER)).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let req = Request::get("/containerLogs/apps/quiet/main?follow=true")
+        .header("host", "leafgate.node")
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    let mut body = sender.send_request(req).await.unwrap().into_body();
+    let mut got = String::new();
+    let mut read_line = async |got: &mut String, within: Duration| {
+        got.clear();
+        while !got.ends_with('\n') {
+            let frame = tokio::time::timeout(within, body.frame())
+                .await
+                .expect("a line in time")
+                .expect("the stream is still open")
+                .unwrap();
+            if let Ok(data) = frame.into_data() {
+                got.push_str(&String::from_utf8_lossy(&data));
+            }
+        }
+    };
+    read_line(&mut got, Duration::from_secs(5)).await;
+    assert_eq!(got, "started\n");
+    tokio::time::sleep(Duration::from_secs(90)).await;
+    bed.leaf_a.append_log("apps", "quiet", "main", "after the silence");
+    read_line(&mut got, Duration::from_secs(5)).await;
+    assert_eq!(got, "after the silence\n");
+}
+
 fn path(p: &Path) -> String {
     p.display().to_string().replace('\\', "/")
 }
