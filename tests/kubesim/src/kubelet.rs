@@ -2,7 +2,8 @@
 //! simulator's own store, behind TLS that requires a client certificate from the configured
 //! CA. Routes and methods as the kubelet registers them (404 for an unknown path, 405 for a
 //! wrong method): `/exec` and `/attach` (with and without the pod uid), `/portForward`,
-//! `/containerLogs` and `/healthz`. The streams themselves run in `remote`, the logs in
+//! `/containerLogs` and `/healthz`. Not served: `/run`, `/pods`, `/stats`, `/logs`,
+//! `/metrics` (404 here). The streams themselves run in `remote`, the logs in
 //! `api::pod`; this module owns the kubelet's URL shapes, query names
 //! (`input`/`output`/`error`/`tty` = `1`, `port`) and its plain-text errors.
 
@@ -129,7 +130,9 @@ async fn route(shared: &Shared, req: Request<Incoming>) -> Response<Body> {
     };
     let method = req.method().clone();
     let allowed = match route {
-        Route::Healthz | Route::Logs { .. } => method == Method::GET,
+        // healthz is a plain mux handler: any method.
+        Route::Healthz => true,
+        Route::Logs { .. } => method == Method::GET,
         Route::Stream { .. } | Route::PortForward { .. } => {
             method == Method::GET || method == Method::POST
         }

@@ -49,6 +49,8 @@ pub enum ClientError {
 /// A response that was not `101 Switching Protocols`.
 #[derive(Debug, Clone)]
 pub struct Answer {
+    /// The response head exactly as it came (empty when the WebSocket client parsed it).
+    pub raw_head: Vec<u8>,
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
@@ -131,6 +133,7 @@ async fn upgrade(
     let body =
         crate::http1::read_body(&mut conn, buf, &head, 1 << 20, Duration::from_secs(10)).await;
     Ok(Err(Answer {
+        raw_head: head.raw.to_vec(),
         status: head.status,
         headers: head.headers,
         body,

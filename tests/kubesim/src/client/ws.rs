@@ -49,6 +49,7 @@ pub async fn ws_exec(
                 let (parts, body) = resp.into_parts();
                 return Ok(ExecOutcome {
                     refused: Some(Answer {
+                        raw_head: Vec::new(),
                         status: parts.status.as_u16(),
                         headers: parts
                             .headers

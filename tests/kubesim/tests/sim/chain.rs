@@ -481,6 +481,37 @@ async fn a_node_without_a_preferred_address_is_the_apiservers_error() {
         "no preferred addresses found; known addresses: [{ExternalIP 127.0.0.1}]"
     );
     assert!(root.kubelet_requests().is_empty());
+
+    // A kubelet that does not answer is `error dialing backend`.
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    root.create(node(
+        "n3",
+        json!([{"type": "InternalIP", "address": "127.0.0.1"}]),
+        port,
+    ))
+    .unwrap();
+    root.create(pod("down", "n3")).unwrap();
+    let out = spdy_exec(
+        root.addr(),
+        root_tls(&root),
+        "/api/v1/namespaces/default/pods/down/exec?command=true&stdout=true",
+        &[],
+        b"",
+    )
+    .await
+    .unwrap();
+    let refused = out.refused.expect("refused");
+    let status: Value = serde_json::from_slice(&refused.body).unwrap();
+    assert_eq!((refused.status, &status["code"]), (500, &json!(500)));
+    let message = status["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!(
+            "error dialing backend: dial tcp 127.0.0.1:{port}: "
+        )),
+        "{message}"
+    );
 }
 
 #[tokio::test]
@@ -511,6 +542,48 @@ async fn client_helpers_through_the_root_and_websocket_passthrough() {
     let sent = last(c.root.kubelet_requests(), "/exec/");
     assert_eq!(sent.method, "GET");
     assert_eq!(values(&sent, "upgrade"), ["websocket"]);
+
+    // The kubelet's refusal comes back as it was written.
+    let out = spdy_exec(
+        c.root.addr(),
+        root_tls(&c.root),
+        "/api/v1/namespaces/default/pods/web/exec?command=true",
+        &[],
+        b"",
+    )
+    .await
+    .unwrap();
+    let refused = out.refused.expect("no stream asked for");
+    assert_eq!(
+        (refused.status, refused.body_text().as_str()),
+        (
+            400,
+            "you must specify at least 1 of stdin, stdout, stderr\n"
+        )
+    );
+    assert!(refused.raw_head.starts_with(b"HTTP/1.1 400 "));
+    assert_eq!(
+        last(c.root.kubelet_requests(), "/exec/").query,
+        "command=true"
+    );
+
+    // attach runs the container's main process at the kubelet.
+    let out = spdy_exec(
+        c.root.addr(),
+        root_tls(&c.root),
+        "/api/v1/namespaces/default/pods/web/attach?stdout=true&stderr=true",
+        &[],
+        b"",
+    )
+    .await
+    .unwrap();
+    assert!(out.refused.is_none(), "{:?}", out.refused);
+    assert_eq!(out.exit_code(), Some(0));
+    let sent = last(c.root.kubelet_requests(), "/attach/");
+    assert_eq!(
+        (sent.path.as_str(), sent.query.as_str()),
+        ("/attach/default/web/app", "error=1&output=1")
+    );
 }
 
 /// A client configuration the kubelet role accepts, and the kubelet it talks to.
@@ -653,7 +726,7 @@ async fn kubelet_role_routes_methods_and_client_certificates() {
         ("/nope", 404),
         ("/exec/default/web", 404),
         ("/containerLogs/default/web/app", 405),
-        ("/healthz", 405),
+        ("/healthz", 200),
         ("/exec/default/missing/app?command=true&output=1", 404),
     ] {
         let out = spdy_exec(addr, tls.clone(), path, &[], b"").await.unwrap();
