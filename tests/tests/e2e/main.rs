@@ -4,6 +4,7 @@
 
 mod connections;
 mod hijack;
+mod kosmos;
 mod leaves;
 mod log_stream;
 mod node_api;

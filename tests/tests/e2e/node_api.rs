@@ -63,7 +63,7 @@ impl Bed {
             .unwrap();
         }
         let server_ca = TestCa::new("node-api serving CA");
-        server_ca.issue(gw_dir.path(), "node-api", &["leafgate.node"]);
+        server_ca.issue(gw_dir.path(), "node-api", &["leafgate.node", "127.0.0.1"]);
         let client_ca = TestCa::new("root kubelet-client CA");
         client_ca.write(gw_dir.path(), "client-ca.pem");
         let toml = format!(
@@ -509,10 +509,13 @@ async fn ws_exec(
     query.append_pair("output", "1");
     query.append_pair("error", "1");
     let path = format!("/exec/{ns}/{pod}/main?{}", query.finish());
-    let mut request = format!("wss://leafgate.node{path}").into_client_request().unwrap();
-    request
-        .headers_mut()
-        .insert("sec-websocket-protocol", "v5.channel.k8s.io".parse().unwrap());
+    let mut request = format!("wss://leafgate.node{path}")
+        .into_client_request()
+        .unwrap();
+    request.headers_mut().insert(
+        "sec-websocket-protocol",
+        "v5.channel.k8s.io".parse().unwrap(),
+    );
     let tls = bed.connect(Some(APISERVER)).await.unwrap();
     let (ws, _) = tokio_tungstenite::client_async(request, tls).await.unwrap();
     ws
@@ -526,7 +529,13 @@ async fn the_tenant_s_bandwidth_limit_holds_on_an_exec_stream() {
     bed.indexed("apps", "bulk", 1).await;
 
     const SIZE: usize = 3 << 20;
-    let mut ws = ws_exec(&bed, "apps", "bulk", &["head", "-c", &SIZE.to_string(), "/dev/zero"]).await;
+    let mut ws = ws_exec(
+        &bed,
+        "apps",
+        "bulk",
+        &["head", "-c", &SIZE.to_string(), "/dev/zero"],
+    )
+    .await;
     let started = Instant::now();
     let mut stdout = 0;
     while let Ok(Some(message)) = tokio::time::timeout(Duration::from_secs(20), ws.next()).await {
@@ -551,11 +560,19 @@ async fn the_tenant_s_bandwidth_limit_holds_on_an_exec_stream() {
 #[tokio::test]
 async fn a_client_gone_mid_exec_ends_the_leaf_s_exec_within_a_second() {
     let bed = Bed::start("").await;
-    bed.leaf_a.create(pod("apps", "sleeper", json!({}))).unwrap();
+    bed.leaf_a
+        .create(pod("apps", "sleeper", json!({})))
+        .unwrap();
     bed.synced().await;
     bed.indexed("apps", "sleeper", 1).await;
 
-    let mut ws = ws_exec(&bed, "apps", "sleeper", &["sh", "-c", "echo $$; exec sleep 30"]).await;
+    let mut ws = ws_exec(
+        &bed,
+        "apps",
+        "sleeper",
+        &["sh", "-c", "echo $$; exec sleep 30"],
+    )
+    .await;
     let mut out = String::new();
     while !out.ends_with('\n') {
         let message = tokio::time::timeout(Duration::from_secs(5), ws.next())
@@ -625,7 +642,8 @@ async fn a_follow_silent_for_90_seconds_still_delivers_the_next_line() {
     read_line(&mut got, Duration::from_secs(5)).await;
     assert_eq!(got, "started\n");
     tokio::time::sleep(Duration::from_secs(90)).await;
-    bed.leaf_a.append_log("apps", "quiet", "main", "after the silence");
+    bed.leaf_a
+        .append_log("apps", "quiet", "main", "after the silence");
     read_line(&mut got, Duration::from_secs(5)).await;
     assert_eq!(got, "after the silence\n");
 }
