@@ -648,6 +648,61 @@ async fn a_follow_silent_for_90_seconds_still_delivers_the_next_line() {
     assert_eq!(got, "after the silence\n");
 }
 
+/// A pod router that traps, under `on_error = "reject"`, fails that request alone; one
+/// naming a leaf the tenant may not reach is a failure too, never followed.
+#[tokio::test]
+async fn a_failing_pod_router_fails_only_its_own_request() {
+    let faulty = leafgate_tests::plugins::fault_plugin("faulty-router");
+    let plugins = format!(
+        r#"
+        leaves = ["leaf-a"]
+        [tenant.plugins]
+        pod_router = {{ path = "{}", on_error = "reject" }}
+        "#,
+        path(&faulty)
+    );
+    let bed = Bed::start(&plugins).await;
+    for name in ["trap-1", "calm", "lost-1"] {
+        bed.leaf_a.create(pod("apps", name, json!({}))).unwrap();
+    }
+    bed.leaf_b.create(pod("apps", "lost-1", json!({}))).unwrap();
+    bed.synced().await;
+    bed.indexed("apps", "calm", 1).await;
+    bed.indexed("apps", "lost-1", 2).await;
+
+    let (trapped, calm) = tokio::join!(
+        bed.call(Method::POST, "/run/apps/trap-1/main?cmd=echo%20no"),
+        bed.call(Method::POST, "/run/apps/calm/main?cmd=echo%20yes"),
+    );
+    assert_eq!(trapped.0, StatusCode::BAD_GATEWAY, "{}", trapped.1);
+    assert!(trapped.1.contains("pod router"), "{}", trapped.1);
+    assert_eq!(calm, (StatusCode::OK, "yes\n".to_string()));
+    // The pool recovered: the next call on it is served.
+    let again = bed.call(Method::POST, "/run/apps/calm/main?cmd=echo%20again").await;
+    assert_eq!(again, (StatusCode::OK, "again\n".to_string()));
+    // `lost-*` answers a leaf outside the tenant's `leaves`: a failure, not followed.
+    let (code, body) = bed.call(Method::POST, "/run/apps/lost-1/main?cmd=true").await;
+    assert_eq!(code, StatusCode::BAD_GATEWAY, "{body}");
+    assert!(seen(&bed.leaf_b, "/api/v1/namespaces/apps/pods/lost-1/exec").is_empty());
+}
+
+#[test]
+fn a_node_api_listener_without_client_ca_is_a_config_error_at_its_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new("serving");
+    ca.issue(dir.path(), "srv", &["leafgate.node"]);
+    let config = dir.path().join("leafgate.toml");
+    std::fs::write(
+        &config,
+        "[[listener]]\nname = \"kubelet\"\nbind = \"127.0.0.1:0\"\nkind = \"node-api\"\ntls = { cert = \"srv.pem\", key = \"srv-key.pem\" }\n",
+    )
+    .unwrap();
+    let err = leafgate::config::Config::load(&config).unwrap_err().to_string();
+    assert!(err.contains("listener[0].kind"), "{err}");
+    assert!(err.contains(":4:"), "the line of `kind`: {err}");
+    assert!(err.contains("client_ca"), "{err}");
+}
+
 fn path(p: &Path) -> String {
     p.display().to_string().replace('\\', "/")
 }
