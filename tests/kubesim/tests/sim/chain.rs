@@ -784,3 +784,73 @@ async fn get(addr: SocketAddr, tls: Arc<rustls::ClientConfig>, path: &str) -> (u
         kubesim::http1::read_body(&mut conn, buf, &head, 1 << 20, Duration::from_secs(10)).await;
     (head.status, String::from_utf8_lossy(&body).into_owned())
 }
+
+/// kubectl's default WebSocket transports reach the kubelet as they left kubectl (a GET with
+/// `Upgrade: websocket`), as kube-apiserver passes them to a node that declares
+/// `ExtendWebSocketsToKubelet`; the kubelet role serves v5 and the port-forward tunnel.
+#[tokio::test]
+async fn kubectl_websockets_pass_through_untranslated() {
+    let c = chain().await;
+    annotate_port(&c.kubelet, "fwd", 8080, echo_server().await);
+    for bin in kubesim::kubectl::all() {
+        let r = kubectl(
+            &bin,
+            &c,
+            &["exec", "-i", "web", "--", "cat"],
+            ("KUBECTL_REMOTE_COMMAND_WEBSOCKETS", "true"),
+            Some(b"over websockets\n"),
+        )
+        .await;
+        assert_eq!(r.code, Some(0), "{}: {}", bin.display(), r.err);
+        assert_eq!(r.out, "over websockets\n");
+        let got = last(c.kubelet.requests(), "/exec/");
+        assert_eq!(got.method, "GET");
+        assert_eq!(values(&got, "upgrade"), ["websocket"]);
+        assert!(
+            values(&got, "sec-websocket-protocol")
+                .iter()
+                .any(|p| p.contains("v5.channel.k8s.io")),
+            "{got:?}"
+        );
+
+        let mut child = command(&bin, &c)
+            .args(["port-forward", "pod/fwd", ":8080"])
+            .env("KUBECTL_PORT_FORWARD_WEBSOCKETS", "true")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let line = tokio::time::timeout(Duration::from_secs(15), async {
+            loop {
+                let l = lines.next_line().await.unwrap().expect("kubectl output");
+                if l.starts_with("Forwarding from 127.0.0.1:") {
+                    return l;
+                }
+            }
+        })
+        .await
+        .expect("kubectl listening within 15s");
+        let local: SocketAddr = line
+            .trim_start_matches("Forwarding from ")
+            .split(" -> ")
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let mut conn = tokio::net::TcpStream::connect(local).await.unwrap();
+        conn.write_all(b"tunnelled").await.unwrap();
+        let mut back = [0u8; 9];
+        tokio::time::timeout(Duration::from_secs(10), conn.read_exact(&mut back))
+            .await
+            .expect("the echo within 10s")
+            .unwrap();
+        assert_eq!(&back, b"tunnelled");
+        child.kill().await.unwrap();
+        let got = last(c.kubelet.requests(), "/portForward/");
+        assert_eq!(
+            (got.method.as_str(), values(&got, "upgrade")),
+            ("GET", vec!["websocket"])
+        );
+    }
+}
