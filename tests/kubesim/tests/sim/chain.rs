@@ -272,6 +272,19 @@ async fn kubectl_logs_and_follow_through_the_chain() {
             r.err
         );
 
+        // A pod the kubelet does not know: its 404 becomes the generic NotFound.
+        let ghost = format!("ghost-{i}");
+        c.root.create(pod(&ghost, "n1")).unwrap();
+        let r = kubectl(&bin, &c, &["logs", &ghost], NO_WS_EXEC, None).await;
+        assert_ne!(r.code, Some(0));
+        assert!(
+            r.err.contains(&format!(
+                "Error from server (NotFound): the server could not find the requested resource ( pods/log {ghost})"
+            )),
+            "{}",
+            r.err
+        );
+
         let mut child = command(&bin, &c)
             .args(["logs", "-f", &name])
             .stdout(Stdio::piped())
