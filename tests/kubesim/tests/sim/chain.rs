@@ -431,6 +431,31 @@ async fn kubelet_certificate_is_verified_when_a_ca_is_given() {
     .await;
     assert_eq!((r.code, r.out.as_str()), (Some(0), "ok\n"), "{}", r.err);
 
+    // Hostname comes first among the default types, and is verified as a DNS name.
+    c.root
+        .create(node(
+            "by-name",
+            json!([
+                {"type": "InternalIP", "address": "192.0.2.1"},
+                {"type": "Hostname", "address": "localhost"},
+            ]),
+            c.kubelet.addr().port(),
+        ))
+        .unwrap();
+    c.root.create(pod("named", "by-name")).unwrap();
+    c.kubelet.create(pod("named", "by-name")).unwrap();
+    let out = spdy_exec(
+        c.root.addr(),
+        root_tls(&c.root),
+        "/api/v1/namespaces/default/pods/named/exec?command=echo&command=named&stdout=true",
+        &[],
+        b"",
+    )
+    .await
+    .unwrap();
+    assert!(out.refused.is_none(), "{:?}", out.refused);
+    assert_eq!(out.stdout, b"named\n");
+
     let other = KubeSim::builder().start().await.unwrap();
     let wrong = KubeSim::builder()
         .token(TOKEN, "alice")
