@@ -33,6 +33,8 @@ pub struct ApiError {
     pub code: u16,
     pub reason: &'static str,
     pub message: String,
+    /// The Status's `details`, when the error names what it is about.
+    pub details: Option<Value>,
 }
 
 impl ApiError {
@@ -41,7 +43,14 @@ impl ApiError {
             code,
             reason,
             message: message.into(),
+            details: None,
         }
+    }
+
+    /// Adds the Status's `details`.
+    pub fn with_details(mut self, details: Value) -> ApiError {
+        self.details = Some(details);
+        self
     }
     fn bad(message: impl Into<String>) -> ApiError {
         ApiError::new(400, "BadRequest", message)
@@ -64,7 +73,11 @@ fn json_response(code: u16, v: &Value) -> Response<Body> {
 }
 
 fn error_response(e: &ApiError) -> Response<Body> {
-    json_response(e.code, &failure(e.code, e.reason, &e.message))
+    let mut status = failure(e.code, e.reason, &e.message);
+    if let Some(d) = &e.details {
+        status["details"] = d.clone();
+    }
+    json_response(e.code, &status)
 }
 
 /// A streamed body and the sender that feeds it.

@@ -169,7 +169,7 @@ fn header(headers: &[(String, String)], name: &str) -> String {
 /// Runs an exec (or attach) call: `path_and_query` names the streams (`input`/`output`/
 /// `error`/`tty` = `1` on a kubelet, `stdin`/`stdout`/`stderr`/`tty` = `true` on an
 /// apiserver). Writes `stdin` (when the query asks for stdin) and closes it, then reads
-/// until the server ends the connection. `headers` go out as given; the upgrade headers and
+/// until the error stream and the output streams end, or the connection does. `headers` go out as given; the upgrade headers and
 /// `EXEC_PROTOCOLS` are added when missing.
 pub async fn spdy_exec(
     addr: SocketAddr,
@@ -208,7 +208,18 @@ pub async fn spdy_exec(
             conn.write(id, stdin, true).await?;
         }
         let mut got = HashMap::new();
-        conn.collect(&mut got, |_| false).await?;
+        // As client-go: done once the error stream and every output stream have ended (or
+        // the connection has).
+        let mut ends = vec![error];
+        ends.extend(
+            ["stdout", "stderr"]
+                .iter()
+                .filter_map(|k| ids.get(k).copied()),
+        );
+        conn.collect(&mut got, |s| {
+            ends.iter().all(|id| s.get(id).is_some_and(|r| r.done))
+        })
+        .await?;
         let mut take = |id: Option<u32>| {
             id.and_then(|id| got.remove(&id))
                 .map(|r| r.data)

@@ -143,6 +143,7 @@ fn generic_server_response(code: u16, body: &str, pod: &str) -> ApiError {
         ),
     };
     ApiError::new(code, reason, format!("{message} ( pods/log {pod})"))
+        .with_details(serde_json::json!({"name": pod, "kind": "pods/log"}))
 }
 
 #[cfg(test)]
@@ -163,6 +164,10 @@ mod tests {
         assert_eq!(
             e.message,
             "the server could not find the requested resource ( pods/log web)"
+        );
+        assert_eq!(
+            e.details,
+            Some(serde_json::json!({"name": "web", "kind": "pods/log"}))
         );
         let e = checked(502, "bad gateway", "web");
         assert_eq!(e.reason, "InternalError");

@@ -238,6 +238,30 @@ mod tests {
     }
 
     #[test]
+    fn the_generated_identity_is_kubeadms_apiserver_kubelet_client() {
+        let id = KubeletClientCert::generate().unwrap();
+        let der = crate::tls::certs(&id.cert_pem, "test").unwrap().remove(0);
+        let (_, cert) = x509_parser::parse_x509_certificate(&der).unwrap();
+        let first = |it: &mut dyn Iterator<Item = &x509_parser::x509::AttributeTypeAndValue>| {
+            it.next().and_then(|a| a.as_str().ok()).map(str::to_string)
+        };
+        assert_eq!(
+            first(&mut cert.subject().iter_common_name()).as_deref(),
+            Some("kube-apiserver-kubelet-client")
+        );
+        assert_eq!(
+            first(&mut cert.subject().iter_organization()).as_deref(),
+            Some("system:masters")
+        );
+        assert_eq!(
+            first(&mut cert.issuer().iter_common_name()).as_deref(),
+            Some("kubesim-kubelet-client-ca")
+        );
+        // The CA and the key make a working client configuration.
+        crate::tls::client_config(Some(&id.ca_pem), &id.cert_pem, &id.key_pem).unwrap();
+    }
+
+    #[test]
     fn ipv6_host_port() {
         let ep = Endpoint {
             host: "::1".into(),

@@ -147,3 +147,42 @@ where
     let _ = to_client.shutdown().await;
     let _ = to_kubelet.shutdown().await;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_credentials_stay_behind_and_the_client_is_appended() {
+        let mut req = Request::post("/api/v1/namespaces/d/pods/p/exec")
+            .header("authorization", "Bearer secret")
+            .header("host", "apiserver")
+            .header("connection", "Upgrade")
+            .header("x-stream-protocol-version", "v5.channel.k8s.io")
+            .header("x-stream-protocol-version", "v4.channel.k8s.io")
+            .header("x-forwarded-for", "10.0.0.1")
+            .body(())
+            .unwrap();
+        req.extensions_mut()
+            .insert(ClientAddr("127.0.0.9:4000".parse().unwrap()));
+        assert!(is_upgrade(&req));
+        let h = forwarded_headers(&req);
+        let get = |n: &str| -> Vec<&str> {
+            h.iter()
+                .filter(|(k, _)| k == n)
+                .map(|(_, v)| v.as_str())
+                .collect()
+        };
+        assert!(get("authorization").is_empty() && get("host").is_empty());
+        assert_eq!(
+            get("x-stream-protocol-version"),
+            ["v5.channel.k8s.io", "v4.channel.k8s.io"]
+        );
+        assert_eq!(get("x-forwarded-for"), ["10.0.0.1, 127.0.0.9"]);
+        let plain = Request::get("/")
+            .header("connection", "close")
+            .body(())
+            .unwrap();
+        assert!(!is_upgrade(&plain));
+    }
+}

@@ -272,6 +272,19 @@ async fn kubectl_logs_and_follow_through_the_chain() {
             r.err
         );
 
+        // A pod the kubelet does not know: its 404 becomes the generic NotFound.
+        let ghost = format!("ghost-{i}");
+        c.root.create(pod(&ghost, "n1")).unwrap();
+        let r = kubectl(&bin, &c, &["logs", &ghost], NO_WS_EXEC, None).await;
+        assert_ne!(r.code, Some(0));
+        assert!(
+            r.err.contains(&format!(
+                "Error from server (NotFound): the server could not find the requested resource ( pods/log {ghost})"
+            )),
+            "{}",
+            r.err
+        );
+
         let mut child = command(&bin, &c)
             .args(["logs", "-f", &name])
             .stdout(Stdio::piped())
@@ -417,6 +430,31 @@ async fn kubelet_certificate_is_verified_when_a_ca_is_given() {
     )
     .await;
     assert_eq!((r.code, r.out.as_str()), (Some(0), "ok\n"), "{}", r.err);
+
+    // Hostname comes first among the default types, and is verified as a DNS name.
+    c.root
+        .create(node(
+            "by-name",
+            json!([
+                {"type": "InternalIP", "address": "192.0.2.1"},
+                {"type": "Hostname", "address": "localhost"},
+            ]),
+            c.kubelet.addr().port(),
+        ))
+        .unwrap();
+    c.root.create(pod("named", "by-name")).unwrap();
+    c.kubelet.create(pod("named", "by-name")).unwrap();
+    let out = spdy_exec(
+        c.root.addr(),
+        root_tls(&c.root),
+        "/api/v1/namespaces/default/pods/named/exec?command=echo&command=named&stdout=true",
+        &[],
+        b"",
+    )
+    .await
+    .unwrap();
+    assert!(out.refused.is_none(), "{:?}", out.refused);
+    assert_eq!(out.stdout, b"named\n");
 
     let other = KubeSim::builder().start().await.unwrap();
     let wrong = KubeSim::builder()
@@ -783,4 +821,74 @@ async fn get(addr: SocketAddr, tls: Arc<rustls::ClientConfig>, path: &str) -> (u
     let body =
         kubesim::http1::read_body(&mut conn, buf, &head, 1 << 20, Duration::from_secs(10)).await;
     (head.status, String::from_utf8_lossy(&body).into_owned())
+}
+
+/// kubectl's default WebSocket transports reach the kubelet as they left kubectl (a GET with
+/// `Upgrade: websocket`), as kube-apiserver passes them to a node that declares
+/// `ExtendWebSocketsToKubelet`; the kubelet role serves v5 and the port-forward tunnel.
+#[tokio::test]
+async fn kubectl_websockets_pass_through_untranslated() {
+    let c = chain().await;
+    annotate_port(&c.kubelet, "fwd", 8080, echo_server().await);
+    for bin in kubesim::kubectl::all() {
+        let r = kubectl(
+            &bin,
+            &c,
+            &["exec", "-i", "web", "--", "cat"],
+            ("KUBECTL_REMOTE_COMMAND_WEBSOCKETS", "true"),
+            Some(b"over websockets\n"),
+        )
+        .await;
+        assert_eq!(r.code, Some(0), "{}: {}", bin.display(), r.err);
+        assert_eq!(r.out, "over websockets\n");
+        let got = last(c.kubelet.requests(), "/exec/");
+        assert_eq!(got.method, "GET");
+        assert_eq!(values(&got, "upgrade"), ["websocket"]);
+        assert!(
+            values(&got, "sec-websocket-protocol")
+                .iter()
+                .any(|p| p.contains("v5.channel.k8s.io")),
+            "{got:?}"
+        );
+
+        let mut child = command(&bin, &c)
+            .args(["port-forward", "pod/fwd", ":8080"])
+            .env("KUBECTL_PORT_FORWARD_WEBSOCKETS", "true")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let line = tokio::time::timeout(Duration::from_secs(15), async {
+            loop {
+                let l = lines.next_line().await.unwrap().expect("kubectl output");
+                if l.starts_with("Forwarding from 127.0.0.1:") {
+                    return l;
+                }
+            }
+        })
+        .await
+        .expect("kubectl listening within 15s");
+        let local: SocketAddr = line
+            .trim_start_matches("Forwarding from ")
+            .split(" -> ")
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let mut conn = tokio::net::TcpStream::connect(local).await.unwrap();
+        conn.write_all(b"tunnelled").await.unwrap();
+        let mut back = [0u8; 9];
+        tokio::time::timeout(Duration::from_secs(10), conn.read_exact(&mut back))
+            .await
+            .expect("the echo within 10s")
+            .unwrap();
+        assert_eq!(&back, b"tunnelled");
+        child.kill().await.unwrap();
+        let got = last(c.kubelet.requests(), "/portForward/");
+        assert_eq!(
+            (got.method.as_str(), values(&got, "upgrade")),
+            ("GET", vec!["websocket"])
+        );
+    }
 }
