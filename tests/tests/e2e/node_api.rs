@@ -496,8 +496,12 @@ async fn label_router_picks_the_leaf_and_redact_filters_a_live_log() {
     // A line longer than a TLS record arrives in several chunks; the secret sits across
     // the first record boundary and is still found: the line is filtered whole.
     let (head, tail) = ("a".repeat(16_370), "b".repeat(20_000));
-    bed.leaf_b
-        .append_log("apps", "api", "main", &format!("{head} password=hunter2 {tail}"));
+    bed.leaf_b.append_log(
+        "apps",
+        "api",
+        "main",
+        &format!("{head} password=hunter2 {tail}"),
+    );
     got.clear();
     next_line(&mut body, &mut got).await;
     assert_eq!(got, format!("{head} *** {tail}\n"));
@@ -687,10 +691,14 @@ async fn a_failing_pod_router_fails_only_its_own_request() {
     assert!(trapped.1.contains("pod router"), "{}", trapped.1);
     assert_eq!(calm, (StatusCode::OK, "yes\n".to_string()));
     // The pool recovered: the next call on it is served.
-    let again = bed.call(Method::POST, "/run/apps/calm/main?cmd=echo%20again").await;
+    let again = bed
+        .call(Method::POST, "/run/apps/calm/main?cmd=echo%20again")
+        .await;
     assert_eq!(again, (StatusCode::OK, "again\n".to_string()));
     // `lost-*` answers a leaf outside the tenant's `leaves`: a failure, not followed.
-    let (code, body) = bed.call(Method::POST, "/run/apps/lost-1/main?cmd=true").await;
+    let (code, body) = bed
+        .call(Method::POST, "/run/apps/lost-1/main?cmd=true")
+        .await;
     assert_eq!(code, StatusCode::BAD_GATEWAY, "{body}");
     assert!(seen(&bed.leaf_b, "/api/v1/namespaces/apps/pods/lost-1/exec").is_empty());
 }
@@ -706,7 +714,9 @@ fn a_node_api_listener_without_client_ca_is_a_config_error_at_its_kind() {
         "[[listener]]\nname = \"kubelet\"\nbind = \"127.0.0.1:0\"\nkind = \"node-api\"\ntls = { cert = \"srv.pem\", key = \"srv-key.pem\" }\n",
     )
     .unwrap();
-    let err = leafgate::config::Config::load(&config).unwrap_err().to_string();
+    let err = leafgate::config::Config::load(&config)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("listener[0].kind"), "{err}");
     assert!(err.contains(":4:"), "the line of `kind`: {err}");
     assert!(err.contains("client_ca"), "{err}");
