@@ -63,7 +63,7 @@ pub enum LeafError {
     Uri {
         leaf: String,
         path: String,
-        server: Uri,
+        server: String,
     },
 }
 
@@ -122,12 +122,12 @@ impl Leaf {
             .ok_or_else(|| LeafError::Uri {
                 leaf: name.clone(),
                 path: String::new(),
-                server: config.server.clone(),
+                server: config.server.to_string(),
             })?;
         let host = HeaderValue::from_str(authority.as_str()).map_err(|_| LeafError::Uri {
             leaf: name.clone(),
             path: String::new(),
-            server: config.server.clone(),
+            server: config.server.to_string(),
         })?;
         let pooled = || {
             Client::builder(TokioExecutor::new())
@@ -240,7 +240,7 @@ impl Transport {
         let uri_err = || LeafError::Uri {
             leaf: self.name.clone(),
             path: pq.to_string(),
-            server: Uri::default(),
+            server: format!("{}://{}{}", self.scheme, self.authority, self.prefix),
         };
         let path_and_query: PathAndQuery = full.parse().map_err(|_| uri_err())?;
         parts.uri = Uri::builder()
