@@ -46,8 +46,34 @@ struct LeafTag {
 /// One leaf's copy of a pod: two pointers.
 #[derive(Clone)]
 pub struct Held {
-    leaf: Arc<LeafTag>,
+    /// The leaf holding this copy; reads as its name (`&*held.leaf`, `held.leaf.to_string()`).
+    pub leaf: LeafName,
     pub pod: Arc<Pod>,
+}
+
+/// A leaf's name as the index stores it: one pointer shared by all of the leaf's entries,
+/// which also tells two builds of a same-named leaf apart (during a reload).
+#[derive(Clone)]
+pub struct LeafName(Arc<LeafTag>);
+
+impl std::ops::Deref for LeafName {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0.name
+    }
+}
+
+impl std::fmt::Display for LeafName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0.name)
+    }
+}
+
+impl std::fmt::Debug for LeafName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&*self.0.name, f)
+    }
 }
 
 /// The copies of one `ns/name`. Nearly always one, kept inline so an entry costs no
@@ -68,9 +94,9 @@ impl Holders {
     /// Adds `held`, replacing the copy from the same leaf.
     fn put(&mut self, held: Held) {
         match self {
-            Holders::One(h) if h.leaf.slot == held.leaf.slot => *h = held,
+            Holders::One(h) if h.leaf.0.slot == held.leaf.0.slot => *h = held,
             Holders::One(h) => *self = Holders::Many(vec![h.clone(), held]),
-            Holders::Many(v) => match v.iter_mut().find(|h| h.leaf.slot == held.leaf.slot) {
+            Holders::Many(v) => match v.iter_mut().find(|h| h.leaf.0.slot == held.leaf.0.slot) {
                 Some(h) => *h = held,
                 None => v.push(held),
             },
@@ -80,9 +106,9 @@ impl Holders {
     /// Removes the copy from leaf `slot`; false when none is left.
     fn remove(&mut self, slot: u64) -> bool {
         match self {
-            Holders::One(h) => h.leaf.slot != slot,
+            Holders::One(h) => h.leaf.0.slot != slot,
             Holders::Many(v) => {
-                v.retain(|h| h.leaf.slot != slot);
+                v.retain(|h| h.leaf.0.slot != slot);
                 if let [only] = v.as_slice() {
                     *self = Holders::One(only.clone());
                 }
@@ -102,7 +128,7 @@ impl Holders {
 impl Held {
     /// The leaf holding this copy.
     pub fn leaf(&self) -> &str {
-        &self.leaf.name
+        &self.leaf
     }
 
     pub fn uid(&self) -> Option<&str> {
@@ -217,7 +243,7 @@ impl LeafSlot {
 
     fn held(&self, pod: Arc<Pod>) -> Held {
         Held {
-            leaf: self.tag.clone(),
+            leaf: LeafName(self.tag.clone()),
             pod,
         }
     }

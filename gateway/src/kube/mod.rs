@@ -13,6 +13,6 @@ mod leaf_auth;
 pub mod leaf_tls;
 pub mod logs;
 
-pub use index::{Held, LeafSlot, PodIndex, WatchState};
+pub use index::{Held, LeafName, LeafSlot, PodIndex, WatchState};
 pub use leaf::{Leaf, LeafError};
 pub use leaf_auth::TokenError;
