@@ -184,8 +184,9 @@ pub fn status(gateway: &dyn Control) -> Value {
                     v["backends"] =
                         json!(u.backends.iter().map(|b| b.to_string()).collect::<Vec<_>>());
                     v["protocol"] = json!(match u.protocol {
+                        UpstreamProtocol::Auto => "auto",
                         UpstreamProtocol::Http1 => "http1",
-                        UpstreamProtocol::H2c => "h2c",
+                        UpstreamProtocol::H2 => "h2",
                     });
                 }
             }

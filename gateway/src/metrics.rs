@@ -59,6 +59,22 @@ pub struct LeafLabels {
 
 /// Per leaf cluster: its pod watch's health and size. Kept by the leaf's reflector task;
 /// a leaf's series go when the leaf leaves the config.
+/// A node-api request: which tenant's pod, in which leaf, what it did, how it ended.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NodeApiLabels {
+    pub tenant: String,
+    pub leaf: String,
+    pub verb: &'static str,
+    pub status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LogLineLabels {
+    pub tenant: String,
+    /// `kept`, `dropped` or `rewritten` by the tenant's log filter.
+    pub verdict: &'static str,
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct LeafMetrics {
     /// 1 while the leaf's pod watch is synced, 0 while it fails.
@@ -94,6 +110,8 @@ pub struct Metrics {
     /// no reload was started.
     pub reloads_skipped_unchanged: Counter,
     pub leaves: LeafMetrics,
+    pub node_api_requests: Family<NodeApiLabels, Counter>,
+    pub log_lines: Family<LogLineLabels, Counter>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -127,6 +145,8 @@ impl Metrics {
             reload_failures: Counter::default(),
             reloads_skipped_unchanged: Counter::default(),
             leaves: LeafMetrics::default(),
+            node_api_requests: Family::default(),
+            log_lines: Family::default(),
             registry: Registry::with_prefix("leafgate"),
         };
         let registry = &mut m.registry;
@@ -207,7 +227,35 @@ impl Metrics {
             "Times the leaf's pod watch failed and was started again",
             m.leaves.watch_restarts.clone(),
         );
+        registry.register(
+            "node_api_requests",
+            "Node API requests on pods, by tenant, leaf, verb and status (streams are also in upgraded_connections with route node-api)",
+            m.node_api_requests.clone(),
+        );
+        registry.register(
+            "log_lines",
+            "Log lines through node-api log streams, by tenant and log-filter verdict",
+            m.log_lines.clone(),
+        );
         m
+    }
+
+    /// Counts one batch of a tenant's filtered log lines.
+    pub fn count_log_lines(&self, tenant: &str, counts: crate::kube::logs::LogCounts) {
+        for (verdict, n) in [
+            ("kept", counts.kept),
+            ("dropped", counts.dropped),
+            ("rewritten", counts.rewritten),
+        ] {
+            if n > 0 {
+                self.log_lines
+                    .get_or_create(&LogLineLabels {
+                        tenant: tenant.to_string(),
+                        verdict,
+                    })
+                    .inc_by(n);
+            }
+        }
     }
 
     /// Mutable access for subsystems that register their own metrics at start.

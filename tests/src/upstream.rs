@@ -41,6 +41,8 @@ pub enum Speaks {
     Http1,
     /// Prior-knowledge HTTP/2 only.
     H2c,
+    /// Whatever the client speaks: HTTP/1.1, or HTTP/2 (by ALPN over TLS, or prior knowledge).
+    Any,
 }
 
 pub struct TestUpstream {
@@ -76,6 +78,15 @@ impl TestUpstream {
         Self::start_with(name, Speaks::Http1, Some(tls)).await
     }
 
+    /// An upstream behind TLS speaking `speaks`; what it offers by ALPN is `tls`'s.
+    pub async fn start_tls_speaking(
+        name: &str,
+        speaks: Speaks,
+        tls: Arc<rustls::ServerConfig>,
+    ) -> TestUpstream {
+        Self::start_with(name, speaks, Some(tls)).await
+    }
+
     async fn start_with(
         name: &str,
         speaks: Speaks,
@@ -105,6 +116,7 @@ impl TestUpstream {
                     builder = match speaks {
                         Speaks::Http1 => builder.http1_only(),
                         Speaks::H2c => builder.http2_only(),
+                        Speaks::Any => builder,
                     };
                     let Some(tls) = tls else {
                         let svc = state.service(false);
@@ -189,6 +201,11 @@ impl State {
         if path == "/stall" {
             std::future::pending::<()>().await;
         }
+        if path == "/drain-then-stall" {
+            // Reads the whole upload, then never answers.
+            let _ = req.into_body().collect().await;
+            return std::future::pending().await;
+        }
         let mut headers: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (k, v) in req.headers() {
             headers
@@ -200,6 +217,8 @@ impl State {
             "server": self.name,
             "method": req.method().as_str(),
             "path": req.uri().path_and_query().map(|p| p.as_str()),
+            // HTTP/2's `:authority` (absent from HTTP/1.1 origin-form requests).
+            "authority": req.uri().authority().map(|a| a.as_str()),
             "version": format!("{:?}", req.version()),
             "headers": headers,
         });

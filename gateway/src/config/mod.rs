@@ -5,6 +5,7 @@
 //! line:column, all at once. Code past this module never sees a raw string that should have
 //! been a type. This module builds nothing that serves traffic: that is `snapshot`.
 
+pub mod cidr;
 mod error;
 mod kubeconfig;
 mod model;

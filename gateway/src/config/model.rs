@@ -12,6 +12,7 @@ use http::{HeaderMap, StatusCode};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::sign::CertifiedKey;
 
+use super::cidr::Cidr;
 use super::plugins;
 use super::raw::*;
 use super::units::{HumanDuration, RateLimit};
@@ -101,6 +102,18 @@ pub struct ListenerConfig {
     /// Connections served at once; past it the listener stops accepting (new clients wait
     /// in the kernel backlog) until one closes. `None`: sized from the descriptor limit.
     pub max_connections: Option<usize>,
+    /// Peers whose `X-Forwarded-*`, `Forwarded` and `X-Real-IP` are kept and appended to;
+    /// from any other peer they are replaced by leafgate's own.
+    pub trusted_proxies: Vec<Cidr>,
+    /// Client certificate names (CN, DNS or URI SAN) let in; empty: any the CA signed.
+    pub allowed_clients: Vec<String>,
+}
+
+impl ListenerConfig {
+    /// True when forwarding headers from `peer` are believed (see `trusted_proxies`).
+    pub fn trusts(&self, peer: std::net::IpAddr) -> bool {
+        self.trusted_proxies.iter().any(|net| net.contains(peer))
+    }
 }
 
 /// A listener's certificates, loaded: the default one and those chosen by SNI.
@@ -119,6 +132,43 @@ pub struct TenantConfig {
     pub bandwidth: BandwidthConfig,
     /// The tenant's policy plugins (`[tenant.plugins]`), paths resolved, not yet compiled.
     pub plugins: plugins::TenantPlugins,
+    /// The leaves the tenant's pods may be reached in; `None`: all.
+    pub leaves: Option<Vec<String>>,
+}
+
+impl TenantConfig {
+    /// True when one of the tenant's `namespaces` patterns matches `namespace`.
+    pub fn owns(&self, namespace: &str) -> bool {
+        self.namespaces.iter().any(|p| glob_matches(p, namespace))
+    }
+
+    /// True when the tenant may reach `leaf`.
+    pub fn may_reach(&self, leaf: &str) -> bool {
+        self.leaves
+            .as_ref()
+            .is_none_or(|l| l.iter().any(|n| n == leaf))
+    }
+}
+
+/// A namespace pattern: `*` stands for any run of characters (`team-a-*`, `*-prod`, `*`);
+/// everything else matches itself.
+pub fn glob_matches(pattern: &str, text: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or("");
+    let Some(mut rest) = text.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty();
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(i) => rest = &rest[i + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
 }
 
 /// Byte-rate limits applied to both directions of a connection, independently.

@@ -53,21 +53,27 @@ pub struct RawTimeouts {
 pub struct RawListener {
     pub name: Spanned<String>,
     pub bind: Spanned<String>,
-    #[serde(default)]
-    pub kind: ListenerKind,
+    pub kind: Option<Spanned<ListenerKind>>,
     pub tls: Option<RawServerTls>,
     #[serde(default)]
     pub certificate: Vec<RawSniCertificate>,
     pub max_connections: Option<Spanned<u64>>,
+    #[serde(default)]
+    pub trusted_proxies: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub allowed_clients: Vec<Spanned<String>>,
 }
 
-/// What a listener serves. The Kubernetes kinds (`node-api`, `kube-api`) are added with
-/// the Kubernetes surfaces; until then naming them is a config error, not a silent no-op.
+/// What a listener serves. `kube-api` is added with its surface; until then naming it is a
+/// config error, not a silent no-op.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ListenerKind {
+    /// Routes (`[[route]]`) by host and path.
     #[default]
     Http,
+    /// The kubelet API of virtual nodes, forwarded to the pods' leaf clusters.
+    NodeApi,
 }
 
 #[derive(Debug, Deserialize)]
@@ -96,6 +102,7 @@ pub struct RawTenant {
     pub bandwidth: RawBandwidth,
     #[serde(default)]
     pub plugins: super::plugins::RawTenantPlugins,
+    pub leaves: Option<Vec<Spanned<String>>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -164,13 +171,18 @@ pub struct RawRoute {
     pub timeouts: RawTimeouts,
 }
 
-/// How leafgate speaks to a plain-TCP upstream. TLS upstreams negotiate by ALPN.
+/// How leafgate speaks to a route's backends.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum UpstreamProtocol {
+    /// HTTP/1.1 to plain backends; TLS backends choose HTTP/2 or HTTP/1.1 by ALPN.
     #[default]
+    Auto,
+    /// HTTP/1.1 only.
     Http1,
-    H2c,
+    /// HTTP/2 only: prior knowledge to plain backends (h2c), ALPN `h2` to TLS ones.
+    #[serde(alias = "h2c")]
+    H2,
 }
 
 #[derive(Debug, Deserialize)]

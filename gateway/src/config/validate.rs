@@ -13,6 +13,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use rustls::pki_types::ServerName;
 use toml::Spanned;
 
+use super::cidr::Cidr;
 use super::error::Reporter;
 use super::kubeconfig;
 use super::model::*;
@@ -61,6 +62,23 @@ impl Validator<'_, '_> {
                     binds.insert(bind, (format!("{key}.bind"), l.bind.span()));
                 }
                 let tls = self.server_tls(l, &key);
+                let kind = l.kind.as_ref().map_or(ListenerKind::Http, |k| *k.get_ref());
+                let client_ca = l.tls.as_ref().is_some_and(|t| t.client_ca.is_some());
+                if kind == ListenerKind::NodeApi && !client_ca {
+                    let span = l.kind.as_ref().map_or(l.name.span(), |k| k.span());
+                    self.report.error(
+                        span,
+                        format!("{key}.kind"),
+                        "a `node-api` listener needs `tls` with `client_ca` (the root API server's kubelet-client CA): the kubelet API is never served to anonymous clients",
+                    );
+                }
+                if let Some(first) = l.allowed_clients.first().filter(|_| !client_ca) {
+                    self.report.error(
+                        first.span(),
+                        format!("{key}.allowed_clients"),
+                        "`allowed_clients` names client certificates; set `tls.client_ca` so clients present one",
+                    );
+                }
                 let max_connections = match &l.max_connections {
                     Some(m) if *m.get_ref() == 0 => {
                         self.report.error(
@@ -73,7 +91,25 @@ impl Validator<'_, '_> {
                     Some(m) => Some(usize::try_from(*m.get_ref()).unwrap_or(usize::MAX)),
                     None => None,
                 };
-                Some(ListenerConfig { name: l.name.get_ref().clone(), bind, kind: l.kind, tls, max_connections })
+                let trusted_proxies = l
+                    .trusted_proxies
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(j, net)| {
+                        net.get_ref().parse::<Cidr>().map_err(|why| {
+                            self.report.error(net.span(), format!("{key}.trusted_proxies[{j}]"), why);
+                        }).ok()
+                    })
+                    .collect();
+                Some(ListenerConfig {
+                    name: l.name.get_ref().clone(),
+                    bind,
+                    kind,
+                    tls,
+                    max_connections,
+                    trusted_proxies,
+                    allowed_clients: l.allowed_clients.iter().map(|c| c.get_ref().clone()).collect(),
+                })
             })
             .collect();
 
@@ -88,6 +124,22 @@ impl Validator<'_, '_> {
                 TenantConfig {
                     name: t.name.get_ref().clone(),
                     namespaces: t.namespaces.iter().map(|n| n.get_ref().clone()).collect(),
+                    leaves: t.leaves.as_ref().map(|ls| {
+                        for (j, leaf) in ls.iter().enumerate() {
+                            if !raw
+                                .leaves
+                                .iter()
+                                .any(|l| l.name.get_ref() == leaf.get_ref())
+                            {
+                                self.report.error(
+                                    leaf.span(),
+                                    format!("tenant[{i}].leaves[{j}]"),
+                                    format!("no [[leaf]] is named `{}`", leaf.get_ref()),
+                                );
+                            }
+                        }
+                        ls.iter().map(|l| l.get_ref().clone()).collect()
+                    }),
                     bandwidth: bandwidth(&t.bandwidth),
                     plugins: plugins::validate(
                         self.report,
@@ -337,14 +389,6 @@ impl Validator<'_, '_> {
             (raw_tls, true) => self.upstream_tls(raw_tls.as_ref(), &format!("{key}.tls")),
             (None, false) => None,
         };
-        if any_tls && protocol == UpstreamProtocol::H2c {
-            self.report.error(
-                r.backends.span(),
-                format!("{key}.protocol"),
-                "`h2c` is for plain-TCP backends; TLS backends negotiate HTTP/2 by ALPN",
-            );
-            ok = false;
-        }
         (ok && (tls.is_some() || !any_tls)).then_some(UpstreamConfig {
             backends,
             protocol,

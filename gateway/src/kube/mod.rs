@@ -12,6 +12,7 @@ pub mod leaf;
 mod leaf_auth;
 pub mod leaf_tls;
 pub mod logs;
+pub mod run;
 
 pub use index::{Held, LeafName, LeafSlot, PodIndex, WatchState};
 pub use leaf::{Leaf, LeafError};

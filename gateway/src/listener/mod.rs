@@ -20,6 +20,7 @@
 //! complete, keep-alive ends. `kill` (the grace period ran out) drops whatever is left.
 
 pub mod identity;
+pub mod node_api;
 pub mod service;
 
 use std::net::SocketAddr;
@@ -34,6 +35,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info, info_span, warn};
 
+use self::identity::ClientIdentity;
 use crate::metrics::ListenerLabels;
 use crate::runtime::Shared;
 use crate::workers;
@@ -296,11 +298,22 @@ impl Connection {
         }
         let idle = timeouts.client_idle;
         match tls {
-            None => self.serve_http(TokioIo::new(stream), false, idle).await,
+            None => self.serve_http(TokioIo::new(stream), None, idle).await,
             Some(config) => {
                 let acceptor = tokio_rustls::TlsAcceptor::from(config);
                 match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                    Ok(Ok(tls)) => self.serve_http(TokioIo::new(tls), true, idle).await,
+                    Ok(Ok(tls)) => {
+                        // Verified against `client_ca` by the handshake; read once here.
+                        let identity = tls
+                            .get_ref()
+                            .1
+                            .peer_certificates()
+                            .and_then(|chain| chain.first())
+                            .and_then(|leaf| ClientIdentity::from_der(leaf))
+                            .map(Arc::new);
+                        self.serve_http(TokioIo::new(tls), Some(identity), idle)
+                            .await
+                    }
                     Ok(Err(e)) => debug!(error = %e, "TLS handshake failed"),
                     Err(_) => debug!("TLS handshake timed out"),
                 }
@@ -309,14 +322,21 @@ impl Connection {
         active.dec();
     }
 
-    async fn serve_http<I>(self, io: TokioIo<I>, tls: bool, idle: Duration)
-    where
+    /// Serves HTTP on `io`; `tls` is `Some` on a TLS connection, holding the client
+    /// certificate's names when one was presented.
+    async fn serve_http<I>(
+        self,
+        io: TokioIo<I>,
+        tls: Option<Option<Arc<ClientIdentity>>>,
+        idle: Duration,
+    ) where
         I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
         let client = Arc::new(service::Client {
             listener: self.listener.clone(),
             peer: self.peer,
-            tls,
+            tls: tls.is_some(),
+            identity: tls.flatten(),
             shared: self.shared.clone(),
         });
         let in_flight = Arc::new(InFlight::default());

@@ -14,6 +14,9 @@ use hyper::body::Incoming;
 use tokio::time::Instant;
 use tracing::{Instrument, info_span};
 
+use super::identity::ClientIdentity;
+use super::node_api;
+use crate::config::ListenerKind;
 use crate::metrics::{RequestLabels, RouteLabels};
 use crate::proxy::headers::{self, ClientSide};
 use crate::proxy::upgrade::{self, SpliceJob};
@@ -27,6 +30,8 @@ pub struct Client {
     pub listener: Arc<str>,
     pub peer: SocketAddr,
     pub tls: bool,
+    /// The verified client certificate's names (listeners with `client_ca`).
+    pub identity: Option<Arc<ClientIdentity>>,
     pub shared: Arc<Shared>,
 }
 
@@ -62,14 +67,19 @@ async fn dispatch(mut req: Request<Incoming>, client: Arc<Client>) -> Response<B
     }
     let snapshot = client.shared.snapshot.load_full();
     let host = request_host(&req).map(str::to_owned);
-    let route = snapshot
-        .listeners
-        .get(&*client.listener)
+    let listener = snapshot.listeners.get(&*client.listener);
+    if let Some(l) = listener.filter(|l| l.config.kind == ListenerKind::NodeApi) {
+        let res = node_api::serve(req, &client, &snapshot, &l.config.allowed_clients).await;
+        record(&client, node_api::ROUTE, &res, started);
+        return res;
+    }
+    let route = listener
         .and_then(|l| {
             l.router
                 .lookup(host.as_deref().unwrap_or(""), req.uri().path())
         })
         .cloned();
+    let trusted = listener.is_some_and(|l| l.config.trusts(client.peer.ip()));
 
     let Some(route) = route else {
         let reason = format!(
@@ -97,6 +107,7 @@ async fn dispatch(mut req: Request<Incoming>, client: Arc<Client>) -> Response<B
                     peer: client.peer.ip(),
                     tls: client.tls,
                     host: host.as_deref(),
+                    trusted,
                 },
                 metrics: &client.shared.metrics,
             };

@@ -80,6 +80,81 @@ where
     }
 }
 
+pin_project! {
+    /// A request body that tells, through [`BodySent`], when the client's last byte has
+    /// been handed to the upstream connection: the response-header timer starts there, so
+    /// a long upload is not cut off by a timer meant for a slow backend.
+    pub struct SignalSent<B> {
+        #[pin]
+        inner: B,
+        // Sent on the last frame; dropped with the body (the exchange ended another way).
+        done: Option<tokio::sync::oneshot::Sender<()>>,
+    }
+}
+
+/// Resolves once the wrapped body has been sent in full (or dropped).
+pub struct BodySent(Option<tokio::sync::oneshot::Receiver<()>>);
+
+impl BodySent {
+    /// True while some of the body is still to be sent.
+    pub fn pending(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Waits for the body's end. Already over for a body that had nothing to send.
+    pub async fn wait(&mut self) {
+        if let Some(rx) = self.0.as_mut() {
+            let _ = rx.await;
+            self.0 = None;
+        }
+    }
+}
+
+impl<B: Body> SignalSent<B> {
+    pub fn new(inner: B) -> (Self, BodySent) {
+        if inner.is_end_stream() {
+            return (Self { inner, done: None }, BodySent(None));
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        (
+            Self {
+                inner,
+                done: Some(tx),
+            },
+            BodySent(Some(rx)),
+        )
+    }
+}
+
+impl<B: Body> Body for SignalSent<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
+        let mut this = self.project();
+        let frame = ready!(this.inner.as_mut().poll_frame(cx));
+        // hyper stops polling a body whose length is known once `is_end_stream` says so,
+        // so the end is noticed after the last frame, not only at `None`.
+        if frame.is_none() || this.inner.is_end_stream() {
+            if let Some(done) = this.done.take() {
+                let _ = done.send(());
+            }
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,6 +178,29 @@ mod tests {
         }
         let err = body.frame().await.unwrap().unwrap_err();
         assert!(err.to_string().contains("no body bytes moved"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn sent_resolves_after_the_last_frame_and_at_once_for_no_body() {
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, BoxError>>(1);
+        let (body, mut sent) = SignalSent::new(StreamBody::new(tokio_stream_from(rx)));
+        let mut body = Box::pin(body);
+        tx.send(Ok(Frame::data(Bytes::from_static(b"x"))))
+            .await
+            .unwrap();
+        body.frame().await.unwrap().unwrap();
+        let pending = tokio::time::timeout(Duration::from_millis(20), sent.wait()).await;
+        assert!(pending.is_err(), "a body still open is not sent");
+        drop(tx);
+        assert!(body.frame().await.is_none());
+        tokio::time::timeout(Duration::from_secs(1), sent.wait())
+            .await
+            .expect("the end of the body is signalled");
+
+        let (_body, mut sent) = SignalSent::new(http_body_util::Empty::<Bytes>::new());
+        tokio::time::timeout(Duration::from_millis(1), sent.wait())
+            .await
+            .expect("an empty body is sent before it starts");
     }
 
     fn tokio_stream_from<T>(

@@ -27,6 +27,7 @@ const HOP_BY_HOP: [HeaderName; 9] = [
 const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
 const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
+const X_REAL_IP: HeaderName = HeaderName::from_static("x-real-ip");
 
 /// The comma-separated tokens of every `Connection` header line, lowercased.
 fn connection_tokens(headers: &HeaderMap) -> impl Iterator<Item = String> + '_ {
@@ -84,29 +85,116 @@ pub struct ClientSide<'a> {
     pub tls: bool,
     /// The host the client asked for, as it sent it (with port if any).
     pub host: Option<&'a str>,
+    /// The peer is one of the listener's `trusted_proxies`: the forwarding headers it sent
+    /// are believed, kept and appended to.
+    pub trusted: bool,
 }
 
-/// Appends the client to `X-Forwarded-For`, sets `X-Forwarded-Proto` and
-/// `X-Forwarded-Host` (unless a proxy before us set it), and appends leafgate to `Via`.
+/// Sets the forwarding headers a backend reads to learn who the client is.
+///
+/// From a trusted proxy, `X-Forwarded-For` and `Forwarded` get the peer appended and the
+/// other `X-Forwarded-*` and `X-Real-IP` are kept (set only when missing). From anyone
+/// else every one of them is a claim leafgate cannot check, so all are dropped and
+/// replaced by leafgate's own: a client cannot make a backend believe another address.
+/// `Via` is appended either way.
 pub fn add_forwarded(headers: &mut HeaderMap, client: &ClientSide<'_>, version: http::Version) {
-    let peer = client.peer.to_string();
-    let xff = match headers.get(X_FORWARDED_FOR).and_then(|v| v.to_str().ok()) {
-        Some(prior) => format!("{prior}, {peer}"),
-        None => peer,
-    };
-    if let Ok(v) = HeaderValue::from_str(&xff) {
-        headers.insert(X_FORWARDED_FOR, v);
+    let peer = client.peer.to_canonical();
+    let proto = if client.tls { "https" } else { "http" };
+    if !client.trusted {
+        let claimed: Vec<HeaderName> = headers
+            .keys()
+            .filter(|k| k.as_str().starts_with("x-forwarded-"))
+            .cloned()
+            .collect();
+        for name in claimed {
+            headers.remove(name);
+        }
+        headers.remove(header::FORWARDED);
+        headers.remove(X_REAL_IP);
     }
-    headers.insert(
-        X_FORWARDED_PROTO,
-        HeaderValue::from_static(if client.tls { "https" } else { "http" }),
-    );
+
+    let xff = match joined(headers, &X_FORWARDED_FOR) {
+        Some(prior) => format!("{prior}, {peer}"),
+        None => peer.to_string(),
+    };
+    set(headers, X_FORWARDED_FOR, &xff);
+    if !headers.contains_key(X_FORWARDED_PROTO) {
+        headers.insert(X_FORWARDED_PROTO, HeaderValue::from_static(proto));
+    }
     if !headers.contains_key(X_FORWARDED_HOST) {
-        if let Some(v) = client.host.and_then(|h| HeaderValue::from_str(h).ok()) {
-            headers.insert(X_FORWARDED_HOST, v);
+        if let Some(host) = client.host {
+            set(headers, X_FORWARDED_HOST, host);
         }
     }
+    if !headers.contains_key(X_REAL_IP) {
+        set(headers, X_REAL_IP, &peer.to_string());
+    }
+
+    let mut element = format!("for={};proto={proto}", forwarded_node(peer));
+    if let Some(host) = client.host {
+        element.push_str(";host=");
+        element.push_str(&quoted(host));
+    }
+    let forwarded = match joined(headers, &header::FORWARDED) {
+        Some(prior) => format!("{prior}, {element}"),
+        None => element,
+    };
+    set(headers, header::FORWARDED, &forwarded);
     add_via(headers, version);
+}
+
+/// Every line of a list header joined into one value (RFC 9110 §5.3), or `None`.
+fn joined(headers: &HeaderMap, name: &HeaderName) -> Option<String> {
+    let lines: Vec<&str> = headers
+        .get_all(name)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .collect();
+    (!lines.is_empty()).then(|| lines.join(", "))
+}
+
+/// Replaces `name` with `value`; a value that is not a valid header value (a host with
+/// control characters) leaves the header out rather than failing the request.
+fn set(headers: &mut HeaderMap, name: HeaderName, value: &str) {
+    match HeaderValue::from_str(value) {
+        Ok(v) => {
+            headers.insert(name, v);
+        }
+        Err(_) => {
+            headers.remove(name);
+        }
+    }
+}
+
+/// A `Forwarded` node (RFC 7239 §6): IPv6 addresses are bracketed, and so quoted.
+fn forwarded_node(peer: IpAddr) -> String {
+    match peer {
+        IpAddr::V4(a) => a.to_string(),
+        IpAddr::V6(a) => format!("\"[{a}]\""),
+    }
+}
+
+/// A `Forwarded` value as a token when it is one, else a quoted-string (RFC 9110 §5.6.4).
+fn quoted(value: &str) -> String {
+    let token = !value.is_empty()
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+    if token {
+        return value.to_string();
+    }
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('"');
+    for c in value.chars() {
+        if c == '"' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
 }
 
 /// Appends `<version> leafgate` to `Via` (RFC 9110 §7.6.3), on requests and responses.
@@ -187,18 +275,75 @@ mod tests {
         assert_eq!(h.get_all("x-stream-protocol-version").iter().count(), 2);
     }
 
-    #[test]
-    fn forwarded_headers_append_to_a_prior_proxy() {
-        let mut h = map(&[("x-forwarded-for", "203.0.113.7")]);
-        let client = ClientSide {
-            peer: "127.0.0.1".parse().unwrap(),
-            tls: true,
+    fn spoofed() -> HeaderMap {
+        map(&[
+            ("x-forwarded-for", "203.0.113.7"),
+            ("x-forwarded-for", "198.51.100.1"),
+            ("x-forwarded-proto", "https"),
+            ("x-forwarded-host", "bank.example"),
+            ("x-forwarded-port", "443"),
+            ("forwarded", "for=203.0.113.7;proto=https"),
+            ("x-real-ip", "203.0.113.7"),
+        ])
+    }
+
+    fn client(trusted: bool) -> ClientSide<'static> {
+        ClientSide {
+            peer: "10.0.0.9".parse().unwrap(),
+            tls: false,
             host: Some("a.example:8443"),
-        };
-        add_forwarded(&mut h, &client, http::Version::HTTP_11);
-        assert_eq!(h["x-forwarded-for"], "203.0.113.7, 127.0.0.1");
-        assert_eq!(h["x-forwarded-proto"], "https");
-        assert_eq!(h["x-forwarded-host"], "a.example:8443");
+            trusted,
+        }
+    }
+
+    #[test]
+    fn a_trusted_proxy_s_forwarding_headers_are_kept_and_appended_to() {
+        let mut h = spoofed();
+        add_forwarded(&mut h, &client(true), http::Version::HTTP_11);
+        assert_eq!(h["x-forwarded-for"], "203.0.113.7, 198.51.100.1, 10.0.0.9");
+        assert_eq!(h["x-forwarded-proto"], "https", "the proxy terminated TLS");
+        assert_eq!(h["x-forwarded-host"], "bank.example");
+        assert_eq!(h["x-forwarded-port"], "443");
+        assert_eq!(h["x-real-ip"], "203.0.113.7");
+        assert_eq!(
+            h["forwarded"],
+            "for=203.0.113.7;proto=https, for=10.0.0.9;proto=http;host=\"a.example:8443\""
+        );
         assert_eq!(h["via"], "1.1 leafgate");
+    }
+
+    #[test]
+    fn an_untrusted_peer_s_forwarding_headers_are_replaced() {
+        let mut h = spoofed();
+        add_forwarded(&mut h, &client(false), http::Version::HTTP_2);
+        assert_eq!(h.get_all("x-forwarded-for").iter().count(), 1);
+        assert_eq!(h["x-forwarded-for"], "10.0.0.9");
+        assert_eq!(h["x-forwarded-proto"], "http");
+        assert_eq!(h["x-forwarded-host"], "a.example:8443");
+        assert!(!h.contains_key("x-forwarded-port"));
+        assert_eq!(h["x-real-ip"], "10.0.0.9");
+        assert_eq!(
+            h["forwarded"],
+            "for=10.0.0.9;proto=http;host=\"a.example:8443\""
+        );
+        assert_eq!(h["via"], "2 leafgate");
+    }
+
+    #[test]
+    fn forwarded_quotes_ipv6_nodes_and_maps_ipv4_peers_back() {
+        let mut h = HeaderMap::new();
+        let mut c = client(false);
+        c.peer = "2001:db8::7".parse().unwrap();
+        c.host = Some("plain.example");
+        add_forwarded(&mut h, &c, http::Version::HTTP_11);
+        assert_eq!(
+            h["forwarded"],
+            "for=\"[2001:db8::7]\";proto=http;host=plain.example"
+        );
+
+        let mut h = HeaderMap::new();
+        c.peer = "::ffff:192.0.2.1".parse().unwrap();
+        add_forwarded(&mut h, &c, http::Version::HTTP_11);
+        assert_eq!(h["x-forwarded-for"], "192.0.2.1");
     }
 }

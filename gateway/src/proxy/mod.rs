@@ -14,6 +14,7 @@
 //! [`ProxyError`], which alone decides the status code and the reason the client reads.
 
 pub mod body;
+pub mod h2;
 pub mod headers;
 pub mod splice;
 pub mod upgrade;
@@ -31,9 +32,10 @@ use tracing::{debug, warn};
 
 use crate::metrics::{Metrics, UpstreamErrorLabels};
 
-use self::body::IdleTimeout;
+use self::body::{BodySent, IdleTimeout, SignalSent};
+use self::h2::DialError;
 use self::headers::ClientSide;
-use self::upstream::Upstream;
+use self::upstream::{BackendState, SendError, Upstream};
 
 pub type BoxError = Box<dyn StdError + Send + Sync>;
 
@@ -152,7 +154,8 @@ pub async fn forward(
         }
     }
     let timeouts = upstream.timeouts;
-    let mut body = Some(IdleTimeout::new(body, timeouts.idle).boxed_unsync());
+    let (body, mut sent) = SignalSent::new(IdleTimeout::new(body, timeouts.idle));
+    let mut body = Some(body.boxed_unsync());
 
     let attempts = if replayable { upstream.len() } else { 1 };
     let mut attempt = 0;
@@ -161,16 +164,16 @@ pub async fn forward(
         let backend = upstream.pick();
         let mut req = Request::new(body.take().unwrap_or_else(empty));
         *req.method_mut() = parts.method.clone();
-        *req.uri_mut() = Upstream::uri(&backend.backend, parts.uri.path_and_query());
+        // `Upstream::send` aims it at the backend; only the path and query are used.
+        *req.uri_mut() = parts.uri.clone();
         *req.headers_mut() = parts.headers.clone();
-        let deadline = timeouts.connect + timeouts.response_header;
-        let sent = tokio::time::timeout(deadline, upstream.client().request(req)).await;
-        let err = match sent {
+        let host = exchange.client.host;
+        let err = match exchange_head(upstream, backend, req, host, &mut sent).await {
             Ok(Ok(res)) => return Ok(respond(res, timeouts.idle)),
             Ok(Err(e)) => classify(e, &backend.label, timeouts.connect),
-            Err(_) => ProxyError::ResponseTimeout {
+            Err(after) => ProxyError::ResponseTimeout {
                 backend: backend.label.clone(),
-                after: deadline,
+                after,
             },
         };
         exchange.count_error(&err);
@@ -190,6 +193,36 @@ pub async fn forward(
     }
 }
 
+/// Sends `req` and waits for the response head. The response-header timer starts once the
+/// request body has been sent: while it is still uploading, the client's pace (bounded by
+/// the body's idle timeout) decides, not the backend's. A request with no body to send
+/// gets the connect time on top, as connecting is then part of waiting for the head.
+/// `Err` is the timeout that passed.
+async fn exchange_head(
+    upstream: &Upstream,
+    backend: &BackendState,
+    req: Request<Body>,
+    host: Option<&str>,
+    sent: &mut BodySent,
+) -> Result<Result<Response<Incoming>, SendError>, Duration> {
+    let timeouts = upstream.timeouts;
+    let response = upstream.send(backend, req, host);
+    tokio::pin!(response);
+    let deadline = if sent.pending() {
+        tokio::select! {
+            biased;
+            res = &mut response => return Ok(res),
+            () = sent.wait() => {}
+        }
+        timeouts.response_header
+    } else {
+        timeouts.connect + timeouts.response_header
+    };
+    tokio::time::timeout(deadline, response)
+        .await
+        .map_err(|_| deadline)
+}
+
 fn empty() -> Body {
     full(Bytes::new())
 }
@@ -203,29 +236,37 @@ fn respond(res: Response<Incoming>, idle: Duration) -> Response<Body> {
     Response::from_parts(parts, IdleTimeout::new(body, idle).boxed_unsync())
 }
 
-/// Sorts a hyper-util client error into what happened, for the status and the reason.
-fn classify(
-    err: hyper_util::client::legacy::Error,
-    backend: &str,
-    connect: Duration,
-) -> ProxyError {
-    let reason = root_cause(&err);
-    if err.is_connect() {
-        // hyper-util reports its connect timeout as an io::Error of kind TimedOut.
-        if io_kind(&err) == Some(std::io::ErrorKind::TimedOut) {
-            return ProxyError::ConnectTimeout {
-                backend: backend.to_string(),
-                after: connect,
-            };
+/// Sorts a failed exchange into what happened, for the status and the reason.
+fn classify(err: SendError, backend: &str, connect: Duration) -> ProxyError {
+    let backend = backend.to_string();
+    match err {
+        SendError::Pooled(e) if e.is_connect() => {
+            // hyper-util reports its connect timeout as an io::Error of kind TimedOut.
+            if io_kind(&e) == Some(std::io::ErrorKind::TimedOut) {
+                ProxyError::ConnectTimeout {
+                    backend,
+                    after: connect,
+                }
+            } else {
+                ProxyError::Connect {
+                    backend,
+                    reason: root_cause(&e),
+                }
+            }
         }
-        return ProxyError::Connect {
-            backend: backend.to_string(),
-            reason,
-        };
-    }
-    ProxyError::Reset {
-        backend: backend.to_string(),
-        reason,
+        SendError::Dial(DialError::Timeout(after)) => ProxyError::ConnectTimeout { backend, after },
+        SendError::Dial(e) => ProxyError::Connect {
+            backend,
+            reason: root_cause(&e),
+        },
+        SendError::Pooled(e) => ProxyError::Reset {
+            backend,
+            reason: root_cause(&e),
+        },
+        SendError::Exchange(e) => ProxyError::Reset {
+            backend,
+            reason: root_cause(&e),
+        },
     }
 }
 

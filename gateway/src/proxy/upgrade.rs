@@ -39,11 +39,13 @@ use crate::limit::Limiter;
 use crate::metrics::{Metrics, SpliceByteLabels, SpliceLabels};
 
 use super::splice::{self, Direction, IoOp, SpliceError, SpliceOptions, SpliceReport};
-use super::upstream::Upstream;
+use super::upstream::{Connector, Upstream};
 use super::{Body, Exchange, ProxyError, headers, root_cause};
+use crate::config::Timeouts;
 
-/// Forwards an upgrade request. On 101 the splice runs on its own task in `job.tasks` (so
-/// shutdown and reload can wait for it) and the backend's 101 head is returned.
+/// Forwards an upgrade request to one of the route's backends. On 101 the splice runs on
+/// its own task in `job.tasks` (so shutdown and reload can wait for it) and the backend's
+/// 101 head is returned.
 pub async fn forward(
     mut req: Request<Incoming>,
     upstream: &Upstream,
@@ -59,18 +61,48 @@ pub async fn forward(
             parts.headers.insert(http::header::HOST, v);
         }
     }
-    parts.version = http::Version::HTTP_11;
-    let timeouts = upstream.timeouts;
-
     let backend = upstream.pick();
-    let label = backend.label.clone();
     parts.uri = Upstream::uri(&backend.backend, parts.uri.path_and_query());
+    let target = Target {
+        connector: upstream.connector.clone(),
+        label: backend.label.clone(),
+        timeouts: upstream.timeouts,
+    };
+    let result = switch(client_upgrade, parts, body, target, exchange, job).await;
+    if let Err(ProxyError::Connect { .. } | ProxyError::ConnectTimeout { .. }) = &result {
+        upstream.eject(backend);
+    }
+    result
+}
 
-    let mut connector = upstream.connector.clone();
+/// Where an upgrade goes: a connector that dials (and TLS-wraps) the request URI's
+/// authority, a label for logs and errors, and the timeouts that apply.
+pub struct Target {
+    pub connector: Connector,
+    pub label: String,
+    pub timeouts: Timeouts,
+}
+
+/// Sends an upgrade request whose `parts` are final (absolute URI, headers as the far side
+/// should get them) over a fresh HTTP/1.1 connection to `target`, relays a non-101 answer,
+/// and on 101 splices `client_upgrade` with the far side under `job`.
+pub async fn switch(
+    client_upgrade: hyper::upgrade::OnUpgrade,
+    mut parts: http::request::Parts,
+    body: Incoming,
+    target: Target,
+    exchange: &Exchange<'_>,
+    job: SpliceJob,
+) -> Result<Response<Body>, ProxyError> {
+    parts.version = http::Version::HTTP_11;
+    let Target {
+        mut connector,
+        label,
+        timeouts,
+    } = target;
     let io = match tokio::time::timeout(timeouts.connect, connector.call(parts.uri.clone())).await {
         Ok(Ok(io)) => io,
         Ok(Err(e)) => {
-            upstream.eject(backend);
             let err = ProxyError::Connect {
                 backend: label,
                 reason: root_cause(e.as_ref()),
@@ -79,7 +111,6 @@ pub async fn forward(
             return Err(err);
         }
         Err(_) => {
-            upstream.eject(backend);
             let err = ProxyError::ConnectTimeout {
                 backend: label,
                 after: timeouts.connect,

@@ -1,17 +1,19 @@
 //! An upstream: a route's pool of backends, the connections to them, and which one is next.
 //!
-//! Built once per snapshot from [`UpstreamConfig`]. It owns the pooled hyper-util client
-//! (HTTP/1.1 or prior-knowledge h2c, TLS by rustls with the route's CA, client certificate
-//! and SNI name), round-robin selection, and passive failure marking: a backend that
+//! Built once per snapshot from [`UpstreamConfig`]. It owns the pooled hyper-util client for
+//! HTTP/1.1, the HTTP/2 connections (`h2`: prior-knowledge h2c, or h2 chosen by ALPN), TLS
+//! by rustls with the route's CA, client certificate and SNI name, round-robin selection,
+//! and passive failure marking: a backend that
 //! refused a connection is skipped for [`EJECT_FOR`], unless every backend is marked, in
 //! which case leafgate still tries (a pool never answers "no backend" on its own).
 //! It must not know about requests' meaning; `proxy` decides what to send.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use http::Uri;
+use http::{Request, Response, Uri};
+use hyper::body::Incoming;
 use hyper_rustls::{FixedServerNameResolver, HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -21,6 +23,7 @@ use crate::config::{Backend, Timeouts, UpstreamConfig, UpstreamProtocol, Upstrea
 use crate::workers;
 
 use super::Body;
+use super::h2::{DialError, Dialed, H2Conns, H2Dialer};
 
 /// How long a backend that refused a connection is skipped.
 pub const EJECT_FOR: Duration = Duration::from_secs(10);
@@ -31,9 +34,12 @@ pub type Connector = HttpsConnector<HttpConnector>;
 pub struct Upstream {
     backends: Vec<BackendState>,
     next: AtomicUsize,
-    /// Pooled clients for ordinary requests, one per serving thread, so a connection's
-    /// upstream exchanges stay on its thread (see `workers`).
+    /// Pooled HTTP/1.1 clients for ordinary requests, one per serving thread, so a
+    /// connection's upstream exchanges stay on its thread (see `workers`).
     clients: Vec<Client<Connector, Body>>,
+    /// HTTP/2 connections, for `h2`/`h2c` routes and TLS backends that chose h2 by ALPN.
+    h2: H2Conns,
+    dialer: H2Dialer,
     /// Dials one fresh HTTP/1.1 connection (TLS when the backend is https) for upgrades.
     pub connector: Connector,
     pub protocol: UpstreamProtocol,
@@ -50,6 +56,24 @@ pub struct BackendState {
     pub label: String,
     /// Milliseconds since `Upstream::epoch` until which this backend is skipped.
     ejected_until: AtomicU64,
+    index: usize,
+    /// What a TLS backend of an `auto` route chose by ALPN: `UNKNOWN`, `HTTP1` or `H2`.
+    speaks: AtomicU8,
+}
+
+const UNKNOWN: u8 = 0;
+const HTTP1: u8 = 1;
+const H2: u8 = 2;
+
+/// Why a request got no response head from a backend.
+#[derive(Debug, thiserror::Error)]
+pub enum SendError {
+    #[error(transparent)]
+    Pooled(#[from] hyper_util::client::legacy::Error),
+    #[error(transparent)]
+    Dial(#[from] DialError),
+    #[error(transparent)]
+    Exchange(#[from] hyper::Error),
 }
 
 /// Why an upstream could not be built (a TLS setting rustls refuses).
@@ -59,30 +83,48 @@ pub struct UpstreamBuildError(#[from] rustls::Error);
 
 impl Upstream {
     pub fn new(config: &UpstreamConfig, timeouts: Timeouts) -> Result<Self, UpstreamBuildError> {
-        let connector = connector(config, timeouts, false)?;
+        let connector = connector(config, timeouts)?;
         let clients = (0..workers::count())
             .map(|_| {
                 Client::builder(TokioExecutor::new())
                     .pool_timer(TokioTimer::new())
                     .timer(TokioTimer::new())
                     .pool_idle_timeout(timeouts.idle)
-                    .http2_only(config.protocol == UpstreamProtocol::H2c)
                     .build(connector.clone())
             })
             .collect();
+        let alpn: &[&[u8]] = match config.protocol {
+            UpstreamProtocol::H2 => &[b"h2"],
+            _ => &[b"h2", b"http/1.1"],
+        };
+        let dialer = H2Dialer {
+            tls: match config.backends.iter().any(|b| b.tls) {
+                true => Some(Arc::new(tls_config(config, alpn)?)),
+                false => None,
+            },
+            server_name: config.tls.as_ref().and_then(|t| t.server_name.clone()),
+            connect: timeouts.connect,
+            http1_allowed: config.protocol == UpstreamProtocol::Auto,
+            keep_alive: H2_KEEP_ALIVE,
+        };
         Ok(Upstream {
             backends: config
                 .backends
                 .iter()
-                .map(|b| BackendState {
+                .enumerate()
+                .map(|(index, b)| BackendState {
                     label: b.to_string(),
                     backend: b.clone(),
                     ejected_until: AtomicU64::new(0),
+                    index,
+                    speaks: AtomicU8::new(UNKNOWN),
                 })
                 .collect(),
             next: AtomicUsize::new(0),
             clients,
-            connector: self::connector(config, timeouts, true)?,
+            h2: H2Conns::new(config.backends.len()),
+            dialer,
+            connector,
             protocol: config.protocol,
             timeouts,
             epoch: Instant::now(),
@@ -104,9 +146,44 @@ impl Upstream {
             }
     }
 
-    /// The pooled client of the serving thread we are on.
-    pub fn client(&self) -> &Client<Connector, Body> {
+    /// The pooled HTTP/1.1 client of the serving thread we are on.
+    fn client(&self) -> &Client<Connector, Body> {
         &self.clients[workers::current_index() % self.clients.len()]
+    }
+
+    /// Sends `req` (origin-form URI, headers final) to `backend` over HTTP/1.1 or HTTP/2, as
+    /// the route's `protocol` and, for `auto` TLS backends, their ALPN answer decide.
+    /// HTTP/2 requests carry `host` (the client's) as `:authority`, not the backend's address.
+    pub async fn send(
+        &self,
+        backend: &BackendState,
+        mut req: Request<Body>,
+        host: Option<&str>,
+    ) -> Result<Response<Incoming>, SendError> {
+        let path = req.uri().path_and_query().cloned();
+        let h2 = match (self.protocol, backend.backend.tls) {
+            (UpstreamProtocol::Http1, _) | (UpstreamProtocol::Auto, false) => false,
+            (UpstreamProtocol::H2, _) => true,
+            (UpstreamProtocol::Auto, true) => backend.speaks.load(Ordering::Relaxed) != HTTP1,
+        };
+        if h2 {
+            match self
+                .h2
+                .get(backend.index, &backend.backend, &self.dialer)
+                .await?
+            {
+                Dialed::H2(mut sender) => {
+                    backend.speaks.store(H2, Ordering::Relaxed);
+                    *req.uri_mut() = h2_uri(&backend.backend, host, path.as_ref());
+                    req.headers_mut().remove(http::header::HOST);
+                    sender.ready().await?;
+                    return Ok(sender.send_request(req).await?);
+                }
+                Dialed::Http1 => backend.speaks.store(HTTP1, Ordering::Relaxed),
+            }
+        }
+        *req.uri_mut() = Self::uri(&backend.backend, path.as_ref());
+        Ok(self.client().request(req).await?)
     }
 
     pub fn len(&self) -> usize {
@@ -158,6 +235,29 @@ impl Upstream {
     }
 }
 
+/// How often an idle HTTP/2 connection to a backend is pinged, so a dead one is noticed.
+const H2_KEEP_ALIVE: Duration = Duration::from_secs(20);
+
+/// The URI of an HTTP/2 request: the backend's scheme, the client's host as authority
+/// (the backend's own when the client named none or an invalid one).
+fn h2_uri(backend: &Backend, host: Option<&str>, path: Option<&http::uri::PathAndQuery>) -> Uri {
+    let authority = host
+        .and_then(|h| h.parse::<http::uri::Authority>().ok())
+        .unwrap_or_else(|| backend.authority.clone());
+    let mut parts = http::uri::Parts::default();
+    parts.scheme = Some(if backend.tls {
+        http::uri::Scheme::HTTPS
+    } else {
+        http::uri::Scheme::HTTP
+    });
+    parts.authority = Some(authority);
+    parts.path_and_query = Some(
+        path.cloned()
+            .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/")),
+    );
+    Uri::from_parts(parts).expect("scheme, authority and path make a valid URI")
+}
+
 fn same_tls(a: &UpstreamTls, b: &UpstreamTls) -> bool {
     let same_identity = match (&a.identity, &b.identity) {
         (None, None) => true,
@@ -182,42 +282,43 @@ fn web_roots() -> Arc<rustls::RootCertStore> {
         .clone()
 }
 
-/// An HTTPS-or-HTTP connector with the route's TLS settings. `upgrade` connectors offer only
-/// HTTP/1.1 by ALPN: a protocol switch exists only there.
-fn connector(
+/// The route's rustls client settings (roots, client certificate) offering `alpn`.
+fn tls_config(
     config: &UpstreamConfig,
-    timeouts: Timeouts,
-    upgrade: bool,
-) -> Result<Connector, UpstreamBuildError> {
+    alpn: &[&[u8]],
+) -> Result<rustls::ClientConfig, UpstreamBuildError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?;
+    let (roots, identity) = match &config.tls {
+        Some(t) => (t.roots.clone(), t.identity.clone()),
+        None => (web_roots(), None),
+    };
+    let builder = builder.with_root_certificates(roots);
+    let mut tls = match identity {
+        Some(id) => builder.with_client_auth_cert(id.chain.clone(), id.key.clone_key())?,
+        None => builder.with_no_client_auth(),
+    };
+    tls.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Ok(tls)
+}
+
+/// An HTTPS-or-HTTP connector for HTTP/1.1 with the route's TLS settings: the pooled client
+/// of ordinary requests, and upgrades (a protocol switch exists only in HTTP/1.1).
+fn connector(config: &UpstreamConfig, timeouts: Timeouts) -> Result<Connector, UpstreamBuildError> {
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     http.set_nodelay(true);
     http.set_connect_timeout(Some(timeouts.connect));
 
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?;
-    let (roots, identity, server_name) = match &config.tls {
-        Some(t) => (t.roots.clone(), t.identity.clone(), t.server_name.clone()),
-        None => (web_roots(), None, None),
-    };
-    let builder = builder.with_root_certificates(roots);
-    let tls = match identity {
-        Some(id) => builder.with_client_auth_cert(id.chain.clone(), id.key.clone_key())?,
-        None => builder.with_no_client_auth(),
-    };
-
     let https = HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
+        // `enable_http1` below sets the ALPN list (http/1.1) itself.
+        .with_tls_config(tls_config(config, &[])?)
         .https_or_http();
+    let server_name = config.tls.as_ref().and_then(|t| t.server_name.clone());
     let https = match server_name {
         Some(name) => https.with_server_name_resolver(FixedServerNameResolver::new(name)),
         None => https,
     };
-    let h2 = !upgrade && config.protocol == UpstreamProtocol::H2c;
-    Ok(if h2 {
-        https.enable_http2().wrap_connector(http)
-    } else {
-        https.enable_http1().wrap_connector(http)
-    })
+    Ok(https.enable_http1().wrap_connector(http))
 }

@@ -1,4 +1,5 @@
-//! The `leafgate` binary as users run it: `check` on good and broken configs.
+//! The `leafgate` binary as users run it: `check` on good and broken configs, and `run`
+//! draining on SIGTERM.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -197,4 +198,103 @@ fn a_config_needing_more_plugin_slots_than_the_runtime_has_fails_check_at_the_ke
         stderr.contains("tenant[31].plugins.instances: the plugins need 1024 instance slots"),
         "{stderr}"
     );
+}
+
+/// A port that was free a moment ago (the kernel does not hand it out again at once).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One HTTP/1.1 GET over a fresh connection; the status code, or `None` when nothing
+/// answered.
+fn status_of(port: u16, path: &str) -> Option<u16> {
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .ok()?;
+    write!(
+        conn,
+        "GET {path} HTTP/1.1\r\nHost: drain.example\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).ok()?;
+    answer.split(' ').nth(1)?.parse().ok()
+}
+
+#[test]
+fn sigterm_turns_readyz_503_while_requests_are_still_served_then_exits() {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let (admin, web) = (free_port(), free_port());
+    let config = dir.path().join("leafgate.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+            [admin]
+            bind = "127.0.0.1:{admin}"
+            [timeouts]
+            shutdown_delay = "2s"
+            [[listener]]
+            name = "web"
+            bind = "127.0.0.1:{web}"
+            [[route]]
+            host = "*"
+            direct = {{ status = 200, body = "served" }}
+            "#
+        ),
+    )
+    .unwrap();
+    let mut child = leafgate()
+        .arg("run")
+        .arg("--config")
+        .arg(&config)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while status_of(admin, "/readyz") != Some(200) {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "leafgate did not become ready"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(status_of(web, "/"), Some(200));
+
+    let pid = i32::try_from(child.id()).unwrap();
+    // SAFETY: kill(2) with a pid we spawned and own.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let signalled = Instant::now();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(status_of(admin, "/readyz"), Some(503), "not draining");
+    // Load balancers still send for a while: those requests are served.
+    assert_eq!(
+        status_of(web, "/"),
+        Some(200),
+        "a request during shutdown_delay"
+    );
+    assert!(signalled.elapsed() < Duration::from_secs(2));
+
+    let exit = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            signalled.elapsed() < Duration::from_secs(15),
+            "leafgate did not exit after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(exit.success(), "{exit:?}");
+    assert!(
+        signalled.elapsed() >= Duration::from_secs(2),
+        "it waited out shutdown_delay"
+    );
+    assert_eq!(status_of(web, "/"), None, "the listener is closed");
 }

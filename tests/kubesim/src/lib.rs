@@ -13,10 +13,18 @@
 //! - `status`: `metav1.Status` bodies, as kube-apiserver writes them.
 //! - `remote`: the streaming pod subresources (`exec`, `attach`, `portforward`) over SPDY/3.1
 //!   and WebSocket.
+//! - `nodeproxy`: the root role, proxying pod subresources to the node's kubelet.
+//! - `kubelet`: the kubelet role, serving the kubelet's node API for its own store's pods.
+//! - `client`: exec and port-forward clients (SPDY, WebSocket) for tests.
+//! - `http1`, `tls`: hand-written HTTP/1.1 heads for upgrades; rustls configs from PEM.
 
 pub mod api;
+pub mod client;
 pub mod discovery;
+pub mod http1;
 pub mod kubectl;
+pub mod kubelet;
+pub mod nodeproxy;
 pub mod patch;
 pub mod query;
 pub mod remote;
@@ -26,6 +34,8 @@ pub mod server;
 pub mod status;
 pub mod store;
 pub mod table;
+pub mod tls;
 
+pub use nodeproxy::KubeletClientCert;
 pub use server::{Credential, KubeSim, KubeSimBuilder, Recorded, SimError};
 pub use store::Store;

@@ -1,6 +1,8 @@
 //! The `KubeSim` server: TLS listener on 127.0.0.1, authentication (bearer tokens, client
 //! certificates), the request record, start/stop/restart on one port, and kubeconfigs.
-//! Routing and resource semantics live in `api`; this module does not interpret paths.
+//! It serves one of two roles: kube-apiserver (routing in `api`, which proxies pods on
+//! nodes with a kubelet endpoint through `nodeproxy`), or a node's kubelet (`kubelet`,
+//! client certificates required). This module does not interpret paths.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -21,6 +23,7 @@ use tokio::net::TcpSocket;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::nodeproxy::{KubeletClient, KubeletClientCert};
 use crate::store::Store;
 
 /// Response bodies: whole or streamed.
@@ -42,6 +45,19 @@ pub enum SimError {
     },
     #[error("the simulator is not running")]
     NotRunning,
+    #[error("kubelet TLS material: {0}")]
+    KubeletTls(#[from] crate::tls::TlsError),
+}
+
+/// The client's address, put in each request's extensions (for `X-Forwarded-For`).
+#[derive(Debug, Clone, Copy)]
+pub struct ClientAddr(pub SocketAddr);
+
+/// Which part of the chain the simulator plays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    ApiServer,
+    Kubelet,
 }
 
 /// One request as received, for assertions.
@@ -68,6 +84,9 @@ pub(crate) struct Shared {
     pub store: Store,
     pub tokens: HashMap<String, String>,
     pub requests: Mutex<Vec<Recorded>>,
+    /// How the apiserver role reaches kubelets.
+    pub kubelet: KubeletClient,
+    pub role: Role,
 }
 
 struct Running {
@@ -80,12 +99,44 @@ struct Running {
 #[derive(Default)]
 pub struct KubeSimBuilder {
     tokens: Vec<(String, String)>,
+    kubelet_client: Option<KubeletClientCert>,
+    kubelet_ca: Option<String>,
+    address_types: Option<Vec<String>>,
+    kubelet_role: Option<String>,
 }
 
 impl KubeSimBuilder {
     /// Accepts `token` as a bearer token for `user`.
     pub fn token(mut self, token: &str, user: &str) -> Self {
         self.tokens.push((token.to_string(), user.to_string()));
+        self
+    }
+
+    /// The certificate presented to kubelets (`--kubelet-client-certificate`/`-key`);
+    /// generated (`KubeletClientCert::generate`) when not given.
+    pub fn kubelet_client_cert(mut self, cert: KubeletClientCert) -> Self {
+        self.kubelet_client = Some(cert);
+        self
+    }
+
+    /// Verifies kubelets' serving certificates against this CA (PEM), as
+    /// `--kubelet-certificate-authority`; without it they are not verified.
+    pub fn kubelet_ca(mut self, ca_pem: &str) -> Self {
+        self.kubelet_ca = Some(ca_pem.to_string());
+        self
+    }
+
+    /// `--kubelet-preferred-address-types` (default `nodeproxy::DEFAULT_ADDRESS_TYPES`).
+    pub fn kubelet_preferred_address_types(mut self, types: &[&str]) -> Self {
+        self.address_types = Some(types.iter().map(|t| t.to_string()).collect());
+        self
+    }
+
+    /// Plays a node's kubelet instead of kube-apiserver: serves the kubelet API
+    /// (`kubelet` module) for the pods of its own store, and requires a client certificate
+    /// signed by `client_ca_pem` (`RequireAndVerifyClientCert`).
+    pub fn kubelet_role(mut self, client_ca_pem: &str) -> Self {
+        self.kubelet_role = Some(client_ca_pem.to_string());
         self
     }
 
@@ -104,12 +155,19 @@ impl KubeSimBuilder {
         let mut roots = rustls::RootCertStore::empty();
         roots.add(client_ca.der.clone())?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
-            Arc::new(roots),
-            provider.clone(),
-        )
-        .allow_unauthenticated()
-        .build()
+        let verifier = match &self.kubelet_role {
+            Some(pem) => rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(crate::tls::roots(pem, "the kubelet's client CA")?),
+                provider.clone(),
+            )
+            .build(),
+            None => rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider.clone(),
+            )
+            .allow_unauthenticated()
+            .build(),
+        }
         .map_err(|e| rustls::Error::General(format!("client CA: {e}")))?;
         let mut config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()?
@@ -119,10 +177,27 @@ impl KubeSimBuilder {
                 PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
             )?;
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let identity = match self.kubelet_client {
+            Some(c) => c,
+            None => KubeletClientCert::generate()?,
+        };
+        let address_types = self.address_types.unwrap_or_else(|| {
+            crate::nodeproxy::DEFAULT_ADDRESS_TYPES
+                .iter()
+                .map(|t| t.to_string())
+                .collect()
+        });
+        let kubelet = KubeletClient::new(identity, self.kubelet_ca.as_deref(), address_types)?;
         let shared = Arc::new(Shared {
             store: Store::new(),
             tokens: self.tokens.into_iter().collect(),
             requests: Mutex::new(Vec::new()),
+            kubelet,
+            role: if self.kubelet_role.is_some() {
+                Role::Kubelet
+            } else {
+                Role::ApiServer
+            },
         });
         let mut sim = KubeSim {
             ca_pem: ca.pem.clone(),
@@ -137,14 +212,14 @@ impl KubeSimBuilder {
     }
 }
 
-struct Ca {
-    issuer: Issuer<'static, KeyPair>,
-    pem: String,
+pub(crate) struct Ca {
+    pub issuer: Issuer<'static, KeyPair>,
+    pub pem: String,
     der: CertificateDer<'static>,
 }
 
 impl Ca {
-    fn new(name: &str) -> Result<Ca, rcgen::Error> {
+    pub fn new(name: &str) -> Result<Ca, rcgen::Error> {
         let mut params = CertificateParams::new(Vec::<String>::new())?;
         params.distinguished_name.push(DnType::CommonName, name);
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -230,6 +305,18 @@ impl KubeSim {
     /// The object store (create/replace/patch/delete objects, logs, compaction).
     pub fn store(&self) -> &Store {
         &self.shared.store
+    }
+
+    /// Every request this simulator sent to kubelets (path and query as sent, the
+    /// headers other than `Host`; `user` is None).
+    pub fn kubelet_requests(&self) -> Vec<Recorded> {
+        self.shared.kubelet.requests()
+    }
+
+    /// The certificate this simulator presents to kubelets, with its CA (PEM), which a
+    /// kubelet side trusts as its client CA.
+    pub fn kubelet_client_cert(&self) -> &KubeletClientCert {
+        &self.shared.kubelet.identity
     }
 
     /// Every request received so far.
@@ -373,7 +460,7 @@ async fn accept_loop(
 ) {
     let mut conns = tokio::task::JoinSet::new();
     loop {
-        let (tcp, _) = tokio::select! {
+        let (tcp, peer) = tokio::select! {
             r = listener.accept() => match r {
                 Ok(c) => c,
                 Err(e) => {
@@ -396,10 +483,16 @@ async fn accept_loop(
                 .peer_certificates()
                 .and_then(|c| c.first())
                 .and_then(|c| common_name(c));
-            let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+            let svc = hyper::service::service_fn(move |mut req: Request<Incoming>| {
                 let shared = shared.clone();
                 let cert_user = cert_user.clone();
-                async move { Ok::<_, Infallible>(crate::api::handle(shared, cert_user, req).await) }
+                req.extensions_mut().insert(ClientAddr(peer));
+                async move {
+                    Ok::<_, Infallible>(match shared.role {
+                        Role::ApiServer => crate::api::handle(shared, cert_user, req).await,
+                        Role::Kubelet => crate::kubelet::handle(shared, cert_user, req).await,
+                    })
+                }
             });
             let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
                 .serve_connection_with_upgrades(TokioIo::new(tls), svc)

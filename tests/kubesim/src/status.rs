@@ -4,8 +4,10 @@ use serde_json::{Value, json};
 
 /// A failure `Status`: `code` is the HTTP status, `reason` the `StatusReason`
 /// (`NotFound`, `Forbidden`, `Unauthorized`, ...).
+/// An empty `reason` is omitted (`StatusReasonUnknown`, as for errors that are not API
+/// errors).
 pub fn failure(code: u16, reason: &str, message: &str) -> Value {
-    json!({
+    let mut v = json!({
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
@@ -13,5 +15,11 @@ pub fn failure(code: u16, reason: &str, message: &str) -> Value {
         "message": message,
         "reason": reason,
         "code": code,
-    })
+    });
+    if reason.is_empty()
+        && let Some(m) = v.as_object_mut()
+    {
+        m.remove("reason");
+    }
+    v
 }

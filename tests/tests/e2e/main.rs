@@ -4,7 +4,9 @@
 
 mod connections;
 mod hijack;
+mod kosmos;
 mod leaves;
 mod log_stream;
+mod node_api;
 mod proxy;
 mod reload;

@@ -13,6 +13,7 @@ use leafgate_tests::client::{self, get, get_h2c};
 use leafgate_tests::upstream::{Speaks, closed_port};
 use leafgate_tests::{TestGateway, TestUpstream};
 use rustls_pki_types::pem::PemObject;
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 async fn two_upstreams() -> (TestUpstream, TestUpstream) {
@@ -149,7 +150,6 @@ async fn strips_hop_by_hop_headers_and_sets_forwarded_ones() {
         .header("proxy-authorization", "Basic cHJveHk6c2VjcmV0")
         .header("trailer", "x-checksum")
         .header("te", "trailers")
-        .header("x-forwarded-for", "203.0.113.9")
         .header("x-end-to-end", "stays")
         .body(Empty::<Bytes>::new())
         .unwrap();
@@ -172,7 +172,7 @@ async fn strips_hop_by_hop_headers_and_sets_forwarded_ones() {
     assert_eq!(h["te"][0], "trailers");
     assert_eq!(h["x-end-to-end"][0], "stays");
     assert_eq!(h["host"][0], "app.example.com");
-    assert_eq!(h["x-forwarded-for"][0], "203.0.113.9, 127.0.0.1");
+    assert_eq!(h["x-forwarded-for"][0], "127.0.0.1");
     assert_eq!(h["x-forwarded-proto"][0], "http");
     assert_eq!(h["x-forwarded-host"][0], "app.example.com");
     assert_eq!(h["via"][0], "1.1 leafgate");
@@ -185,6 +185,141 @@ async fn strips_hop_by_hop_headers_and_sets_forwarded_ones() {
     );
     assert!(res.headers.get("keep-alive").is_none(), "{:?}", res.headers);
     assert_eq!(res.headers["via"], "1.1 leafgate");
+}
+
+/// Forwarding headers a client made up, the way a spoofing client sends them.
+fn spoofed(req: http::request::Builder) -> http::request::Builder {
+    req.header("x-forwarded-for", "203.0.113.9")
+        .header("x-forwarded-for", "198.51.100.4")
+        .header("x-forwarded-host", "bank.example")
+        .header("x-forwarded-proto", "https")
+        .header("x-forwarded-prefix", "/admin")
+        .header("forwarded", "for=203.0.113.9;proto=https")
+        .header("x-real-ip", "203.0.113.9")
+}
+
+#[tokio::test]
+async fn forwarding_headers_are_believed_only_from_trusted_proxies() {
+    let up = TestUpstream::start("alpha").await;
+    // The upgrade path sets the same headers: a raw backend records the head it gets.
+    let raw = leafgate_tests::backends::raw(|_head, mut stream| async move {
+        let _ = stream
+            .write_all(b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: x-echo\r\n\r\n")
+            .await;
+    })
+    .await;
+    let gw = TestGateway::start(&format!(
+        r#"
+        [[listener]]
+        name = "edge"
+        bind = "127.0.0.1:0"
+        [[listener]]
+        name = "behind-lb"
+        bind = "127.0.0.1:0"
+        trusted_proxies = ["10.0.0.0/8", "127.0.0.0/8", "::1"]
+        [[route]]
+        host = "app.example.com"
+        backends = ["{}"]
+        [[route]]
+        host = "ws.example.com"
+        backends = ["{}"]
+        "#,
+        up.addr, raw.addr
+    ))
+    .await;
+
+    for (listener, trusted) in [("edge", false), ("behind-lb", true)] {
+        let req = spoofed(Request::get("/headers").header("host", "app.example.com"))
+            .body(Empty::<Bytes>::new())
+            .unwrap();
+        let stream = TcpStream::connect(gw.addr(listener)).await.unwrap();
+        let res = client::send_h1(stream, req).await;
+        assert_eq!(res.status, StatusCode::OK);
+        let h = &res.json()["headers"];
+        let one = |name: &str| {
+            let values = h[name]
+                .as_array()
+                .unwrap_or_else(|| panic!("{name} missing: {h}"));
+            assert_eq!(values.len(), 1, "{name} arrives as one line: {h}");
+            values[0].as_str().unwrap().to_string()
+        };
+        if trusted {
+            assert_eq!(
+                one("x-forwarded-for"),
+                "203.0.113.9, 198.51.100.4, 127.0.0.1"
+            );
+            assert_eq!(one("x-forwarded-host"), "bank.example");
+            assert_eq!(one("x-forwarded-proto"), "https");
+            assert_eq!(one("x-forwarded-prefix"), "/admin");
+            assert_eq!(one("x-real-ip"), "203.0.113.9");
+            assert_eq!(
+                one("forwarded"),
+                "for=203.0.113.9;proto=https, for=127.0.0.1;proto=http;host=app.example.com"
+            );
+        } else {
+            assert_eq!(one("x-forwarded-for"), "127.0.0.1");
+            assert_eq!(one("x-forwarded-host"), "app.example.com");
+            assert_eq!(one("x-forwarded-proto"), "http");
+            assert!(h.get("x-forwarded-prefix").is_none(), "{h}");
+            assert_eq!(one("x-real-ip"), "127.0.0.1");
+            assert_eq!(
+                one("forwarded"),
+                "for=127.0.0.1;proto=http;host=app.example.com"
+            );
+            assert!(
+                !h.to_string().contains("203.0.113.9"),
+                "a spoofed address arrived: {h}"
+            );
+        }
+
+        let mut conn = TcpStream::connect(gw.addr(listener)).await.unwrap();
+        let head = "GET /ws HTTP/1.1\r\nHost: ws.example.com\r\nConnection: Upgrade\r\nUpgrade: x-echo\r\n\
+             X-Forwarded-For: 203.0.113.9\r\nX-Real-IP: 203.0.113.9\r\nForwarded: for=203.0.113.9\r\n\r\n";
+        conn.write_all(head.as_bytes()).await.unwrap();
+        let answer = leafgate_tests::backends::read_head(&mut conn)
+            .await
+            .unwrap();
+        assert!(answer.starts_with("HTTP/1.1 101"), "{answer}");
+        let seen = raw
+            .heads
+            .lock()
+            .unwrap()
+            .last()
+            .cloned()
+            .unwrap()
+            .to_ascii_lowercase();
+        if trusted {
+            assert!(
+                seen.contains("x-forwarded-for: 203.0.113.9, 127.0.0.1\r\n"),
+                "{seen}"
+            );
+            assert!(seen.contains("x-real-ip: 203.0.113.9\r\n"), "{seen}");
+        } else {
+            assert!(
+                !seen.contains("203.0.113.9"),
+                "a spoofed address arrived: {seen}"
+            );
+            assert!(seen.contains("x-forwarded-for: 127.0.0.1\r\n"), "{seen}");
+            assert!(seen.contains("x-real-ip: 127.0.0.1\r\n"), "{seen}");
+        }
+    }
+}
+
+#[test]
+fn a_bad_trusted_proxy_range_is_an_error_at_its_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("leafgate.toml");
+    std::fs::write(
+        &path,
+        "[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\ntrusted_proxies = [\"10.0.0.0/8\", \"10.1.2.3/8\"]\n",
+    )
+    .unwrap();
+    let err = leafgate::config::Config::load(&path)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("listener[0].trusted_proxies[1]"), "{err}");
+    assert!(err.contains(":4:"), "names the line: {err}");
+    assert!(err.contains("host bits"), "{err}");
 }
 
 /// The most the kernel may hold between the upstream and a client that reads nothing:
@@ -298,6 +433,10 @@ async fn h2_client_to_h1_upstream_and_h1_client_to_h2c_upstream() {
     let echo = res.json();
     assert_eq!(echo["server"], "h2c-only");
     assert_eq!(echo["version"], "HTTP/2.0");
+    // The client's host travels as `:authority`, not the backend's address, and no
+    // `Host` contradicts it (RFC 9113 §8.3.1).
+    assert_eq!(echo["authority"], "h2.example");
+    assert!(echo["headers"].get("host").is_none(), "{echo}");
 }
 
 #[tokio::test]
@@ -389,6 +528,91 @@ async fn refused_backend_is_502_and_stalled_backend_is_504() {
     assert!(started.elapsed() < Duration::from_secs(10));
 }
 
+/// Uploads `chunks` KiB, one every `every`, with the length unknown (chunked), and returns
+/// the answer and when the last chunk was handed over.
+async fn slow_upload(
+    addr: std::net::SocketAddr,
+    host: &str,
+    path: &str,
+    chunks: usize,
+    every: Duration,
+) -> (client::Answer, std::time::Instant) {
+    use http_body_util::StreamBody;
+    use std::sync::{Arc, Mutex};
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let last = Arc::new(Mutex::new(std::time::Instant::now()));
+    let stamp = last.clone();
+    let body = StreamBody::new(futures_util::stream::unfold(0, move |i| {
+        let stamp = stamp.clone();
+        async move {
+            if i == chunks {
+                return None;
+            }
+            tokio::time::sleep(every).await;
+            *stamp.lock().unwrap() = std::time::Instant::now();
+            let chunk = hyper::body::Frame::data(Bytes::from(vec![b'u'; 1024]));
+            Some((Ok::<_, std::io::Error>(chunk), i + 1))
+        }
+    }));
+    let req = Request::post(path).header("host", host).body(body).unwrap();
+    let res = sender.send_request(req).await.unwrap();
+    let answer = client::collect(res).await;
+    let last = *last.lock().unwrap();
+    (answer, last)
+}
+
+#[tokio::test]
+async fn the_response_header_timer_starts_when_the_upload_ends() {
+    let up = TestUpstream::start("sink").await;
+    let gw = TestGateway::web(&format!(
+        r#"
+        [[route]]
+        host = "upload.example"
+        backends = ["{}"]
+        timeouts = {{ connect = "500ms", response_header = "1s", idle = "10s" }}
+        "#,
+        up.addr
+    ))
+    .await;
+    let web = gw.addr("web");
+
+    // Uploading for 3 s, three times the response-header timeout, is not cut off.
+    let started = std::time::Instant::now();
+    let (res, _) = slow_upload(
+        web,
+        "upload.example",
+        "/upload",
+        12,
+        Duration::from_millis(250),
+    )
+    .await;
+    assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+    assert_eq!(res.json()["body_len"], 12 * 1024);
+    assert!(started.elapsed() >= Duration::from_secs(3));
+
+    // The timer still runs once the body is in: a backend that reads it all and never
+    // answers gets a 504 one timeout after the last byte, not one after the first.
+    let (res, last) = slow_upload(
+        web,
+        "upload.example",
+        "/drain-then-stall",
+        8,
+        Duration::from_millis(250),
+    )
+    .await;
+    let waited = last.elapsed();
+    assert_eq!(res.status, StatusCode::GATEWAY_TIMEOUT, "{}", res.text());
+    assert!(res.text().contains("within 1s"), "{}", res.text());
+    assert!(
+        waited >= Duration::from_millis(900) && waited < Duration::from_secs(5),
+        "the 504 came {waited:?} after the upload ended"
+    );
+}
+
 #[tokio::test]
 async fn a_refused_backend_is_skipped_while_the_others_serve() {
     let closed = closed_port();
@@ -471,6 +695,108 @@ async fn mtls_upstream(ca: &TestCa, dir: &std::path::Path) -> TestUpstream {
         .unwrap();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     TestUpstream::start_tls("leaf-api", std::sync::Arc::new(config)).await
+}
+
+/// A TLS upstream with a certificate for `leaf-api.internal` offering `alpn`.
+async fn alpn_upstream(
+    ca: &TestCa,
+    dir: &std::path::Path,
+    name: &str,
+    alpn: &[&[u8]],
+) -> TestUpstream {
+    let server = ca.issue(dir, name, &["leaf-api.internal"]);
+    let cert = rustls_pki_types::CertificateDer::from_pem_file(&server.cert).unwrap();
+    let key = rustls_pki_types::PrivateKeyDer::from_pem_file(&server.key).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert], key)
+        .unwrap();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    TestUpstream::start_tls_speaking(name, Speaks::Any, std::sync::Arc::new(config)).await
+}
+
+#[tokio::test]
+async fn tls_backends_get_h2_by_alpn_with_the_client_host_as_authority() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new("backend CA");
+    ca.write(dir.path(), "ca.pem");
+    let h2 = alpn_upstream(&ca, dir.path(), "grpc-ish", &[b"h2", b"http/1.1"]).await;
+    let h1 = alpn_upstream(&ca, dir.path(), "h1-tls", &[b"http/1.1"]).await;
+    let toml = format!(
+        r#"
+        [[listener]]
+        name = "web"
+        bind = "127.0.0.1:0"
+
+        [[route]]
+        host = "h2.example"
+        backends = ["https://{h2}"]
+        tls = {{ ca = "ca.pem", server_name = "leaf-api.internal" }}
+
+        [[route]]
+        host = "h1.example"
+        backends = ["https://{h1}"]
+        tls = {{ ca = "ca.pem", server_name = "leaf-api.internal" }}
+
+        [[route]]
+        host = "must-h2.example"
+        backends = ["https://{h1}"]
+        protocol = "h2"
+        tls = {{ ca = "ca.pem", server_name = "leaf-api.internal" }}
+        "#,
+        h2 = h2.addr,
+        h1 = h1.addr,
+    );
+    let gw = TestGateway::start_in(dir, &toml).await;
+    let web = gw.addr("web");
+
+    // Connections are kept per serving thread, so each thread opens at most one.
+    let threads = leafgate::workers::count() as u64;
+    let requests = 3 * threads;
+
+    // `auto` (the default): the backend chose h2, and one connection per thread carries
+    // every request.
+    for i in 0..requests {
+        let res = get(web, "h2.example", &format!("/svc/{i}")).await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let echo = res.json();
+        assert_eq!(echo["version"], "HTTP/2.0", "{echo}");
+        assert_eq!(echo["authority"], "h2.example", "{echo}");
+        assert!(echo["headers"].get("host").is_none(), "{echo}");
+        assert_eq!(echo["headers"]["x-forwarded-host"][0], "h2.example");
+    }
+    let opened = h2.connections.load(Ordering::Relaxed);
+    assert!(
+        opened <= threads,
+        "{opened} connections for {requests} requests"
+    );
+
+    // A backend that offers only HTTP/1.1 is spoken to in HTTP/1.1, and that is remembered:
+    // after the first (asking) handshake, requests share pooled connections.
+    for _ in 0..requests {
+        let res = get(web, "h1.example", "/").await;
+        assert_eq!(res.status, StatusCode::OK, "{}", res.text());
+        let echo = res.json();
+        assert_eq!(echo["version"], "HTTP/1.1", "{echo}");
+        assert_eq!(echo["headers"]["host"][0], "h1.example");
+    }
+    let opened = h1.connections.load(Ordering::Relaxed);
+    assert!(
+        opened <= 1 + threads,
+        "{opened} connections for {requests} requests"
+    );
+
+    // `protocol = "h2"` insists: a backend refusing h2 is a 502 that says so.
+    let res = get(web, "must-h2.example", "/").await;
+    assert_eq!(res.status, StatusCode::BAD_GATEWAY);
+    assert!(
+        res.text().contains("did not agree to HTTP/2"),
+        "{}",
+        res.text()
+    );
 }
 
 #[tokio::test]

@@ -1,6 +1,7 @@
 //! The API router: authentication decision, discovery, resource CRUD, list/watch (JSON and
-//! Table), pod logs, and the hand-off of exec/attach/portforward to `remote`. Owns the
-//! HTTP shape of every answer; storage rules live in `store`.
+//! Table), pod logs, and the hand-off of exec/attach/portforward to `remote` (or, for pods
+//! on a node with a kubelet endpoint, of those and logs to `nodeproxy`). Owns the HTTP
+//! shape of every answer; storage rules live in `store`.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -32,6 +33,8 @@ pub struct ApiError {
     pub code: u16,
     pub reason: &'static str,
     pub message: String,
+    /// The Status's `details`, when the error names what it is about.
+    pub details: Option<Value>,
 }
 
 impl ApiError {
@@ -40,7 +43,14 @@ impl ApiError {
             code,
             reason,
             message: message.into(),
+            details: None,
         }
+    }
+
+    /// Adds the Status's `details`.
+    pub fn with_details(mut self, details: Value) -> ApiError {
+        self.details = Some(details);
+        self
     }
     fn bad(message: impl Into<String>) -> ApiError {
         ApiError::new(400, "BadRequest", message)
@@ -63,11 +73,15 @@ fn json_response(code: u16, v: &Value) -> Response<Body> {
 }
 
 fn error_response(e: &ApiError) -> Response<Body> {
-    json_response(e.code, &failure(e.code, e.reason, &e.message))
+    let mut status = failure(e.code, e.reason, &e.message);
+    if let Some(d) = &e.details {
+        status["details"] = d.clone();
+    }
+    json_response(e.code, &status)
 }
 
 /// A streamed body and the sender that feeds it.
-fn channel_body(content_type: &str) -> (mpsc::Sender<Bytes>, Response<Body>) {
+pub(crate) fn channel_body(content_type: &str) -> (mpsc::Sender<Bytes>, Response<Body>) {
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv()
@@ -105,7 +119,7 @@ pub fn locate(obj: &Value) -> Result<(&'static Resource, String, String), ApiErr
     Ok((res, ns, meta(obj, "name").to_string()))
 }
 
-mod pod;
+pub(crate) mod pod;
 mod watch;
 
 /// Test object API: creates `obj`, creating its namespace first when missing.
@@ -164,7 +178,7 @@ pub(crate) async fn handle(
         return error_response(&ApiError::new(401, "Unauthorized", "Unauthorized"));
     };
     tracing::debug!(%user, method = %req.method(), uri = %req.uri(), "request");
-    match route(&shared.store, req).await {
+    match route(&shared, req).await {
         Ok(r) => r,
         Err(e) => error_response(&e),
     }
@@ -201,7 +215,8 @@ fn parse_path(path: &str) -> Result<Option<Target>, ApiError> {
     }))
 }
 
-async fn route(store: &Store, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
+async fn route(shared: &Shared, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
+    let store = &shared.store;
     let path = req.uri().path().to_string();
     let get = req.method() == Method::GET;
     match path.trim_end_matches('/') {
@@ -277,14 +292,14 @@ async fn route(store: &Store, req: Request<Incoming>) -> Result<Response<Body>, 
                     object(store, &t, &name, status_only, &q, &accept, req).await
                 }
                 Some("log") if t.res.plural == "pods" && method == Method::GET => {
-                    pod::logs(store, &t.ns, &name, &q).await
+                    pod::logs(shared, &t.ns, &name, &q).await
                 }
                 Some(kind @ ("exec" | "attach" | "portforward"))
                     if t.res.plural == "pods"
                         && (method == Method::GET || method == Method::POST) =>
                 {
                     let kind = kind.to_string();
-                    pod::remote(store, &t.ns, &name, &kind, &q, req).await
+                    pod::remote(shared, &t.ns, &name, &kind, &q, req).await
                 }
                 Some(_) => Err(no_such_resource()),
             }

@@ -1,6 +1,7 @@
 //! Pod subresources: container defaulting as kube-apiserver does it, `log` with its options,
-//! and the hand-off of `exec`/`attach`/`portforward` to `remote`. Does not speak the
-//! streaming protocols itself.
+//! and the hand-off of `exec`/`attach`/`portforward` to `remote`. A pod whose node has a
+//! kubelet endpoint goes to `nodeproxy` instead, with the kubelet's URL and query built
+//! here as `strategy.go` builds them. Does not speak the streaming protocols itself.
 
 use super::*;
 
@@ -52,13 +53,14 @@ fn pick_container(pod: &Value, asked: Option<&str>) -> Result<String, ApiError> 
 }
 
 pub(super) async fn remote(
-    store: &Store,
+    shared: &Shared,
     ns: &str,
     name: &str,
     kind: &str,
     q: &Query,
     req: Request<Incoming>,
 ) -> Result<Response<Body>, ApiError> {
+    let store = &shared.store;
     let pods = resources::find("", "v1", "pods").expect("pods is served");
     let pod = store.get(pods, ns, name)?;
     let (container, kind) = match kind {
@@ -92,7 +94,58 @@ pub(super) async fn remote(
             }
         }
     };
+    // kube-apiserver checks the container first, then that there is a node to stream from.
+    let node = pod
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if node.is_empty() {
+        return Err(ApiError::bad(format!(
+            "pod {name} does not have a host assigned"
+        )));
+    }
     let flag = |k: &str| q.flag(k).map_err(ApiError::bad);
+    if let Some(ep) = crate::nodeproxy::endpoint(store, &shared.kubelet, node) {
+        let ep = ep?;
+        // `streamLocation` / `PortForwardLocation` and `streamParams`.
+        let mut params: Vec<(&str, String)> = Vec::new();
+        let path = match &kind {
+            RemoteKind::PortForward { ports } => {
+                if !ports.is_empty() {
+                    let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
+                    params.push(("port", ports.join(",")));
+                }
+                format!("/portForward/{ns}/{name}")
+            }
+            RemoteKind::Exec { .. } | RemoteKind::Attach => {
+                for (ours, theirs) in [
+                    ("stdin", "input"),
+                    ("stdout", "output"),
+                    ("stderr", "error"),
+                    ("tty", "tty"),
+                ] {
+                    if flag(ours)? {
+                        params.push((theirs, "1".to_string()));
+                    }
+                }
+                let verb = match &kind {
+                    RemoteKind::Exec { command } => {
+                        params.extend(command.iter().map(|c| ("command", c.clone())));
+                        "exec"
+                    }
+                    _ => "attach",
+                };
+                format!("/{verb}/{ns}/{name}/{container}")
+            }
+        };
+        let query = crate::http1::encode_query(&params);
+        let path_and_query = if query.is_empty() {
+            path
+        } else {
+            format!("{path}?{query}")
+        };
+        return crate::nodeproxy::upgrade::proxy(&shared.kubelet, &ep, &path_and_query, req).await;
+    }
     let call = RemoteCall {
         kind,
         namespace: ns.to_string(),
@@ -118,15 +171,83 @@ fn format_line(line: &crate::store::LogLine, timestamps: bool) -> Bytes {
     Bytes::from(out)
 }
 
+/// Validated `PodLogOptions`.
+pub(crate) struct LogOptions {
+    follow: bool,
+    previous: bool,
+    timestamps: bool,
+    tail: Option<i64>,
+    limit: Option<i64>,
+    since_secs: Option<i64>,
+    since_time: Option<String>,
+    since: Option<OffsetDateTime>,
+    stream: Option<String>,
+}
+
+impl LogOptions {
+    /// The query `LogLocation` sends the kubelet for these options (`url.Values.Encode`).
+    fn kubelet_query(&self) -> String {
+        let mut p: Vec<(&str, String)> = Vec::new();
+        for (k, on) in [
+            ("follow", self.follow),
+            ("previous", self.previous),
+            ("timestamps", self.timestamps),
+        ] {
+            if on {
+                p.push((k, "true".to_string()));
+            }
+        }
+        let ints = [
+            ("sinceSeconds", self.since_secs),
+            ("tailLines", self.tail),
+            ("limitBytes", self.limit),
+        ];
+        p.extend(
+            ints.iter()
+                .filter_map(|(k, v)| v.map(|v| (*k, v.to_string()))),
+        );
+        if let Some(t) = &self.since_time {
+            p.push(("sinceTime", t.clone()));
+        }
+        if let Some(s) = &self.stream {
+            p.push(("stream", s.clone()));
+        }
+        crate::http1::encode_query(&p)
+    }
+}
+
 pub(super) async fn logs(
-    store: &Store,
+    shared: &Shared,
     ns: &str,
     name: &str,
     q: &Query,
 ) -> Result<Response<Body>, ApiError> {
+    let store = &shared.store;
     let pods = resources::find("", "v1", "pods").expect("pods is served");
     let pod = store.get(pods, ns, name)?;
     let container = pick_container(&pod, q.get("container"))?;
+    let opts = log_options(q)?;
+    let node = pod
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if !node.is_empty()
+        && let Some(ep) = crate::nodeproxy::endpoint(store, &shared.kubelet, node)
+    {
+        let ep = ep?;
+        let query = opts.kubelet_query();
+        let mut path = format!("/containerLogs/{ns}/{name}/{container}");
+        if !query.is_empty() {
+            path = format!("{path}?{query}");
+        }
+        return crate::nodeproxy::logs::proxy(&shared.kubelet, &ep, &path, name).await;
+    }
+    stream_logs(store, ns, name, &container, opts)
+}
+
+/// Reads and validates the log options of a query (400 for what does not parse, 422 for
+/// what `ValidatePodLogOptions` refuses).
+pub(crate) fn log_options(q: &Query) -> Result<LogOptions, ApiError> {
     let follow = q.flag("follow").map_err(ApiError::bad)?;
     let previous = q.flag("previous").map_err(ApiError::bad)?;
     let timestamps = q.flag("timestamps").map_err(ApiError::bad)?;
@@ -169,6 +290,40 @@ pub(super) async fn logs(
         })?),
         (None, None) => None,
     };
+    Ok(LogOptions {
+        follow,
+        previous,
+        timestamps,
+        tail,
+        limit,
+        since_secs,
+        since_time: since_time.map(str::to_string),
+        since,
+        stream: q
+            .get("stream")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string),
+    })
+}
+
+/// Streams a container's log from `store` (the container is already checked).
+pub(crate) fn stream_logs(
+    store: &Store,
+    ns: &str,
+    name: &str,
+    container: &str,
+    opts: LogOptions,
+) -> Result<Response<Body>, ApiError> {
+    let container = container.to_string();
+    let LogOptions {
+        follow,
+        previous,
+        timestamps,
+        tail,
+        limit,
+        since,
+        ..
+    } = opts;
     let Some((lines, mut rx)) = store.logs(ns, name, &container, previous) else {
         return Err(ApiError::bad(format!(
             "previous terminated container \"{container}\" in pod \"{name}\" not found"

@@ -14,14 +14,8 @@ use serde_json::{Value, json};
 
 const TOKEN: &str = "api-token";
 
-async fn send(
-    sim: &KubeSim,
-    token: Option<&str>,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: Value,
-) -> Response<Incoming> {
+/// A TLS connection to the simulator that trusts its CA.
+async fn tls_connect(sim: &KubeSim) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in rustls_pki_types::pem::PemObject::pem_slice_iter(sim.ca_pem().as_bytes()) {
         roots.add(cert.unwrap()).unwrap();
@@ -34,10 +28,21 @@ async fn send(
     .with_root_certificates(roots)
     .with_no_client_auth();
     let tcp = tokio::net::TcpStream::connect(sim.addr()).await.unwrap();
-    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+    tokio_rustls::TlsConnector::from(Arc::new(config))
         .connect("localhost".try_into().unwrap(), tcp)
         .await
-        .unwrap();
+        .unwrap()
+}
+
+async fn send(
+    sim: &KubeSim,
+    token: Option<&str>,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Value,
+) -> Response<Incoming> {
+    let tls = tls_connect(sim).await;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
         .await
         .unwrap();
@@ -530,4 +535,344 @@ async fn apply_creates_then_merges() {
     let no_manager = "/apis/coordination.k8s.io/v1/namespaces/default/leases/l";
     let resp = send(&sim, Some(TOKEN), "PATCH", no_manager, &ct, body).await;
     assert_eq!(resp.status(), 422);
+}
+
+// ---- Streaming subresources: negotiation answers and raw WebSocket clients ----
+
+async fn stream_pod(sim: &KubeSim, annotations: Value) {
+    sim.create(json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web", "annotations": annotations},
+        "spec": {"nodeName": "n1", "containers": [{"name": "app"}]}}))
+        .unwrap();
+}
+
+/// Status, `X-Accepted-Stream-Protocol-Versions` values and body text of a streaming request.
+async fn refused(
+    sim: &KubeSim,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (u16, Vec<String>, String) {
+    let resp = send(sim, Some(TOKEN), method, path, headers, Value::Null).await;
+    let code = resp.status().as_u16();
+    let accepted = resp
+        .headers()
+        .get_all("x-accepted-stream-protocol-versions")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .collect();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    (code, accepted, String::from_utf8_lossy(&body).into_owned())
+}
+
+#[tokio::test]
+async fn streaming_negotiation_refusals() {
+    let sim = sim().await;
+    stream_pod(&sim, json!({})).await;
+    let exec = "/api/v1/namespaces/default/pods/web/exec?command=true&stdout=true";
+    let spdy = [("connection", "Upgrade"), ("upgrade", "SPDY/3.1")];
+    let (code, _, body) = refused(&sim, "POST", exec, &spdy).await;
+    assert_eq!(
+        (code, body.as_str()),
+        (
+            400,
+            "unable to upgrade: X-Stream-Protocol-Version is required\n"
+        )
+    );
+    let old = [
+        ("connection", "Upgrade"),
+        ("upgrade", "SPDY/3.1"),
+        ("x-stream-protocol-version", "v3.channel.k8s.io"),
+        (
+            "x-stream-protocol-version",
+            "v2.channel.k8s.io,v1.channel.k8s.io",
+        ),
+    ];
+    let (code, accepted, body) = refused(&sim, "POST", exec, &old).await;
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(accepted, ["v5.channel.k8s.io", "v4.channel.k8s.io"]);
+    let forward = "/api/v1/namespaces/default/pods/web/portforward";
+    let wrong = [
+        ("connection", "Upgrade"),
+        ("upgrade", "SPDY/3.1"),
+        ("x-stream-protocol-version", "v4.channel.k8s.io"),
+    ];
+    let (code, accepted, _) = refused(&sim, "POST", forward, &wrong).await;
+    assert_eq!(
+        (code, accepted),
+        (403, vec!["portforward.k8s.io".to_string()])
+    );
+    let (code, _, body) = refused(&sim, "POST", exec, &[]).await;
+    assert_eq!((code, body.as_str()), (400, "Upgrade request required\n"));
+    // The v4 WebSocket channels are laid out from the ports in the query.
+    let ws = [
+        ("connection", "Upgrade"),
+        ("upgrade", "websocket"),
+        ("sec-websocket-version", "13"),
+        ("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="),
+        ("sec-websocket-protocol", "v4.channel.k8s.io"),
+    ];
+    let (code, _, body) = refused(&sim, "GET", forward, &ws).await;
+    assert_eq!(
+        (code, body.as_str()),
+        (400, "query parameter \"port\" is required\n")
+    );
+    let (code, _, _) = refused(&sim, "GET", exec, &ws[..4]).await;
+    assert_eq!(code, 101, "no subprotocol is the kubelet's channel.k8s.io");
+    let (code, _, body) = refused(
+        &sim,
+        "GET",
+        "/api/v1/namespaces/default/pods/web/exec?command=true",
+        &ws,
+    )
+    .await;
+    assert_eq!(
+        (code, body.as_str()),
+        (
+            400,
+            "you must specify at least 1 of stdin, stdout, stderr\n"
+        )
+    );
+    sim.create(
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pending"},
+        "spec": {"containers": [{"name": "app"}]}}),
+    )
+    .unwrap();
+    for sub in [
+        "exec?command=true&stdout=true",
+        "attach?stdout=true",
+        "portforward",
+    ] {
+        let (code, s) = call(
+            &sim,
+            "POST",
+            &format!("/api/v1/namespaces/default/pods/pending/{sub}"),
+            Value::Null,
+        )
+        .await;
+        assert_eq!(
+            (code, s["message"].as_str()),
+            (400, Some("pod pending does not have a host assigned")),
+            "{sub}"
+        );
+    }
+}
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>;
+
+/// A WebSocket to `path` offering `protocol`, as kubectl would open it.
+async fn ws_connect(sim: &KubeSim, path: &str, protocol: &str) -> Ws {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let mut req = format!("wss://localhost{path}")
+        .into_client_request()
+        .unwrap();
+    req.headers_mut()
+        .insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
+    req.headers_mut()
+        .insert("sec-websocket-protocol", protocol.parse().unwrap());
+    let (ws, resp) = tokio_tungstenite::client_async(req, tls_connect(sim).await)
+        .await
+        .unwrap();
+    assert_eq!(resp.headers()["sec-websocket-protocol"], protocol);
+    ws
+}
+
+/// Every message until the server closes, within 10s; the close must be a normal one.
+async fn ws_drain(ws: &mut Ws) -> Vec<tokio_tungstenite::tungstenite::Message> {
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let mut got = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(msg) = ws.next().await {
+            match msg.unwrap() {
+                Message::Close(frame) => {
+                    assert_eq!(u16::from(frame.expect("a close status").code), 1000);
+                    return;
+                }
+                m => got.push(m),
+            }
+        }
+        panic!("the connection ended without a close");
+    })
+    .await
+    .expect("the server closes within 10s");
+    got
+}
+
+#[tokio::test]
+async fn websocket_v5_exec_with_stdin_close_and_exit_code() {
+    use futures_util::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let sim = sim().await;
+    stream_pod(&sim, json!({})).await;
+    let mut ws = ws_connect(
+        &sim,
+        "/api/v1/namespaces/default/pods/web/exec?command=sh&command=-c&command=cat%3B%20echo%20oops%20%3E%262%3B%20exit%202&stdin=true&stdout=true&stderr=true",
+        "v5.channel.k8s.io",
+    )
+    .await;
+    ws.send(Message::binary(b"\x00from stdin".to_vec()))
+        .await
+        .unwrap();
+    // v5 CLOSE of stdin: cat sees EOF and the script goes on.
+    ws.send(Message::binary(vec![255, 0])).await.unwrap();
+    let got = ws_drain(&mut ws).await;
+    assert_eq!(
+        got[0],
+        Message::binary(vec![1]),
+        "first an empty stdout frame"
+    );
+    let on = |ch: u8| -> Vec<u8> {
+        got[1..]
+            .iter()
+            .filter_map(|m| match m {
+                Message::Binary(b) if b[0] == ch => Some(b[1..].to_vec()),
+                _ => None,
+            })
+            .flatten()
+            .collect()
+    };
+    assert_eq!(on(1), b"from stdin");
+    assert_eq!(on(2), b"oops\n");
+    let status: Value = serde_json::from_slice(&on(3)).unwrap();
+    assert_eq!(status["status"], "Failure");
+    assert_eq!(status["reason"], "NonZeroExitCode");
+    assert_eq!(
+        status["details"]["causes"],
+        json!([{"reason": "ExitCode", "message": "2"}])
+    );
+}
+
+#[tokio::test]
+async fn websocket_base64_exec_success() {
+    use tokio_tungstenite::tungstenite::Message;
+    let sim = sim().await;
+    stream_pod(&sim, json!({})).await;
+    let mut ws = ws_connect(
+        &sim,
+        "/api/v1/namespaces/default/pods/web/exec?command=echo&command=hi&stdout=true",
+        "v4.base64.channel.k8s.io",
+    )
+    .await;
+    let got = ws_drain(&mut ws).await;
+    assert_eq!(
+        got,
+        [
+            Message::text("1"),
+            Message::text("1aGkK"),
+            Message::text(format!(
+                "3{}",
+                base64::Engine::encode(
+                    &base64::engine::general_purpose::STANDARD,
+                    r#"{"metadata":{},"status":"Success"}"#
+                )
+            )),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn websocket_v4_port_forward_channels() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let target = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut conn, _) = listener.accept().await.unwrap();
+        let (mut r, mut w) = conn.split();
+        let _ = tokio::io::copy(&mut r, &mut w).await;
+    });
+    let sim = sim().await;
+    stream_pod(
+        &sim,
+        json!({"kubesim.leafgate.io/port-8080": target.to_string()}),
+    )
+    .await;
+    let mut ws = ws_connect(
+        &sim,
+        "/api/v1/namespaces/default/pods/web/portforward?ports=8080,9090",
+        "v4.channel.k8s.io",
+    )
+    .await;
+    let mut next = async || {
+        tokio::time::timeout(Duration::from_secs(10), ws.next())
+            .await
+            .expect("a message within 10s")
+            .unwrap()
+            .unwrap()
+    };
+    // Each port's data and error channel opens with the port, little-endian.
+    let mut opening = Vec::new();
+    for _ in 0..4 {
+        opening.push(next().await);
+    }
+    for (ch, port) in [(0u8, 8080u16), (1, 8080), (2, 9090), (3, 9090)] {
+        let mut want = vec![ch];
+        want.extend_from_slice(&port.to_le_bytes());
+        assert!(opening.contains(&Message::binary(want)), "{opening:?}");
+    }
+    // Port 9090 has no annotation: its error channel says so, as JSON.
+    let err = next().await;
+    let Message::Binary(b) = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(b[0], 3);
+    let body: Value = serde_json::from_slice(&b[1..]).unwrap();
+    assert_eq!(body["closeConnection"], true);
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("error forwarding port 9090 to pod web_default"),
+        "{body}"
+    );
+    ws.send(Message::binary(b"\x00ping".to_vec()))
+        .await
+        .unwrap();
+    let echoed = tokio::time::timeout(Duration::from_secs(10), ws.next())
+        .await
+        .expect("the echo within 10s")
+        .unwrap()
+        .unwrap();
+    assert_eq!(echoed, Message::binary(b"\x00ping".to_vec()));
+}
+
+#[tokio::test]
+async fn a_dropped_exec_connection_kills_the_process() {
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let sim = sim().await;
+    stream_pod(&sim, json!({})).await;
+    let mut ws = ws_connect(
+        &sim,
+        "/api/v1/namespaces/default/pods/web/exec?command=sh&command=-c&command=echo%20%24%24%3B%20exec%20sleep%2060&stdout=true",
+        "v5.channel.k8s.io",
+    )
+    .await;
+    let mut out = Vec::new();
+    let pid = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match ws.next().await.unwrap().unwrap() {
+                Message::Binary(b) if b[0] == 1 => out.extend_from_slice(&b[1..]),
+                other => panic!("unexpected {other:?}"),
+            }
+            if out.ends_with(b"\n") {
+                return String::from_utf8(out.clone()).unwrap().trim().to_string();
+            }
+        }
+    })
+    .await
+    .expect("the pid within 10s");
+    let proc = std::path::PathBuf::from(format!("/proc/{pid}"));
+    assert!(proc.exists(), "the process runs while the client is there");
+    drop(ws);
+    let gone = async {
+        while proc.exists() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), gone)
+        .await
+        .expect("the process is killed and reaped within 10s of the hang-up");
 }

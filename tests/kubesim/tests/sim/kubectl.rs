@@ -409,3 +409,489 @@ async fn label_and_patch() {
         assert_eq!(pod["spec"]["containers"].as_array().unwrap().len(), 1);
     }
 }
+
+// ---- Streaming subresources: exec, attach, port-forward ----
+
+/// The two ways kubectl carries exec/attach: WebSocket (the default) and SPDY (forced by
+/// `KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false`), with the method each must arrive with:
+/// kubectl falls back from a failed WebSocket to SPDY, so the method proves which one ran.
+const COMMAND_TRANSPORTS: [(&str, &str, &str); 2] = [
+    ("KUBECTL_REMOTE_COMMAND_WEBSOCKETS", "true", "GET"),
+    ("KUBECTL_REMOTE_COMMAND_WEBSOCKETS", "false", "POST"),
+];
+/// Likewise for port-forward: the WebSocket tunnel (GET) and plain SPDY (POST).
+const FORWARD_TRANSPORTS: [(&str, &str, &str); 2] = [
+    ("KUBECTL_PORT_FORWARD_WEBSOCKETS", "true", "GET"),
+    ("KUBECTL_PORT_FORWARD_WEBSOCKETS", "false", "POST"),
+];
+
+struct Run {
+    code: Option<i32>,
+    out: String,
+    err: String,
+}
+
+/// kubectl with an environment variable and optional stdin, within 30s.
+async fn kubectl_env(
+    bin: &Path,
+    kubeconfig: &Path,
+    args: &[&str],
+    env: (&str, &str),
+    stdin: Option<&[u8]>,
+) -> Run {
+    use tokio::io::AsyncWriteExt;
+    let cache = kubeconfig
+        .parent()
+        .expect("kubeconfigs live in the fixture dir")
+        .join("cache");
+    let mut child = command(bin, kubeconfig, &cache)
+        .args(args)
+        .env(env.0, env.1)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubectl runs");
+    if let Some(input) = stdin {
+        let mut pipe = child.stdin.take().unwrap();
+        pipe.write_all(input).await.unwrap();
+        // Dropping the pipe is kubectl's end of input.
+        drop(pipe);
+    }
+    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("kubectl {args:?} ({}={}) finished within 30s", env.0, env.1))
+        .unwrap();
+    Run {
+        code: out.status.code(),
+        out: String::from_utf8_lossy(&out.stdout).into_owned(),
+        err: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The methods of the streaming requests to `subresource` recorded from index `from` on.
+fn stream_methods(sim: &KubeSim, from: usize, subresource: &str) -> Vec<String> {
+    sim.requests()[from..]
+        .iter()
+        .filter(|r| r.path.ends_with(&format!("/{subresource}")))
+        .map(|r| r.method.clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn exec_echo_over_websocket_and_spdy() {
+    let f = fixture().await;
+    for bin in kubesim::kubectl::all() {
+        for (var, value, method) in COMMAND_TRANSPORTS {
+            let mark = f.sim.requests().len();
+            let r = kubectl_env(
+                &bin,
+                &f.kubeconfig,
+                &["exec", "web", "--", "echo", "hi", "there"],
+                (var, value),
+                None,
+            )
+            .await;
+            assert_eq!(
+                r.code,
+                Some(0),
+                "{} {var}={value}: {}",
+                bin.display(),
+                r.err
+            );
+            assert_eq!(r.out, "hi there\n", "{var}={value}");
+            assert_clean(&bin, &r.err);
+            assert_eq!(
+                stream_methods(&f.sim, mark, "exec"),
+                [method],
+                "{var}={value}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn exec_stdin_and_stderr() {
+    let f = fixture().await;
+    let input = b"first line\nsecond line\n".repeat(2000);
+    for bin in kubesim::kubectl::all() {
+        for (var, value, method) in COMMAND_TRANSPORTS {
+            let mark = f.sim.requests().len();
+            let r = kubectl_env(
+                &bin,
+                &f.kubeconfig,
+                &["exec", "-i", "web", "--", "sh", "-c", "cat; echo done >&2"],
+                (var, value),
+                Some(&input),
+            )
+            .await;
+            assert_eq!(
+                r.code,
+                Some(0),
+                "{} {var}={value}: {}",
+                bin.display(),
+                r.err
+            );
+            assert!(
+                r.out.as_bytes() == input.as_slice(),
+                "{var}={value}: {} bytes back of {}",
+                r.out.len(),
+                input.len()
+            );
+            assert_eq!(r.err, "done\n", "{var}={value}");
+            assert_eq!(
+                stream_methods(&f.sim, mark, "exec"),
+                [method],
+                "{var}={value}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn exec_exit_code_and_missing_command() {
+    let f = fixture().await;
+    for bin in kubesim::kubectl::all() {
+        for (var, value, _) in COMMAND_TRANSPORTS {
+            let r = kubectl_env(
+                &bin,
+                &f.kubeconfig,
+                &["exec", "web", "--", "sh", "-c", "echo partial; exit 3"],
+                (var, value),
+                None,
+            )
+            .await;
+            assert_eq!(r.code, Some(3), "{var}={value}: {}", r.err);
+            assert_eq!(r.out, "partial\n");
+            assert!(
+                r.err.contains("command terminated with exit code 3"),
+                "{var}={value}: {}",
+                r.err
+            );
+            let r = kubectl_env(
+                &bin,
+                &f.kubeconfig,
+                &["exec", "web", "--", "/nonexistent/kubesim-tool"],
+                (var, value),
+                None,
+            )
+            .await;
+            assert_ne!(r.code, Some(0), "{var}={value}");
+            assert!(
+                r.err.contains("Internal error occurred")
+                    && r.err.contains("/nonexistent/kubesim-tool"),
+                "{var}={value}: {}",
+                r.err
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn attach_prints_the_main_process_output() {
+    let f = fixture().await;
+    let mut talker = pod("default", "talker", &["app"], "n1", "10.1.0.8");
+    talker["spec"]["containers"][0]["command"] = json!(["sh", "-c"]);
+    talker["spec"]["containers"][0]["args"] = json!(["echo attached; echo also >&2"]);
+    f.sim.create(talker).unwrap();
+    for bin in kubesim::kubectl::all() {
+        for (var, value, method) in COMMAND_TRANSPORTS {
+            let mark = f.sim.requests().len();
+            let r = kubectl_env(
+                &bin,
+                &f.kubeconfig,
+                &["attach", "talker"],
+                (var, value),
+                None,
+            )
+            .await;
+            assert_eq!(
+                r.code,
+                Some(0),
+                "{} {var}={value}: {}",
+                bin.display(),
+                r.err
+            );
+            assert_eq!(r.out, "attached\n", "{var}={value}");
+            // kubectl's own notices come first on stderr; the process's line ends it.
+            assert!(r.err.ends_with("\nalso\n"), "{var}={value}: {}", r.err);
+            assert_eq!(
+                stream_methods(&f.sim, mark, "attach"),
+                [method],
+                "{var}={value}"
+            );
+        }
+    }
+}
+
+/// A TCP echo server on 127.0.0.1:0 that answers every connection until it closes.
+async fn echo_server() -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let (mut r, mut w) = conn.split();
+                let _ = tokio::io::copy(&mut r, &mut w).await;
+            });
+        }
+    });
+    addr
+}
+
+/// Sends `msg` through `local`, expects it echoed back, then half-closes and expects EOF.
+async fn round_trip(local: std::net::SocketAddr, msg: &[u8]) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut conn = tokio::net::TcpStream::connect(local).await.unwrap();
+    conn.write_all(msg).await.unwrap();
+    let mut back = vec![0u8; msg.len()];
+    tokio::time::timeout(Duration::from_secs(10), conn.read_exact(&mut back))
+        .await
+        .expect("the echo within 10s")
+        .unwrap();
+    assert_eq!(back, msg);
+    conn.shutdown().await.unwrap();
+    let mut rest = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), conn.read_to_end(&mut rest))
+        .await
+        .expect("EOF within 10s after the half-close")
+        .unwrap();
+    assert!(rest.is_empty());
+}
+
+#[tokio::test]
+async fn port_forward_carries_bytes_both_ways() {
+    let f = fixture().await;
+    let echo = echo_server().await;
+    let mut fwd = pod("default", "fwd", &["app"], "n1", "10.1.0.10");
+    fwd["metadata"]["annotations"] = json!({"kubesim.leafgate.io/port-8080": echo.to_string()});
+    f.sim.create(fwd).unwrap();
+    for bin in kubesim::kubectl::all() {
+        for (var, value, method) in FORWARD_TRANSPORTS {
+            let mark = f.sim.requests().len();
+            let mut child = command(&bin, &f.kubeconfig, &f.dir.path().join("cache"))
+                .args(["port-forward", "pod/fwd", ":8080"])
+                .env(var, value)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+            let line =
+                read_until(&mut lines, |l| l.starts_with("Forwarding from 127.0.0.1:")).await;
+            let local: std::net::SocketAddr = line
+                .trim_start_matches("Forwarding from ")
+                .split(" -> ")
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!(line.ends_with("-> 8080"), "{line}");
+            // Connections one after another, then side by side, some bigger than a SPDY
+            // window, all over the one forward.
+            round_trip(local, b"hello through the pod").await;
+            let big = vec![b'x'; 200 * 1024];
+            let together: Vec<Vec<u8>> = (0..4u8)
+                .map(|i| vec![b'a' + i; 100 * 1024 + usize::from(i)])
+                .chain([big])
+                .collect();
+            futures_util::future::join_all(together.iter().map(|m| round_trip(local, m))).await;
+            child.kill().await.unwrap();
+            let mut err = String::new();
+            use tokio::io::AsyncReadExt;
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .await
+                .unwrap();
+            assert!(!err.contains("error"), "{var}={value}: {err}");
+            assert_eq!(
+                stream_methods(&f.sim, mark, "portforward"),
+                [method],
+                "{} {var}={value}",
+                bin.display()
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn port_forward_to_an_unannotated_port_reports_the_error() {
+    let f = fixture().await;
+    for bin in kubesim::kubectl::all() {
+        for (var, value, _) in FORWARD_TRANSPORTS {
+            let mut child = command(&bin, &f.kubeconfig, &f.dir.path().join("cache"))
+                .args(["port-forward", "pod/web", ":9999"])
+                .env(var, value)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+            let line =
+                read_until(&mut lines, |l| l.starts_with("Forwarding from 127.0.0.1:")).await;
+            let local: std::net::SocketAddr = line
+                .trim_start_matches("Forwarding from ")
+                .split(" -> ")
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            {
+                use tokio::io::AsyncReadExt;
+                let mut conn = tokio::net::TcpStream::connect(local).await.unwrap();
+                let mut rest = Vec::new();
+                let _ = tokio::time::timeout(Duration::from_secs(10), conn.read_to_end(&mut rest))
+                    .await
+                    .expect("the failed forward closes the local connection within 10s");
+                assert!(rest.is_empty());
+            }
+            // closeConnection makes kubectl give up the whole forward, with the message.
+            let status = tokio::time::timeout(Duration::from_secs(15), child.wait())
+                .await
+                .expect("kubectl exits within 15s after a closeConnection error")
+                .unwrap();
+            let mut err = String::new();
+            use tokio::io::AsyncReadExt;
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .await
+                .unwrap();
+            assert!(!status.success(), "{var}={value}");
+            assert!(
+                err.contains("error forwarding port 9999 to pod web_default"),
+                "{var}={value}: {err}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn exec_with_a_terminal_sends_resize_and_runs() {
+    // kubectl asks for a TTY only when its stdin is a terminal: `script` gives it one.
+    let script = Path::new("/usr/bin/script");
+    if !script.is_file() {
+        eprintln!("skipped: /usr/bin/script (util-linux) is not installed");
+        return;
+    }
+    let f = fixture().await;
+    for bin in kubesim::kubectl::all() {
+        for (var, value, method) in COMMAND_TRANSPORTS {
+            let mark = f.sim.requests().len();
+            let line = format!(
+                "{} --kubeconfig {} --cache-dir {} exec -it web -- sh -c 'echo tty-ok'",
+                bin.display(),
+                f.kubeconfig.display(),
+                f.dir.path().join("cache").display()
+            );
+            let out = tokio::time::timeout(
+                Duration::from_secs(30),
+                Command::new(script)
+                    .args(["-qec", &line, "/dev/null"])
+                    .env(var, value)
+                    .stdin(Stdio::null())
+                    .kill_on_drop(true)
+                    .output(),
+            )
+            .await
+            .expect("kubectl exec -it finished within 30s")
+            .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success(), "{var}={value}: {text}");
+            assert!(text.contains("tty-ok"), "{var}={value}: {text}");
+            let reqs: Vec<_> = f.sim.requests()[mark..]
+                .iter()
+                .filter(|r| r.path.ends_with("/exec"))
+                .map(|r| (r.method.clone(), r.query.contains("tty=true")))
+                .collect();
+            assert_eq!(reqs, [(method.to_string(), true)], "{var}={value}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn attach_with_stdin() {
+    let f = fixture().await;
+    let mut catter = pod("default", "catter", &["app"], "n1", "10.1.0.11");
+    catter["spec"]["containers"][0]["command"] = json!(["cat"]);
+    f.sim.create(catter).unwrap();
+    for bin in kubesim::kubectl::all() {
+        for (var, value, _) in COMMAND_TRANSPORTS {
+            let r = kubectl_env(
+                &bin,
+                &f.kubeconfig,
+                &["attach", "-i", "catter"],
+                (var, value),
+                Some(b"typed into the main process\n"),
+            )
+            .await;
+            assert_eq!(
+                r.code,
+                Some(0),
+                "{} {var}={value}: {}",
+                bin.display(),
+                r.err
+            );
+            assert_eq!(r.out, "typed into the main process\n", "{var}={value}");
+        }
+    }
+}
+
+/// `kubectl cp` is tar over exec: a few hundred KiB each way through the stream protocols.
+/// The "container" is this machine, so the pod paths are the test's temporary directory.
+#[tokio::test]
+async fn cp_both_ways() {
+    let f = fixture().await;
+    let blob: Vec<u8> = (0..300_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let src = f.dir.path().join("blob");
+    std::fs::write(&src, &blob).unwrap();
+    for (b, bin) in kubesim::kubectl::all().into_iter().enumerate() {
+        for (var, value, _) in COMMAND_TRANSPORTS {
+            let back = f.dir.path().join(format!("back-{b}-{value}"));
+            let r = kubectl_env(
+                &bin,
+                &f.kubeconfig,
+                &[
+                    "cp",
+                    &format!("web:{}", src.display()),
+                    &back.display().to_string(),
+                ],
+                (var, value),
+                None,
+            )
+            .await;
+            assert_eq!(r.code, Some(0), "{var}={value}: {}", r.err);
+            assert!(std::fs::read(&back).unwrap() == blob, "{var}={value}: from");
+            let into = f.dir.path().join(format!("into-{b}-{value}"));
+            std::fs::create_dir(&into).unwrap();
+            let r = kubectl_env(
+                &bin,
+                &f.kubeconfig,
+                &[
+                    "cp",
+                    &src.display().to_string(),
+                    &format!("web:{}/copy", into.display()),
+                ],
+                (var, value),
+                None,
+            )
+            .await;
+            assert_eq!(r.code, Some(0), "{var}={value}: {}", r.err);
+            assert!(
+                std::fs::read(into.join("copy")).unwrap() == blob,
+                "{var}={value}: to"
+            );
+        }
+    }
+}

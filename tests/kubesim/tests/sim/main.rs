@@ -1,4 +1,5 @@
 //! The simulator's own tests: its API, then kubectl against it. One binary for both.
 
 mod api;
+mod chain;
 mod kubectl;

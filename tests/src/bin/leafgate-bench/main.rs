@@ -10,6 +10,10 @@
 //!   ROUTES routes plus one new host, and measures from the write until the new host
 //!   answers 200 at ADDR; prints percentiles as JSON. `reload-config ADDR ROUTES` prints
 //!   the starting config.
+//! - `exec LEAFGATE SIZE_MIB ROUNDS`: exec through leafgate's node API against exec straight
+//!   to the leaf (see `exec.rs`).
+
+mod exec;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -33,6 +37,9 @@ async fn main() {
                 "initial.bench"
             )
         ),
+        Some("exec") => {
+            exec::run(&args[1], args[2].parse().unwrap(), args[3].parse().unwrap()).await
+        }
         Some("reload") => {
             reload(
                 &args[1],
@@ -44,7 +51,7 @@ async fn main() {
         }
         _ => {
             eprintln!(
-                "usage: leafgate-bench serve | push ADDR HOST SECONDS | reload-config ADDR ROUTES | reload CONFIG ADDR ROUTES ROUNDS"
+                "usage: leafgate-bench serve | push ADDR HOST SECONDS | reload-config ADDR ROUTES | reload CONFIG ADDR ROUTES ROUNDS | exec LEAFGATE SIZE_MIB ROUNDS"
             );
             std::process::exit(2);
         }

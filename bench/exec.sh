@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Exec through leafgate's node API against exec straight to the leaf (issue 11): stdout
+# throughput of `head -c SIZE_MIB MiB /dev/zero` over SPDY, and the whole-call latency of
+# ROUNDS execs of `true` (p50, p99), so the time leafgate adds to an exec's first byte is
+# the difference. The leaf (kubesim) and the client run on CPU 0, leafgate on CPU 1, so the
+# ratio measures leafgate, not contention for one core.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SIZE_MIB=${SIZE_MIB:-256}
+ROUNDS=${ROUNDS:-300}
+
+cargo build --release -q -p leafgate -p leafgate-tests --bin leafgate --bin leafgate-bench
+LEAFGATE_CPUS=${LEAFGATE_CPUS:-1} taskset -c "${CLIENT_CPUS:-0}" \
+  target/release/leafgate-bench exec target/release/leafgate "$SIZE_MIB" "$ROUNDS"

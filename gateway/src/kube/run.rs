@@ -1,0 +1,172 @@
+//! The kubelet's `/run`: run a command in a pod's container and answer its output, here by
+//! exec over WebSocket (`v5.channel.k8s.io`) to the pod's leaf, collecting stdout and
+//! stderr (interleaved as they arrive, as the kubelet's `RunInContainer` returns them).
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http::{Request, StatusCode, header};
+use http_body_util::Empty;
+use hyper_util::rt::TokioIo;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::handshake::client::generate_key;
+use tokio_tungstenite::tungstenite::protocol::Role;
+
+use super::Leaf;
+use super::kubelet::{PodTarget, leaf_path};
+
+/// At most this much output is kept; the rest is dropped and the answer says so.
+pub const MAX_OUTPUT: usize = 1 << 20;
+/// A command running longer than this is abandoned (the exec ends with the connection).
+pub const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+
+const STDOUT: u8 = 1;
+const STDERR: u8 = 2;
+const ERROR: u8 = 3;
+
+/// What a command printed and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOutput {
+    pub output: Vec<u8>,
+    pub exit_code: i32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Leaf(#[from] super::LeafError),
+    #[error("the leaf refused the exec ({status}): {body}")]
+    Refused { status: StatusCode, body: String },
+    #[error("the exec stream broke: {0}")]
+    Stream(String),
+    #[error("the command did not finish within {0:?}")]
+    Timeout(Duration),
+    #[error("the command failed: {0}")]
+    Failed(String),
+}
+
+pub async fn exec_output(
+    leaf: &Leaf,
+    target: &PodTarget,
+    container: &str,
+    command: &[String],
+) -> Result<RunOutput, RunError> {
+    let uri = exec_uri(target, container, command);
+    let req = Request::get(uri)
+        .header(header::CONNECTION, "Upgrade")
+        .header(header::UPGRADE, "websocket")
+        .header(header::SEC_WEBSOCKET_VERSION, "13")
+        .header(header::SEC_WEBSOCKET_KEY, generate_key())
+        .header(
+            header::SEC_WEBSOCKET_PROTOCOL,
+            "v5.channel.k8s.io, v4.channel.k8s.io",
+        )
+        .body(Empty::<Bytes>::new())
+        .map_err(|e| RunError::Stream(e.to_string()))?;
+    let res = leaf.send(req).await?;
+    if res.status() != StatusCode::SWITCHING_PROTOCOLS {
+        let status = res.status();
+        let body = http_body_util::BodyExt::collect(res.into_body())
+            .await
+            .map(|b| String::from_utf8_lossy(&b.to_bytes()).into_owned())
+            .unwrap_or_default();
+        return Err(RunError::Refused { status, body });
+    }
+    let upgraded = hyper::upgrade::on(res)
+        .await
+        .map_err(|e| RunError::Stream(e.to_string()))?;
+    let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Client, None).await;
+    tokio::time::timeout(RUN_TIMEOUT, collect(ws))
+        .await
+        .map_err(|_| RunError::Timeout(RUN_TIMEOUT))?
+}
+
+/// The leaf's exec path with stdout and stderr on and the command's words in order.
+fn exec_uri(target: &PodTarget, container: &str, command: &[String]) -> String {
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    query.append_pair("container", container);
+    query.append_pair("stdout", "true");
+    query.append_pair("stderr", "true");
+    for arg in command {
+        query.append_pair("command", arg);
+    }
+    format!("{}?{}", leaf_path(target, "exec"), query.finish())
+}
+
+async fn collect<S>(mut ws: WebSocketStream<S>) -> Result<RunOutput, RunError>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let mut output = Vec::new();
+    let mut exit_code = None;
+    while let Some(message) = ws.next().await {
+        let data = match message.map_err(|e| RunError::Stream(e.to_string()))? {
+            Message::Binary(data) => data,
+            Message::Close(_) => break,
+            _ => continue,
+        };
+        let Some((&channel, payload)) = data.split_first() else {
+            continue;
+        };
+        match channel {
+            STDOUT | STDERR => {
+                let room = MAX_OUTPUT.saturating_sub(output.len());
+                output.extend_from_slice(&payload[..payload.len().min(room)]);
+            }
+            ERROR if !payload.is_empty() => exit_code = Some(exit_code_of(payload)?),
+            _ => {}
+        }
+    }
+    // A stream that ends without a status ended cleanly (v1-v3 servers send none).
+    Ok(RunOutput {
+        output,
+        exit_code: exit_code.unwrap_or(0),
+    })
+}
+
+/// The exit code in the error channel's `Status`, as the kubelet writes it.
+fn exit_code_of(payload: &[u8]) -> Result<i32, RunError> {
+    let status: serde_json::Value = serde_json::from_slice(payload)
+        .map_err(|_| RunError::Failed(String::from_utf8_lossy(payload).into_owned()))?;
+    if status["status"] == "Success" {
+        return Ok(0);
+    }
+    let code = status["details"]["causes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["reason"] == "ExitCode")
+        .and_then(|c| c["message"].as_str()?.parse().ok());
+    code.ok_or_else(|| {
+        RunError::Failed(
+            status["message"]
+                .as_str()
+                .unwrap_or("unknown failure")
+                .to_string(),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_exit_code_as_the_kubelet_writes_it() {
+        assert_eq!(
+            exit_code_of(br#"{"metadata":{},"status":"Success"}"#).unwrap(),
+            0
+        );
+        let failed = br#"{"metadata":{},"status":"Failure","message":"command terminated with non-zero exit code: error executing command [sh -c exit 3], exit code 3","reason":"NonZeroExitCode","details":{"causes":[{"reason":"ExitCode","message":"3"}]}}"#;
+        assert_eq!(exit_code_of(failed).unwrap(), 3);
+        let other = br#"{"metadata":{},"status":"Failure","message":"container not found"}"#;
+        assert!(
+            exit_code_of(other)
+                .unwrap_err()
+                .to_string()
+                .contains("container not found")
+        );
+    }
+}

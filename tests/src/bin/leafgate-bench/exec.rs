@@ -1,0 +1,206 @@
+//! `exec LEAFGATE SIZE_MIB ROUNDS`: exec through leafgate's node API against exec straight
+//! to the leaf, over SPDY as the root API server sends it.
+//!
+//! Starts a kubesim leaf in this process and LEAFGATE (`run`, pinned to the CPUs in
+//! `LEAFGATE_CPUS`, default `1`, with `taskset`) in front of it. Throughput: `head -c
+//! SIZE_MIB MiB /dev/zero` read as stdout, three times each way, the best kept. Latency:
+//! ROUNDS execs of `true` each way, one after another, whole call timed (connect, TLS,
+//! upgrade, streams, exit status): leafgate's share of an exec's first byte is the
+//! difference. Prints one JSON object.
+
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kubesim::client::spdy_exec;
+use kubesim::{Credential, KubeSim};
+use leafgate_tests::certs::TestCa;
+use serde_json::json;
+
+pub async fn run(leafgate: &str, size_mib: u64, rounds: usize) {
+    let sim = KubeSim::builder().start().await.unwrap();
+    sim.create(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "bench"},
+        "spec": {"nodeName": "n", "containers": [{"name": "main", "image": "busybox"}]}
+    }))
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    sim.kubeconfig(
+        &Credential::ClientCert("leafgate".into()),
+        &dir.path().join("leaf.kubeconfig"),
+    )
+    .unwrap();
+    let ca = TestCa::new("bench CA");
+    ca.write(dir.path(), "ca.pem");
+    ca.issue(dir.path(), "node-api", &["127.0.0.1"]);
+    let apiserver = ca.issue(dir.path(), "apiserver", &["kube-apiserver-kubelet-client"]);
+    let (node_api, admin) = (free_port(), free_port());
+    let config = dir.path().join("leafgate.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[admin]
+bind = "127.0.0.1:{admin}"
+[[listener]]
+name = "kubelet"
+bind = "127.0.0.1:{node_api}"
+kind = "node-api"
+tls = {{ cert = "node-api.pem", key = "node-api-key.pem", client_ca = "ca.pem" }}
+[[leaf]]
+name = "leaf"
+kubeconfig = "leaf.kubeconfig"
+[[tenant]]
+name = "bench"
+namespaces = ["bench"]
+"#
+        ),
+    )
+    .unwrap();
+    let cpus = std::env::var("LEAFGATE_CPUS").unwrap_or_else(|_| "1".into());
+    let mut gateway = Gateway(
+        Command::new("taskset")
+            .args(["-c", &cpus, leafgate, "run", "--config"])
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("taskset and leafgate run"),
+    );
+    wait_synced(admin, &mut gateway).await;
+
+    let direct_tls = {
+        let (cert, key) = sim.client_cert("bench").unwrap();
+        Arc::new(kubesim::tls::client_config(Some(sim.ca_pem()), &cert, &key).unwrap())
+    };
+    let via_tls = Arc::new(
+        kubesim::tls::client_config(
+            None,
+            &std::fs::read_to_string(&apiserver.cert).unwrap(),
+            &std::fs::read_to_string(&apiserver.key).unwrap(),
+        )
+        .unwrap(),
+    );
+    let direct = |command: &str| -> Call {
+        (
+            sim.addr(),
+            direct_tls.clone(),
+            format!("/api/v1/namespaces/bench/pods/p/exec?container=main&stdout=true&{command}"),
+        )
+    };
+    let via = |command: &str| -> Call {
+        (
+            format!("127.0.0.1:{node_api}").parse().unwrap(),
+            via_tls.clone(),
+            format!("/exec/bench/p/main?output=1&{command}"),
+        )
+    };
+
+    let bytes = size_mib << 20;
+    let head = format!("command=head&command=-c&command={bytes}&command=/dev/zero");
+    let throughput = |(addr, tls, path): Call| async move {
+        let mut best = 0f64;
+        for _ in 0..3 {
+            let started = Instant::now();
+            let out = spdy_exec(addr, Arc::clone(&tls), &path, &[], b"")
+                .await
+                .unwrap();
+            assert_eq!(out.stdout.len() as u64, bytes, "{:?}", out.refused);
+            best = best.max(bytes as f64 / started.elapsed().as_secs_f64());
+        }
+        best / f64::from(1 << 20)
+    };
+    let direct_mib_s = throughput(direct(&head)).await;
+    let via_mib_s = throughput(via(&head)).await;
+
+    let latency = |(addr, tls, path): Call| async move {
+        let mut took = Vec::with_capacity(rounds);
+        for _ in 0..rounds {
+            let started = Instant::now();
+            let out = spdy_exec(addr, Arc::clone(&tls), &path, &[], b"")
+                .await
+                .unwrap();
+            assert_eq!(out.exit_code(), Some(0), "{:?}", out.refused);
+            took.push(started.elapsed());
+        }
+        took.sort();
+        let pct =
+            |p: f64| took[((took.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1000.0;
+        (pct(0.5), pct(0.99))
+    };
+    let (direct_p50, direct_p99) = latency(direct("command=true")).await;
+    let (via_p50, via_p99) = latency(via("command=true")).await;
+    println!(
+        "{}",
+        json!({
+            "size_mib": size_mib,
+            "direct_mib_s": round(direct_mib_s),
+            "via_leafgate_mib_s": round(via_mib_s),
+            "ratio": round(via_mib_s / direct_mib_s),
+            "rounds": rounds,
+            "direct_ms": {"p50": round(direct_p50), "p99": round(direct_p99)},
+            "via_leafgate_ms": {"p50": round(via_p50), "p99": round(via_p99)},
+            "added_ms": {"p50": round(via_p50 - direct_p50), "p99": round(via_p99 - direct_p99)},
+        })
+    );
+}
+
+/// Where an exec goes: the address, the client's TLS identity, the path and query.
+type Call = (SocketAddr, Arc<rustls::ClientConfig>, String);
+
+fn round(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The gateway process, stopped when the benchmark ends however it ends.
+struct Gateway(Child);
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Waits (up to 30 s) until the gateway's leaf reports synced in `/status`.
+async fn wait_synced(admin: u16, gateway: &mut Gateway) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let started = Instant::now();
+    loop {
+        if let Some(status) = gateway.0.try_wait().unwrap() {
+            panic!("leafgate exited: {status}");
+        }
+        let mut answer = String::new();
+        if let Ok(mut conn) = tokio::net::TcpStream::connect(("127.0.0.1", admin)).await {
+            let _ = conn
+                .write_all(b"GET /status HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n")
+                .await;
+            let _ = conn.read_to_string(&mut answer).await;
+        }
+        let status: serde_json::Value = answer
+            .split_once("\r\n\r\n")
+            .and_then(|(_, body)| serde_json::from_str(body).ok())
+            .unwrap_or_default();
+        if status["leaves"]
+            .as_array()
+            .is_some_and(|l| !l.is_empty() && l.iter().all(|l| l["synced"] == true))
+        {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the leaf never synced: {answer}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -1,0 +1,727 @@
+//! The node-api listener end to end: leafgate between a client shaped like kube-apiserver
+//! (TLS with a kubelet-client certificate) and two simulated leaf clusters.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use http::{Method, Request, StatusCode};
+use http_body_util::{BodyExt, Empty};
+use hyper_util::rt::TokioIo;
+use kubesim::{Credential, KubeSim};
+use leafgate_tests::TestGateway;
+use leafgate_tests::certs::TestCa;
+use leafgate_tests::plugins::plugin;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use serde_json::{Value, json};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+/// The kubelet-client name the root API server presents.
+const APISERVER: &str = "kube-apiserver-kubelet-client";
+
+fn pod(ns: &str, name: &str, labels: Value) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"namespace": ns, "name": name, "labels": labels},
+        "spec": {
+            "nodeName": "leaf-node",
+            "containers": [{"name": "main", "image": "busybox"}]
+        }
+    })
+}
+
+/// Two leaves, a node-api listener for tenant `acme` (namespace `apps`), and the CA that
+/// signs the callers' certificates.
+struct Bed {
+    gw: TestGateway,
+    leaf_a: KubeSim,
+    leaf_b: KubeSim,
+    server_ca: TestCa,
+    client_ca: TestCa,
+    dir: tempfile::TempDir,
+}
+
+impl Bed {
+    async fn start(tenant_plugins: &str) -> Bed {
+        let leaf_a = KubeSim::builder().start().await.unwrap();
+        let leaf_b = KubeSim::builder().start().await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let gw_dir = tempfile::tempdir().unwrap();
+        for (sim, file) in [(&leaf_a, "a.kubeconfig"), (&leaf_b, "b.kubeconfig")] {
+            sim.kubeconfig(
+                &Credential::ClientCert("leafgate".into()),
+                &gw_dir.path().join(file),
+            )
+            .unwrap();
+        }
+        let server_ca = TestCa::new("node-api serving CA");
+        server_ca.issue(gw_dir.path(), "node-api", &["leafgate.node", "127.0.0.1"]);
+        let client_ca = TestCa::new("root kubelet-client CA");
+        client_ca.write(gw_dir.path(), "client-ca.pem");
+        let toml = format!(
+            r#"
+            [admin]
+            bind = "127.0.0.1:0"
+            [[listener]]
+            name = "kubelet"
+            bind = "127.0.0.1:0"
+            kind = "node-api"
+            tls = {{ cert = "node-api.pem", key = "node-api-key.pem", client_ca = "client-ca.pem" }}
+            allowed_clients = ["{APISERVER}"]
+            [[leaf]]
+            name = "leaf-a"
+            kubeconfig = "a.kubeconfig"
+            [[leaf]]
+            name = "leaf-b"
+            kubeconfig = "b.kubeconfig"
+            [[tenant]]
+            name = "acme"
+            namespaces = ["apps", "apps-*"]
+            {tenant_plugins}
+            "#
+        );
+        let gw = TestGateway::start_in(gw_dir, &toml).await;
+        Bed {
+            gw,
+            leaf_a,
+            leaf_b,
+            server_ca,
+            client_ca,
+            dir,
+        }
+    }
+
+    fn addr(&self) -> SocketAddr {
+        self.gw.addr("kubelet")
+    }
+
+    /// A TLS client presenting a certificate named `cn` from the root's client CA.
+    fn tls(&self, cn: Option<&str>) -> Arc<rustls::ClientConfig> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(self.server_ca.roots());
+        let config = match cn {
+            Some(cn) => {
+                let files = self.client_ca.issue(self.dir.path(), cn, &[cn]);
+                builder
+                    .with_client_auth_cert(
+                        vec![CertificateDer::from_pem_file(&files.cert).unwrap()],
+                        PrivateKeyDer::from_pem_file(&files.key).unwrap(),
+                    )
+                    .unwrap()
+            }
+            None => builder.with_no_client_auth(),
+        };
+        Arc::new(config)
+    }
+
+    async fn connect(
+        &self,
+        cn: Option<&str>,
+    ) -> std::io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
+        let tcp = TcpStream::connect(self.addr()).await?;
+        TlsConnector::from(self.tls(cn))
+            .connect(ServerName::try_from("leafgate.node").unwrap(), tcp)
+            .await
+    }
+
+    /// One request as the root API server sends it; the status and the body.
+    async fn call(&self, method: Method, path: &str) -> (StatusCode, String) {
+        self.call_as(Some(APISERVER), method, path).await
+    }
+
+    async fn call_as(&self, cn: Option<&str>, method: Method, path: &str) -> (StatusCode, String) {
+        let tls = self.connect(cn).await.unwrap();
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        let req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", "leafgate.node")
+            .header("authorization", "Bearer root-apiserver-token")
+            .body(Empty::<Bytes>::new())
+            .unwrap();
+        let res = sender.send_request(req).await.unwrap();
+        let status = res.status();
+        let body = res.into_body().collect().await.unwrap().to_bytes();
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    async fn synced(&self) {
+        let started = Instant::now();
+        loop {
+            let status = leafgate_tests::client::get(self.gw.admin(), "admin", "/status")
+                .await
+                .json();
+            let leaves = status["leaves"].as_array().cloned().unwrap_or_default();
+            if leaves.len() == 2 && leaves.iter().all(|l| l["synced"] == true) {
+                return;
+            }
+            assert!(started.elapsed() < Duration::from_secs(10), "{status:#}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Waits until the pod index holds `ns/name` in `leaves` leaves.
+    async fn indexed(&self, ns: &str, name: &str, leaves: usize) {
+        let started = Instant::now();
+        while self.gw.gateway.snapshot().pods.holders(ns, name).len() != leaves {
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "{ns}/{name} not indexed"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+/// The leaf-side requests a simulator recorded under `path`: (query, authorization, user).
+fn seen(sim: &KubeSim, path: &str) -> Vec<(String, Vec<String>, Option<String>)> {
+    sim.requests()
+        .into_iter()
+        .filter(|r| r.path == path)
+        .map(|r| {
+            let auth = r
+                .headers
+                .iter()
+                .filter(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+                .map(|(_, v)| v.clone())
+                .collect();
+            (r.query.clone(), auth, r.user.clone())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn routes_methods_tenants_and_leaf_choice_answer_as_a_kubelet_does() {
+    let bed = Bed::start("").await;
+    let web = bed.leaf_a.create(pod("apps", "web-0", json!({}))).unwrap();
+    bed.leaf_a.create(pod("apps", "twin", json!({}))).unwrap();
+    bed.leaf_b.create(pod("apps", "twin", json!({}))).unwrap();
+    bed.leaf_b
+        .create(pod("other", "theirs", json!({})))
+        .unwrap();
+    bed.synced().await;
+    bed.indexed("apps", "web-0", 1).await;
+    bed.indexed("apps", "twin", 2).await;
+
+    // Who may call: no certificate is refused in the handshake, a certificate outside
+    // allowed_clients gets 403.
+    let refused = async {
+        let mut tls = bed.connect(None).await?;
+        tokio::io::AsyncWriteExt::write_all(&mut tls, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await?;
+        let mut buf = [0u8; 64];
+        let n = tokio::io::AsyncReadExt::read(&mut tls, &mut buf).await?;
+        Ok::<usize, std::io::Error>(n)
+    }
+    .await;
+    assert!(
+        !matches!(refused, Ok(n) if n > 0),
+        "served without a client certificate"
+    );
+    let (code, body) = bed
+        .call_as(Some("someone-else"), Method::GET, "/healthz")
+        .await;
+    assert_eq!(code, StatusCode::FORBIDDEN, "{body}");
+    assert!(
+        body.contains("someone-else") && body.contains("\"kind\":\"Status\""),
+        "{body}"
+    );
+
+    assert_eq!(
+        bed.call(Method::GET, "/healthz").await,
+        (StatusCode::OK, "ok".into())
+    );
+    let (code, body) = bed.call(Method::GET, "/stats/what").await;
+    assert_eq!(
+        (code, body.as_str()),
+        (StatusCode::NOT_FOUND, "404 page not found\n")
+    );
+    let (code, _) = bed.call(Method::DELETE, "/exec/apps/web-0/main").await;
+    assert_eq!(code, StatusCode::METHOD_NOT_ALLOWED);
+    let (code, _) = bed
+        .call(Method::POST, "/containerLogs/apps/web-0/main")
+        .await;
+    assert_eq!(code, StatusCode::METHOD_NOT_ALLOWED);
+
+    // Tenancy and the pod index.
+    let (code, body) = bed
+        .call(Method::GET, "/containerLogs/other/theirs/main")
+        .await;
+    assert_eq!(code, StatusCode::FORBIDDEN, "{body}");
+    assert!(body.contains(r#"namespace \"other\""#), "{body}");
+    let (code, body) = bed
+        .call(Method::GET, "/containerLogs/apps/ghost/main")
+        .await;
+    assert_eq!(code, StatusCode::NOT_FOUND, "{body}");
+    assert!(body.contains(r#"pods \"ghost\" not found"#), "{body}");
+    let (code, body) = bed.call(Method::GET, "/containerLogs/apps/twin/main").await;
+    assert_eq!(code, StatusCode::CONFLICT, "{body}");
+    assert!(body.contains("leaf-a, leaf-b"), "{body}");
+
+    // Logs, translated, with the leaf's credentials and never the caller's.
+    bed.leaf_a.append_log("apps", "web-0", "main", "one");
+    bed.leaf_a.append_log("apps", "web-0", "main", "two");
+    bed.leaf_a.append_log("apps", "web-0", "main", "three");
+    let (code, body) = bed
+        .call(
+            Method::GET,
+            "/containerLogs/apps/web-0/main?tailLines=2&timestamps=0",
+        )
+        .await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    assert_eq!(body, "two\nthree\n");
+    let (code, _) = bed
+        .call(Method::GET, "/containerLogs/apps/web-0/main?sinceSeconds=5")
+        .await;
+    assert_eq!(code, StatusCode::OK);
+    let (code, _) = bed
+        .call(
+            Method::GET,
+            "/containerLogs/apps/web-0/main?sinceTime=2026-01-02T03:04:05Z",
+        )
+        .await;
+    assert_eq!(code, StatusCode::OK);
+    let (code, body) = bed
+        .call(Method::GET, "/containerLogs/apps/web-0/main?sinceSeconds=0")
+        .await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    let log = seen(&bed.leaf_a, "/api/v1/namespaces/apps/pods/web-0/log");
+    let queries: Vec<&str> = log.iter().map(|(q, _, _)| q.as_str()).collect();
+    assert_eq!(
+        queries,
+        [
+            "container=main&tailLines=2",
+            "container=main&sinceSeconds=5",
+            "container=main&sinceTime=2026-01-02T03%3A04%3A05Z",
+        ]
+    );
+    for (_, auth, user) in &log {
+        assert!(
+            auth.is_empty(),
+            "the caller's token reached the leaf: {auth:?}"
+        );
+        assert_eq!(user.as_deref(), Some("leafgate"));
+    }
+
+    // /run, and the kubelet's 404 for a uid that is not the pod's.
+    let (code, body) = bed
+        .call(
+            Method::POST,
+            "/run/apps/web-0/main?cmd=echo%20ran%20in%20the%20leaf",
+        )
+        .await;
+    assert_eq!((code, body.as_str()), (StatusCode::OK, "ran in the leaf\n"));
+    let uid = web["metadata"]["uid"].as_str().unwrap();
+    let (code, _) = bed
+        .call(
+            Method::POST,
+            &format!("/run/apps/web-0/{uid}/main?cmd=true"),
+        )
+        .await;
+    assert_eq!(code, StatusCode::OK);
+    let (code, body) = bed
+        .call(Method::POST, "/run/apps/web-0/not-the-uid/main?cmd=true")
+        .await;
+    assert_eq!(
+        (code, body.as_str()),
+        (StatusCode::NOT_FOUND, "pod not found")
+    );
+    // `cmd` is split on spaces, as the kubelet splits it: `sh -c false` runs `false`.
+    let (code, body) = bed
+        .call(Method::POST, "/run/apps/web-0/main?cmd=sh%20-c%20false")
+        .await;
+    assert_eq!(code, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    assert!(body.contains("exited with 1"), "{body}");
+
+    // /pods: the tenants' pods from every leaf, from the index.
+    let (code, body) = bed.call(Method::GET, "/pods").await;
+    assert_eq!(code, StatusCode::OK);
+    let list: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(list["kind"], "PodList");
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["twin", "twin", "web-0"], "{names:?}");
+
+    let metrics = leafgate_tests::client::get(bed.gw.admin(), "admin", "/metrics")
+        .await
+        .text();
+    assert!(
+        metrics.contains(
+            r#"leafgate_node_api_requests_total{tenant="acme",leaf="leaf-a",verb="logs",status="200"} 3"#
+        ),
+        "{metrics}"
+    );
+}
+
+/// A WebSocket v5 exec through leafgate, as kube-rs and `kubectl` (to API servers that pass
+/// WebSockets on) send it: the upgrade reaches the leaf and the streams come back.
+#[tokio::test]
+async fn a_websocket_exec_is_spliced_to_the_pod_s_leaf() {
+    let bed = Bed::start("").await;
+    bed.leaf_b
+        .create(pod("apps-web", "shell", json!({})))
+        .unwrap();
+    bed.synced().await;
+    bed.indexed("apps-web", "shell", 1).await;
+
+    let tls = bed.connect(Some(APISERVER)).await.unwrap();
+    let path = "/exec/apps-web/shell/main?command=sh&command=-c&command=cat%3B%20echo%20err%20%3E%262%3B%20exit%207&input=1&output=1&error=1";
+    let mut request = format!("wss://leafgate.node{path}")
+        .into_client_request()
+        .unwrap();
+    request.headers_mut().insert(
+        "sec-websocket-protocol",
+        "v5.channel.k8s.io".parse().unwrap(),
+    );
+    let (mut ws, res) = tokio_tungstenite::client_async(request, tls).await.unwrap();
+    assert_eq!(res.headers()["sec-websocket-protocol"], "v5.channel.k8s.io");
+
+    ws.send(Message::binary(
+        [&[0u8][..], b"hello through leafgate\n"].concat(),
+    ))
+    .await
+    .unwrap();
+    ws.send(Message::binary(vec![255u8, 0])).await.unwrap();
+    let (mut stdout, mut stderr, mut status) = (Vec::new(), Vec::new(), Value::Null);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while let Ok(Some(message)) = tokio::time::timeout_at(deadline, ws.next()).await {
+        let Ok(Message::Binary(data)) = message else {
+            continue;
+        };
+        match data.first() {
+            Some(1) => stdout.extend_from_slice(&data[1..]),
+            Some(2) => stderr.extend_from_slice(&data[1..]),
+            Some(3) if data.len() > 1 => status = serde_json::from_slice(&data[1..]).unwrap(),
+            _ => {}
+        }
+    }
+    assert_eq!(String::from_utf8_lossy(&stdout), "hello through leafgate\n");
+    assert_eq!(String::from_utf8_lossy(&stderr), "err\n");
+    assert_eq!(status["reason"], "NonZeroExitCode", "{status}");
+    assert_eq!(status["details"]["causes"][0]["message"], "7");
+
+    let exec = seen(&bed.leaf_b, "/api/v1/namespaces/apps-web/pods/shell/exec");
+    assert_eq!(exec.len(), 1, "{exec:?}");
+    assert_eq!(
+        exec[0].0,
+        "container=main&stdin=true&stdout=true&stderr=true&command=sh&command=-c&command=cat%3B+echo+err+%3E%262%3B+exit+7"
+    );
+    assert!(exec[0].1.is_empty());
+    assert!(seen(&bed.leaf_a, "/api/v1/namespaces/apps-web/pods/shell/exec").is_empty());
+}
+
+/// The tenant's plugins decide: `label-router` picks the leaf a pod's label names, and
+/// `redact` filters a followed log while it is live.
+#[tokio::test]
+async fn label_router_picks_the_leaf_and_redact_filters_a_live_log() {
+    let label_router = plugin("label-router");
+    let redact = plugin("redact");
+    let plugins = format!(
+        r#"
+        [tenant.plugins]
+        pod_router = {{ path = "{}", config = {{ rules = [{{ label = "site", value = "b", leaf = "leaf-b" }}] }} }}
+        log_filter = {{ path = "{}", config = {{ patterns = ["password=\\S+"] }} }}
+        "#,
+        path(&label_router),
+        path(&redact)
+    );
+    let bed = Bed::start(&plugins).await;
+    bed.leaf_a
+        .create(pod("apps", "api", json!({"site": "b"})))
+        .unwrap();
+    bed.leaf_b
+        .create(pod("apps", "api", json!({"site": "b"})))
+        .unwrap();
+    bed.synced().await;
+    bed.indexed("apps", "api", 2).await;
+
+    // Two leaves hold it: without the router that is a 409; the router says leaf-b.
+    bed.leaf_b
+        .append_log("apps", "api", "main", "login password=hunter2 ok");
+    let tls = bed.connect(Some(APISERVER)).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let req = Request::get("/containerLogs/apps/api/main?follow=true")
+        .header("host", "leafgate.node")
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    let res = sender.send_request(req).await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let mut body = res.into_body();
+    let mut got = String::new();
+    let next_line = async |body: &mut hyper::body::Incoming, got: &mut String| {
+        while !got.ends_with('\n') {
+            let frame = tokio::time::timeout(Duration::from_secs(5), body.frame())
+                .await
+                .expect("a line within 5 s")
+                .unwrap()
+                .unwrap();
+            if let Ok(data) = frame.into_data() {
+                got.push_str(&String::from_utf8_lossy(&data));
+            }
+        }
+    };
+    next_line(&mut body, &mut got).await;
+    assert_eq!(got, "login *** ok\n");
+
+    // A line written while the stream is open arrives, filtered, promptly.
+    let written = Instant::now();
+    bed.leaf_b
+        .append_log("apps", "api", "main", "again password=swordfish");
+    got.clear();
+    next_line(&mut body, &mut got).await;
+    assert_eq!(got, "again ***\n");
+    assert!(written.elapsed() < Duration::from_secs(2));
+
+    // A line longer than a TLS record arrives in several chunks; the secret sits across
+    // the first record boundary and is still found: the line is filtered whole.
+    let (head, tail) = ("a".repeat(16_370), "b".repeat(20_000));
+    bed.leaf_b.append_log(
+        "apps",
+        "api",
+        "main",
+        &format!("{head} password=hunter2 {tail}"),
+    );
+    got.clear();
+    next_line(&mut body, &mut got).await;
+    assert_eq!(got, format!("{head} *** {tail}\n"));
+    assert!(seen(&bed.leaf_a, "/api/v1/namespaces/apps/pods/api/log").is_empty());
+}
+
+/// Opens a WebSocket v5 exec of `command` on `ns/pod` through leafgate.
+async fn ws_exec(
+    bed: &Bed,
+    ns: &str,
+    pod: &str,
+    command: &[&str],
+) -> tokio_tungstenite::WebSocketStream<tokio_rustls::client::TlsStream<TcpStream>> {
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    for word in command {
+        query.append_pair("command", word);
+    }
+    query.append_pair("output", "1");
+    query.append_pair("error", "1");
+    let path = format!("/exec/{ns}/{pod}/main?{}", query.finish());
+    let mut request = format!("wss://leafgate.node{path}")
+        .into_client_request()
+        .unwrap();
+    request.headers_mut().insert(
+        "sec-websocket-protocol",
+        "v5.channel.k8s.io".parse().unwrap(),
+    );
+    let tls = bed.connect(Some(APISERVER)).await.unwrap();
+    let (ws, _) = tokio_tungstenite::client_async(request, tls).await.unwrap();
+    ws
+}
+
+#[tokio::test]
+async fn the_tenant_s_bandwidth_limit_holds_on_an_exec_stream() {
+    let bed = Bed::start("[tenant.bandwidth]\nper_connection = \"1MiB/s\"").await;
+    bed.leaf_a.create(pod("apps", "bulk", json!({}))).unwrap();
+    bed.synced().await;
+    bed.indexed("apps", "bulk", 1).await;
+
+    const SIZE: usize = 3 << 20;
+    let mut ws = ws_exec(
+        &bed,
+        "apps",
+        "bulk",
+        &["head", "-c", &SIZE.to_string(), "/dev/zero"],
+    )
+    .await;
+    let started = Instant::now();
+    let mut stdout = 0;
+    while let Ok(Some(message)) = tokio::time::timeout(Duration::from_secs(20), ws.next()).await {
+        if let Ok(Message::Binary(data)) = message {
+            if data.first() == Some(&1) {
+                stdout += data.len() - 1;
+            }
+        }
+    }
+    let took = started.elapsed();
+    assert_eq!(stdout, SIZE);
+    let rate = SIZE as f64 / took.as_secs_f64() / f64::from(1 << 20);
+    // 3 MiB at 1 MiB/s with a tenth of a second of burst: about 2.9 s. The bytes on the
+    // wire are a little more than stdout (WebSocket framing), so the rate is a little less.
+    assert!(
+        (0.7..=1.1).contains(&rate),
+        "{SIZE} bytes of stdout took {took:?}: {rate:.3} MiB/s"
+    );
+    eprintln!("exec stdout through a 1 MiB/s tenant limit: {rate:.3} MiB/s ({took:?})");
+}
+
+#[tokio::test]
+async fn a_client_gone_mid_exec_ends_the_leaf_s_exec_within_a_second() {
+    let bed = Bed::start("").await;
+    bed.leaf_a
+        .create(pod("apps", "sleeper", json!({})))
+        .unwrap();
+    bed.synced().await;
+    bed.indexed("apps", "sleeper", 1).await;
+
+    let mut ws = ws_exec(
+        &bed,
+        "apps",
+        "sleeper",
+        &["sh", "-c", "echo $$; exec sleep 30"],
+    )
+    .await;
+    let mut out = String::new();
+    while !out.ends_with('\n') {
+        let message = tokio::time::timeout(Duration::from_secs(5), ws.next())
+            .await
+            .expect("the pid within 5 s")
+            .unwrap()
+            .unwrap();
+        if let Message::Binary(data) = message {
+            if data.first() == Some(&1) {
+                out.push_str(&String::from_utf8_lossy(&data[1..]));
+            }
+        }
+    }
+    let pid: u32 = out.trim().parse().unwrap();
+    let alive = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|stat| !stat.contains(") Z "))
+    };
+    assert!(alive());
+    // Gone hard: no close frame, the socket just closes.
+    drop(ws);
+    let gone = Instant::now();
+    while alive() {
+        assert!(
+            gone.elapsed() < Duration::from_secs(1),
+            "the leaf still runs the exec {:?} after the client left",
+            gone.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// `logs -f` on a quiet container: nothing for 90 s (past every idle timer a proxy might
+/// apply to a request), then a line, which must still arrive.
+#[tokio::test]
+async fn a_follow_silent_for_90_seconds_still_delivers_the_next_line() {
+    let bed = Bed::start("").await;
+    bed.leaf_a.create(pod("apps", "quiet", json!({}))).unwrap();
+    bed.synced().await;
+    bed.indexed("apps", "quiet", 1).await;
+    bed.leaf_a.append_log("apps", "quiet", "main", "started");
+
+    let tls = bed.connect(Some(APISERVER)).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let req = Request::get("/containerLogs/apps/quiet/main?follow=true")
+        .header("host", "leafgate.node")
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    let mut body = sender.send_request(req).await.unwrap().into_body();
+    let mut got = String::new();
+    let mut read_line = async |got: &mut String, within: Duration| {
+        got.clear();
+        while !got.ends_with('\n') {
+            let frame = tokio::time::timeout(within, body.frame())
+                .await
+                .expect("a line in time")
+                .expect("the stream is still open")
+                .unwrap();
+            if let Ok(data) = frame.into_data() {
+                got.push_str(&String::from_utf8_lossy(&data));
+            }
+        }
+    };
+    read_line(&mut got, Duration::from_secs(5)).await;
+    assert_eq!(got, "started\n");
+    tokio::time::sleep(Duration::from_secs(90)).await;
+    bed.leaf_a
+        .append_log("apps", "quiet", "main", "after the silence");
+    read_line(&mut got, Duration::from_secs(5)).await;
+    assert_eq!(got, "after the silence\n");
+}
+
+/// A pod router that traps, under `on_error = "reject"`, fails that request alone; one
+/// naming a leaf the tenant may not reach is a failure too, never followed.
+#[tokio::test]
+async fn a_failing_pod_router_fails_only_its_own_request() {
+    let faulty = leafgate_tests::plugins::fault_plugin("faulty-router");
+    let plugins = format!(
+        r#"
+        leaves = ["leaf-a"]
+        [tenant.plugins]
+        pod_router = {{ path = "{}", on_error = "reject" }}
+        "#,
+        path(&faulty)
+    );
+    let bed = Bed::start(&plugins).await;
+    for name in ["trap-1", "calm", "lost-1"] {
+        bed.leaf_a.create(pod("apps", name, json!({}))).unwrap();
+    }
+    bed.leaf_b.create(pod("apps", "lost-1", json!({}))).unwrap();
+    bed.synced().await;
+    bed.indexed("apps", "calm", 1).await;
+    bed.indexed("apps", "lost-1", 2).await;
+
+    let (trapped, calm) = tokio::join!(
+        bed.call(Method::POST, "/run/apps/trap-1/main?cmd=echo%20no"),
+        bed.call(Method::POST, "/run/apps/calm/main?cmd=echo%20yes"),
+    );
+    assert_eq!(trapped.0, StatusCode::BAD_GATEWAY, "{}", trapped.1);
+    assert!(trapped.1.contains("pod router"), "{}", trapped.1);
+    assert_eq!(calm, (StatusCode::OK, "yes\n".to_string()));
+    // The pool recovered: the next call on it is served.
+    let again = bed
+        .call(Method::POST, "/run/apps/calm/main?cmd=echo%20again")
+        .await;
+    assert_eq!(again, (StatusCode::OK, "again\n".to_string()));
+    // `lost-*` answers a leaf outside the tenant's `leaves`: a failure, not followed.
+    let (code, body) = bed
+        .call(Method::POST, "/run/apps/lost-1/main?cmd=true")
+        .await;
+    assert_eq!(code, StatusCode::BAD_GATEWAY, "{body}");
+    assert!(seen(&bed.leaf_b, "/api/v1/namespaces/apps/pods/lost-1/exec").is_empty());
+}
+
+#[test]
+fn a_node_api_listener_without_client_ca_is_a_config_error_at_its_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new("serving");
+    ca.issue(dir.path(), "srv", &["leafgate.node"]);
+    let config = dir.path().join("leafgate.toml");
+    std::fs::write(
+        &config,
+        "[[listener]]\nname = \"kubelet\"\nbind = \"127.0.0.1:0\"\nkind = \"node-api\"\ntls = { cert = \"srv.pem\", key = \"srv-key.pem\" }\n",
+    )
+    .unwrap();
+    let err = leafgate::config::Config::load(&config)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("listener[0].kind"), "{err}");
+    assert!(err.contains(":4:"), "the line of `kind`: {err}");
+    assert!(err.contains("client_ca"), "{err}");
+}
+
+fn path(p: &Path) -> String {
+    p.display().to_string().replace('\\', "/")
+}
