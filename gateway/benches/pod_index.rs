@@ -23,7 +23,7 @@ use std::time::Instant;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use kube::api::ObjectMeta;
-use leafgate::kube::{Held, PodIndex};
+use leafgate::kube::PodIndex;
 
 const PODS: usize = 100_000;
 const LEAVES: usize = 4;
@@ -132,18 +132,12 @@ fn fixture() -> Fixture {
         .collect();
     let peer_rss = rss().saturating_sub(before);
 
-    // Counted: the table's slots at capacity, each key's heap bytes, and (for the index)
-    // each entry's holder list. Hashbrown adds one control byte per slot.
-    let slot_bytes = |k: usize, v: usize, cap: usize| cap * (k + v + 1);
+    // Counted: the table's buckets at capacity (slot + one control byte each) and each
+    // key's heap bytes; the index counts its own (`PodIndex::heap_bytes`) the same way.
     let keys_heap: usize = peer.keys().map(String::capacity).sum();
     let peer_bytes =
-        slot_bytes(size_of::<String>(), size_of::<Arc<Pod>>(), peer.capacity()) + keys_heap;
-    let index_bytes = slot_bytes(
-        size_of::<Box<str>>(),
-        size_of::<Vec<Held>>(),
-        peer.capacity(),
-    ) + keys_heap
-        + PODS * size_of::<Held>();
+        peer.capacity() * (size_of::<String>() + size_of::<Arc<Pod>>() + 1) + keys_heap;
+    let index_bytes = index.heap_bytes();
 
     assert_eq!(index.len(), PODS);
     println!("pod-index memory, {PODS} pods over {LEAVES} leaves:");
@@ -152,7 +146,7 @@ fn fixture() -> Fixture {
         mib(pods_rss)
     );
     println!(
-        "  index   (RwLock<HashMap<Box<str>, Vec<Held>>>): RSS +{:.1} MiB, counted {:.1} MiB ({:.0} B/pod)",
+        "  index   (RwLock<HashMap<Box<str>, Holders>>):  RSS +{:.1} MiB, counted {:.1} MiB ({:.0} B/pod)",
         mib(index_rss),
         mib(index_bytes),
         index_bytes as f64 / PODS as f64
@@ -199,7 +193,10 @@ fn rates(f: &Fixture) {
     let t = Instant::now();
     for _ in 0..rounds {
         for k in &f.joined {
-            found += usize::from(f.peer.get(k.as_str()).is_some());
+            if let Some(pod) = f.peer.get(k.as_str()) {
+                found += 1;
+                black_box(pod);
+            }
         }
     }
     let peer = (rounds * PODS) as f64 / t.elapsed().as_secs_f64();
@@ -238,7 +235,7 @@ fn lookups(c: &mut Criterion) {
         b.iter(|| {
             let k = &f.joined[i % PODS];
             i += 1;
-            black_box(f.peer.get(k.as_str()).is_some())
+            black_box(f.peer.get(k.as_str()))
         })
     });
     g.finish();

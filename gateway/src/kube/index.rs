@@ -31,21 +31,106 @@ use crate::metrics::{LeafLabels, LeafMetrics};
 /// Every leaf's pods, by `ns/name`.
 #[derive(Default)]
 pub struct PodIndex {
-    pods: RwLock<HashMap<Box<str>, Vec<Held>>>,
+    pods: RwLock<HashMap<Box<str>, Holders>>,
     next_id: AtomicU64,
     /// Live slots per leaf name: a reload that rebuilds a leaf briefly has two.
     live: Mutex<HashMap<Arc<str>, usize>>,
 }
 
-/// One leaf's copy of a pod.
+/// Which leaf a copy came from: shared by all of that leaf's entries.
+struct LeafTag {
+    slot: u64,
+    name: Arc<str>,
+}
+
+/// One leaf's copy of a pod: two pointers.
 #[derive(Clone)]
 pub struct Held {
-    pub leaf: Arc<str>,
-    slot: u64,
+    /// The leaf holding this copy; reads as its name (`&*held.leaf`, `held.leaf.to_string()`).
+    pub leaf: LeafName,
     pub pod: Arc<Pod>,
 }
 
+/// A leaf's name as the index stores it: one pointer shared by all of the leaf's entries,
+/// which also tells two builds of a same-named leaf apart (during a reload).
+#[derive(Clone)]
+pub struct LeafName(Arc<LeafTag>);
+
+impl std::ops::Deref for LeafName {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0.name
+    }
+}
+
+impl std::fmt::Display for LeafName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0.name)
+    }
+}
+
+impl std::fmt::Debug for LeafName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&*self.0.name, f)
+    }
+}
+
+/// The copies of one `ns/name`. Nearly always one, kept inline so an entry costs no
+/// allocation of its own and a lookup no extra pointer chase.
+enum Holders {
+    One(Held),
+    Many(Vec<Held>),
+}
+
+impl Holders {
+    fn as_slice(&self) -> &[Held] {
+        match self {
+            Holders::One(h) => std::slice::from_ref(h),
+            Holders::Many(v) => v,
+        }
+    }
+
+    /// Adds `held`, replacing the copy from the same leaf.
+    fn put(&mut self, held: Held) {
+        match self {
+            Holders::One(h) if h.leaf.0.slot == held.leaf.0.slot => *h = held,
+            Holders::One(h) => *self = Holders::Many(vec![h.clone(), held]),
+            Holders::Many(v) => match v.iter_mut().find(|h| h.leaf.0.slot == held.leaf.0.slot) {
+                Some(h) => *h = held,
+                None => v.push(held),
+            },
+        }
+    }
+
+    /// Removes the copy from leaf `slot`; false when none is left.
+    fn remove(&mut self, slot: u64) -> bool {
+        match self {
+            Holders::One(h) => h.leaf.0.slot != slot,
+            Holders::Many(v) => {
+                v.retain(|h| h.leaf.0.slot != slot);
+                if let [only] = v.as_slice() {
+                    *self = Holders::One(only.clone());
+                }
+                !self.as_slice().is_empty()
+            }
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        match self {
+            Holders::One(_) => 0,
+            Holders::Many(v) => v.capacity() * size_of::<Held>(),
+        }
+    }
+}
+
 impl Held {
+    /// The leaf holding this copy.
+    pub fn leaf(&self) -> &str {
+        &self.leaf
+    }
+
     pub fn uid(&self) -> Option<&str> {
         self.pod.metadata.uid.as_deref()
     }
@@ -66,7 +151,7 @@ impl Held {
 impl std::fmt::Debug for Held {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Held")
-            .field("leaf", &self.leaf)
+            .field("leaf", &self.leaf())
             .field("pod", &key_of(&self.pod))
             .field("uid", &self.uid())
             .finish()
@@ -88,7 +173,7 @@ impl PodIndex {
     pub fn with_holders<R>(&self, ns: &str, name: &str, f: impl FnOnce(&[Held]) -> R) -> R {
         with_key(ns, name, |key| {
             let pods = self.pods.read().unwrap_or_else(PoisonError::into_inner);
-            f(pods.get(key).map_or(&[][..], Vec::as_slice))
+            f(pods.get(key).map_or(&[][..], Holders::as_slice))
         })
     }
 
@@ -104,6 +189,16 @@ impl PodIndex {
         self.len() == 0
     }
 
+    /// The bytes the index itself allocates (its table at capacity, keys, overflow lists),
+    /// not counting the pods, which the reflectors' stores own and the index shares.
+    pub fn heap_bytes(&self) -> usize {
+        let pods = self.pods.read().unwrap_or_else(PoisonError::into_inner);
+        // Hashbrown: one slot and one control byte per bucket.
+        let table = pods.capacity() * (size_of::<Box<str>>() + size_of::<Holders>() + 1);
+        let entries: usize = pods.iter().map(|(k, h)| k.len() + h.heap_bytes()).sum();
+        table + entries
+    }
+
     /// A new slot for leaf `name`: its pods enter and leave the index through it.
     pub fn slot(self: &Arc<Self>, name: &str, metrics: Option<LeafMetrics>) -> Arc<LeafSlot> {
         let name: Arc<str> = name.into();
@@ -114,28 +209,28 @@ impl PodIndex {
             .entry(name.clone())
             .or_default() += 1;
         Arc::new(LeafSlot {
-            id: self.next_id.fetch_add(1, Ordering::Relaxed),
+            tag: Arc::new(LeafTag {
+                slot: self.next_id.fetch_add(1, Ordering::Relaxed),
+                name: name.clone(),
+            }),
             name,
             index: self.clone(),
             metrics,
         })
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<Box<str>, Vec<Held>>> {
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<Box<str>, Holders>> {
         self.pods.write().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn purge(pods: &mut HashMap<Box<str>, Vec<Held>>, slot: u64) {
-        pods.retain(|_, held| {
-            held.retain(|h| h.slot != slot);
-            !held.is_empty()
-        });
+    fn purge(pods: &mut HashMap<Box<str>, Holders>, slot: u64) {
+        pods.retain(|_, held| held.remove(slot));
     }
 }
 
 /// One leaf's place in the index. Dropping the last handle removes its pods.
 pub struct LeafSlot {
-    id: u64,
+    tag: Arc<LeafTag>,
     name: Arc<str>,
     index: Arc<PodIndex>,
     metrics: Option<LeafMetrics>,
@@ -146,19 +241,23 @@ impl LeafSlot {
         &self.name
     }
 
+    fn held(&self, pod: Arc<Pod>) -> Held {
+        Held {
+            leaf: LeafName(self.tag.clone()),
+            pod,
+        }
+    }
+
     /// Adds or replaces this leaf's copy of `pod`.
     pub fn apply(&self, pod: Arc<Pod>) {
-        let held = Held {
-            leaf: self.name.clone(),
-            slot: self.id,
-            pod,
-        };
-        let key = key_of(&held.pod);
+        let key = key_of(&pod);
+        let held = self.held(pod);
         let mut pods = self.index.write();
-        let entry = pods.entry(key.into_boxed_str()).or_default();
-        match entry.iter_mut().find(|h| h.slot == self.id) {
-            Some(h) => *h = held,
-            None => entry.push(held),
+        match pods.entry(key.into_boxed_str()) {
+            Entry::Occupied(mut e) => e.get_mut().put(held),
+            Entry::Vacant(e) => {
+                e.insert(Holders::One(held));
+            }
         }
     }
 
@@ -166,11 +265,10 @@ impl LeafSlot {
     pub fn delete(&self, ns: &str, name: &str) {
         let mut pods = self.index.write();
         with_key(ns, name, |key| {
-            if let Some(held) = pods.get_mut(key) {
-                held.retain(|h| h.slot != self.id);
-                if held.is_empty() {
-                    pods.remove(key);
-                }
+            if let Some(held) = pods.get_mut(key)
+                && !held.remove(self.tag.slot)
+            {
+                pods.remove(key);
             }
         });
     }
@@ -178,18 +276,14 @@ impl LeafSlot {
     /// Replaces all of this leaf's pods with `all` in one write (the end of a relist).
     pub fn replace(&self, all: Vec<Arc<Pod>>) {
         let mut pods = self.index.write();
-        PodIndex::purge(&mut pods, self.id);
+        PodIndex::purge(&mut pods, self.tag.slot);
         for pod in all {
             let key = key_of(&pod);
-            let held = Held {
-                leaf: self.name.clone(),
-                slot: self.id,
-                pod,
-            };
+            let held = self.held(pod);
             match pods.entry(key.into_boxed_str()) {
-                Entry::Occupied(mut e) => e.get_mut().push(held),
+                Entry::Occupied(mut e) => e.get_mut().put(held),
                 Entry::Vacant(e) => {
-                    e.insert(vec![held]);
+                    e.insert(Holders::One(held));
                 }
             }
         }
@@ -198,7 +292,7 @@ impl LeafSlot {
 
 impl Drop for LeafSlot {
     fn drop(&mut self) {
-        PodIndex::purge(&mut self.index.write(), self.id);
+        PodIndex::purge(&mut self.index.write(), self.tag.slot);
         let mut live = self
             .index
             .live
@@ -307,6 +401,9 @@ async fn run(
         let _ = m.pods.get_or_create(&labels);
         let _ = m.watch_restarts.get_or_create(&labels);
     }
+    // Whether a full list has ever completed: only then can a later event show the
+    // watch is back in sync after a failure.
+    let mut listed = false;
     futures_util::pin_mut!(stream);
     while let Some(event) = stream.next().await {
         let ok = match event {
@@ -324,6 +421,7 @@ async fn run(
             }
             Ok(Event::Init | Event::InitApply(_)) => None,
             Ok(Event::InitDone) => {
+                listed = true;
                 slot.replace(store.state());
                 info!(leaf = %slot.name, pods = store.len(), "leaf pods listed");
                 Some(true)
@@ -344,9 +442,10 @@ async fn run(
         let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
         match ok {
             Some(true) => s.synced = true,
-            // Any event after a failure shows the watch is back; before the first list
-            // completes there is nothing to be synced with.
-            None if s.last_error.is_some() && !store.is_empty() => s.synced = true,
+            // Any event after a failure shows the watch is back (a watch resumed from its
+            // resourceVersion replays what it missed); before the first list completes
+            // there is nothing to be in sync with.
+            None if listed => s.synced = true,
             _ => {}
         }
         s.pods = store.len();
@@ -432,7 +531,7 @@ mod tests {
         b.apply(pod("ns", "p", "u2"));
         a.apply(pod("ns", "p", "u1b"));
         let held = index.holders("ns", "p");
-        let seen: Vec<_> = held.iter().map(|h| (&*h.leaf, h.uid().unwrap())).collect();
+        let seen: Vec<_> = held.iter().map(|h| (h.leaf(), h.uid().unwrap())).collect();
         assert_eq!(seen, [("a", "u1b"), ("b", "u2")]);
         assert_eq!(held[0].containers().collect::<Vec<_>>(), ["main"]);
         assert_eq!(held[0].labels()["app"], "web");
@@ -451,7 +550,7 @@ mod tests {
         b.apply(pod("ns", "old", "2"));
         a.replace(vec![pod("ns", "new", "3")]);
         assert_eq!(index.holders("ns", "old").len(), 1);
-        assert_eq!(index.holders("ns", "new")[0].leaf.as_ref(), "a");
+        assert_eq!(index.holders("ns", "new")[0].leaf(), "a");
     }
 
     #[test]

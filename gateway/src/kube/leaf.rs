@@ -63,7 +63,7 @@ pub enum LeafError {
     Uri {
         leaf: String,
         path: String,
-        server: Uri,
+        server: String,
     },
 }
 
@@ -122,12 +122,12 @@ impl Leaf {
             .ok_or_else(|| LeafError::Uri {
                 leaf: name.clone(),
                 path: String::new(),
-                server: config.server.clone(),
+                server: config.server.to_string(),
             })?;
         let host = HeaderValue::from_str(authority.as_str()).map_err(|_| LeafError::Uri {
             leaf: name.clone(),
             path: String::new(),
-            server: config.server.clone(),
+            server: config.server.to_string(),
         })?;
         let pooled = || {
             Client::builder(TokioExecutor::new())
@@ -240,7 +240,7 @@ impl Transport {
         let uri_err = || LeafError::Uri {
             leaf: self.name.clone(),
             path: pq.to_string(),
-            server: Uri::default(),
+            server: format!("{}://{}{}", self.scheme, self.authority, self.prefix),
         };
         let path_and_query: PathAndQuery = full.parse().map_err(|_| uri_err())?;
         parts.uri = Uri::builder()
@@ -305,5 +305,105 @@ impl tower_service::Service<Request<kube::client::Body>> for KubeService {
             let req = req.map(|b| b.map_err(BoxError::from).boxed_unsync());
             transport.send(&transport.control, req).await
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{LeafAuth, LeafTls};
+    use http_body_util::Empty;
+    use hyper_util::rt::TokioIo;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+    use tokio::sync::mpsc;
+
+    /// A plain-HTTP "API server": `/upgrade` answers 101 and echoes; anything else (the
+    /// reflector's list) gets a 500. Sends each `/upgrade` request head to `heads`.
+    async fn server(heads: mpsc::Sender<String>) -> std::net::SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut tcp, _)) = listener.accept().await {
+                let heads = heads.clone();
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut byte = [0u8; 1];
+                    while !head.ends_with(b"\r\n\r\n") {
+                        if tcp.read(&mut byte).await.unwrap_or(0) == 0 {
+                            return;
+                        }
+                        head.push(byte[0]);
+                    }
+                    let head = String::from_utf8_lossy(&head).into_owned();
+                    if !head.contains(" /prefix/upgrade?x=1 ") {
+                        let _ = tcp
+                            .write_all(b"HTTP/1.1 500 No\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                            .await;
+                        return;
+                    }
+                    let _ = heads.send(head).await;
+                    tcp.write_all(b"HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\nupgrade: x-test\r\n\r\n")
+                        .await
+                        .unwrap();
+                    let mut buf = [0u8; 64];
+                    while let Ok(n) = tcp.read(&mut buf).await {
+                        if n == 0 || tcp.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    #[tokio::test]
+    async fn send_replaces_the_callers_authorization_and_upgrades() {
+        let (tx, mut heads) = mpsc::channel(4);
+        let addr = server(tx).await;
+        let config = LeafConfig {
+            name: "leaf-1".into(),
+            kubeconfig: "leaf.kubeconfig".into(),
+            context: "c".into(),
+            server: format!("http://{addr}/prefix/").parse().unwrap(),
+            namespace: "default".into(),
+            tls: LeafTls {
+                roots: None,
+                insecure_skip_verify: false,
+                server_name: None,
+                identity: None,
+            },
+            auth: LeafAuth::Token("leaf-token".into()),
+            fingerprint: [0; 32],
+        };
+        let index = PodIndex::new();
+        let leaf = Leaf::new(&config, &index, None).unwrap();
+        let req = Request::post("/upgrade?x=1")
+            .header(header::HOST, "gateway.example")
+            .header(header::AUTHORIZATION, "Bearer callers-token")
+            .header(header::CONNECTION, "Upgrade")
+            .header(header::UPGRADE, "x-test")
+            .body(Empty::<Bytes>::new())
+            .unwrap();
+        let mut res = leaf.send(req).await.unwrap();
+        assert_eq!(res.status(), 101);
+        let head = heads.recv().await.unwrap().to_ascii_lowercase();
+        assert!(
+            head.starts_with("post /prefix/upgrade?x=1 http/1.1\r\n"),
+            "{head}"
+        );
+        assert!(
+            head.contains("authorization: bearer leaf-token\r\n"),
+            "{head}"
+        );
+        assert!(!head.contains("callers-token"), "{head}");
+        assert!(head.contains(&format!("host: {addr}\r\n")), "{head}");
+
+        let mut io = TokioIo::new(hyper::upgrade::on(&mut res).await.unwrap());
+        io.write_all(b"ping").await.unwrap();
+        let mut back = [0u8; 4];
+        io.read_exact(&mut back).await.unwrap();
+        assert_eq!(&back, b"ping");
     }
 }

@@ -14,6 +14,6 @@ pub mod leaf_tls;
 pub mod logs;
 pub mod run;
 
-pub use index::{Held, LeafSlot, PodIndex, WatchState};
+pub use index::{Held, LeafName, LeafSlot, PodIndex, WatchState};
 pub use leaf::{Leaf, LeafError};
 pub use leaf_auth::TokenError;

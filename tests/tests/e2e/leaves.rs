@@ -132,7 +132,7 @@ async fn client_certificate_leaf_watches_and_forwards_without_the_callers_creden
 
     let held = holders(&gw, "apps", "web-0");
     assert_eq!(held.len(), 1);
-    assert_eq!(&*held[0].leaf, "leaf-1");
+    assert_eq!(held[0].leaf(), "leaf-1");
     assert_eq!(held[0].labels()["app"], "web");
     assert_eq!(
         held[0].containers().collect::<Vec<_>>(),
@@ -447,7 +447,7 @@ async fn two_leaves_holding_the_same_pod_are_both_reported() {
     .await;
     let mut held: Vec<(String, String)> = holders(&gw, "shared", "db-0")
         .iter()
-        .map(|h| (h.leaf.to_string(), h.labels()["leaf"].clone()))
+        .map(|h| (h.leaf().to_string(), h.labels()["leaf"].clone()))
         .collect();
     held.sort();
     assert_eq!(
