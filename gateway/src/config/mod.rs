@@ -8,6 +8,7 @@
 pub mod cidr;
 mod error;
 mod kubeconfig;
+mod kubernetes;
 mod model;
 mod pem;
 pub mod plugins;
@@ -19,6 +20,9 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 pub use error::{ConfigError, ConfigErrors};
+pub use kubernetes::{
+    ElectionTimings, KubernetesConfig, NodeAddressType, Taint, VirtualNodeConfig, VirtualNodeKind,
+};
 pub use model::*;
 pub use raw::{ListenerKind, UpstreamProtocol};
 pub use units::{ByteRate, ByteSize, HumanDuration, RateLimit};

@@ -28,6 +28,9 @@ pub struct Config {
     pub tenants: Vec<TenantConfig>,
     pub leaves: Vec<LeafConfig>,
     pub routes: Vec<RouteConfig>,
+    /// `[kubernetes]`: the root cluster virtual nodes are published in.
+    pub kubernetes: Option<super::kubernetes::KubernetesConfig>,
+    pub virtual_nodes: Vec<super::kubernetes::VirtualNodeConfig>,
     /// Every file the config names (certificates, keys, kubeconfigs): reload watches them.
     pub files: BTreeSet<PathBuf>,
 }

@@ -115,7 +115,7 @@ impl Validator<'_, '_> {
 
         let mut tenant_names = Names::default();
         let mut slots = plugins::Slots::default();
-        let tenants = raw
+        let tenants: Vec<TenantConfig> = raw
             .tenants
             .iter()
             .enumerate()
@@ -155,7 +155,7 @@ impl Validator<'_, '_> {
             .collect();
 
         let mut leaf_names = Names::default();
-        let leaves = raw
+        let leaves: Vec<LeafConfig> = raw
             .leaves
             .iter()
             .enumerate()
@@ -200,8 +200,31 @@ impl Validator<'_, '_> {
             routes.push(route);
         }
 
+        let kubernetes = raw
+            .kubernetes
+            .as_ref()
+            .and_then(|k| self.kubernetes(k, &listeners));
+        let virtual_nodes = raw
+            .virtual_nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| {
+                let key = format!("virtual_node[{i}]");
+                if raw.kubernetes.is_none() {
+                    self.report.error(
+                        v.span(),
+                        key.clone(),
+                        "a virtual node needs [kubernetes] (the root cluster to publish it in)",
+                    );
+                }
+                self.virtual_node(v.get_ref(), &key, &leaves, &tenants)
+            })
+            .collect();
+
         Config {
             path: path.to_path_buf(),
+            kubernetes,
+            virtual_nodes,
             admin,
             timeouts,
             listeners,
