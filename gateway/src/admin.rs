@@ -238,5 +238,6 @@ pub fn status(gateway: &dyn Control) -> Value {
         "tenants": tenants,
         "leaves": leaves,
         "last_reload": last_reload,
+        "kubernetes": gateway.root_status(),
     })
 }

@@ -45,4 +45,9 @@ pub trait Control: Send + Sync + 'static {
     fn is_draining(&self) -> bool;
     /// Reloads the config; the new generation, or the errors that kept the old one.
     fn reload(&self) -> ReloadFuture<'_>;
+    /// The root cluster's part of `/status` (leader, virtual nodes); `None` without
+    /// `[kubernetes]`.
+    fn root_status(&self) -> Option<serde_json::Value> {
+        None
+    }
 }

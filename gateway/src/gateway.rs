@@ -70,6 +70,8 @@ pub struct Gateway {
     last_reload: Mutex<Option<ReloadRecord>>,
     /// The serving threads; dropping the gateway ends them.
     workers: Workers,
+    /// The root cluster's election and virtual-node writer, with `[kubernetes]`.
+    root: std::sync::OnceLock<Arc<crate::kube::root::RootState>>,
 }
 
 impl Gateway {
@@ -121,6 +123,7 @@ impl Gateway {
             reloading: tokio::sync::Mutex::new(()),
             last_reload: Mutex::new(None),
             workers,
+            root: std::sync::OnceLock::new(),
         });
         let snapshot = gateway.shared.snapshot.load_full();
         let mut started = Vec::new();
@@ -137,6 +140,9 @@ impl Gateway {
                 gateway.clone(),
                 gateway.admin_stop.clone(),
             ));
+        }
+        if let Some(root) = crate::kube::root::spawn(gateway.clone(), gateway.stop.clone()) {
+            let _ = gateway.root.set(root);
         }
         if let Err(e) = watch::spawn(gateway.clone(), gateway.stop.clone()) {
             warn!(error = %e, "cannot watch the config files; reload with SIGHUP or POST /reload");
@@ -401,6 +407,10 @@ impl Control for Gateway {
 
     fn reload(&self) -> ReloadFuture<'_> {
         Box::pin(async move { Gateway::reload(self).await.map_err(|e| e.to_string()) })
+    }
+
+    fn root_status(&self) -> Option<serde_json::Value> {
+        self.root.get().map(|r| r.status())
     }
 }
 

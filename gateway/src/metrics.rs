@@ -112,6 +112,18 @@ pub struct Metrics {
     pub leaves: LeafMetrics,
     pub node_api_requests: Family<NodeApiLabels, Counter>,
     pub log_lines: Family<LogLineLabels, Counter>,
+    /// 1 while this replica holds the leader Lease and writes virtual nodes.
+    pub leader: Gauge,
+    /// Writes to the root cluster for virtual nodes, by kind and outcome.
+    pub root_writes: Family<RootWriteLabels, Counter>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RootWriteLabels {
+    /// `node`, `node_status`, `node_lease`.
+    pub kind: &'static str,
+    /// `ok`, `conflict`, `error`.
+    pub outcome: &'static str,
 }
 
 fn latency_histogram() -> Histogram {
@@ -147,9 +159,21 @@ impl Metrics {
             leaves: LeafMetrics::default(),
             node_api_requests: Family::default(),
             log_lines: Family::default(),
+            leader: Gauge::default(),
+            root_writes: Family::default(),
             registry: Registry::with_prefix("leafgate"),
         };
         let registry = &mut m.registry;
+        registry.register(
+            "leader",
+            "1 while this replica holds the leader Lease (it alone writes virtual nodes)",
+            m.leader.clone(),
+        );
+        registry.register(
+            "root_writes",
+            "Writes to the root cluster for virtual nodes, by kind and outcome",
+            m.root_writes.clone(),
+        );
         registry.register(
             "requests",
             "HTTP requests answered, by listener, route and status",

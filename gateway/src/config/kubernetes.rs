@@ -198,7 +198,9 @@ impl Taint {
     /// `key=value:Effect` or `key:Effect`, as `kubectl taint` writes them.
     pub fn parse(text: &str) -> Result<Taint, String> {
         let bad = || {
-            format!("`{text}` is not a taint: write `key=value:Effect` or `key:Effect` with Effect NoSchedule, PreferNoSchedule or NoExecute")
+            format!(
+                "`{text}` is not a taint: write `key=value:Effect` or `key:Effect` with Effect NoSchedule, PreferNoSchedule or NoExecute"
+            )
         };
         let (kv, effect) = text.rsplit_once(':').ok_or_else(bad)?;
         if !matches!(effect, "NoSchedule" | "PreferNoSchedule" | "NoExecute") {
@@ -397,9 +399,7 @@ impl Validator<'_, '_> {
             leaf: leaf.clone(),
             mode,
             tenant: raw.tenant.as_ref().map(|t| t.get_ref().clone()),
-            not_ready_after: raw
-                .not_ready_after
-                .map_or(Duration::from_secs(40), |d| d.0),
+            not_ready_after: raw.not_ready_after.map_or(Duration::from_secs(40), |d| d.0),
         })
     }
 
@@ -469,7 +469,10 @@ mod tests {
         let e = errors(&format!(
             "{BASE}[kubernetes]\nkubeconfig = \"/nonexistent-root\"\ngateway_address = {{ env = \"LEAFGATE_TEST_UNSET_VAR\" }}\nnode_api_listener = \"kubelet\"\npreferred_address_types = [\"InternalIP\", \"Bogus\"]\n"
         ));
-        assert!(e.contains("t.toml:8:14: kubernetes.kubeconfig: cannot read"), "{e}");
+        assert!(
+            e.contains("t.toml:8:14: kubernetes.kubeconfig: cannot read"),
+            "{e}"
+        );
         let e = errors(&format!(
             "{BASE}[kubernetes]\nkubeconfig = \"/proc/self/cmdline\"\ngateway_address = {{ env = \"LEAFGATE_TEST_UNSET_VAR\" }}\nnode_api_listener = \"nope\"\n"
         ));
@@ -477,8 +480,14 @@ mod tests {
         let e = errors(&format!(
             "{BASE}[[virtual_node]]\nleaf = \"leaf-2\"\nmode = \"own\"\ntaints = [\"x\"]\n"
         ));
-        assert!(e.contains("virtual_node[0]: `mode = \"own\"` needs `name`"), "{e}");
-        assert!(e.contains("t.toml:8:8: virtual_node[0].leaf: no [[leaf]]"), "{e}");
+        assert!(
+            e.contains("virtual_node[0]: `mode = \"own\"` needs `name`"),
+            "{e}"
+        );
+        assert!(
+            e.contains("t.toml:8:8: virtual_node[0].leaf: no [[leaf]]"),
+            "{e}"
+        );
         assert!(e.contains("needs [kubernetes]"), "{e}");
         let e = errors(&format!(
             "{BASE}[[virtual_node]]\nleaf = \"leaf-1\"\nmode = \"sideways\"\n"

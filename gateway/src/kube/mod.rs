@@ -5,14 +5,19 @@
 //!   and raw upstream.
 //! - `index`: the pod index, fed by one reflector per leaf.
 //! - `kubelet`, `logs`: the node API's routes and the log filter stream.
+//! - `root` (+ `election`, `vnode`): the root cluster, the elected writer and the virtual
+//!   nodes it publishes there.
 
+pub mod election;
 pub mod index;
 pub mod kubelet;
 pub mod leaf;
 mod leaf_auth;
 pub mod leaf_tls;
 pub mod logs;
+pub mod root;
 pub mod run;
+pub mod vnode;
 
 pub use index::{Held, LeafName, LeafSlot, PodIndex, WatchState};
 pub use leaf::{Leaf, LeafError};

@@ -305,6 +305,12 @@ impl TenantPlugins {
             .unwrap_or(PodRoute::Default))
     }
 
+    /// Whether the tenant configured an `address_rewriter` (else virtual nodes use the
+    /// built-in preferred-address rule).
+    pub fn has_address_rewriter(&self) -> bool {
+        self.address_rewriter.is_some()
+    }
+
     /// The `status.addresses` a virtual node publishes: the request's own addresses when
     /// no plugin is configured or it failed under `on_error = "default"`.
     pub async fn rewrite_addresses(
