@@ -39,6 +39,8 @@ pub struct Leadership {
     pub holder: Option<String>,
     /// The lease's `leaseTransitions` when last read: one more per change of leader.
     pub term: i32,
+    /// The last failed call to the API server, until a call succeeds.
+    pub error: Option<String>,
 }
 
 pub struct Elector {
@@ -105,6 +107,8 @@ impl Elector {
                     self.publish(false);
                 }
                 Ok(Err(e)) => {
+                    let error = e.to_string();
+                    self.state.send_modify(|s| s.error = Some(error));
                     warn!(identity = %self.identity, error = %e, "leader election: the API server did not answer");
                 }
                 Err(_) => {}
@@ -226,6 +230,7 @@ impl Elector {
                 leading,
                 holder,
                 term,
+                error: None,
             };
             let changed = *s != next;
             *s = next;

@@ -99,6 +99,7 @@ impl RootState {
             "leading": l.leading,
             "leader": l.holder,
             "term": l.term,
+            "election_error": l.error,
             "connect_error": *lock(&self.connect_error),
             "virtual_nodes": nodes,
         })
@@ -230,6 +231,8 @@ struct NodeMemory {
     lease_renewed: Option<Instant>,
     facts: Option<(LeafFacts, Instant)>,
     unsynced_since: Option<Instant>,
+    /// The last time the leaf answered a call of ours (its nodes and version).
+    leaf_answered: Option<Instant>,
     /// The last list the rewriter (or the rule) gave: kept when the plugin fails.
     addresses: Option<Vec<Value>>,
     /// After a failure, nothing is tried before this.
@@ -403,20 +406,7 @@ impl Writer {
         let nodes: Api<Node> = Api::all(self.client.clone());
         let port = self.port()?;
 
-        // Ready: the leaf's pod index in sync, or out of sync for less than not_ready_after.
         let leaf = snapshot.leaves.get(&vn.leaf);
-        let watch = leaf.map(|l| l.watch_state()).unwrap_or_default();
-        if watch.synced {
-            memory.unsynced_since = None;
-        } else if memory.unsynced_since.is_none() {
-            memory.unsynced_since = Some(Instant::now());
-        }
-        let readiness = vnode::readiness(
-            memory.unsynced_since.map(|t| t.elapsed()),
-            vn.not_ready_after,
-            watch.last_error.as_ref().map(|(_, e)| e.as_str()),
-        );
-
         // Capacity and version: refreshed at the heartbeat's pace, kept when the leaf fails.
         let stale = memory
             .facts
@@ -432,6 +422,7 @@ impl Writer {
             let version = call("read the leaf's version", leaf.client().apiserver_version()).await;
             match (listed, version) {
                 (Ok(list), Ok(v)) => {
+                    memory.leaf_answered = Some(Instant::now());
                     memory.facts = Some((
                         LeafFacts::from_nodes(&list.items, v.git_version),
                         Instant::now(),
@@ -442,6 +433,24 @@ impl Writer {
                 }
             }
         }
+        // Ready: the leaf's pod index in sync or the leaf answering (a resumed watch
+        // with nothing to report stays unsynced), else unreachable for less than
+        // not_ready_after.
+        let watch = leaf.map(|l| l.watch_state()).unwrap_or_default();
+        let answered = memory
+            .leaf_answered
+            .is_some_and(|at| at.elapsed() < self.config.heartbeat * 2);
+        if watch.synced || answered {
+            memory.unsynced_since = None;
+        } else if memory.unsynced_since.is_none() {
+            memory.unsynced_since = Some(Instant::now());
+        }
+        let readiness = vnode::readiness(
+            memory.unsynced_since.map(|t| t.elapsed()),
+            vn.not_ready_after,
+            watch.last_error.as_ref().map(|(_, e)| e.as_str()),
+        );
+
         let facts = memory
             .facts
             .as_ref()

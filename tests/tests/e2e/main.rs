@@ -10,3 +10,4 @@ mod log_stream;
 mod node_api;
 mod proxy;
 mod reload;
+mod vnodes;
