@@ -328,11 +328,11 @@ impl Validator<'_, '_> {
         &mut self,
         raw: &RawVirtualNode,
         key: &str,
-        leaves: &[super::LeafConfig],
+        leaves: &[&str],
         tenants: &[super::TenantConfig],
     ) -> Option<VirtualNodeConfig> {
         let leaf = raw.leaf.get_ref();
-        if !leaves.iter().any(|l| &l.name == leaf) {
+        if !leaves.contains(&leaf.as_str()) {
             self.report.error(
                 raw.leaf.span(),
                 format!("{key}.leaf"),

@@ -204,6 +204,13 @@ impl Validator<'_, '_> {
             .kubernetes
             .as_ref()
             .and_then(|k| self.kubernetes(k, &listeners));
+        // Named leaves, valid or not: a leaf with a broken kubeconfig is reported there,
+        // not again at every virtual node of it.
+        let leaf_names: Vec<&str> = raw
+            .leaves
+            .iter()
+            .map(|l| l.name.get_ref().as_str())
+            .collect();
         let virtual_nodes = raw
             .virtual_nodes
             .iter()
@@ -217,7 +224,7 @@ impl Validator<'_, '_> {
                         "a virtual node needs [kubernetes] (the root cluster to publish it in)",
                     );
                 }
-                self.virtual_node(v.get_ref(), &key, &leaves, &tenants)
+                self.virtual_node(v.get_ref(), &key, &leaf_names, &tenants)
             })
             .collect();
 

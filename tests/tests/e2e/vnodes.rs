@@ -652,3 +652,98 @@ async fn kubectl_exec_reaches_the_leaf_through_the_node_leafgate_publishes() {
         "the exec reached the leaf with leafgate's identity"
     );
 }
+
+/// Runs `kubernetes-validate --strict` (installed by scripts/tools.sh) on `files`.
+fn kubernetes_validate(files: &[PathBuf]) -> std::process::Output {
+    let py = repo_root().join("target/tools/py");
+    let script = py.join("bin/kubernetes-validate");
+    assert!(
+        script.is_file(),
+        "{} is missing: run scripts/tools.sh",
+        script.display()
+    );
+    std::process::Command::new("python3")
+        .arg(script)
+        .args(["--strict", "--kubernetes-version", "1.33"])
+        .args(files)
+        .env("PYTHONPATH", &py)
+        .output()
+        .expect("python3 runs")
+}
+
+/// The `leafgate.toml` inside deploy/'s ConfigMap, read with PyYAML (a kubernetes-validate
+/// dependency) so no YAML crate is needed.
+fn configmap_toml(path: &Path) -> String {
+    let py = repo_root().join("target/tools/py");
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sys, yaml; sys.stdout.write(yaml.safe_load(open(sys.argv[1]))['data']['leafgate.toml'])",
+        ])
+        .arg(path)
+        .env("PYTHONPATH", &py)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn deploy_manifests_validate_against_the_kubernetes_schemas() {
+    let dir = repo_root().join("deploy/kubernetes");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for wanted in [
+        "deployment.yaml",
+        "rbac.yaml",
+        "services.yaml",
+        "pdb.yaml",
+        "configmap.yaml",
+    ] {
+        assert!(names.iter().any(|n| n == wanted), "{wanted} in {names:?}");
+    }
+    let out = kubernetes_validate(&files);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // The validator does reject: a misspelt field in a copy of the Deployment.
+    let tmp = tempfile::tempdir().unwrap();
+    let broken = tmp.path().join("deployment.yaml");
+    let text = std::fs::read_to_string(dir.join("deployment.yaml")).unwrap();
+    assert!(text.contains("  replicas: 2\n"), "two replicas");
+    std::fs::write(&broken, text.replace("  replicas: 2\n", "  replica: 2\n")).unwrap();
+    assert!(!kubernetes_validate(&[broken]).status.success());
+
+    // The ConfigMap's leafgate.toml has every key right: the only complaints are about
+    // what exists in the pod alone (mounted files, downward-API variables, the service
+    // account).
+    let toml = configmap_toml(&dir.join("configmap.yaml"));
+    let errors = leafgate::config::Config::parse(Path::new("/etc/leafgate/leafgate.toml"), &toml)
+        .expect_err("the pod's files are not here")
+        .0;
+    for e in &errors {
+        let m = &e.message;
+        assert!(
+            m.contains("cannot read")
+                || m.contains("environment variable")
+                || m.contains("KUBERNETES_SERVICE_HOST"),
+            "{e}"
+        );
+    }
+}
