@@ -493,5 +493,13 @@ mod tests {
             "{BASE}[[virtual_node]]\nleaf = \"leaf-1\"\nmode = \"sideways\"\n"
         ));
         assert!(e.contains("t.toml:9:8: virtual_node[0].mode"), "{e}");
+        let twice = "[[virtual_node]]\nname = \"vn\"\nleaf = \"leaf-1\"\nmode = \"own\"\n";
+        let e = errors(&format!("{BASE}{twice}{twice}"));
+        assert!(
+            e.contains(
+                "t.toml:12:8: virtual_node[1].name: duplicate virtual node name `vn` (first at 8:8)"
+            ),
+            "{e}"
+        );
     }
 }

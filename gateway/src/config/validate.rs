@@ -211,12 +211,16 @@ impl Validator<'_, '_> {
             .iter()
             .map(|l| l.name.get_ref().as_str())
             .collect();
+        let mut node_names = Names::default();
         let virtual_nodes = raw
             .virtual_nodes
             .iter()
             .enumerate()
             .filter_map(|(i, v)| {
                 let key = format!("virtual_node[{i}]");
+                if let Some(name) = &v.get_ref().name {
+                    node_names.insert(self.report, name, &format!("{key}.name"), "virtual node");
+                }
                 if raw.kubernetes.is_none() {
                     self.report.error(
                         v.span(),

@@ -747,3 +747,49 @@ fn deploy_manifests_validate_against_the_kubernetes_schemas() {
         );
     }
 }
+
+/// Another holder in the Lease (a replica that took it while this one was cut off): the
+/// leader steps down at its next try and writes nothing more.
+#[tokio::test]
+async fn a_leader_that_loses_the_lease_stops_writing_at_once() {
+    let root = root_sim(KubeSim::builder()).await;
+    let leaf = KubeSim::builder().start().await.unwrap();
+    let gw = TestGateway::start_in(
+        gateway_dir(&root, &leaf, "replica-a"),
+        &config("replica-a", "", "", OWN),
+    )
+    .await;
+    eventually("replica-a writes", Duration::from_secs(10), || {
+        !node_writes(&root).is_empty()
+    })
+    .await;
+    let mut lease = leader_lease(&root).unwrap();
+    lease["spec"]["holderIdentity"] = json!("intruder");
+    lease["spec"]["leaseDurationSeconds"] = json!(3600);
+    lease["spec"]["renewTime"] = json!(kubesim::store::now_rfc3339());
+    root.replace(lease).unwrap();
+    let mut stepped_down = false;
+    for _ in 0..40 {
+        if status(&gw).await["kubernetes"]["leading"] == false {
+            stepped_down = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        stepped_down,
+        "replica-a still leads 2 s after losing the lease"
+    );
+    let writes = node_writes(&root).len();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        node_writes(&root).len(),
+        writes,
+        "writes after stepping down"
+    );
+    assert_eq!(holder(&root).as_deref(), Some("intruder"));
+    let metrics = leafgate_tests::client::get(gw.admin(), "admin", "/metrics")
+        .await
+        .text();
+    assert!(metrics.contains("leafgate_leader 0"), "{metrics}");
+}
