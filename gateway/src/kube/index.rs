@@ -480,20 +480,25 @@ fn key_of(pod: &Pod) -> String {
     )
 }
 
-/// Calls `f` with `"{ns}/{name}"`, built on the stack when it fits (namespaces are at most
-/// 63 bytes and pod names 253), so a lookup does not allocate.
+thread_local! {
+    /// The lookup key buffer: reused, so a lookup neither allocates nor clears a big one.
+    static KEY: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// Calls `f` with `"{ns}/{name}"`, built in a per-thread buffer so a lookup does not
+/// allocate (once the buffer has grown to the longest key).
 fn with_key<R>(ns: &str, name: &str, f: impl FnOnce(&str) -> R) -> R {
-    let mut buf = [0u8; 320];
-    let len = ns.len() + 1 + name.len();
-    if len <= buf.len() {
-        buf[..ns.len()].copy_from_slice(ns.as_bytes());
-        buf[ns.len()] = b'/';
-        buf[ns.len() + 1..len].copy_from_slice(name.as_bytes());
-        if let Ok(key) = std::str::from_utf8(&buf[..len]) {
-            return f(key);
+    KEY.with(|buf| match buf.try_borrow_mut() {
+        Ok(mut key) => {
+            key.clear();
+            key.push_str(ns);
+            key.push('/');
+            key.push_str(name);
+            f(&key)
         }
-    }
-    f(&format!("{ns}/{name}"))
+        // Only when `f` itself looks a key up: then a fresh string.
+        Err(_) => f(&format!("{ns}/{name}")),
+    })
 }
 
 #[cfg(test)]
@@ -554,11 +559,13 @@ mod tests {
     }
 
     #[test]
-    fn long_keys_do_not_fit_the_stack_buffer_but_still_match() {
+    fn long_keys_and_nested_lookups_still_match() {
         let index = PodIndex::new();
         let a = index.slot("a", None);
         let long = "x".repeat(300);
         a.apply(pod("ns", &long, "1"));
         assert_eq!(index.holders("ns", &long).len(), 1);
+        let nested = with_key("a", "b", |k| with_key("c", "d", |j| format!("{k} {j}")));
+        assert_eq!(nested, "a/b c/d");
     }
 }
