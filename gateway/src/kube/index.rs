@@ -342,9 +342,11 @@ pub struct LeafPods {
 
 impl LeafPods {
     /// Starts the reflector of `client`'s pods (every namespace) on `runtime`.
+    /// `watch_started` changes whenever the server accepts one of the client's watches.
     pub fn start(
         client: kube::Client,
         slot: Arc<LeafSlot>,
+        watch_started: tokio::sync::watch::Receiver<u64>,
         runtime: &tokio::runtime::Handle,
     ) -> LeafPods {
         let (store, writer) = reflector::store::<Pod>();
@@ -359,7 +361,13 @@ impl LeafPods {
             })
             .default_backoff()
             .reflect(writer);
-        let task = runtime.spawn(run(stream, store.clone(), slot, state.clone()));
+        let task = runtime.spawn(run(
+            stream,
+            store.clone(),
+            slot,
+            state.clone(),
+            watch_started,
+        ));
         LeafPods {
             store,
             state,
@@ -391,6 +399,7 @@ async fn run(
     store: Store<Pod>,
     slot: Arc<LeafSlot>,
     state: Arc<Mutex<WatchState>>,
+    mut watch_started: tokio::sync::watch::Receiver<u64>,
 ) {
     let labels = LeafLabels {
         leaf: slot.name.to_string(),
@@ -405,28 +414,38 @@ async fn run(
     // watch is back in sync after a failure.
     let mut listed = false;
     futures_util::pin_mut!(stream);
-    while let Some(event) = stream.next().await {
+    loop {
+        let event = tokio::select! {
+            event = stream.next() => match event {
+                Some(event) => Some(event),
+                None => break,
+            },
+            // A watch the server accepted: in sync again, if a list completed before (a
+            // resumed watch replays what it missed; a 410 would come next as an error).
+            Ok(()) = watch_started.changed() => None,
+        };
         let ok = match event {
+            None => None,
             // The reflector applied the event to the store before passing it on, so the
             // store's `Arc` is there to share.
-            Ok(Event::Apply(pod)) => {
+            Some(Ok(Event::Apply(pod))) => {
                 if let Some(held) = store.get(&ObjectRef::from_obj(&pod)) {
                     slot.apply(held);
                 }
                 None
             }
-            Ok(Event::Delete(pod)) => {
+            Some(Ok(Event::Delete(pod))) => {
                 slot.delete(&pod.namespace().unwrap_or_default(), &pod.name_any());
                 None
             }
-            Ok(Event::Init | Event::InitApply(_)) => None,
-            Ok(Event::InitDone) => {
+            Some(Ok(Event::Init | Event::InitApply(_))) => None,
+            Some(Ok(Event::InitDone)) => {
                 listed = true;
                 slot.replace(store.state());
                 info!(leaf = %slot.name, pods = store.len(), "leaf pods listed");
                 Some(true)
             }
-            Err(e) => {
+            Some(Err(e)) => {
                 let reason = causes(&e);
                 warn!(leaf = %slot.name, error = %reason, "leaf pod watch failed; retrying after backoff");
                 let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);

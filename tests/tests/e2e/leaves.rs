@@ -394,6 +394,20 @@ async fn the_index_resyncs_after_the_simulator_restarts() {
     wait_synced(&gw, "leaf-1").await;
     let limit = Duration::from_secs(15);
 
+    // A quiet restart: nothing changed, so the resumed watch yields no event; the leaf must
+    // still be seen failing, then synced again once the server accepts the watch.
+    sim.stop().await;
+    let started = Instant::now();
+    while status_leaf(&gw, "leaf-1").await["synced"] == true {
+        assert!(
+            started.elapsed() < limit,
+            "the broken watch was not noticed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    sim.restart().await.unwrap();
+    wait_synced(&gw, "leaf-1").await;
+
     // Changes while the server is down reach the index once it is back: the watch
     // resumes from its resourceVersion and replays them.
     sim.stop().await;
