@@ -33,8 +33,9 @@ use crate::config::{LeafAuth, LeafConfig};
 use crate::metrics::LeafMetrics;
 use crate::workers;
 
-use super::index::{LeafPods, PodIndex, WatchState, causes};
+use super::index::PodIndex;
 use super::leaf_auth::{Credentials, TokenError};
+use super::leaf_pods::{LeafPods, WatchState, causes};
 use super::leaf_tls::{self, LeafConnector};
 
 /// Errors from the leaf's transport and middleware, boxed as hyper and tower expect.
