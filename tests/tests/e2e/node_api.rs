@@ -552,10 +552,10 @@ async fn the_tenant_s_bandwidth_limit_holds_on_an_exec_stream() {
     let started = Instant::now();
     let mut stdout = 0;
     while let Ok(Some(message)) = tokio::time::timeout(Duration::from_secs(20), ws.next()).await {
-        if let Ok(Message::Binary(data)) = message {
-            if data.first() == Some(&1) {
-                stdout += data.len() - 1;
-            }
+        if let Ok(Message::Binary(data)) = message
+            && data.first() == Some(&1)
+        {
+            stdout += data.len() - 1;
         }
     }
     let took = started.elapsed();
@@ -593,10 +593,10 @@ async fn a_client_gone_mid_exec_ends_the_leaf_s_exec_within_a_second() {
             .expect("the pid within 5 s")
             .unwrap()
             .unwrap();
-        if let Message::Binary(data) = message {
-            if data.first() == Some(&1) {
-                out.push_str(&String::from_utf8_lossy(&data[1..]));
-            }
+        if let Message::Binary(data) = message
+            && data.first() == Some(&1)
+        {
+            out.push_str(&String::from_utf8_lossy(&data[1..]));
         }
     }
     let pid: u32 = out.trim().parse().unwrap();

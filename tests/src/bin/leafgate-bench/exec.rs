@@ -6,7 +6,8 @@
 //! SIZE_MIB MiB /dev/zero` read as stdout, three times each way, the best kept. Latency:
 //! ROUNDS execs of `true` each way, one after another, whole call timed (connect, TLS,
 //! upgrade, streams, exit status): leafgate's share of an exec's first byte is the
-//! difference. Prints one JSON object.
+//! difference. Also an exec under a tenant limit of 1 MiB/s (8 MiB of stdout), as the client
+//! measures it. Prints one JSON object.
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -20,12 +21,14 @@ use serde_json::json;
 
 pub async fn run(leafgate: &str, size_mib: u64, rounds: usize) {
     let sim = KubeSim::builder().start().await.unwrap();
-    sim.create(json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "p", "namespace": "bench"},
-        "spec": {"nodeName": "n", "containers": [{"name": "main", "image": "busybox"}]}
-    }))
-    .unwrap();
+    for ns in ["bench", "bench-limited"] {
+        sim.create(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": ns},
+            "spec": {"nodeName": "n", "containers": [{"name": "main", "image": "busybox"}]}
+        }))
+        .unwrap();
+    }
     let dir = tempfile::tempdir().unwrap();
     sim.kubeconfig(
         &Credential::ClientCert("leafgate".into()),
@@ -55,6 +58,10 @@ kubeconfig = "leaf.kubeconfig"
 [[tenant]]
 name = "bench"
 namespaces = ["bench"]
+[[tenant]]
+name = "limited"
+namespaces = ["bench-limited"]
+bandwidth = {{ per_connection = "1MiB/s" }}
 "#
         ),
     )
@@ -130,6 +137,19 @@ namespaces = ["bench"]
             |p: f64| took[((took.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1000.0;
         (pct(0.5), pct(0.99))
     };
+    // The tenant limit, measured as the client sees it: 8 MiB of stdout at 1 MiB/s.
+    let limited_mib_s = {
+        let path = format!(
+            "/exec/bench-limited/p/main?output=1&command=head&command=-c&command={}&command=/dev/zero",
+            8 << 20
+        );
+        let started = Instant::now();
+        let out = spdy_exec(via("").0, Arc::clone(&via_tls), &path, &[], b"")
+            .await
+            .unwrap();
+        assert_eq!(out.stdout.len(), 8 << 20, "{:?}", out.refused);
+        8.0 / started.elapsed().as_secs_f64()
+    };
     let (direct_p50, direct_p99) = latency(direct("command=true")).await;
     let (via_p50, via_p99) = latency(via("command=true")).await;
     println!(
@@ -139,6 +159,7 @@ namespaces = ["bench"]
             "direct_mib_s": round(direct_mib_s),
             "via_leafgate_mib_s": round(via_mib_s),
             "ratio": round(via_mib_s / direct_mib_s),
+            "limited_1mib_s_tenant_mib_s": (limited_mib_s * 1000.0).round() / 1000.0,
             "rounds": rounds,
             "direct_ms": {"p50": round(direct_p50), "p99": round(direct_p99)},
             "via_leafgate_ms": {"p50": round(via_p50), "p99": round(via_p99)},
