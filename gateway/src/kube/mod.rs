@@ -3,17 +3,20 @@
 //!
 //! - `leaf` (+ `leaf_tls`, `leaf_auth`): one leaf cluster's TLS, credentials, `kube::Client`
 //!   and raw upstream.
-//! - `index`: the pod index, fed by one reflector per leaf.
+//! - `index`: the pod index (which leaves hold `ns/name`); `leaf_pods`: the reflector per
+//!   leaf that feeds it.
 //! - `kubelet`, `logs`: the node API's routes and the log filter stream.
 
 pub mod index;
 pub mod kubelet;
 pub mod leaf;
 mod leaf_auth;
+pub mod leaf_pods;
 pub mod leaf_tls;
 pub mod logs;
 pub mod run;
 
-pub use index::{Held, LeafName, LeafSlot, PodIndex, WatchState};
+pub use index::{Held, LeafName, LeafSlot, PodIndex};
 pub use leaf::{Leaf, LeafError};
 pub use leaf_auth::TokenError;
+pub use leaf_pods::{LeafPods, WatchState};
