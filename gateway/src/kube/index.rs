@@ -10,21 +10,16 @@
 //!
 //! The map outlives snapshots: a reload hands it on, and a leaf whose config is unchanged
 //! keeps its reflector. A leaf's [`LeafSlot`] removes its pods from the map when the last
-//! handle to it goes. This module does not route requests or talk HTTP; `leaf` dials.
+//! handle to it goes. This module holds the map only: `leaf_pods` runs the reflectors that
+//! fill it, `leaf` dials; nothing here routes requests or talks HTTP.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
-use std::time::SystemTime;
 
-use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, ResourceExt};
-use kube::runtime::WatchStreamExt;
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::watcher::{self, Event};
-use tracing::{info, warn};
+use kube::api::ResourceExt;
 
 use crate::metrics::{LeafLabels, LeafMetrics};
 
@@ -241,6 +236,10 @@ impl LeafSlot {
         &self.name
     }
 
+    pub(super) fn metrics(&self) -> Option<&LeafMetrics> {
+        self.metrics.as_ref()
+    }
+
     fn held(&self, pod: Arc<Pod>) -> Held {
         Held {
             leaf: LeafName(self.tag.clone()),
@@ -319,160 +318,7 @@ impl Drop for LeafSlot {
     }
 }
 
-/// A leaf's watch, as `/status` shows it.
-#[derive(Debug, Clone, Default)]
-pub struct WatchState {
-    /// A full list has been received and no error came after the last good event.
-    pub synced: bool,
-    /// Pods in the leaf's store.
-    pub pods: usize,
-    /// Times the watch failed and was started again (after its backoff).
-    pub restarts: u64,
-    /// The last failure, with its causes (a TLS reason, a status code), and when.
-    pub last_error: Option<(SystemTime, String)>,
-}
-
-/// A leaf's reflector: its store and its watch task. Dropping it stops the watch; the
-/// leaf's pods leave the index when the task has ended too.
-pub struct LeafPods {
-    store: Store<Pod>,
-    state: Arc<Mutex<WatchState>>,
-    task: tokio::task::AbortHandle,
-}
-
-impl LeafPods {
-    /// Starts the reflector of `client`'s pods (every namespace) on `runtime`.
-    pub fn start(
-        client: kube::Client,
-        slot: Arc<LeafSlot>,
-        runtime: &tokio::runtime::Handle,
-    ) -> LeafPods {
-        let (store, writer) = reflector::store::<Pod>();
-        let state = Arc::new(Mutex::new(WatchState::default()));
-        let api: Api<Pod> = Api::all(client);
-        let stream = watcher::watcher(api, watcher::Config::default())
-            // The index serves lookups and listings, not server-side apply: drop the bulk.
-            .modify(|pod| {
-                pod.managed_fields_mut().clear();
-                pod.annotations_mut()
-                    .remove("kubectl.kubernetes.io/last-applied-configuration");
-            })
-            .default_backoff()
-            .reflect(writer);
-        let task = runtime.spawn(run(stream, store.clone(), slot, state.clone()));
-        LeafPods {
-            store,
-            state,
-            task: task.abort_handle(),
-        }
-    }
-
-    pub fn state(&self) -> WatchState {
-        self.state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    /// Every pod the leaf holds now.
-    pub fn list(&self) -> Vec<Arc<Pod>> {
-        self.store.state()
-    }
-}
-
-impl Drop for LeafPods {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-async fn run(
-    stream: impl futures_util::Stream<Item = Result<Event<Pod>, watcher::Error>>,
-    store: Store<Pod>,
-    slot: Arc<LeafSlot>,
-    state: Arc<Mutex<WatchState>>,
-) {
-    let labels = LeafLabels {
-        leaf: slot.name.to_string(),
-    };
-    let metrics = slot.metrics.clone();
-    if let Some(m) = &metrics {
-        m.up.get_or_create(&labels).set(0);
-        let _ = m.pods.get_or_create(&labels);
-        let _ = m.watch_restarts.get_or_create(&labels);
-    }
-    // Whether a full list has ever completed: only then can a later event show the
-    // watch is back in sync after a failure.
-    let mut listed = false;
-    futures_util::pin_mut!(stream);
-    while let Some(event) = stream.next().await {
-        let ok = match event {
-            // The reflector applied the event to the store before passing it on, so the
-            // store's `Arc` is there to share.
-            Ok(Event::Apply(pod)) => {
-                if let Some(held) = store.get(&ObjectRef::from_obj(&pod)) {
-                    slot.apply(held);
-                }
-                None
-            }
-            Ok(Event::Delete(pod)) => {
-                slot.delete(&pod.namespace().unwrap_or_default(), &pod.name_any());
-                None
-            }
-            Ok(Event::Init | Event::InitApply(_)) => None,
-            Ok(Event::InitDone) => {
-                listed = true;
-                slot.replace(store.state());
-                info!(leaf = %slot.name, pods = store.len(), "leaf pods listed");
-                Some(true)
-            }
-            Err(e) => {
-                let reason = causes(&e);
-                warn!(leaf = %slot.name, error = %reason, "leaf pod watch failed; retrying after backoff");
-                let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
-                s.synced = false;
-                s.restarts += 1;
-                s.last_error = Some((SystemTime::now(), reason));
-                if let Some(m) = &metrics {
-                    m.watch_restarts.get_or_create(&labels).inc();
-                }
-                Some(false)
-            }
-        };
-        let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
-        match ok {
-            Some(true) => s.synced = true,
-            // Any event after a failure shows the watch is back (a watch resumed from its
-            // resourceVersion replays what it missed); before the first list completes
-            // there is nothing to be in sync with.
-            None if listed => s.synced = true,
-            _ => {}
-        }
-        s.pods = store.len();
-        if let Some(m) = &metrics {
-            m.up.get_or_create(&labels).set(i64::from(s.synced));
-            m.pods.get_or_create(&labels).set(s.pods as i64);
-        }
-    }
-}
-
-/// An error and its causes, each once: `list failed: client error (Connect): invalid peer
-/// certificate: UnknownIssuer`.
-pub fn causes(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let text = s.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = s.source();
-    }
-    out
-}
-
-fn key_of(pod: &Pod) -> String {
+pub(super) fn key_of(pod: &Pod) -> String {
     format!(
         "{}/{}",
         pod.metadata.namespace.as_deref().unwrap_or_default(),
@@ -480,20 +326,25 @@ fn key_of(pod: &Pod) -> String {
     )
 }
 
-/// Calls `f` with `"{ns}/{name}"`, built on the stack when it fits (namespaces are at most
-/// 63 bytes and pod names 253), so a lookup does not allocate.
+thread_local! {
+    /// The lookup key buffer: reused, so a lookup neither allocates nor clears a big one.
+    static KEY: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// Calls `f` with `"{ns}/{name}"`, built in a per-thread buffer so a lookup does not
+/// allocate (once the buffer has grown to the longest key).
 fn with_key<R>(ns: &str, name: &str, f: impl FnOnce(&str) -> R) -> R {
-    let mut buf = [0u8; 320];
-    let len = ns.len() + 1 + name.len();
-    if len <= buf.len() {
-        buf[..ns.len()].copy_from_slice(ns.as_bytes());
-        buf[ns.len()] = b'/';
-        buf[ns.len() + 1..len].copy_from_slice(name.as_bytes());
-        if let Ok(key) = std::str::from_utf8(&buf[..len]) {
-            return f(key);
+    KEY.with(|buf| match buf.try_borrow_mut() {
+        Ok(mut key) => {
+            key.clear();
+            key.push_str(ns);
+            key.push('/');
+            key.push_str(name);
+            f(&key)
         }
-    }
-    f(&format!("{ns}/{name}"))
+        // Only when `f` itself looks a key up: then a fresh string.
+        Err(_) => f(&format!("{ns}/{name}")),
+    })
 }
 
 #[cfg(test)]
@@ -554,11 +405,13 @@ mod tests {
     }
 
     #[test]
-    fn long_keys_do_not_fit_the_stack_buffer_but_still_match() {
+    fn long_keys_and_nested_lookups_still_match() {
         let index = PodIndex::new();
         let a = index.slot("a", None);
         let long = "x".repeat(300);
         a.apply(pod("ns", &long, "1"));
         assert_eq!(index.holders("ns", &long).len(), 1);
+        let nested = with_key("a", "b", |k| with_key("c", "d", |j| format!("{k} {j}")));
+        assert_eq!(nested, "a/b c/d");
     }
 }

@@ -33,8 +33,9 @@ use crate::config::{LeafAuth, LeafConfig};
 use crate::metrics::LeafMetrics;
 use crate::workers;
 
-use super::index::{LeafPods, PodIndex, WatchState, causes};
+use super::index::PodIndex;
 use super::leaf_auth::{Credentials, TokenError};
+use super::leaf_pods::{LeafPods, WatchState, causes};
 use super::leaf_tls::{self, LeafConnector};
 
 /// Errors from the leaf's transport and middleware, boxed as hyper and tower expect.
@@ -90,6 +91,9 @@ struct Transport {
     clients: Vec<Client<LeafConnector, LeafBody>>,
     /// The pooled client of the `kube::Client`, whose requests run on the control runtime.
     control: Client<LeafConnector, LeafBody>,
+    /// Counts watch requests the server accepted (200): a watch resumed after a failure
+    /// yields no event until something changes, so the reflector learns of it here.
+    watches: tokio::sync::watch::Sender<u64>,
 }
 
 impl Leaf {
@@ -148,6 +152,7 @@ impl Leaf {
             connector,
             clients,
             control,
+            watches: tokio::sync::watch::Sender::new(0),
         });
         // `kube::Client::new` spawns its buffer task: on the control runtime, like the
         // reflector, not on whichever serving thread first uses the leaf.
@@ -161,7 +166,12 @@ impl Leaf {
             )
         };
         let slot = index.slot(&name, metrics);
-        let pods = LeafPods::start(client.clone(), slot, &runtime);
+        let pods = LeafPods::start(
+            client.clone(),
+            slot,
+            transport.watches.subscribe(),
+            &runtime,
+        );
         Ok(Leaf {
             config: config.clone(),
             transport,
@@ -301,9 +311,17 @@ impl tower_service::Service<Request<kube::client::Body>> for KubeService {
 
     fn call(&mut self, req: Request<kube::client::Body>) -> Self::Future {
         let transport = self.transport.clone();
+        let watch = req
+            .uri()
+            .query()
+            .is_some_and(|q| q.split('&').any(|p| p == "watch=true" || p == "watch=1"));
         Box::pin(async move {
             let req = req.map(|b| b.map_err(BoxError::from).boxed_unsync());
-            transport.send(&transport.control, req).await
+            let res = transport.send(&transport.control, req).await?;
+            if watch && res.status() == http::StatusCode::OK {
+                transport.watches.send_modify(|n| *n += 1);
+            }
+            Ok(res)
         })
     }
 }

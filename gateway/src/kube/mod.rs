@@ -3,7 +3,8 @@
 //!
 //! - `leaf` (+ `leaf_tls`, `leaf_auth`): one leaf cluster's TLS, credentials, `kube::Client`
 //!   and raw upstream.
-//! - `index`: the pod index, fed by one reflector per leaf.
+//! - `index`: the pod index (which leaves hold `ns/name`); `leaf_pods`: the reflector per
+//!   leaf that feeds it.
 //! - `kubelet`, `logs`: the node API's routes and the log filter stream.
 //! - `root` (+ `election`, `vnode`): the root cluster, the elected writer and the virtual
 //!   nodes it publishes there.
@@ -13,12 +14,14 @@ pub mod index;
 pub mod kubelet;
 pub mod leaf;
 mod leaf_auth;
+pub mod leaf_pods;
 pub mod leaf_tls;
 pub mod logs;
 pub mod root;
 pub mod run;
 pub mod vnode;
 
-pub use index::{Held, LeafName, LeafSlot, PodIndex, WatchState};
+pub use index::{Held, LeafName, LeafSlot, PodIndex};
 pub use leaf::{Leaf, LeafError};
 pub use leaf_auth::TokenError;
+pub use leaf_pods::{LeafPods, WatchState};

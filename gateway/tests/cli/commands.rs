@@ -298,3 +298,36 @@ fn sigterm_turns_readyz_503_while_requests_are_still_served_then_exits() {
     );
     assert_eq!(status_of(web, "/"), None, "the listener is closed");
 }
+
+#[test]
+fn check_names_the_leaf_kubeconfig_problems_at_their_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let exec = "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:6443\nusers:\n- name: eks\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n      command: aws\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: eks\ncurrent-context: c\n";
+    std::fs::write(dir.path().join("exec.kubeconfig"), exec).unwrap();
+    let config = dir.path().join("leafgate.toml");
+    std::fs::write(
+        &config,
+        "[[leaf]]\nname = \"gone\"\nkubeconfig = \"missing.kubeconfig\"\n\
+         [[leaf]]\nname = \"ctx\"\nkubeconfig = \"exec.kubeconfig\"\ncontext = \"nope\"\n\
+         [[leaf]]\nname = \"exec\"\nkubeconfig = \"exec.kubeconfig\"\n",
+    )
+    .unwrap();
+    let out = leafgate()
+        .arg("check")
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for expected in [
+        ":3:14: leaf[0].kubeconfig: cannot read",
+        ":7:11: leaf[1].context: context `nope`",
+        ":10:14: leaf[2].kubeconfig: users[eks].user.exec: exec credential plugins are not supported",
+    ] {
+        assert!(
+            stderr.contains(expected),
+            "missing {expected:?} in:\n{stderr}"
+        );
+    }
+}

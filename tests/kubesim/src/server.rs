@@ -471,6 +471,8 @@ async fn accept_loop(
             _ = stopped.changed() => break,
             Some(_) = conns.join_next(), if !conns.is_empty() => continue,
         };
+        // Go's net package turns Nagle off on every TCP connection; kube-apiserver's do too.
+        let _ = tcp.set_nodelay(true);
         let acceptor = acceptor.clone();
         let shared = shared.clone();
         conns.spawn(async move {

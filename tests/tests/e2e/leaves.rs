@@ -394,6 +394,20 @@ async fn the_index_resyncs_after_the_simulator_restarts() {
     wait_synced(&gw, "leaf-1").await;
     let limit = Duration::from_secs(15);
 
+    // A quiet restart: nothing changed, so the resumed watch yields no event; the leaf must
+    // still be seen failing, then synced again once the server accepts the watch.
+    sim.stop().await;
+    let started = Instant::now();
+    while status_leaf(&gw, "leaf-1").await["synced"] == true {
+        assert!(
+            started.elapsed() < limit,
+            "the broken watch was not noticed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    sim.restart().await.unwrap();
+    wait_synced(&gw, "leaf-1").await;
+
     // Changes while the server is down reach the index once it is back: the watch
     // resumes from its resourceVersion and replays them.
     sim.stop().await;
@@ -461,4 +475,42 @@ async fn two_leaves_holding_the_same_pod_are_both_reported() {
     let snapshot = gw.gateway.snapshot();
     let total: usize = snapshot.leaves.values().map(|l| l.pods().len()).sum();
     assert_eq!(total, 2);
+}
+
+#[tokio::test]
+async fn a_changed_kubeconfig_rebuilds_the_leaf_and_a_removed_leaf_leaves_the_index() {
+    let sim = KubeSim::builder().token("t", "u").start().await.unwrap();
+    sim.create(pod("apps", "web-0", json!({}))).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("leaf.kubeconfig");
+    sim.kubeconfig(&Credential::Token("t".into()), &kubeconfig)
+        .unwrap();
+    let gw = gateway(dir, &[("leaf-1", "leaf.kubeconfig")]).await;
+    wait_synced(&gw, "leaf-1").await;
+    let first = gw.gateway.snapshot().leaves["leaf-1"].clone();
+
+    // Another credential: a new leaf (new TLS setup, new reflector); the old one's pods
+    // leave the index once it is gone, so the pod is held once, not twice.
+    sim.kubeconfig(&Credential::ClientCert("leafgate".into()), &kubeconfig)
+        .unwrap();
+    gw.gateway.reload().await.unwrap();
+    let second = gw.gateway.snapshot().leaves["leaf-1"].clone();
+    assert!(!Arc::ptr_eq(&first, &second));
+    assert_eq!(second.auth_kind(), "client-certificate");
+    drop((first, second));
+    wait_synced(&gw, "leaf-1").await;
+    within(Duration::from_secs(5), "one copy after the rebuild", || {
+        holders(&gw, "apps", "web-0").len() == 1
+    })
+    .await;
+
+    // The leaf removed from the config: its pods and its metric series go.
+    std::fs::write(&gw.config, "[admin]\nbind = \"127.0.0.1:0\"\n").unwrap();
+    gw.gateway.reload().await.unwrap();
+    within(Duration::from_secs(5), "pods gone with the leaf", || {
+        gw.gateway.snapshot().pods.is_empty()
+    })
+    .await;
+    let metrics = get(gw.admin(), "admin", "/metrics").await.text();
+    assert!(!metrics.contains("leaf=\"leaf-1\""), "{metrics}");
 }

@@ -100,6 +100,8 @@ async fn connect(
 ) -> Result<TlsStream<TcpStream>, ClientError> {
     let err = |source| ClientError::Connect { addr, source };
     let tcp = TcpStream::connect(addr).await.map_err(err)?;
+    // client-go is Go: its TCP connections have Nagle off.
+    let _ = tcp.set_nodelay(true);
     let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
     tokio_rustls::TlsConnector::from(tls)
         .connect(name, tcp)

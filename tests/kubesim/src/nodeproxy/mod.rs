@@ -125,6 +125,8 @@ impl KubeletClient {
             let tcp = TcpStream::connect((ep.host.as_str(), ep.port))
                 .await
                 .map_err(|e| format!("dial tcp {}: {e}", ep.host_port()))?;
+            // Go dials with TCP_NODELAY on, as every Go TCP connection.
+            let _ = tcp.set_nodelay(true);
             self.tls
                 .connect(name, tcp)
                 .await

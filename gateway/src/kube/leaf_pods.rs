@@ -1,0 +1,195 @@
+//! One leaf's pod reflector: `watcher(..).default_backoff().reflect(writer)` over pods in
+//! every namespace, its store (for listings), and the task that folds each event into the
+//! shared [`PodIndex`](super::index::PodIndex) through the leaf's slot and keeps the
+//! leaf's watch state (`/status`) and metrics.
+//!
+//! A watch the server accepts counts as being back in sync after a failure: a watch
+//! resumed from its resourceVersion yields no event on a quiet cluster, so the leaf's
+//! transport reports accepted watches. It must not dial or parse requests.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::SystemTime;
+
+use futures_util::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ResourceExt};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::watcher::{self, Event};
+use tracing::{info, warn};
+
+use crate::metrics::LeafLabels;
+
+use super::index::LeafSlot;
+
+/// A leaf's watch, as `/status` shows it.
+#[derive(Debug, Clone, Default)]
+pub struct WatchState {
+    /// A full list has been received and no error came after the last good event.
+    pub synced: bool,
+    /// Pods in the leaf's store.
+    pub pods: usize,
+    /// Times the watch failed and was started again (after its backoff).
+    pub restarts: u64,
+    /// The last failure, with its causes (a TLS reason, a status code), and when.
+    pub last_error: Option<(SystemTime, String)>,
+}
+
+/// A leaf's reflector: its store and its watch task. Dropping it stops the watch; the
+/// leaf's pods leave the index when the task has ended too.
+pub struct LeafPods {
+    store: Store<Pod>,
+    state: Arc<Mutex<WatchState>>,
+    task: tokio::task::AbortHandle,
+}
+
+impl LeafPods {
+    /// Starts the reflector of `client`'s pods (every namespace) on `runtime`.
+    /// `watch_started` changes whenever the server accepts one of the client's watches.
+    pub fn start(
+        client: kube::Client,
+        slot: Arc<LeafSlot>,
+        watch_started: tokio::sync::watch::Receiver<u64>,
+        runtime: &tokio::runtime::Handle,
+    ) -> LeafPods {
+        let (store, writer) = reflector::store::<Pod>();
+        let state = Arc::new(Mutex::new(WatchState::default()));
+        let api: Api<Pod> = Api::all(client);
+        let stream = watcher::watcher(api, watcher::Config::default())
+            // The index serves lookups and listings, not server-side apply: drop the bulk.
+            .modify(|pod| {
+                pod.managed_fields_mut().clear();
+                pod.annotations_mut()
+                    .remove("kubectl.kubernetes.io/last-applied-configuration");
+            })
+            .default_backoff()
+            .reflect(writer);
+        let task = runtime.spawn(run(
+            stream,
+            store.clone(),
+            slot,
+            state.clone(),
+            watch_started,
+        ));
+        LeafPods {
+            store,
+            state,
+            task: task.abort_handle(),
+        }
+    }
+
+    pub fn state(&self) -> WatchState {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Every pod the leaf holds now.
+    pub fn list(&self) -> Vec<Arc<Pod>> {
+        self.store.state()
+    }
+}
+
+impl Drop for LeafPods {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn run(
+    stream: impl futures_util::Stream<Item = Result<Event<Pod>, watcher::Error>>,
+    store: Store<Pod>,
+    slot: Arc<LeafSlot>,
+    state: Arc<Mutex<WatchState>>,
+    mut watch_started: tokio::sync::watch::Receiver<u64>,
+) {
+    let labels = LeafLabels {
+        leaf: slot.name().to_string(),
+    };
+    let metrics = slot.metrics().cloned();
+    if let Some(m) = &metrics {
+        m.up.get_or_create(&labels).set(0);
+        let _ = m.pods.get_or_create(&labels);
+        let _ = m.watch_restarts.get_or_create(&labels);
+    }
+    // Whether a full list has ever completed: only then can a later event show the
+    // watch is back in sync after a failure.
+    let mut listed = false;
+    futures_util::pin_mut!(stream);
+    loop {
+        let event = tokio::select! {
+            event = stream.next() => match event {
+                Some(event) => Some(event),
+                None => break,
+            },
+            // A watch the server accepted: in sync again, if a list completed before (a
+            // resumed watch replays what it missed; a 410 would come next as an error).
+            Ok(()) = watch_started.changed() => None,
+        };
+        let ok = match event {
+            None => None,
+            // The reflector applied the event to the store before passing it on, so the
+            // store's `Arc` is there to share.
+            Some(Ok(Event::Apply(pod))) => {
+                if let Some(held) = store.get(&ObjectRef::from_obj(&pod)) {
+                    slot.apply(held);
+                }
+                None
+            }
+            Some(Ok(Event::Delete(pod))) => {
+                slot.delete(&pod.namespace().unwrap_or_default(), &pod.name_any());
+                None
+            }
+            Some(Ok(Event::Init | Event::InitApply(_))) => None,
+            Some(Ok(Event::InitDone)) => {
+                listed = true;
+                slot.replace(store.state());
+                info!(leaf = %slot.name(), pods = store.len(), "leaf pods listed");
+                Some(true)
+            }
+            Some(Err(e)) => {
+                let reason = causes(&e);
+                warn!(leaf = %slot.name(), error = %reason, "leaf pod watch failed; retrying after backoff");
+                let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
+                s.synced = false;
+                s.restarts += 1;
+                s.last_error = Some((SystemTime::now(), reason));
+                if let Some(m) = &metrics {
+                    m.watch_restarts.get_or_create(&labels).inc();
+                }
+                Some(false)
+            }
+        };
+        let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
+        match ok {
+            Some(true) => s.synced = true,
+            // Any event after a failure shows the watch is back (a watch resumed from its
+            // resourceVersion replays what it missed); before the first list completes
+            // there is nothing to be in sync with.
+            None if listed => s.synced = true,
+            _ => {}
+        }
+        s.pods = store.len();
+        if let Some(m) = &metrics {
+            m.up.get_or_create(&labels).set(i64::from(s.synced));
+            m.pods.get_or_create(&labels).set(s.pods as i64);
+        }
+    }
+}
+
+/// An error and its causes, each once: `list failed: client error (Connect): invalid peer
+/// certificate: UnknownIssuer`.
+pub fn causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}
