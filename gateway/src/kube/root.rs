@@ -229,10 +229,12 @@ struct NodeMemory {
     /// When the Ready condition last changed, RFC 3339.
     transition: Option<(bool, String)>,
     lease_renewed: Option<Instant>,
-    facts: Option<(LeafFacts, Instant)>,
+    facts: Option<LeafFacts>,
     unsynced_since: Option<Instant>,
     /// The last time the leaf answered a call of ours (its nodes and version).
     leaf_answered: Option<Instant>,
+    /// The last time its nodes and version were asked for, answered or not.
+    leaf_tried: Option<Instant>,
     /// The last list the rewriter (or the rule) gave: kept when the plugin fails.
     addresses: Option<Vec<Value>>,
     /// After a failure, nothing is tried before this.
@@ -408,11 +410,13 @@ impl Writer {
 
         let leaf = snapshot.leaves.get(&vn.leaf);
         // Capacity and version: refreshed at the heartbeat's pace, kept when the leaf fails.
+        // A failed try waits for the next heartbeat too: an unanswering leaf must not hold
+        // up every tick (and the other nodes) for its timeouts.
         let stale = memory
-            .facts
-            .as_ref()
-            .is_none_or(|(_, at)| at.elapsed() >= self.config.heartbeat);
+            .leaf_tried
+            .is_none_or(|at| at.elapsed() >= self.config.heartbeat);
         if let (true, Some(leaf)) = (stale, leaf) {
+            memory.leaf_tried = Some(Instant::now());
             let leaf_nodes: Api<Node> = Api::all(leaf.client());
             let listed = call(
                 "list the leaf's nodes",
@@ -423,10 +427,7 @@ impl Writer {
             match (listed, version) {
                 (Ok(list), Ok(v)) => {
                     memory.leaf_answered = Some(Instant::now());
-                    memory.facts = Some((
-                        LeafFacts::from_nodes(&list.items, v.git_version),
-                        Instant::now(),
-                    ));
+                    memory.facts = Some(LeafFacts::from_nodes(&list.items, v.git_version));
                 }
                 (Err(e), _) | (_, Err(e)) => {
                     warn!(node = name, leaf = %vn.leaf, error = %e, "cannot read the leaf's capacity; keeping the last");
@@ -451,11 +452,7 @@ impl Writer {
             watch.last_error.as_ref().map(|(_, e)| e.as_str()),
         );
 
-        let facts = memory
-            .facts
-            .as_ref()
-            .map(|(f, _)| f.clone())
-            .unwrap_or_default();
+        let facts = memory.facts.clone().unwrap_or_default();
 
         let addresses = self
             .addresses(vn, name, &[], memory.addresses.as_ref(), snapshot)
