@@ -134,6 +134,47 @@ pub struct TenantConfig {
     pub plugins: plugins::TenantPlugins,
     /// The leaves the tenant's pods may be reached in; `None`: all.
     pub leaves: Option<Vec<String>>,
+    /// kube-api front: the bearer tokens read from `tokens_file` (re-read on every reload,
+    /// and the file is watched like every file the config names).
+    pub tokens: Tokens,
+    /// kube-api front: client certificate names (CN, DNS or URI SAN) of this tenant.
+    pub client_names: Vec<String>,
+}
+
+/// A tenant's bearer tokens. Never printed: `Debug` shows only how many there are.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Tokens(BTreeSet<String>);
+
+impl Tokens {
+    /// Parses a tokens file: one token per line, blank lines and `#` comments skipped,
+    /// surrounding whitespace trimmed.
+    pub fn parse(text: &str) -> Tokens {
+        Tokens(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(str::to_string)
+                .collect(),
+        )
+    }
+
+    pub fn contains(&self, token: &str) -> bool {
+        self.0.contains(token)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tokens(<{} redacted>)", self.0.len())
+    }
 }
 
 impl TenantConfig {
