@@ -123,6 +123,9 @@ pub struct ServerTls {
     pub by_host: Vec<(HostPattern, Arc<CertifiedKey>)>,
     /// When set, clients must present a certificate signed by one of these.
     pub client_ca: Option<Arc<rustls::RootCertStore>>,
+    /// With `client_ca`: a client may also come without a certificate (kube-api, where
+    /// bearer tokens authenticate too). One that presents a certificate is still verified.
+    pub client_cert_optional: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

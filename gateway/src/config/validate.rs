@@ -61,8 +61,11 @@ impl Validator<'_, '_> {
                     }
                     binds.insert(bind, (format!("{key}.bind"), l.bind.span()));
                 }
-                let tls = self.server_tls(l, &key);
                 let kind = l.kind.as_ref().map_or(ListenerKind::Http, |k| *k.get_ref());
+                let tls = self.server_tls(l, &key).map(|mut tls| {
+                    tls.client_cert_optional = kind == ListenerKind::KubeApi;
+                    tls
+                });
                 let client_ca = l.tls.as_ref().is_some_and(|t| t.client_ca.is_some());
                 if kind == ListenerKind::NodeApi && !client_ca {
                     let span = l.kind.as_ref().map_or(l.name.span(), |k| k.span());
@@ -582,6 +585,7 @@ impl Validator<'_, '_> {
             default: default?,
             by_host,
             client_ca,
+            client_cert_optional: false,
         })
     }
 }
