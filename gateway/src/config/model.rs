@@ -439,3 +439,17 @@ pub struct ClientIdentity {
     pub chain: Vec<CertificateDer<'static>>,
     pub key: PrivateKeyDer<'static>,
 }
+
+#[cfg(test)]
+mod token_tests {
+    use super::Tokens;
+
+    #[test]
+    fn tokens_files_skip_comments_and_blanks_and_never_print_a_token() {
+        let t = Tokens::parse("# ci\n\n  abc  \ndef\n#ghi\n");
+        assert!(t.contains("abc") && t.contains("def"));
+        assert!(!t.contains("#ghi") && !t.contains("ghi") && !t.contains(""));
+        assert_eq!(t.len(), 2);
+        assert_eq!(format!("{t:?}"), "Tokens(<2 redacted>)");
+    }
+}

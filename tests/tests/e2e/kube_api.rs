@@ -725,3 +725,58 @@ async fn kubectl_port_forward_carries_bytes_both_ways() {
         }
     }
 }
+
+/// Editing a `tokens_file` reloads it: the new token works, the removed one is refused.
+#[tokio::test]
+async fn a_rewritten_tokens_file_takes_effect_without_a_restart() {
+    let bed = Bed::start(false).await.with_pods().await;
+    let bin = kubesim::kubectl::pinned();
+    let before = bed.gw.gateway.snapshot().generation;
+    let file = bed.gw.path().join("acme.tokens");
+    let tmp = bed.gw.path().join("acme.tokens.tmp");
+    std::fs::write(&tmp, "acme-token-2\n").unwrap();
+    std::fs::rename(&tmp, &file).unwrap();
+    let started = Instant::now();
+    while bed.gw.gateway.snapshot().generation == before {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no reload after the tokens file changed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (code, out, err) = bed
+        .kubectl(
+            &bin,
+            User::Token("acme-token-2"),
+            &["get", "pods"],
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(rows(&out).len(), 3, "{out}");
+    let (code, _, err) = bed
+        .kubectl(&bin, User::Token(TOKEN_A), &["get", "pods"], &[], None)
+        .await;
+    assert_eq!(code, Some(1));
+    assert!(err.contains("(Unauthorized)"), "{err}");
+}
+
+#[test]
+fn a_kube_api_listener_without_tls_and_an_unreadable_tokens_file_are_config_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("leafgate.toml");
+    std::fs::write(
+        &config,
+        "[[listener]]\nname = \"kube\"\nbind = \"127.0.0.1:0\"\nkind = \"kube-api\"\n\n[[tenant]]\nname = \"acme\"\nnamespaces = [\"apps\"]\ntokens_file = \"missing.tokens\"\n",
+    )
+    .unwrap();
+    let err = leafgate::config::Config::load(&config)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("listener[0].kind"), "{err}");
+    assert!(err.contains(":4:"), "the line of `kind`: {err}");
+    assert!(err.contains("needs `tls`"), "{err}");
+    assert!(err.contains("tenant[0].tokens_file"), "{err}");
+    assert!(err.contains("missing.tokens"), "{err}");
+}
