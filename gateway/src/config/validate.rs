@@ -83,6 +83,13 @@ impl Validator<'_, '_> {
                         "a `kube-api` listener needs `tls` (cert, key; `client_ca` to accept client certificates): bearer tokens never travel in clear text",
                     );
                 }
+                if let Some(first) = l.allowed_clients.first().filter(|_| kind == ListenerKind::KubeApi) {
+                    self.report.error(
+                        first.span(),
+                        format!("{key}.allowed_clients"),
+                        "a `kube-api` listener lets in the certificates named in tenants' `client_names`; move these names there",
+                    );
+                }
                 if let Some(first) = l.allowed_clients.first().filter(|_| !client_ca) {
                     self.report.error(
                         first.span(),

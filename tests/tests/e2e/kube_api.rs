@@ -780,3 +780,158 @@ fn a_kube_api_listener_without_tls_and_an_unreadable_tokens_file_are_config_erro
     assert!(err.contains("tenant[0].tokens_file"), "{err}");
     assert!(err.contains("missing.tokens"), "{err}");
 }
+
+impl Bed {
+    /// One request as a plain API client sends it: (status, JSON body).
+    async fn raw(&self, token: Option<&str>, path: &str, accept: &str) -> (u16, Value) {
+        use http_body_util::BodyExt;
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let tls = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(self.ca.roots())
+            .with_no_client_auth();
+        let tcp = tokio::net::TcpStream::connect(self.addr()).await.unwrap();
+        let stream = tokio_rustls::TlsConnector::from(std::sync::Arc::new(tls))
+            .connect(
+                rustls_pki_types::ServerName::try_from("127.0.0.1").unwrap(),
+                tcp,
+            )
+            .await
+            .unwrap();
+        let (mut sender, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .unwrap();
+        tokio::spawn(conn);
+        let mut req = http::Request::get(path)
+            .header("host", "127.0.0.1")
+            .header("accept", accept);
+        if let Some(t) = token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        let res = sender
+            .send_request(
+                req.body(http_body_util::Empty::<bytes::Bytes>::new())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        let code = res.status().as_u16();
+        let body = res.into_body().collect().await.unwrap().to_bytes();
+        (
+            code,
+            serde_json::from_slice(&body).unwrap_or_else(|_| json!(String::from_utf8_lossy(&body))),
+        )
+    }
+}
+
+const V1BETA1_TABLE: &str = "application/json;as=Table;v=v1beta1;g=meta.k8s.io";
+
+#[tokio::test]
+async fn tables_honour_include_object_and_the_version_asked_for() {
+    let bed = Bed::start(true).await.with_pods().await;
+    let pods = "/api/v1/namespaces/apps/pods";
+    let (code, t) = bed
+        .raw(
+            Some(TOKEN_A),
+            &format!("{pods}?includeObject=Object"),
+            V1BETA1_TABLE,
+        )
+        .await;
+    assert_eq!(code, 200, "{t}");
+    assert_eq!(t["apiVersion"], "meta.k8s.io/v1beta1");
+    assert_eq!(t["rows"][0]["object"]["kind"], "Pod", "{t}");
+    assert_eq!(
+        t["rows"][0]["object"]["spec"]["nodeName"], "leaf-node",
+        "{t}"
+    );
+    let (_, t) = bed
+        .raw(
+            Some(TOKEN_A),
+            &format!("{pods}?includeObject=None"),
+            V1BETA1_TABLE,
+        )
+        .await;
+    assert_eq!(t["rows"].as_array().map(Vec::len), Some(2), "{t}");
+    assert!(t["rows"][0].get("object").is_none(), "{t}");
+    let (_, t) = bed.raw(Some(TOKEN_A), pods, V1BETA1_TABLE).await;
+    assert_eq!(
+        t["rows"][1]["object"]["kind"], "PartialObjectMetadata",
+        "{t}"
+    );
+    assert_eq!(t["rows"][1]["object"]["metadata"]["name"], "web", "{t}");
+    let (code, t) = bed
+        .raw(
+            Some(TOKEN_A),
+            &format!("{pods}?includeObject=All"),
+            V1BETA1_TABLE,
+        )
+        .await;
+    assert_eq!((code, &t["reason"]), (400, &json!("BadRequest")), "{t}");
+
+    // kube-apiserver's own bodies for no credentials and for a path it does not serve.
+    let (code, t) = bed.raw(None, pods, "application/json").await;
+    assert_eq!(code, 401);
+    assert_eq!(
+        t,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "Unauthorized", "reason": "Unauthorized", "code": 401})
+    );
+    let (code, t) = bed
+        .raw(
+            Some(TOKEN_A),
+            "/api/v1/namespaces/apps/services",
+            "application/json",
+        )
+        .await;
+    assert_eq!(code, 404);
+    assert_eq!(
+        t["message"],
+        "the server could not find the requested resource"
+    );
+    let (code, t) = bed
+        .raw(
+            Some(TOKEN_A),
+            &format!("{pods}?labelSelector=app%3D%28"),
+            "application/json",
+        )
+        .await;
+    assert_eq!((code, &t["reason"]), (400, &json!("BadRequest")), "{t}");
+}
+
+#[tokio::test]
+async fn a_table_formatter_that_answers_a_row_short_fails_the_request() {
+    let short = leafgate_tests::plugins::fault_plugin("short-table");
+    let bed = Bed::start(false).await;
+    let toml = std::fs::read_to_string(&bed.gw.config).unwrap().replace(
+        "[tenant.plugins]\n",
+        &format!(
+            "[tenant.plugins]\ntable_formatter = \"{}\"\n",
+            short.display().to_string().replace('\\', "/")
+        ),
+    );
+    std::fs::write(&bed.gw.config, toml).unwrap();
+    bed.gw.gateway.reload().await.unwrap();
+    let bed = bed.with_pods().await;
+    let accept = "application/json;as=Table;v=v1;g=meta.k8s.io";
+    let (code, t) = bed
+        .raw(Some(TOKEN_A), "/api/v1/namespaces/apps/pods", accept)
+        .await;
+    assert_eq!(code, 502, "{t}");
+    assert!(
+        t["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("answered 1 rows for 2 objects")),
+        "{t}"
+    );
+    // -o json does not ask the plugin.
+    let (code, _) = bed
+        .raw(
+            Some(TOKEN_A),
+            "/api/v1/namespaces/apps/pods",
+            "application/json",
+        )
+        .await;
+    assert_eq!(code, 200);
+}

@@ -92,10 +92,9 @@ fn target(ns: &str, name: &str) -> PodTarget {
     }
 }
 
-/// The tenant whose `client_names` hold the verified certificate's name, else the one
-/// whose `tokens_file` holds the bearer token. A token that matches nobody fails the
-/// request even when a certificate came with it, as kube-apiserver's union authenticator
-/// does only when every authenticator fails; here the certificate is tried first.
+/// Who is calling: the tenant whose `client_names` hold the verified client certificate's
+/// name, else the tenant whose `tokens_file` holds the bearer token, else nobody (401).
+/// Like kube-apiserver's union of authenticators, one that succeeds is enough.
 fn authenticate<'a>(
     req: &Request<Incoming>,
     client: &Client,

@@ -21,7 +21,7 @@ use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
 
 use super::select::{FieldSelector, LabelSelector};
-use super::table::{self, Include};
+use super::table::{self, Wanted};
 use super::{Caller, forbidden, method_not_allowed, query_value};
 use crate::kube::kubelet::PodTarget;
 use crate::listener::podcall::{choose_leaf, json_response, status};
@@ -175,17 +175,17 @@ pub async fn collection(
         Ok(f) => f,
         Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &e),
     };
-    let include = match table::requested(req) {
+    let wanted = match table::requested(req) {
         Ok(t) => t,
         Err(res) => return res,
     };
     if watching {
-        return watch(req, snapshot.clone(), caller, filter, include);
+        return watch(req, snapshot.clone(), caller, filter, wanted);
     }
     let (pods, versions) = gather(snapshot, caller, &filter);
     let token = versions.token();
-    match include {
-        Some(include) => table::respond(caller, &pods, include, &token).await,
+    match wanted {
+        Some(wanted) => table::respond(caller, &pods, wanted, &token).await,
         None => {
             let items: Vec<Value> = pods.iter().map(Listed::json).collect();
             json_response(
@@ -220,7 +220,7 @@ pub async fn one(
             Some(&target.namespace),
         );
     }
-    let include = match table::requested(req) {
+    let wanted = match table::requested(req) {
         Ok(t) => t,
         Err(res) => return res,
     };
@@ -244,10 +244,10 @@ pub async fn one(
         leaf: chosen.leaf.name().into(),
         pod: held.pod,
     };
-    match include {
-        Some(include) => {
+    match wanted {
+        Some(wanted) => {
             let version = listed.version().to_string();
-            table::respond(caller, std::slice::from_ref(&listed), include, &version).await
+            table::respond(caller, std::slice::from_ref(&listed), wanted, &version).await
         }
         None => json_response(StatusCode::OK, &listed.json()),
     }
@@ -317,7 +317,7 @@ fn watch(
     snapshot: Arc<Snapshot>,
     caller: &Caller<'_>,
     filter: Filter,
-    include: Option<Include>,
+    wanted: Option<Wanted>,
 ) -> Response<Body> {
     let query = req.uri().query();
     let since = match query_value(query, "resourceVersion").filter(|v| !v.is_empty() && v != "0") {
@@ -363,7 +363,7 @@ fn watch(
                 _ = tx.closed() => return,
             }
             let (pods, _) = gather(&snapshot, &caller, &filter);
-            for line in diff(&mut seen, pods, &caller, include).await {
+            for line in diff(&mut seen, pods, &caller, wanted).await {
                 if tx.send(line).await.is_err() {
                     return;
                 }
@@ -396,7 +396,7 @@ async fn diff(
     seen: &mut Seen,
     now: Vec<Listed>,
     caller: &Caller<'_>,
-    include: Option<Include>,
+    wanted: Option<Wanted>,
 ) -> Vec<Bytes> {
     let mut events = Vec::new();
     let mut present = HashMap::with_capacity(now.len());
@@ -419,9 +419,9 @@ async fn diff(
     *seen = present;
     let mut lines = Vec::with_capacity(events.len());
     for (kind, p) in events {
-        let (kind, object) = match include {
-            Some(include) => {
-                match table::build(caller, std::slice::from_ref(&p), include, p.version()).await {
+        let (kind, object) = match wanted {
+            Some(wanted) => {
+                match table::build(caller, std::slice::from_ref(&p), wanted, p.version()).await {
                     Ok(t) => (kind, t),
                     // The watch goes on; kubectl prints the error as kube-apiserver's.
                     Err((code, message)) => ("ERROR", table::status_object(code, &message)),

@@ -25,45 +25,67 @@ pub enum Include {
     Object,
 }
 
+/// The Table a client asked for: the `meta.k8s.io` version it named first and what each
+/// row's `object` holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wanted {
+    /// `meta.k8s.io/v1` or `meta.k8s.io/v1beta1`.
+    pub api_version: &'static str,
+    pub include: Include,
+}
+
 /// `Some` when the client's `Accept` asks for a Table (`as=Table;g=meta.k8s.io`, `v1` or
 /// `v1beta1`), with its `includeObject`; a bad `includeObject` is a 400.
 #[allow(clippy::result_large_err)]
-pub fn requested(req: &Request<Incoming>) -> Result<Option<Include>, Response<Body>> {
-    let accept = req
+pub fn requested(req: &Request<Incoming>) -> Result<Option<Wanted>, Response<Body>> {
+    let version = req
         .headers()
         .get_all(header::ACCEPT)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
-        .any(|range| {
+        .find_map(|range| {
             let params: Vec<&str> = range.split(';').map(str::trim).collect();
-            params.contains(&"as=Table")
-                && params.contains(&"g=meta.k8s.io")
-                && (params.contains(&"v=v1") || params.contains(&"v=v1beta1"))
+            if !params.contains(&"as=Table") || !params.contains(&"g=meta.k8s.io") {
+                return None;
+            }
+            if params.contains(&"v=v1") {
+                Some("meta.k8s.io/v1")
+            } else if params.contains(&"v=v1beta1") {
+                Some("meta.k8s.io/v1beta1")
+            } else {
+                None
+            }
         });
-    if !accept {
+    let Some(api_version) = version else {
         return Ok(None);
-    }
-    match query_value(req.uri().query(), "includeObject").as_deref() {
-        None | Some("") | Some("Metadata") => Ok(Some(Include::Metadata)),
-        Some("None") => Ok(Some(Include::None)),
-        Some("Object") => Ok(Some(Include::Object)),
-        Some(other) => Err(status(
-            StatusCode::BAD_REQUEST,
-            "BadRequest",
-            &format!("includeObject {other:?} is not one of None, Metadata, Object"),
-        )),
-    }
+    };
+    let include = match query_value(req.uri().query(), "includeObject").as_deref() {
+        None | Some("") | Some("Metadata") => Include::Metadata,
+        Some("None") => Include::None,
+        Some("Object") => Include::Object,
+        Some(other) => {
+            return Err(status(
+                StatusCode::BAD_REQUEST,
+                "BadRequest",
+                &format!("includeObject {other:?} is not one of None, Metadata, Object"),
+            ));
+        }
+    };
+    Ok(Some(Wanted {
+        api_version,
+        include,
+    }))
 }
 
 /// The Table of `pods` as a response.
 pub async fn respond(
     caller: &Caller<'_>,
     pods: &[Listed],
-    include: Include,
+    wanted: Wanted,
     version: &str,
 ) -> Response<Body> {
-    match build(caller, pods, include, version).await {
+    match build(caller, pods, wanted, version).await {
         Ok(table) => json_response(StatusCode::OK, &table),
         Err((code, message)) => status(code, reason_of(code), &message),
     }
@@ -82,7 +104,7 @@ pub fn status_object(code: StatusCode, message: &str) -> Value {
 pub async fn build(
     caller: &Caller<'_>,
     pods: &[Listed],
-    include: Include,
+    wanted: Wanted,
     version: &str,
 ) -> Result<Value, (StatusCode, String)> {
     let objects: Vec<Value> = pods.iter().map(Listed::json).collect();
@@ -132,7 +154,7 @@ pub async fn build(
         .zip(objects)
         .map(|(cells, object)| {
             let mut row = json!({ "cells": cells });
-            match include {
+            match wanted.include {
                 Include::None => {}
                 Include::Metadata => {
                     row["object"] = json!({
@@ -148,7 +170,7 @@ pub async fn build(
         .collect();
     Ok(json!({
         "kind": "Table",
-        "apiVersion": "meta.k8s.io/v1",
+        "apiVersion": wanted.api_version,
         "metadata": { "resourceVersion": version },
         "columnDefinitions": columns,
         "rows": rows,

@@ -3,7 +3,7 @@
 //!
 //! Starts the leaves (kubesim) in this process and LEAFGATE (`run`, pinned to the CPUs in
 //! `LEAFGATE_CPUS`, default `1`) with two tenants owning the same namespace: `plain` (the
-//! built-in table) and `plugin` (`table_formatter = PODS_TABLE_WASM`). Measures, ROUNDS
+//! built-in table) and `plugin` (`table_formatter = PODS_TABLE_WASM`, 1 GiB and 5 s for it). Measures, ROUNDS
 //! times each, one after another: the raw Table request kubectl sends for `get pods -A`
 //! (`GET /api/v1/pods`, `Accept: ...as=Table...`) over one kept-alive HTTP/1.1 connection,
 //! whole response read; and the real `kubectl get pods -A` (the pinned binary, process start
@@ -95,6 +95,10 @@ name = "plugin"
 namespaces = ["bench"]
 tokens_file = "plugin.tokens"
 [tenant.plugins]
+# 10,000 pods are ~10 MB of JSON for the plugin to parse: the defaults (64 MiB, 10 ms) are
+# sized for per-request decisions, not for this.
+memory = "1GiB"
+deadline = "5s"
 table_formatter = "{wasm}"
 "#
         ),
