@@ -126,6 +126,9 @@ pub struct ServerTls {
     pub by_host: Vec<(HostPattern, Arc<CertifiedKey>)>,
     /// When set, clients must present a certificate signed by one of these.
     pub client_ca: Option<Arc<rustls::RootCertStore>>,
+    /// With `client_ca`: a client may also come without a certificate (kube-api, where
+    /// bearer tokens authenticate too). One that presents a certificate is still verified.
+    pub client_cert_optional: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,6 +140,47 @@ pub struct TenantConfig {
     pub plugins: plugins::TenantPlugins,
     /// The leaves the tenant's pods may be reached in; `None`: all.
     pub leaves: Option<Vec<String>>,
+    /// kube-api front: the bearer tokens read from `tokens_file` (re-read on every reload,
+    /// and the file is watched like every file the config names).
+    pub tokens: Tokens,
+    /// kube-api front: client certificate names (CN, DNS or URI SAN) of this tenant.
+    pub client_names: Vec<String>,
+}
+
+/// A tenant's bearer tokens. Never printed: `Debug` shows only how many there are.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Tokens(BTreeSet<String>);
+
+impl Tokens {
+    /// Parses a tokens file: one token per line, blank lines and `#` comments skipped,
+    /// surrounding whitespace trimmed.
+    pub fn parse(text: &str) -> Tokens {
+        Tokens(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(str::to_string)
+                .collect(),
+        )
+    }
+
+    pub fn contains(&self, token: &str) -> bool {
+        self.0.contains(token)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tokens(<{} redacted>)", self.0.len())
+    }
 }
 
 impl TenantConfig {
@@ -397,4 +441,18 @@ pub struct UpstreamTls {
 pub struct ClientIdentity {
     pub chain: Vec<CertificateDer<'static>>,
     pub key: PrivateKeyDer<'static>,
+}
+
+#[cfg(test)]
+mod token_tests {
+    use super::Tokens;
+
+    #[test]
+    fn tokens_files_skip_comments_and_blanks_and_never_print_a_token() {
+        let t = Tokens::parse("# ci\n\n  abc  \ndef\n#ghi\n");
+        assert!(t.contains("abc") && t.contains("def"));
+        assert!(!t.contains("#ghi") && !t.contains("ghi") && !t.contains(""));
+        assert_eq!(t.len(), 2);
+        assert_eq!(format!("{t:?}"), "Tokens(<2 redacted>)");
+    }
 }

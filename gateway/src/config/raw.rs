@@ -67,8 +67,7 @@ pub struct RawListener {
     pub allowed_clients: Vec<Spanned<String>>,
 }
 
-/// What a listener serves. `kube-api` is added with its surface; until then naming it is a
-/// config error, not a silent no-op.
+/// What a listener serves.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ListenerKind {
@@ -77,6 +76,8 @@ pub enum ListenerKind {
     Http,
     /// The kubelet API of virtual nodes, forwarded to the pods' leaf clusters.
     NodeApi,
+    /// One Kubernetes API endpoint for tenants' `kubectl` across the leaves.
+    KubeApi,
 }
 
 #[derive(Debug, Deserialize)]
@@ -106,6 +107,11 @@ pub struct RawTenant {
     #[serde(default)]
     pub plugins: super::plugins::RawTenantPlugins,
     pub leaves: Option<Vec<Spanned<String>>>,
+    /// kube-api front: a file of bearer tokens, one a line, `#` comments.
+    pub tokens_file: Option<Spanned<String>>,
+    /// kube-api front: client certificate names (CN) that authenticate as this tenant.
+    #[serde(default)]
+    pub client_names: Vec<Spanned<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

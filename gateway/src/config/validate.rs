@@ -61,8 +61,11 @@ impl Validator<'_, '_> {
                     }
                     binds.insert(bind, (format!("{key}.bind"), l.bind.span()));
                 }
-                let tls = self.server_tls(l, &key);
                 let kind = l.kind.as_ref().map_or(ListenerKind::Http, |k| *k.get_ref());
+                let tls = self.server_tls(l, &key).map(|mut tls| {
+                    tls.client_cert_optional = kind == ListenerKind::KubeApi;
+                    tls
+                });
                 let client_ca = l.tls.as_ref().is_some_and(|t| t.client_ca.is_some());
                 if kind == ListenerKind::NodeApi && !client_ca {
                     let span = l.kind.as_ref().map_or(l.name.span(), |k| k.span());
@@ -70,6 +73,21 @@ impl Validator<'_, '_> {
                         span,
                         format!("{key}.kind"),
                         "a `node-api` listener needs `tls` with `client_ca` (the root API server's kubelet-client CA): the kubelet API is never served to anonymous clients",
+                    );
+                }
+                if kind == ListenerKind::KubeApi && l.tls.is_none() {
+                    let span = l.kind.as_ref().map_or(l.name.span(), |k| k.span());
+                    self.report.error(
+                        span,
+                        format!("{key}.kind"),
+                        "a `kube-api` listener needs `tls` (cert, key; `client_ca` to accept client certificates): bearer tokens never travel in clear text",
+                    );
+                }
+                if let Some(first) = l.allowed_clients.first().filter(|_| kind == ListenerKind::KubeApi) {
+                    self.report.error(
+                        first.span(),
+                        format!("{key}.allowed_clients"),
+                        "a `kube-api` listener lets in the certificates named in tenants' `client_names`; move these names there",
                     );
                 }
                 if let Some(first) = l.allowed_clients.first().filter(|_| !client_ca) {
@@ -140,6 +158,8 @@ impl Validator<'_, '_> {
                         }
                         ls.iter().map(|l| l.get_ref().clone()).collect()
                     }),
+                    tokens: self.tokens(t, &format!("tenant[{i}].tokens_file")),
+                    client_names: t.client_names.iter().map(|c| c.get_ref().clone()).collect(),
                     bandwidth: bandwidth(&t.bandwidth),
                     plugins: plugins::validate(
                         self.report,
@@ -530,6 +550,28 @@ impl Validator<'_, '_> {
         })
     }
 
+    /// A tenant's `tokens_file`, read now; the file joins the watched ones so editing it
+    /// reloads the config. An unreadable file is an error; an empty one lets nobody in.
+    fn tokens(&mut self, t: &RawTenant, key: &str) -> Tokens {
+        let Some(file) = &t.tokens_file else {
+            return Tokens::default();
+        };
+        let Some(path) = self.readable_file(file, key) else {
+            return Tokens::default();
+        };
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Tokens::parse(&text),
+            Err(e) => {
+                self.report.error(
+                    file.span(),
+                    key.to_string(),
+                    format!("cannot read {} as text: {e}", path.display()),
+                );
+                Tokens::default()
+            }
+        }
+    }
+
     fn server_tls(&mut self, l: &RawListener, key: &str) -> Option<ServerTls> {
         let Some(tls) = &l.tls else {
             if let Some(c) = l.certificate.first() {
@@ -584,6 +626,7 @@ impl Validator<'_, '_> {
             default: default?,
             by_host,
             client_ca,
+            client_cert_optional: false,
         })
     }
 }

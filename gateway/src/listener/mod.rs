@@ -20,7 +20,9 @@
 //! complete, keep-alive ends. `kill` (the grace period ran out) drops whatever is left.
 
 pub mod identity;
+pub mod kube_api;
 pub mod node_api;
+pub mod podcall;
 pub mod service;
 
 use std::net::SocketAddr;

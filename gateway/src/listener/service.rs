@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use tracing::{Instrument, info_span};
 
 use super::identity::ClientIdentity;
-use super::node_api;
+use super::{kube_api, node_api};
 use crate::config::ListenerKind;
 use crate::metrics::{RequestLabels, RouteLabels};
 use crate::proxy::headers::{self, ClientSide};
@@ -71,6 +71,11 @@ async fn dispatch(mut req: Request<Incoming>, client: Arc<Client>) -> Response<B
     if let Some(l) = listener.filter(|l| l.config.kind == ListenerKind::NodeApi) {
         let res = node_api::serve(req, &client, &snapshot, &l.config.allowed_clients).await;
         record(&client, node_api::ROUTE, &res, started);
+        return res;
+    }
+    if listener.is_some_and(|l| l.config.kind == ListenerKind::KubeApi) {
+        let res = kube_api::serve(req, &client, &snapshot).await;
+        record(&client, kube_api::ROUTE, &res, started);
         return res;
     }
     let route = listener

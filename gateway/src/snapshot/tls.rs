@@ -69,7 +69,11 @@ pub fn server_config(tls: &ServerTls) -> Result<Arc<rustls::ServerConfig>, rustl
         .with_safe_default_protocol_versions()?;
     let builder = match &tls.client_ca {
         Some(roots) => {
-            let verifier = WebPkiClientVerifier::builder_with_provider(roots.clone(), provider)
+            let mut verifier = WebPkiClientVerifier::builder_with_provider(roots.clone(), provider);
+            if tls.client_cert_optional {
+                verifier = verifier.allow_unauthenticated();
+            }
+            let verifier = verifier
                 .build()
                 .map_err(|e| rustls::Error::General(format!("client CA: {e}")))?;
             builder.with_client_cert_verifier(verifier)

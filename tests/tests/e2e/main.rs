@@ -5,6 +5,7 @@
 mod connections;
 mod hijack;
 mod kosmos;
+mod kube_api;
 mod leaves;
 mod log_stream;
 mod node_api;

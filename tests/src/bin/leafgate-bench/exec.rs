@@ -171,11 +171,11 @@ bandwidth = {{ per_connection = "1MiB/s" }}
 /// Where an exec goes: the address, the client's TLS identity, the path and query.
 type Call = (SocketAddr, Arc<rustls::ClientConfig>, String);
 
-fn round(v: f64) -> f64 {
+pub fn round(v: f64) -> f64 {
     (v * 100.0).round() / 100.0
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -184,7 +184,7 @@ fn free_port() -> u16 {
 }
 
 /// The gateway process, stopped when the benchmark ends however it ends.
-struct Gateway(Child);
+pub struct Gateway(pub Child);
 
 impl Drop for Gateway {
     fn drop(&mut self) {
@@ -194,7 +194,7 @@ impl Drop for Gateway {
 }
 
 /// Waits (up to 30 s) until the gateway's leaf reports synced in `/status`.
-async fn wait_synced(admin: u16, gateway: &mut Gateway) {
+pub async fn wait_synced(admin: u16, gateway: &mut Gateway) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let started = Instant::now();
     loop {

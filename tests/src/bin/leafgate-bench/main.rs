@@ -12,8 +12,11 @@
 //!   the starting config.
 //! - `exec LEAFGATE SIZE_MIB ROUNDS`: exec through leafgate's node API against exec straight
 //!   to the leaf (see `exec.rs`).
+//! - `kube-api LEAFGATE PODS_TABLE_WASM PODS LEAVES ROUNDS`: `kubectl get pods -A` and the
+//!   raw Table list through the kube-api front (see `kube_api.rs`).
 
 mod exec;
+mod kube_api;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -40,6 +43,16 @@ async fn main() {
         Some("exec") => {
             exec::run(&args[1], args[2].parse().unwrap(), args[3].parse().unwrap()).await
         }
+        Some("kube-api") => {
+            kube_api::run(
+                &args[1],
+                &args[2],
+                args[3].parse().unwrap(),
+                args[4].parse().unwrap(),
+                args[5].parse().unwrap(),
+            )
+            .await
+        }
         Some("reload") => {
             reload(
                 &args[1],
@@ -51,7 +64,7 @@ async fn main() {
         }
         _ => {
             eprintln!(
-                "usage: leafgate-bench serve | push ADDR HOST SECONDS | reload-config ADDR ROUTES | reload CONFIG ADDR ROUTES ROUNDS | exec LEAFGATE SIZE_MIB ROUNDS"
+                "usage: leafgate-bench serve | push ADDR HOST SECONDS | reload-config ADDR ROUTES | reload CONFIG ADDR ROUTES ROUNDS | exec LEAFGATE SIZE_MIB ROUNDS | kube-api LEAFGATE PODS_TABLE_WASM PODS LEAVES ROUNDS"
             );
             std::process::exit(2);
         }

@@ -1,0 +1,265 @@
+//! `kube-api LEAFGATE PODS_TABLE_WASM PODS LEAVES ROUNDS`: the kube-api front listing PODS
+//! pods spread over LEAVES simulated leaves, with and without the `pods-table` plugin.
+//!
+//! Starts the leaves (kubesim) in this process and LEAFGATE (`run`, pinned to the CPUs in
+//! `LEAFGATE_CPUS`, default `1`) with two tenants owning the same namespace: `plain` (the
+//! built-in table) and `plugin` (`table_formatter = PODS_TABLE_WASM`, 1 GiB and 5 s for it). Measures, ROUNDS
+//! times each, one after another: the raw Table request kubectl sends for `get pods -A`
+//! (`GET /api/v1/pods`, `Accept: ...as=Table...`) over one kept-alive HTTP/1.1 connection,
+//! whole response read; and the real `kubectl get pods -A` (the pinned binary, process start
+//! to exit, discovery cached). Peer: the same two against one kubesim holding all PODS pods
+//! itself (its own Table printer), which is a simulator, not kube-apiserver: read it as "what
+//! the same client costs against a single in-memory API server". Prints one JSON object.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper_util::rt::TokioIo;
+use kubesim::{Credential, KubeSim};
+use leafgate_tests::certs::TestCa;
+use rustls_pki_types::ServerName;
+use serde_json::{Value, json};
+
+use super::exec::{Gateway, free_port, round, wait_synced};
+
+const ACCEPT_TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+
+fn pod(i: usize, leaf: usize) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": format!("p-{leaf}-{i:05}"), "namespace": "bench",
+                     "labels": {"app": format!("a{}", i % 10)}},
+        "spec": {"nodeName": format!("node-{leaf}"), "containers": [{"name": "main", "image": "busybox"}]},
+        "status": {"phase": "Running", "podIP": "10.0.0.1",
+                   "containerStatuses": [{"name": "main", "ready": true, "restartCount": 0,
+                                          "image": "busybox", "imageID": "", "state": {"running": {}}}]}
+    })
+}
+
+pub async fn run(leafgate: &str, wasm: &str, pods: usize, leaves: usize, rounds: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sims = Vec::new();
+    let mut leaf_toml = String::new();
+    for l in 0..leaves {
+        let sim = KubeSim::builder().start().await.unwrap();
+        for i in (l..pods).step_by(leaves) {
+            sim.create(pod(i, l)).unwrap();
+        }
+        let file = format!("leaf-{l}.kubeconfig");
+        sim.kubeconfig(
+            &Credential::ClientCert("leafgate".into()),
+            &dir.path().join(&file),
+        )
+        .unwrap();
+        leaf_toml.push_str(&format!(
+            "[[leaf]]\nname = \"leaf-{l}\"\nkubeconfig = \"{file}\"\n"
+        ));
+        sims.push(sim);
+    }
+    // The peer: one simulator holding every pod.
+    let single = KubeSim::builder().start().await.unwrap();
+    for i in 0..pods {
+        single.create(pod(i, 0)).unwrap();
+    }
+
+    let ca = TestCa::new("bench CA");
+    let ca_path = ca.write(dir.path(), "ca.pem");
+    ca.issue(dir.path(), "kube-api", &["127.0.0.1"]);
+    std::fs::write(dir.path().join("plain.tokens"), "plain-token\n").unwrap();
+    std::fs::write(dir.path().join("plugin.tokens"), "plugin-token\n").unwrap();
+    let (kube, admin) = (free_port(), free_port());
+    let config = dir.path().join("leafgate.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[admin]
+bind = "127.0.0.1:{admin}"
+[[listener]]
+name = "kube"
+bind = "127.0.0.1:{kube}"
+kind = "kube-api"
+tls = {{ cert = "kube-api.pem", key = "kube-api-key.pem" }}
+{leaf_toml}
+[[tenant]]
+name = "plain"
+namespaces = ["bench"]
+tokens_file = "plain.tokens"
+[[tenant]]
+name = "plugin"
+namespaces = ["bench"]
+tokens_file = "plugin.tokens"
+[tenant.plugins]
+# 10,000 pods are ~10 MB of JSON for the plugin to parse: the defaults (64 MiB, 10 ms) are
+# sized for per-request decisions, not for this.
+memory = "1GiB"
+deadline = "5s"
+table_formatter = "{wasm}"
+"#
+        ),
+    )
+    .unwrap();
+    let cpus = std::env::var("LEAFGATE_CPUS").unwrap_or_else(|_| "1".into());
+    let mut gateway = Gateway(
+        Command::new("taskset")
+            .args(["-c", &cpus, leafgate, "run", "--config"])
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("taskset and leafgate run"),
+    );
+    wait_synced(admin, &mut gateway).await;
+    let addr: SocketAddr = format!("127.0.0.1:{kube}").parse().unwrap();
+    let via_tls = {
+        let client = ca.issue(dir.path(), "client", &["bench-client"]);
+        Arc::new(
+            kubesim::tls::client_config(
+                Some(&std::fs::read_to_string(&ca_path).unwrap()),
+                &std::fs::read_to_string(&client.cert).unwrap(),
+                &std::fs::read_to_string(&client.key).unwrap(),
+            )
+            .unwrap(),
+        )
+    };
+    // Every pod indexed: the list holds them all.
+    let started = Instant::now();
+    loop {
+        let (_, body) = table_once(addr, &via_tls, Some("plain-token"), 1).await;
+        if body.1 == pods {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{} of {pods} pods listed",
+            body.1
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let single_tls = {
+        let (cert, key) = single.client_cert("bench").unwrap();
+        Arc::new(kubesim::tls::client_config(Some(single.ca_pem()), &cert, &key).unwrap())
+    };
+
+    let mut out = json!({ "pods": pods, "leaves": leaves, "rounds": rounds });
+    for (label, token) in [("builtin", "plain-token"), ("pods_table", "plugin-token")] {
+        let (lat, (bytes, rows)) = table_once(addr, &via_tls, Some(token), rounds).await;
+        assert_eq!(rows, pods);
+        out[format!("raw_table_{label}")] = json!({"ms": lat, "bytes": bytes});
+    }
+    let (lat, (bytes, rows)) = table_once(single.addr(), &single_tls, None, rounds).await;
+    assert_eq!(rows, pods);
+    out["raw_table_single_kubesim"] = json!({"ms": lat, "bytes": bytes});
+
+    let kubectl = kubesim::kubectl::pinned();
+    let cache = dir.path().join("cache");
+    for (label, token) in [("builtin", "plain-token"), ("pods_table", "plugin-token")] {
+        let kubeconfig = dir.path().join(format!("{label}.kubeconfig"));
+        std::fs::write(
+            &kubeconfig,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://{addr}\n    certificate-authority: {}\nusers:\n- name: u\n  user:\n    token: {token}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\n",
+                ca_path.display()
+            ),
+        )
+        .unwrap();
+        out[format!("kubectl_get_pods_all_{label}_ms")] =
+            json!(kubectl_rounds(&kubectl, &kubeconfig, &cache, rounds, pods));
+    }
+    let single_config = dir.path().join("single.kubeconfig");
+    single
+        .kubeconfig(&Credential::ClientCert("bench".into()), &single_config)
+        .unwrap();
+    out["kubectl_get_pods_all_single_kubesim_ms"] = json!(kubectl_rounds(
+        &kubectl,
+        &single_config,
+        &cache,
+        rounds,
+        pods
+    ));
+    println!("{out}");
+    drop(sims);
+}
+
+/// `rounds` raw Table lists of `/api/v1/pods` on one connection: p50/p99 ms, and the last
+/// answer's (bytes, rows).
+async fn table_once(
+    addr: SocketAddr,
+    tls: &Arc<rustls::ClientConfig>,
+    token: Option<&str>,
+    rounds: usize,
+) -> (Value, (usize, usize)) {
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let stream = tokio_rustls::TlsConnector::from(tls.clone())
+        .connect(ServerName::try_from("127.0.0.1").unwrap(), tcp)
+        .await
+        .unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let mut took = Vec::with_capacity(rounds);
+    let mut last = (0, 0);
+    for _ in 0..rounds {
+        let mut req = http::Request::get("/api/v1/pods?limit=500")
+            .header("host", addr.to_string())
+            .header("accept", ACCEPT_TABLE);
+        if let Some(t) = token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        let started = Instant::now();
+        let res = sender
+            .send_request(req.body(Empty::<Bytes>::new()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        let body = res.into_body().collect().await.unwrap().to_bytes();
+        took.push(started.elapsed());
+        let table: Value = serde_json::from_slice(&body).unwrap();
+        last = (body.len(), table["rows"].as_array().map_or(0, Vec::len));
+    }
+    (percentiles(took), last)
+}
+
+/// `rounds` runs of `kubectl get pods -A`, process start to exit: p50/p99 ms.
+fn kubectl_rounds(
+    kubectl: &Path,
+    kubeconfig: &Path,
+    cache: &Path,
+    rounds: usize,
+    pods: usize,
+) -> Value {
+    let mut took = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let started = Instant::now();
+        let out = Command::new(kubectl)
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .arg("--cache-dir")
+            .arg(cache)
+            .args(["get", "pods", "-A"])
+            .output()
+            .unwrap();
+        took.push(started.elapsed());
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.stdout.iter().filter(|b| **b == b'\n').count(), pods + 1);
+    }
+    percentiles(took)
+}
+
+fn percentiles(mut took: Vec<Duration>) -> Value {
+    took.sort();
+    let pct = |p: f64| {
+        round(took[((took.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1000.0)
+    };
+    json!({"p50": pct(0.5), "p99": pct(0.99)})
+}

@@ -1,0 +1,937 @@
+//! The kube-api listener end to end with the real kubectl (every binary
+//! `kubesim::kubectl::all()` lists): two simulated leaves behind leafgate, tenant `acme`
+//! (namespaces `apps`, `apps-*`; `pods-table` and `redact`) and tenant `other`, each with
+//! its own bearer token, and a kubeconfig the test writes.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use kubesim::{Credential, KubeSim};
+use leafgate_tests::TestGateway;
+use leafgate_tests::certs::TestCa;
+use leafgate_tests::plugins::plugin;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::Command;
+
+const TOKEN_A: &str = "acme-token-1";
+const TOKEN_OTHER: &str = "other-token-1";
+const NO_WS_EXEC: (&str, &str) = ("KUBECTL_REMOTE_COMMAND_WEBSOCKETS", "false");
+
+fn pod(ns: &str, name: &str, labels: Value) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"namespace": ns, "name": name, "labels": labels},
+        "spec": {"nodeName": "leaf-node", "containers": [{"name": "app", "image": "busybox"}]},
+        "status": {"phase": "Running", "podIP": "10.1.2.3"}
+    })
+}
+
+struct Bed {
+    gw: TestGateway,
+    leaf_a: KubeSim,
+    leaf_b: KubeSim,
+    ca: TestCa,
+    dir: tempfile::TempDir,
+}
+
+impl Bed {
+    /// `table_formatter`: a `[tenant.plugins]` line for tenant acme, or "".
+    async fn start(with_table_plugin: bool) -> Bed {
+        let leaf_a = KubeSim::builder().start().await.unwrap();
+        let leaf_b = KubeSim::builder().start().await.unwrap();
+        let gw_dir = tempfile::tempdir().unwrap();
+        for (sim, file) in [(&leaf_a, "a.kubeconfig"), (&leaf_b, "b.kubeconfig")] {
+            sim.kubeconfig(
+                &Credential::ClientCert("leafgate".into()),
+                &gw_dir.path().join(file),
+            )
+            .unwrap();
+        }
+        let ca = TestCa::new("kube-api CA");
+        ca.issue(gw_dir.path(), "kube-api", &["127.0.0.1"]);
+        ca.write(gw_dir.path(), "clients-ca.pem");
+        std::fs::write(
+            gw_dir.path().join("acme.tokens"),
+            format!("# acme's CI\n\n  {TOKEN_A}  \n"),
+        )
+        .unwrap();
+        std::fs::write(gw_dir.path().join("other.tokens"), TOKEN_OTHER).unwrap();
+        let table = if with_table_plugin {
+            format!(
+                "table_formatter = \"{}\"",
+                plugin("pods-table")
+                    .display()
+                    .to_string()
+                    .replace('\\', "/")
+            )
+        } else {
+            String::new()
+        };
+        let toml = format!(
+            r#"
+            [admin]
+            bind = "127.0.0.1:0"
+            [[listener]]
+            name = "kube"
+            bind = "127.0.0.1:0"
+            kind = "kube-api"
+            tls = {{ cert = "kube-api.pem", key = "kube-api-key.pem", client_ca = "clients-ca.pem" }}
+            [[leaf]]
+            name = "leaf-a"
+            kubeconfig = "a.kubeconfig"
+            [[leaf]]
+            name = "leaf-b"
+            kubeconfig = "b.kubeconfig"
+            [[tenant]]
+            name = "acme"
+            namespaces = ["apps", "apps-*"]
+            tokens_file = "acme.tokens"
+            client_names = ["acme-ci"]
+            [tenant.plugins]
+            {table}
+            log_filter = {{ path = "{}", config = {{ patterns = ["password=\\S+"] }} }}
+            [[tenant]]
+            name = "other"
+            namespaces = ["other"]
+            tokens_file = "other.tokens"
+            "#,
+            plugin("redact").display().to_string().replace('\\', "/")
+        );
+        let gw = TestGateway::start_in(gw_dir, &toml).await;
+        Bed {
+            gw,
+            leaf_a,
+            leaf_b,
+            ca,
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// The standard pods: apps/web in leaf-a, apps/db in leaf-b, apps-2/job in leaf-b,
+    /// other/secret in leaf-a.
+    async fn with_pods(self) -> Bed {
+        self.leaf_a
+            .create(pod("apps", "web", json!({"app": "x"})))
+            .unwrap();
+        self.leaf_b
+            .create(pod("apps", "db", json!({"app": "y"})))
+            .unwrap();
+        self.leaf_b
+            .create(pod("apps-2", "job", json!({"app": "x"})))
+            .unwrap();
+        self.leaf_a
+            .create(pod("other", "secret", json!({"app": "x"})))
+            .unwrap();
+        for (ns, name) in [
+            ("apps", "web"),
+            ("apps", "db"),
+            ("apps-2", "job"),
+            ("other", "secret"),
+        ] {
+            self.indexed(ns, name).await;
+        }
+        self
+    }
+
+    async fn indexed(&self, ns: &str, name: &str) {
+        let started = Instant::now();
+        while self.gw.gateway.snapshot().pods.holders(ns, name).is_empty() {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "{ns}/{name} not indexed"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    fn addr(&self) -> SocketAddr {
+        self.gw.addr("kube")
+    }
+
+    /// A kubeconfig for `token` (or a client certificate named `cn`), namespace `ns`.
+    fn kubeconfig(&self, user: User<'_>, ns: &str) -> PathBuf {
+        let ca = self.ca.write(self.dir.path(), "ca.pem");
+        let user_yaml = match user {
+            User::Token(t) => format!("    token: {t}\n"),
+            User::Cert(cn) => {
+                let files = self.ca.issue(self.dir.path(), cn, &[cn]);
+                format!(
+                    "    client-certificate: {}\n    client-key: {}\n",
+                    files.cert.display(),
+                    files.key.display()
+                )
+            }
+        };
+        let name = match user {
+            User::Token(t) => t.to_string(),
+            User::Cert(cn) => cn.to_string(),
+        };
+        let path = self.dir.path().join(format!("{name}-{ns}.kubeconfig"));
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: leafgate\n  cluster:\n    server: https://{}\n    certificate-authority: {}\nusers:\n- name: u\n  user:\n{user_yaml}contexts:\n- name: c\n  context:\n    cluster: leafgate\n    user: u\n    namespace: {ns}\ncurrent-context: c\n",
+                self.addr(),
+                ca.display()
+            ),
+        )
+        .unwrap();
+        path
+    }
+
+    fn kubectl_cmd(&self, bin: &Path, kubeconfig: &Path) -> Command {
+        let mut cmd = Command::new(bin);
+        cmd.arg("--kubeconfig")
+            .arg(kubeconfig)
+            .arg("--cache-dir")
+            .arg(self.dir.path().join("cache"))
+            .kill_on_drop(true);
+        cmd
+    }
+
+    /// Runs kubectl as `user` in namespace `apps` to completion within 30 s.
+    async fn kubectl(
+        &self,
+        bin: &Path,
+        user: User<'_>,
+        args: &[&str],
+        env: &[(&str, &str)],
+        stdin: Option<&[u8]>,
+    ) -> (Option<i32>, String, String) {
+        let kubeconfig = self.kubeconfig(user, "apps");
+        let mut child = self
+            .kubectl_cmd(bin, &kubeconfig)
+            .args(args)
+            .envs(env.iter().copied())
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kubectl runs");
+        if let Some(input) = stdin {
+            let mut pipe = child.stdin.take().unwrap();
+            pipe.write_all(input).await.unwrap();
+            drop(pipe);
+        }
+        let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+            .await
+            .unwrap_or_else(|_| panic!("kubectl {args:?} within 30 s"))
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
+
+#[derive(Clone, Copy)]
+enum User<'a> {
+    Token(&'a str),
+    Cert(&'a str),
+}
+
+/// The table's rows as words, header first.
+fn rows(out: &str) -> Vec<Vec<&str>> {
+    out.lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect()
+}
+
+#[tokio::test]
+async fn kubectl_get_lists_both_leaves_in_one_table() {
+    let bed = Bed::start(true).await.with_pods().await;
+    let me = User::Token(TOKEN_A);
+    for bin in kubesim::kubectl::all() {
+        let b = bin.display();
+        let (code, out, err) = bed.kubectl(&bin, me, &["get", "pods"], &[], None).await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        assert_eq!(err, "", "{b}: kubectl warns about nothing");
+        let r = rows(&out);
+        // pods-table's columns (its LEAF column after AGE), IP and NODE hidden.
+        assert_eq!(
+            r[0],
+            ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "LEAF"],
+            "{b}: {out}"
+        );
+        assert_eq!(r.len(), 3, "{b}: {out}");
+        assert_eq!((r[1][0], r[1][5]), ("db", "leaf-b"), "{b}: {out}");
+        assert_eq!((r[2][0], r[2][5]), ("web", "leaf-a"), "{b}: {out}");
+
+        let (code, out, err) = bed
+            .kubectl(&bin, me, &["get", "pods", "-A", "-o", "wide"], &[], None)
+            .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        let r = rows(&out);
+        assert_eq!(
+            r[0],
+            [
+                "NAMESPACE",
+                "NAME",
+                "READY",
+                "STATUS",
+                "RESTARTS",
+                "AGE",
+                "LEAF",
+                "IP",
+                "NODE"
+            ],
+            "{b}: {out}"
+        );
+        let names: Vec<(&str, &str)> = r[1..].iter().map(|w| (w[0], w[1])).collect();
+        assert_eq!(
+            names,
+            [("apps", "db"), ("apps", "web"), ("apps-2", "job")],
+            "{b}: only acme's namespaces: {out}"
+        );
+        assert_eq!(r[1][7..], ["10.1.2.3", "leaf-node"], "{b}: {out}");
+
+        let (code, out, err) = bed
+            .kubectl(
+                &bin,
+                me,
+                &["get", "pods", "-l", "app=x", "--show-labels"],
+                &[],
+                None,
+            )
+            .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        let r = rows(&out);
+        assert_eq!(r.len(), 2, "{b}: {out}");
+        assert_eq!(
+            (r[1][0], *r[1].last().unwrap()),
+            ("web", "app=x"),
+            "{b}: {out}"
+        );
+
+        let (code, out, err) = bed
+            .kubectl(
+                &bin,
+                me,
+                &["get", "pods", "--field-selector", "metadata.name=db"],
+                &[],
+                None,
+            )
+            .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        assert_eq!(rows(&out).len(), 2, "{b}: {out}");
+
+        let (code, out, err) = bed
+            .kubectl(&bin, me, &["get", "pod", "web", "-o", "yaml"], &[], None)
+            .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        assert!(out.starts_with("apiVersion: v1\n"), "{b}: {out}");
+        for want in [
+            "kind: Pod\n",
+            "  name: web\n",
+            "    leafgate.io/leaf: leaf-a\n",
+        ] {
+            assert!(out.contains(want), "{b}: no {want:?} in {out}");
+        }
+        let (code, out, err) = bed
+            .kubectl(&bin, me, &["get", "pods", "-o", "json"], &[], None)
+            .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        let list: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            list["items"].as_array().map(Vec::len),
+            Some(2),
+            "{b}: {out}"
+        );
+
+        let (code, _, err) = bed
+            .kubectl(&bin, me, &["get", "pod", "nowhere"], &[], None)
+            .await;
+        assert_eq!(code, Some(1));
+        assert_eq!(
+            err.trim(),
+            "Error from server (NotFound): pods \"nowhere\" not found",
+            "{b}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn without_a_formatter_the_builtin_table_has_kubectls_columns_and_leaf() {
+    let bed = Bed::start(false).await.with_pods().await;
+    for bin in kubesim::kubectl::all() {
+        let b = bin.display();
+        let (code, out, err) = bed
+            .kubectl(
+                &bin,
+                User::Token(TOKEN_A),
+                &["get", "pods", "-o", "wide"],
+                &[],
+                None,
+            )
+            .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        let header: Vec<&str> = out
+            .lines()
+            .next()
+            .unwrap()
+            .split("  ")
+            .filter(|s| !s.is_empty())
+            .map(str::trim)
+            .collect();
+        assert_eq!(
+            header,
+            [
+                "NAME",
+                "READY",
+                "STATUS",
+                "RESTARTS",
+                "AGE",
+                "IP",
+                "NODE",
+                "NOMINATED NODE",
+                "READINESS GATES",
+                "LEAF"
+            ],
+            "{b}: {out}"
+        );
+        let r = rows(&out);
+        assert_eq!(r[1][0], "db", "{b}: {out}");
+        assert_eq!(r[1][2], "Running", "{b}: {out}");
+        assert_eq!(r[1].last(), Some(&"leaf-b"), "{b}: {out}");
+    }
+}
+
+#[tokio::test]
+async fn tenants_see_only_their_namespaces() {
+    let bed = Bed::start(true).await.with_pods().await;
+    for bin in kubesim::kubectl::all() {
+        let b = bin.display();
+        let (code, _, err) = bed
+            .kubectl(
+                &bin,
+                User::Token(TOKEN_A),
+                &["get", "pods", "-n", "other"],
+                &[],
+                None,
+            )
+            .await;
+        assert_eq!(code, Some(1), "{b}");
+        assert_eq!(
+            err.trim(),
+            "Error from server (Forbidden): pods is forbidden: User \"tenant:acme\" cannot list resource \"pods\" in API group \"\" in the namespace \"other\"",
+            "{b}"
+        );
+        let (code, _, err) = bed
+            .kubectl(
+                &bin,
+                User::Token(TOKEN_A),
+                &["exec", "-n", "other", "secret", "--", "true"],
+                &[],
+                None,
+            )
+            .await;
+        assert_ne!(code, Some(0), "{b}");
+        assert!(
+            err.contains("pods \"secret\" is forbidden: User \"tenant:acme\" cannot"),
+            "{b}: {err}"
+        );
+
+        let (code, _, err) = bed
+            .kubectl(&bin, User::Token("made-up"), &["get", "pods"], &[], None)
+            .await;
+        assert_eq!(code, Some(1), "{b}");
+        assert_eq!(
+            err.trim(),
+            "error: You must be logged in to the server (Unauthorized)",
+            "{b}"
+        );
+
+        let (code, out, err) = bed
+            .kubectl(
+                &bin,
+                User::Token(TOKEN_OTHER),
+                &["get", "pods", "-A"],
+                &[],
+                None,
+            )
+            .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        let r = rows(&out);
+        assert_eq!(r.len(), 2, "{b}: {out}");
+        assert_eq!((r[1][0], r[1][1]), ("other", "secret"), "{b}: {out}");
+
+        // A client certificate named in acme's client_names is acme.
+        let (code, out, err) = bed
+            .kubectl(&bin, User::Cert("acme-ci"), &["get", "pods"], &[], None)
+            .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        assert_eq!(rows(&out).len(), 3, "{b}: {out}");
+        let (code, _, err) = bed
+            .kubectl(&bin, User::Cert("stranger"), &["get", "pods"], &[], None)
+            .await;
+        assert_eq!(code, Some(1), "{b}");
+        assert!(err.contains("(Unauthorized)"), "{b}: {err}");
+    }
+}
+
+#[tokio::test]
+async fn unserved_paths_and_methods_answer_as_the_api_server() {
+    let bed = Bed::start(true).await.with_pods().await;
+    let bin = kubesim::kubectl::pinned();
+    let me = User::Token(TOKEN_A);
+    let (code, _, err) = bed.kubectl(&bin, me, &["get", "services"], &[], None).await;
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("the server doesn't have a resource type \"services\""),
+        "{err}"
+    );
+    let (code, _, err) = bed
+        .kubectl(
+            &bin,
+            me,
+            &["get", "--raw", "/apis/apps/v1/deployments"],
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("the server could not find the requested resource"),
+        "{err}"
+    );
+    let (code, _, err) = bed
+        .kubectl(&bin, me, &["delete", "pod", "web"], &[], None)
+        .await;
+    assert_eq!(code, Some(1));
+    assert!(err.contains("(MethodNotAllowed)"), "{err}");
+}
+
+#[tokio::test]
+async fn kubectl_get_watch_prints_a_pod_added_to_a_leaf() {
+    let bed = Bed::start(true).await.with_pods().await;
+    for (i, bin) in kubesim::kubectl::all().into_iter().enumerate() {
+        let b = bin.display();
+        let kubeconfig = bed.kubeconfig(User::Token(TOKEN_A), "apps");
+        let mut child = bed
+            .kubectl_cmd(&bin, &kubeconfig)
+            .args(["get", "pods", "-w"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut next = async || {
+            tokio::time::timeout(Duration::from_secs(15), lines.next_line())
+                .await
+                .expect("a line within 15 s")
+                .unwrap()
+                .expect("kubectl still watching")
+        };
+        assert!(next().await.starts_with("NAME "), "{b}");
+        // The list first: db, the pods earlier rounds added, web.
+        let mut listed: Vec<String> = Vec::new();
+        while !listed.iter().any(|l| l.starts_with("web ")) {
+            listed.push(next().await);
+        }
+        assert!(listed[0].starts_with("db "), "{b}: {listed:?}");
+        assert_eq!(listed.len(), 2 + i, "{b}: {listed:?}");
+        let late = format!("late-{i}");
+        bed.leaf_b.create(pod("apps", &late, json!({}))).unwrap();
+        let line = next().await;
+        assert!(line.starts_with(&format!("{late} ")), "{b}: {line}");
+        assert!(line.contains("leaf-b"), "{b}: {line}");
+        child.kill().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn kubectl_exec_reaches_the_pods_leaf_over_websocket_and_spdy() {
+    let bed = Bed::start(true).await.with_pods().await;
+    let me = User::Token(TOKEN_A);
+    for bin in kubesim::kubectl::all() {
+        let b = bin.display();
+        for env in [&[][..], &[NO_WS_EXEC][..]] {
+            let (code, out, err) = bed
+                .kubectl(
+                    &bin,
+                    me,
+                    &[
+                        "exec",
+                        "db",
+                        "--",
+                        "sh",
+                        "-c",
+                        "echo out; echo err >&2; exit 3",
+                    ],
+                    env,
+                    None,
+                )
+                .await;
+            assert_eq!(code, Some(3), "{b} {env:?}: {err}");
+            assert_eq!(out, "out\n", "{b} {env:?}");
+            assert!(err.starts_with("err\n"), "{b} {env:?}: {err}");
+            let (code, out, err) = bed
+                .kubectl(
+                    &bin,
+                    me,
+                    &["exec", "-i", "web", "--", "cat"],
+                    env,
+                    Some(b"piped in\n"),
+                )
+                .await;
+            assert_eq!(code, Some(0), "{b} {env:?}: {err}");
+            assert_eq!(out, "piped in\n", "{b} {env:?}");
+        }
+        let exec = bed
+            .leaf_b
+            .requests()
+            .into_iter()
+            .rev()
+            .find(|r| r.path == "/api/v1/namespaces/apps/pods/db/exec")
+            .expect("the exec reached leaf-b");
+        assert_eq!(exec.method, "POST", "{b}: the SPDY one last");
+        assert_eq!(
+            exec.user.as_deref(),
+            Some("leafgate"),
+            "{b}: the leaf's credentials"
+        );
+    }
+}
+
+#[tokio::test]
+async fn kubectl_logs_tail_and_follow_through_redact() {
+    let bed = Bed::start(true).await.with_pods().await;
+    let me = User::Token(TOKEN_A);
+    for (i, bin) in kubesim::kubectl::all().into_iter().enumerate() {
+        let b = bin.display();
+        for n in 1..=5 {
+            bed.leaf_a
+                .append_log("apps", "web", "app", &format!("round {i} line {n}"));
+        }
+        let (code, out, err) = bed
+            .kubectl(&bin, me, &["logs", "web", "--tail=3"], &[], None)
+            .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        assert_eq!(
+            out,
+            format!("round {i} line 3\nround {i} line 4\nround {i} line 5\n"),
+            "{b}"
+        );
+
+        let kubeconfig = bed.kubeconfig(me, "apps");
+        let mut child = bed
+            .kubectl_cmd(&bin, &kubeconfig)
+            .args(["logs", "-f", "web", "--tail=1"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut next = async || {
+            tokio::time::timeout(Duration::from_secs(15), lines.next_line())
+                .await
+                .expect("a line within 15 s")
+                .unwrap()
+        };
+        next().await.expect("the tail");
+        bed.leaf_a.append_log(
+            "apps",
+            "web",
+            "app",
+            &format!("login {i} password=hunter2 ok"),
+        );
+        assert_eq!(
+            next().await.as_deref(),
+            Some(format!("login {i} *** ok").as_str()),
+            "{b}"
+        );
+        child.kill().await.unwrap();
+    }
+}
+
+async fn echo_server() -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let (mut r, mut w) = conn.split();
+                let _ = tokio::io::copy(&mut r, &mut w).await;
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn kubectl_port_forward_carries_bytes_both_ways() {
+    let bed = Bed::start(true).await.with_pods().await;
+    let echo = echo_server().await;
+    bed.leaf_b
+        .patch(
+            "v1",
+            "Pod",
+            "apps",
+            "db",
+            &json!({"metadata": {"annotations": {"kubesim.leafgate.io/port-5432": echo.to_string()}}}),
+            false,
+        )
+        .unwrap();
+    let kubeconfig = bed.kubeconfig(User::Token(TOKEN_A), "apps");
+    for bin in kubesim::kubectl::all() {
+        for spdy in [false, true] {
+            let b = format!("{} spdy={spdy}", bin.display());
+            let mut cmd = bed.kubectl_cmd(&bin, &kubeconfig);
+            cmd.args(["port-forward", "pod/db", ":5432"]);
+            if spdy {
+                cmd.env("KUBECTL_PORT_FORWARD_WEBSOCKETS", "false");
+            }
+            let mut child = cmd
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+            let line = tokio::time::timeout(Duration::from_secs(15), async {
+                loop {
+                    let l = lines.next_line().await.unwrap().expect("kubectl output");
+                    if l.starts_with("Forwarding from 127.0.0.1:") {
+                        return l;
+                    }
+                }
+            })
+            .await
+            .expect("kubectl listening within 15 s");
+            let local: SocketAddr = line
+                .trim_start_matches("Forwarding from ")
+                .split(" -> ")
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            for msg in [b"hello through leafgate".to_vec(), vec![b'z'; 256 * 1024]] {
+                let mut conn = tokio::net::TcpStream::connect(local).await.unwrap();
+                conn.write_all(&msg).await.unwrap();
+                let mut back = vec![0u8; msg.len()];
+                tokio::time::timeout(Duration::from_secs(10), conn.read_exact(&mut back))
+                    .await
+                    .unwrap_or_else(|_| panic!("{b}: the echo within 10 s"))
+                    .unwrap();
+                assert!(back == msg, "{b}: {} bytes echoed wrong", msg.len());
+            }
+            child.kill().await.unwrap();
+        }
+    }
+}
+
+/// Editing a `tokens_file` reloads it: the new token works, the removed one is refused.
+#[tokio::test]
+async fn a_rewritten_tokens_file_takes_effect_without_a_restart() {
+    let bed = Bed::start(false).await.with_pods().await;
+    let bin = kubesim::kubectl::pinned();
+    let before = bed.gw.gateway.snapshot().generation;
+    let file = bed.gw.path().join("acme.tokens");
+    let tmp = bed.gw.path().join("acme.tokens.tmp");
+    std::fs::write(&tmp, "acme-token-2\n").unwrap();
+    std::fs::rename(&tmp, &file).unwrap();
+    let started = Instant::now();
+    while bed.gw.gateway.snapshot().generation == before {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no reload after the tokens file changed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (code, out, err) = bed
+        .kubectl(
+            &bin,
+            User::Token("acme-token-2"),
+            &["get", "pods"],
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(rows(&out).len(), 3, "{out}");
+    let (code, _, err) = bed
+        .kubectl(&bin, User::Token(TOKEN_A), &["get", "pods"], &[], None)
+        .await;
+    assert_eq!(code, Some(1));
+    assert!(err.contains("(Unauthorized)"), "{err}");
+}
+
+#[test]
+fn a_kube_api_listener_without_tls_and_an_unreadable_tokens_file_are_config_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("leafgate.toml");
+    std::fs::write(
+        &config,
+        "[[listener]]\nname = \"kube\"\nbind = \"127.0.0.1:0\"\nkind = \"kube-api\"\n\n[[tenant]]\nname = \"acme\"\nnamespaces = [\"apps\"]\ntokens_file = \"missing.tokens\"\n",
+    )
+    .unwrap();
+    let err = leafgate::config::Config::load(&config)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("listener[0].kind"), "{err}");
+    assert!(err.contains(":4:"), "the line of `kind`: {err}");
+    assert!(err.contains("needs `tls`"), "{err}");
+    assert!(err.contains("tenant[0].tokens_file"), "{err}");
+    assert!(err.contains("missing.tokens"), "{err}");
+}
+
+impl Bed {
+    /// One request as a plain API client sends it: (status, JSON body).
+    async fn raw(&self, token: Option<&str>, path: &str, accept: &str) -> (u16, Value) {
+        use http_body_util::BodyExt;
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let tls = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(self.ca.roots())
+            .with_no_client_auth();
+        let tcp = tokio::net::TcpStream::connect(self.addr()).await.unwrap();
+        let stream = tokio_rustls::TlsConnector::from(std::sync::Arc::new(tls))
+            .connect(
+                rustls_pki_types::ServerName::try_from("127.0.0.1").unwrap(),
+                tcp,
+            )
+            .await
+            .unwrap();
+        let (mut sender, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .unwrap();
+        tokio::spawn(conn);
+        let mut req = http::Request::get(path)
+            .header("host", "127.0.0.1")
+            .header("accept", accept);
+        if let Some(t) = token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        let res = sender
+            .send_request(
+                req.body(http_body_util::Empty::<bytes::Bytes>::new())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        let code = res.status().as_u16();
+        let body = res.into_body().collect().await.unwrap().to_bytes();
+        (
+            code,
+            serde_json::from_slice(&body).unwrap_or_else(|_| json!(String::from_utf8_lossy(&body))),
+        )
+    }
+}
+
+const V1BETA1_TABLE: &str = "application/json;as=Table;v=v1beta1;g=meta.k8s.io";
+
+#[tokio::test]
+async fn tables_honour_include_object_and_the_version_asked_for() {
+    let bed = Bed::start(true).await.with_pods().await;
+    let pods = "/api/v1/namespaces/apps/pods";
+    let (code, t) = bed
+        .raw(
+            Some(TOKEN_A),
+            &format!("{pods}?includeObject=Object"),
+            V1BETA1_TABLE,
+        )
+        .await;
+    assert_eq!(code, 200, "{t}");
+    assert_eq!(t["apiVersion"], "meta.k8s.io/v1beta1");
+    assert_eq!(t["rows"][0]["object"]["kind"], "Pod", "{t}");
+    assert_eq!(
+        t["rows"][0]["object"]["spec"]["nodeName"], "leaf-node",
+        "{t}"
+    );
+    let (_, t) = bed
+        .raw(
+            Some(TOKEN_A),
+            &format!("{pods}?includeObject=None"),
+            V1BETA1_TABLE,
+        )
+        .await;
+    assert_eq!(t["rows"].as_array().map(Vec::len), Some(2), "{t}");
+    assert!(t["rows"][0].get("object").is_none(), "{t}");
+    let (_, t) = bed.raw(Some(TOKEN_A), pods, V1BETA1_TABLE).await;
+    assert_eq!(
+        t["rows"][1]["object"]["kind"], "PartialObjectMetadata",
+        "{t}"
+    );
+    assert_eq!(t["rows"][1]["object"]["metadata"]["name"], "web", "{t}");
+    let (code, t) = bed
+        .raw(
+            Some(TOKEN_A),
+            &format!("{pods}?includeObject=All"),
+            V1BETA1_TABLE,
+        )
+        .await;
+    assert_eq!((code, &t["reason"]), (400, &json!("BadRequest")), "{t}");
+
+    // kube-apiserver's own bodies for no credentials and for a path it does not serve.
+    let (code, t) = bed.raw(None, pods, "application/json").await;
+    assert_eq!(code, 401);
+    assert_eq!(
+        t,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "Unauthorized", "reason": "Unauthorized", "code": 401})
+    );
+    let (code, t) = bed
+        .raw(
+            Some(TOKEN_A),
+            "/api/v1/namespaces/apps/services",
+            "application/json",
+        )
+        .await;
+    assert_eq!(code, 404);
+    assert_eq!(
+        t["message"],
+        "the server could not find the requested resource"
+    );
+    let (code, t) = bed
+        .raw(
+            Some(TOKEN_A),
+            &format!("{pods}?labelSelector=app%3D%28"),
+            "application/json",
+        )
+        .await;
+    assert_eq!((code, &t["reason"]), (400, &json!("BadRequest")), "{t}");
+}
+
+#[tokio::test]
+async fn a_table_formatter_that_answers_a_row_short_fails_the_request() {
+    let short = leafgate_tests::plugins::fault_plugin("short-table");
+    let bed = Bed::start(false).await;
+    let toml = std::fs::read_to_string(&bed.gw.config).unwrap().replace(
+        "[tenant.plugins]\n",
+        &format!(
+            "[tenant.plugins]\ntable_formatter = \"{}\"\n",
+            short.display().to_string().replace('\\', "/")
+        ),
+    );
+    std::fs::write(&bed.gw.config, toml).unwrap();
+    bed.gw.gateway.reload().await.unwrap();
+    let bed = bed.with_pods().await;
+    let accept = "application/json;as=Table;v=v1;g=meta.k8s.io";
+    let (code, t) = bed
+        .raw(Some(TOKEN_A), "/api/v1/namespaces/apps/pods", accept)
+        .await;
+    assert_eq!(code, 502, "{t}");
+    assert!(
+        t["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("answered 1 rows for 2 objects")),
+        "{t}"
+    );
+    // -o json does not ask the plugin.
+    let (code, _) = bed
+        .raw(
+            Some(TOKEN_A),
+            "/api/v1/namespaces/apps/pods",
+            "application/json",
+        )
+        .await;
+    assert_eq!(code, 200);
+}
