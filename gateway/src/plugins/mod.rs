@@ -373,6 +373,12 @@ impl TenantPlugins {
         Ok(apply_verdicts(lines, verdicts))
     }
 
+    /// True when the tenant has a `table_formatter`: callers skip building its input
+    /// (every object as JSON text) when it has none.
+    pub fn has_table_formatter(&self) -> bool {
+        self.table_formatter.is_some()
+    }
+
     /// The table for these objects; `None` means "print the default table" (no plugin,
     /// the plugin declined, or it failed under `on_error = "default"`).
     pub async fn format_table(&self, req: &TableRequest) -> Result<Option<Table>, PluginError> {

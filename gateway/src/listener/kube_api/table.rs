@@ -108,24 +108,28 @@ pub async fn build(
     version: &str,
 ) -> Result<Value, (StatusCode, String)> {
     let objects: Vec<Value> = pods.iter().map(Listed::json).collect();
-    let request = TableRequest {
-        group: String::new(),
-        version: "v1".into(),
-        resource: "pods".into(),
-        wide: false,
-        objects: Value::Array(objects.clone()).to_string(),
+    let plugin = if caller.tenant.plugins.has_table_formatter() {
+        let request = TableRequest {
+            group: String::new(),
+            version: "v1".into(),
+            resource: "pods".into(),
+            wide: false,
+            objects: Value::Array(objects.clone()).to_string(),
+        };
+        caller
+            .tenant
+            .plugins
+            .format_table(&request)
+            .await
+            .map_err(|e| {
+                (
+                    e.status(),
+                    format!("table formatter of tenant {:?}: {e}", caller.tenant.name),
+                )
+            })?
+    } else {
+        None
     };
-    let plugin = caller
-        .tenant
-        .plugins
-        .format_table(&request)
-        .await
-        .map_err(|e| {
-            (
-                e.status(),
-                format!("table formatter of tenant {:?}: {e}", caller.tenant.name),
-            )
-        })?;
     let (columns, rows) = match plugin {
         Some(t) => {
             if t.rows.len() != objects.len() {

@@ -194,25 +194,32 @@ async fn table_once(
     token: Option<&str>,
     rounds: usize,
 ) -> (Value, (usize, usize)) {
+    let mut tls = rustls::ClientConfig::clone(tls);
+    tls.alpn_protocols.clear();
     let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let stream = tokio_rustls::TlsConnector::from(tls.clone())
+    let stream = tokio_rustls::TlsConnector::from(Arc::new(tls))
         .connect(ServerName::try_from("127.0.0.1").unwrap(), tcp)
         .await
         .unwrap();
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .unwrap();
-    tokio::spawn(conn);
+    tokio::spawn(async move {
+        if let Err(e) = conn.await {
+            eprintln!("connection to {addr}: {e}");
+        }
+    });
     let mut took = Vec::with_capacity(rounds);
     let mut last = (0, 0);
     for _ in 0..rounds {
-        let mut req = http::Request::get("/api/v1/pods?limit=500")
+        let mut req = http::Request::get("/api/v1/pods")
             .header("host", addr.to_string())
             .header("accept", ACCEPT_TABLE);
         if let Some(t) = token {
             req = req.header("authorization", format!("Bearer {t}"));
         }
         let started = Instant::now();
+        sender.ready().await.unwrap();
         let res = sender
             .send_request(req.body(Empty::<Bytes>::new()).unwrap())
             .await
