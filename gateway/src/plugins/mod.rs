@@ -431,6 +431,15 @@ pub fn is_compiled(path: &std::path::Path) -> bool {
     }
 }
 
+/// How many times the component in `path` was built (compiled, or read from the disk
+/// cache) in this process rather than found alive in the compile cache.
+pub fn builds_of(path: &std::path::Path) -> u64 {
+    match (runtime::runtime(), std::fs::read(path)) {
+        (Ok(rt), Ok(bytes)) => rt.builds_of(&bytes),
+        _ => 0,
+    }
+}
+
 pub fn load(config: &Config, metrics: &PluginMetrics) -> Result<PluginSet, Vec<ConfigError>> {
     let (set, errors) = load_partial(config, metrics);
     if errors.is_empty() {

@@ -70,6 +70,9 @@ pub(crate) struct Runtime {
     /// compiles nothing. Held weakly: the hooks of the snapshots alive own them, and an
     /// entry no snapshot references any more is gone (its code freed) and pruned.
     compiled: Mutex<HashMap<[u8; 32], Weak<Compiled>>>,
+    /// How many times each content was built (compiled or read from the disk cache)
+    /// rather than found alive: what a reload costs, for tests and diagnostics.
+    builds: Mutex<HashMap<[u8; 32], u64>>,
 }
 
 /// A compiled component, shared by every hook that loads the same bytes. Keep it alive as
@@ -146,6 +149,7 @@ impl Runtime {
             engine,
             linker,
             compiled: Mutex::new(HashMap::new()),
+            builds: Mutex::new(HashMap::new()),
         })
     }
 
@@ -194,6 +198,12 @@ impl Runtime {
                 c
             }
         };
+        *self
+            .builds
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(hash)
+            .or_default() += 1;
         let compiled = Arc::new(Compiled(component));
         let mut cache = self.compiled.lock().unwrap_or_else(PoisonError::into_inner);
         cache.retain(|_, c| c.strong_count() > 0);
@@ -210,6 +220,17 @@ impl Runtime {
             .unwrap_or_else(PoisonError::into_inner)
             .get(&hash)
             .is_some_and(|c| c.strong_count() > 0)
+    }
+
+    /// How many times a component was built from `bytes` in this process.
+    pub fn builds_of(&self, bytes: &[u8]) -> u64 {
+        let hash: [u8; 32] = Sha256::digest(bytes).into();
+        self.builds
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&hash)
+            .copied()
+            .unwrap_or(0)
     }
 
     pub fn compile_file(&self, path: &Path) -> Result<Arc<Compiled>, String> {
