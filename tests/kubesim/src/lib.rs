@@ -34,6 +34,7 @@ pub mod server;
 pub mod status;
 pub mod store;
 pub mod table;
+pub mod testkit;
 pub mod tls;
 
 pub use nodeproxy::KubeletClientCert;

@@ -3,18 +3,18 @@
 //! as the pod's leaf cluster. Also SPDY exec straight from a client shaped like the root
 //! API server, and port-forward sessions that must leave no descriptor behind.
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
 use kubesim::client::{spdy_exec, spdy_port_forward};
+use kubesim::testkit::{annotate_port, assert_echoes, echo_server, forwarding_from};
 use kubesim::{Credential, KubeSim, Recorded};
 use leafgate_tests::TestGateway;
 use leafgate_tests::certs::TestCa;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 
 const TOKEN: &str = "root-user-token";
@@ -259,36 +259,10 @@ async fn kubectl_exec_and_logs_reach_the_leaf_through_leafgate() {
     }
 }
 
-async fn echo_server() -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut conn, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let (mut r, mut w) = conn.split();
-                let _ = tokio::io::copy(&mut r, &mut w).await;
-            });
-        }
-    });
-    addr
-}
-
-fn annotate_port(leaf: &KubeSim, pod: &str, port: u16, target: SocketAddr) {
-    leaf.patch(
-        "v1",
-        "Pod",
-        "team-a",
-        pod,
-        &json!({"metadata": {"annotations": {format!("kubesim.leafgate.io/port-{port}"): target.to_string()}}}),
-        false,
-    )
-    .unwrap();
-}
-
 #[tokio::test]
 async fn kubectl_port_forward_reaches_the_leaf_through_leafgate() {
     let c = chain(&["fwd"]).await;
-    annotate_port(&c.leaf, "fwd", 8080, echo_server().await);
+    annotate_port(&c.leaf, "team-a", "fwd", 8080, echo_server().await);
     for bin in kubesim::kubectl::all() {
         let mut child = kubectl_cmd(&bin, &c)
             .args(["port-forward", "pod/fwd", ":8080"])
@@ -297,34 +271,9 @@ async fn kubectl_port_forward_reaches_the_leaf_through_leafgate() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let line = tokio::time::timeout(Duration::from_secs(15), async {
-            loop {
-                let l = lines.next_line().await.unwrap().expect("kubectl output");
-                if l.starts_with("Forwarding from 127.0.0.1:") {
-                    return l;
-                }
-            }
-        })
-        .await
-        .expect("kubectl listening within 15 s");
-        let local: SocketAddr = line
-            .trim_start_matches("Forwarding from ")
-            .split(" -> ")
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
-        for msg in [b"hello across the chain".to_vec(), vec![b'q'; 256 * 1024]] {
-            let mut conn = tokio::net::TcpStream::connect(local).await.unwrap();
-            conn.write_all(&msg).await.unwrap();
-            let mut back = vec![0u8; msg.len()];
-            tokio::time::timeout(Duration::from_secs(10), conn.read_exact(&mut back))
-                .await
-                .expect("the echo within 10 s")
-                .unwrap();
-            assert!(back == msg, "{} bytes echoed wrong", msg.len());
-        }
+        let local = forwarding_from(&mut child).await;
+        let messages = [b"hello across the chain".to_vec(), vec![b'q'; 256 * 1024]];
+        assert_echoes(local, &messages, &bin.display().to_string()).await;
         child.kill().await.unwrap();
         let pf = last(
             c.leaf.requests(),
@@ -421,7 +370,7 @@ fn gateway_sockets(node_api: u16, leaf: u16) -> usize {
 #[tokio::test]
 async fn five_hundred_port_forward_sessions_leave_no_descriptor_behind() {
     let c = chain(&["fwd"]).await;
-    annotate_port(&c.leaf, "fwd", 9000, echo_server().await);
+    annotate_port(&c.leaf, "team-a", "fwd", 9000, echo_server().await);
     let tls = kubelet_client(&c.root);
     let addr = c.gw.addr("kubelet");
     let session = |i: usize| {

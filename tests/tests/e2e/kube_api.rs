@@ -8,12 +8,13 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use kubesim::testkit::{annotate_port, assert_echoes, echo_server, forwarding_from};
 use kubesim::{Credential, KubeSim};
 use leafgate_tests::TestGateway;
 use leafgate_tests::certs::TestCa;
 use leafgate_tests::plugins::plugin;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 
 const TOKEN_A: &str = "acme-token-1";
@@ -651,34 +652,10 @@ async fn kubectl_logs_tail_and_follow_through_redact() {
     }
 }
 
-async fn echo_server() -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut conn, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let (mut r, mut w) = conn.split();
-                let _ = tokio::io::copy(&mut r, &mut w).await;
-            });
-        }
-    });
-    addr
-}
-
 #[tokio::test]
 async fn kubectl_port_forward_carries_bytes_both_ways() {
     let bed = Bed::start(true).await.with_pods().await;
-    let echo = echo_server().await;
-    bed.leaf_b
-        .patch(
-            "v1",
-            "Pod",
-            "apps",
-            "db",
-            &json!({"metadata": {"annotations": {"kubesim.leafgate.io/port-5432": echo.to_string()}}}),
-            false,
-        )
-        .unwrap();
+    annotate_port(&bed.leaf_b, "apps", "db", 5432, echo_server().await);
     let kubeconfig = bed.kubeconfig(User::Token(TOKEN_A), "apps");
     for bin in kubesim::kubectl::all() {
         for spdy in [false, true] {
@@ -693,34 +670,9 @@ async fn kubectl_port_forward_carries_bytes_both_ways() {
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap();
-            let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-            let line = tokio::time::timeout(Duration::from_secs(15), async {
-                loop {
-                    let l = lines.next_line().await.unwrap().expect("kubectl output");
-                    if l.starts_with("Forwarding from 127.0.0.1:") {
-                        return l;
-                    }
-                }
-            })
-            .await
-            .expect("kubectl listening within 15 s");
-            let local: SocketAddr = line
-                .trim_start_matches("Forwarding from ")
-                .split(" -> ")
-                .next()
-                .unwrap()
-                .parse()
-                .unwrap();
-            for msg in [b"hello through leafgate".to_vec(), vec![b'z'; 256 * 1024]] {
-                let mut conn = tokio::net::TcpStream::connect(local).await.unwrap();
-                conn.write_all(&msg).await.unwrap();
-                let mut back = vec![0u8; msg.len()];
-                tokio::time::timeout(Duration::from_secs(10), conn.read_exact(&mut back))
-                    .await
-                    .unwrap_or_else(|_| panic!("{b}: the echo within 10 s"))
-                    .unwrap();
-                assert!(back == msg, "{b}: {} bytes echoed wrong", msg.len());
-            }
+            let local = forwarding_from(&mut child).await;
+            let messages = [b"hello through leafgate".to_vec(), vec![b'z'; 256 * 1024]];
+            assert_echoes(local, &messages, &b).await;
             child.kill().await.unwrap();
         }
     }

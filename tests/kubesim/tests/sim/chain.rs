@@ -9,9 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kubesim::client::{spdy_exec, spdy_port_forward, ws_exec};
+use kubesim::testkit::{annotate_port, assert_echoes, echo_server, forwarding_from};
 use kubesim::{Credential, KubeSim, KubeletClientCert, Recorded};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 
 const TOKEN: &str = "t0ken-for-alice";
@@ -320,38 +321,10 @@ async fn kubectl_logs_and_follow_through_the_chain() {
     }
 }
 
-/// A TCP echo server on 127.0.0.1:0.
-async fn echo_server() -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut conn, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let (mut r, mut w) = conn.split();
-                let _ = tokio::io::copy(&mut r, &mut w).await;
-            });
-        }
-    });
-    addr
-}
-
-fn annotate_port(kubelet: &KubeSim, pod: &str, port: u16, target: SocketAddr) {
-    kubelet
-        .patch(
-            "v1",
-            "Pod",
-            "default",
-            pod,
-            &json!({"metadata": {"annotations": {format!("kubesim.leafgate.io/port-{port}"): target.to_string()}}}),
-            false,
-        )
-        .unwrap();
-}
-
 #[tokio::test]
 async fn kubectl_port_forward_through_the_chain() {
     let c = chain().await;
-    annotate_port(&c.kubelet, "fwd", 8080, echo_server().await);
+    annotate_port(&c.kubelet, "default", "fwd", 8080, echo_server().await);
     for bin in kubesim::kubectl::all() {
         let mut child = command(&bin, &c)
             .args(["port-forward", "pod/fwd", ":8080"])
@@ -360,34 +333,9 @@ async fn kubectl_port_forward_through_the_chain() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let line = tokio::time::timeout(Duration::from_secs(15), async {
-            loop {
-                let l = lines.next_line().await.unwrap().expect("kubectl output");
-                if l.starts_with("Forwarding from 127.0.0.1:") {
-                    return l;
-                }
-            }
-        })
-        .await
-        .expect("kubectl listening within 15s");
-        let local: SocketAddr = line
-            .trim_start_matches("Forwarding from ")
-            .split(" -> ")
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
-        for msg in [b"hello through two hops".to_vec(), vec![b'z'; 300 * 1024]] {
-            let mut conn = tokio::net::TcpStream::connect(local).await.unwrap();
-            conn.write_all(&msg).await.unwrap();
-            let mut back = vec![0u8; msg.len()];
-            tokio::time::timeout(Duration::from_secs(10), conn.read_exact(&mut back))
-                .await
-                .expect("the echo within 10s")
-                .unwrap();
-            assert!(back == msg, "{} bytes echoed wrong", msg.len());
-        }
+        let local = forwarding_from(&mut child).await;
+        let messages = [b"hello through two hops".to_vec(), vec![b'z'; 300 * 1024]];
+        assert_echoes(local, &messages, &bin.display().to_string()).await;
         child.kill().await.unwrap();
         let sent = last(c.root.kubelet_requests(), "/portForward/");
         assert_eq!(
@@ -708,7 +656,7 @@ async fn client_helpers_against_the_kubelet_role() {
     );
 
     let echo = echo_server().await;
-    annotate_port(&kubelet, "web", 7000, echo);
+    annotate_port(&kubelet, "default", "web", 7000, echo);
     let out = spdy_port_forward(
         addr,
         tls.clone(),
@@ -829,7 +777,7 @@ async fn get(addr: SocketAddr, tls: Arc<rustls::ClientConfig>, path: &str) -> (u
 #[tokio::test]
 async fn kubectl_websockets_pass_through_untranslated() {
     let c = chain().await;
-    annotate_port(&c.kubelet, "fwd", 8080, echo_server().await);
+    annotate_port(&c.kubelet, "default", "fwd", 8080, echo_server().await);
     for bin in kubesim::kubectl::all() {
         let r = kubectl(
             &bin,
@@ -858,32 +806,8 @@ async fn kubectl_websockets_pass_through_untranslated() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let line = tokio::time::timeout(Duration::from_secs(15), async {
-            loop {
-                let l = lines.next_line().await.unwrap().expect("kubectl output");
-                if l.starts_with("Forwarding from 127.0.0.1:") {
-                    return l;
-                }
-            }
-        })
-        .await
-        .expect("kubectl listening within 15s");
-        let local: SocketAddr = line
-            .trim_start_matches("Forwarding from ")
-            .split(" -> ")
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
-        let mut conn = tokio::net::TcpStream::connect(local).await.unwrap();
-        conn.write_all(b"tunnelled").await.unwrap();
-        let mut back = [0u8; 9];
-        tokio::time::timeout(Duration::from_secs(10), conn.read_exact(&mut back))
-            .await
-            .expect("the echo within 10s")
-            .unwrap();
-        assert_eq!(&back, b"tunnelled");
+        let local = forwarding_from(&mut child).await;
+        assert_echoes(local, &[b"tunnelled".to_vec()], &bin.display().to_string()).await;
         child.kill().await.unwrap();
         let got = last(c.kubelet.requests(), "/portForward/");
         assert_eq!(

@@ -1,6 +1,7 @@
 //! The simulator against the real kubectl (every binary `kubesim::kubectl::all` finds):
 //! tables, wide output, YAML, watch, logs, and both kinds of authentication.
 
+use kubesim::testkit::echo_server;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -626,21 +627,6 @@ async fn attach_prints_the_main_process_output() {
             );
         }
     }
-}
-
-/// A TCP echo server on 127.0.0.1:0 that answers every connection until it closes.
-async fn echo_server() -> std::net::SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut conn, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let (mut r, mut w) = conn.split();
-                let _ = tokio::io::copy(&mut r, &mut w).await;
-            });
-        }
-    });
-    addr
 }
 
 /// Sends `msg` through `local`, expects it echoed back, then half-closes and expects EOF.

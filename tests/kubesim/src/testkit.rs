@@ -1,0 +1,81 @@
+//! Helpers every kubectl test of the chain needs, whichever crate it lives in: a TCP echo
+//! server to forward to, the pod annotation that points a port at it, and reading where
+//! `kubectl port-forward` listens.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::Child;
+
+use crate::KubeSim;
+
+/// A TCP echo server on 127.0.0.1:0, for port-forward tests.
+pub async fn echo_server() -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let (mut r, mut w) = conn.split();
+                let _ = tokio::io::copy(&mut r, &mut w).await;
+            });
+        }
+    });
+    addr
+}
+
+/// Points pod port `port` of `ns/pod` at `target` (the annotation the simulator's
+/// port-forward dials).
+pub fn annotate_port(sim: &KubeSim, ns: &str, pod: &str, port: u16, target: SocketAddr) {
+    sim.patch(
+        "v1",
+        "Pod",
+        ns,
+        pod,
+        &json!({"metadata": {"annotations": {format!("kubesim.leafgate.io/port-{port}"): target.to_string()}}}),
+        false,
+    )
+    .unwrap();
+}
+
+/// The local address a `kubectl port-forward` child (stdout piped) listens on, from its
+/// `Forwarding from 127.0.0.1:P -> Q` line, within 15 s.
+pub async fn forwarding_from(child: &mut Child) -> SocketAddr {
+    let stdout = child.stdout.take().expect("kubectl's stdout is piped");
+    let mut lines = BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(Duration::from_secs(15), async {
+        loop {
+            let l = lines.next_line().await.unwrap().expect("kubectl output");
+            if l.starts_with("Forwarding from 127.0.0.1:") {
+                return l;
+            }
+        }
+    })
+    .await
+    .expect("kubectl listening within 15 s");
+    // Keep draining kubectl's stdout so it never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    line.trim_start_matches("Forwarding from ")
+        .split(" -> ")
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Sends each message on a fresh connection to `local` and checks it comes back whole
+/// within 10 s; `what` names the case in failures.
+pub async fn assert_echoes(local: SocketAddr, messages: &[Vec<u8>], what: &str) {
+    for msg in messages {
+        let mut conn = tokio::net::TcpStream::connect(local).await.unwrap();
+        conn.write_all(msg).await.unwrap();
+        let mut back = vec![0u8; msg.len()];
+        tokio::time::timeout(Duration::from_secs(10), conn.read_exact(&mut back))
+            .await
+            .unwrap_or_else(|_| panic!("{what}: the echo within 10 s"))
+            .unwrap();
+        assert!(back == *msg, "{what}: {} bytes echoed wrong", msg.len());
+    }
+}
