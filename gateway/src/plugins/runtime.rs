@@ -73,6 +73,9 @@ pub(crate) struct Runtime {
     /// How many times each content was built (compiled or read from the disk cache)
     /// rather than found alive: what a reload costs, for tests and diagnostics.
     builds: Mutex<HashMap<[u8; 32], u64>>,
+    /// One lock per content being built, so loads racing on the same new bytes (a reload
+    /// and `leafgate check`, tenants sharing a plugin) compile it once, not once each.
+    building: Mutex<HashMap<[u8; 32], Arc<Mutex<()>>>>,
 }
 
 /// A compiled component, shared by every hook that loads the same bytes. Keep it alive as
@@ -150,6 +153,7 @@ impl Runtime {
             linker,
             compiled: Mutex::new(HashMap::new()),
             builds: Mutex::new(HashMap::new()),
+            building: Mutex::new(HashMap::new()),
         })
     }
 
@@ -158,17 +162,48 @@ impl Runtime {
     /// there across processes (restarts, `leafgate plugin run`, test runs).
     pub fn compile(&self, bytes: &[u8]) -> Result<Arc<Compiled>, String> {
         let hash: [u8; 32] = Sha256::digest(bytes).into();
-        if let Some(c) = self
-            .compiled
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&hash)
-            .and_then(Weak::upgrade)
-        {
+        let alive = || {
+            self.compiled
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(&hash)
+                .and_then(Weak::upgrade)
+        };
+        if let Some(c) = alive() {
             return Ok(c);
         }
-        // Compiling takes long (milliseconds to seconds): do it outside the lock. Two
-        // loads racing on new bytes both compile; the second insert is harmless.
+        // Compiling takes long (milliseconds to seconds): done outside the cache's lock,
+        // under this content's own, so a racing load waits and then finds the result.
+        let slot = self
+            .building
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(hash)
+            .or_default()
+            .clone();
+        let result = {
+            let _building = slot.lock().unwrap_or_else(PoisonError::into_inner);
+            self.build(hash, bytes, alive)
+        };
+        drop(slot);
+        // Locks nobody holds or waits on any more go.
+        self.building
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|_, s| Arc::strong_count(s) > 1);
+        result
+    }
+
+    /// Builds (or finds, if a racing load just built it) the component of `bytes`.
+    fn build(
+        &self,
+        hash: [u8; 32],
+        bytes: &[u8],
+        alive: impl Fn() -> Option<Arc<Compiled>>,
+    ) -> Result<Arc<Compiled>, String> {
+        if let Some(c) = alive() {
+            return Ok(c);
+        }
         let disk = std::env::var_os(CACHE_ENV).map(|dir| {
             let mut h = std::hash::DefaultHasher::new();
             std::hash::Hash::hash(&self.engine.precompile_compatibility_hash(), &mut h);
