@@ -79,3 +79,40 @@ pub async fn assert_echoes(local: SocketAddr, messages: &[Vec<u8>], what: &str) 
         assert!(back == *msg, "{what}: {} bytes echoed wrong", msg.len());
     }
 }
+
+/// How a kubectl run ended.
+pub struct Finished {
+    pub code: Option<i32>,
+    pub out: String,
+    pub err: String,
+}
+
+/// Runs `cmd` (kubectl with its arguments and environment set) to completion within 30 s,
+/// writing `stdin` to it first when given, and collects its exit code and output.
+pub async fn run(mut cmd: tokio::process::Command, stdin: Option<&[u8]>) -> Finished {
+    let mut child = cmd
+        .stdin(if stdin.is_some() {
+            std::process::Stdio::piped()
+        } else {
+            std::process::Stdio::null()
+        })
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("kubectl runs");
+    if let Some(input) = stdin {
+        let mut pipe = child.stdin.take().unwrap();
+        pipe.write_all(input).await.unwrap();
+        drop(pipe);
+    }
+    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("{cmd:?} finished within 30 s"))
+        .unwrap();
+    Finished {
+        code: out.status.code(),
+        out: String::from_utf8_lossy(&out.stdout).into_owned(),
+        err: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}

@@ -14,7 +14,7 @@ use kubesim::{Credential, KubeSim, Recorded};
 use leafgate_tests::TestGateway;
 use leafgate_tests::certs::TestCa;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
 const TOKEN: &str = "root-user-token";
@@ -135,32 +135,10 @@ async fn kubectl(
     args: &[&str],
     stdin: Option<&[u8]>,
 ) -> (Option<i32>, String, String) {
-    let mut child = kubectl_cmd(bin, c)
-        .args(args)
-        .env(NO_WS_EXEC.0, NO_WS_EXEC.1)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kubectl runs");
-    if let Some(input) = stdin {
-        let mut pipe = child.stdin.take().unwrap();
-        pipe.write_all(input).await.unwrap();
-        drop(pipe);
-    }
-    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
-        .await
-        .unwrap_or_else(|_| panic!("kubectl {args:?} within 30 s"))
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let mut cmd = kubectl_cmd(bin, c);
+    cmd.args(args).env(NO_WS_EXEC.0, NO_WS_EXEC.1);
+    let done = kubesim::testkit::run(cmd, stdin).await;
+    (done.code, done.out, done.err)
 }
 
 fn header<'a>(r: &'a Recorded, name: &str) -> Vec<&'a str> {

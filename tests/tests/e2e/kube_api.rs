@@ -14,7 +14,7 @@ use leafgate_tests::TestGateway;
 use leafgate_tests::certs::TestCa;
 use leafgate_tests::plugins::plugin;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
 const TOKEN_A: &str = "acme-token-1";
@@ -203,33 +203,10 @@ impl Bed {
         stdin: Option<&[u8]>,
     ) -> (Option<i32>, String, String) {
         let kubeconfig = self.kubeconfig(user, "apps");
-        let mut child = self
-            .kubectl_cmd(bin, &kubeconfig)
-            .args(args)
-            .envs(env.iter().copied())
-            .stdin(if stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("kubectl runs");
-        if let Some(input) = stdin {
-            let mut pipe = child.stdin.take().unwrap();
-            pipe.write_all(input).await.unwrap();
-            drop(pipe);
-        }
-        let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
-            .await
-            .unwrap_or_else(|_| panic!("kubectl {args:?} within 30 s"))
-            .unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        let mut cmd = self.kubectl_cmd(bin, &kubeconfig);
+        cmd.args(args).envs(env.iter().copied());
+        let done = kubesim::testkit::run(cmd, stdin).await;
+        (done.code, done.out, done.err)
     }
 }
 

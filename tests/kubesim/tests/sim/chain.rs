@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kubesim::client::{spdy_exec, spdy_port_forward, ws_exec};
-use kubesim::testkit::{annotate_port, assert_echoes, echo_server, forwarding_from};
+use kubesim::testkit::{Finished, annotate_port, assert_echoes, echo_server, forwarding_from};
 use kubesim::{Credential, KubeSim, KubeletClientCert, Recorded};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -87,12 +87,6 @@ async fn chain() -> Chain {
     .await
 }
 
-struct Run {
-    code: Option<i32>,
-    out: String,
-    err: String,
-}
-
 fn command(bin: &Path, c: &Chain) -> Command {
     let mut cmd = Command::new(bin);
     cmd.arg("--kubeconfig")
@@ -110,33 +104,10 @@ async fn kubectl(
     args: &[&str],
     env: (&str, &str),
     stdin: Option<&[u8]>,
-) -> Run {
-    let mut child = command(bin, c)
-        .args(args)
-        .env(env.0, env.1)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kubectl runs");
-    if let Some(input) = stdin {
-        let mut pipe = child.stdin.take().unwrap();
-        pipe.write_all(input).await.unwrap();
-        drop(pipe);
-    }
-    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
-        .await
-        .unwrap_or_else(|_| panic!("kubectl {args:?} finished within 30s"))
-        .unwrap();
-    Run {
-        code: out.status.code(),
-        out: String::from_utf8_lossy(&out.stdout).into_owned(),
-        err: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+) -> Finished {
+    let mut cmd = command(bin, c);
+    cmd.args(args).env(env.0, env.1);
+    kubesim::testkit::run(cmd, stdin).await
 }
 
 fn values<'a>(r: &'a Recorded, name: &str) -> Vec<&'a str> {
