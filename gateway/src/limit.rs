@@ -173,16 +173,25 @@ impl Limiter {
         self.buckets.is_empty()
     }
 
-    /// The largest chunk worth reading at once: the smallest burst in the chain, clamped to
-    /// [`MIN_CHUNK`]..=[`MAX_CHUNK`]. A chunk larger than the burst would wait even when
-    /// the bucket is full, and would let one read overshoot the limit by that much.
+    /// The largest chunk worth reading at once into a [`MAX_CHUNK`] buffer:
+    /// [`chunk_hint_within`](Self::chunk_hint_within) that size.
     pub fn chunk_hint(&self) -> usize {
+        self.chunk_hint_within(MAX_CHUNK)
+    }
+
+    /// The largest chunk worth reading at once when the carrier holds up to `max` bytes
+    /// (a pipe holds more than a copy buffer): the smallest burst in the chain, clamped to
+    /// [`MIN_CHUNK`]..=`max` (`max` when unlimited). A chunk larger than the burst would
+    /// wait even when the bucket is full, and would let one read overshoot the limit by
+    /// that much.
+    pub fn chunk_hint_within(&self, max: usize) -> usize {
+        let max = max.max(MIN_CHUNK);
         let smallest = self.buckets.iter().map(|b| b.burst()).min();
         match smallest {
-            None => MAX_CHUNK,
+            None => max,
             Some(burst) => usize::try_from(burst)
                 .unwrap_or(usize::MAX)
-                .clamp(MIN_CHUNK, MAX_CHUNK),
+                .clamp(MIN_CHUNK, max),
         }
     }
 
@@ -287,6 +296,14 @@ mod tests {
         assert_eq!(Limiter::new([big, small]).chunk_hint(), 8 * KIB as usize);
         let tiny = Bucket::new(limit(MIB, Some(10)));
         assert_eq!(Limiter::new([tiny]).chunk_hint(), MIN_CHUNK);
+        // A pipe holds more than the copy buffer: the burst alone bounds the chunk then.
+        let fast = Limiter::new([Bucket::new(limit(1 << 30, None))]);
+        assert_eq!(fast.chunk_hint_within(1 << 20), 1 << 20);
+        assert_eq!(
+            fast.chunk_hint_within(usize::MAX),
+            MAX_DEFAULT_BURST as usize
+        );
+        assert_eq!(Limiter::default().chunk_hint_within(1 << 20), 1 << 20);
     }
 
     #[tokio::test(start_paused = true)]

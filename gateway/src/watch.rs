@@ -8,7 +8,12 @@
 //! the folder of a named file (any name: the `..data` swap never names the file itself) or
 //! names that folder (replaced). A burst of events is debounced: the batch closes once no
 //! event arrived for [`QUIET`], and never later than [`MAX_WAIT`] after its first event, so
-//! a busy neighbour in the same folder cannot delay a reload forever. The files of the
+//! a busy neighbour in the same folder cannot delay a reload forever. An event that says a
+//! write is complete closes the batch at once, with no quiet wait: a rename into a watched
+//! folder (how editors, config management and the ConfigMap `..data` swap publish a file:
+//! the renamed file is whole by then) or the close of a watched file opened for writing.
+//! That takes a 25 ms wait off every such reload; a writer that closes a file and then
+//! writes it again gets a second reload, which is what a slow writer got before. The files of the
 //! touched folders are then hashed (through symlinks) and compared with the last hashes
 //! seen: an event that changed nothing starts no reload. After every batch the touched
 //! folders are watched again (a replaced folder is a new inode), and after every reload the
@@ -26,7 +31,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
+use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -46,14 +52,11 @@ type Hash = Option<[u8; 32]>;
 
 /// Watches until `stop` is cancelled. Fails only if the platform's watcher cannot start.
 pub fn spawn(gateway: Arc<dyn Control>, stop: CancellationToken) -> notify::Result<()> {
-    let (tx, mut rx) = mpsc::unbounded_channel::<PathBuf>();
+    let (tx, mut rx) = mpsc::unbounded_channel::<Touch>();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         if let Ok(event) = event {
-            if matches!(event.kind, notify::EventKind::Access(_)) {
-                return;
-            }
-            for path in event.paths {
-                let _ = tx.send(path);
+            for touch in classify(event) {
+                let _ = tx.send(touch);
             }
         }
     })?;
@@ -70,22 +73,33 @@ pub fn spawn(gateway: Arc<dyn Control>, stop: CancellationToken) -> notify::Resu
                 p = rx.recv() => match p { Some(p) => p, None => break },
             };
             let mut touched = BTreeSet::new();
-            if !watched.touches(&first, &mut touched) {
+            if !watched.touches(&first.path, &mut touched) {
                 continue;
             }
-            // Debounce, bounded: close on QUIET of silence or at MAX_WAIT, whichever is first.
+            let mut complete = watched.completes(&first);
+            // Debounce, bounded: close on QUIET of silence or at MAX_WAIT, whichever is first,
+            // or at once on a completed write (after taking what is already queued).
             let deadline = Instant::now() + MAX_WAIT;
             loop {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    break;
-                }
-                match tokio::time::timeout(QUIET.min(left), rx.recv()).await {
-                    Ok(Some(p)) => {
-                        watched.touches(&p, &mut touched);
+                let next = if complete {
+                    match rx.try_recv() {
+                        Ok(t) => t,
+                        Err(mpsc::error::TryRecvError::Empty) => break,
+                        Err(mpsc::error::TryRecvError::Disconnected) => return,
                     }
-                    Ok(None) => return,
-                    Err(_) => break,
+                } else {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    match tokio::time::timeout(QUIET.min(left), rx.recv()).await {
+                        Ok(Some(t)) => t,
+                        Ok(None) => return,
+                        Err(_) => break,
+                    }
+                };
+                if watched.touches(&next.path, &mut touched) {
+                    complete |= watched.completes(&next);
                 }
             }
             watched.rewatch(&mut watcher, &touched);
@@ -111,6 +125,44 @@ pub fn spawn(gateway: Arc<dyn Control>, stop: CancellationToken) -> notify::Resu
         }
     });
     Ok(())
+}
+
+/// One path an event named, and whether it says a write there is complete.
+struct Touch {
+    path: PathBuf,
+    end: End,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// More may follow (created, written, removed...).
+    No,
+    /// A file opened for writing was closed.
+    Closed,
+    /// Something was renamed to this path.
+    Renamed,
+}
+
+/// The paths an event names, each marked with whether a write there is complete; none
+/// for reads (opening, closing a file opened only for reading).
+fn classify(event: notify::Event) -> Vec<Touch> {
+    let end = match event.kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => End::Closed,
+        EventKind::Modify(ModifyKind::Name(RenameMode::To | RenameMode::Both)) => End::Renamed,
+        EventKind::Access(_) => return Vec::new(),
+        _ => End::No,
+    };
+    let last = event.paths.len().saturating_sub(1);
+    event
+        .paths
+        .into_iter()
+        .enumerate()
+        // A paired rename lists (from, to): only the name it arrived at is whole.
+        .map(|(i, path)| Touch {
+            path,
+            end: if i == last { end } else { End::No },
+        })
+        .collect()
 }
 
 #[derive(Default)]
@@ -139,6 +191,18 @@ impl Watched {
                 true
             }
             _ => false,
+        }
+    }
+
+    /// Whether `touch` (in a watched folder) completes a write worth reloading for now: a
+    /// rename to any name there (a `..data` swap names no watched file), or the close of a
+    /// watched file itself. Closing a neighbour, such as the temporary file about to be
+    /// renamed over the config, does not.
+    fn completes(&self, touch: &Touch) -> bool {
+        match touch.end {
+            End::No => false,
+            End::Renamed => true,
+            End::Closed => self.files.contains(&absolute(&touch.path)),
         }
     }
 
@@ -217,4 +281,58 @@ fn hash_files(files: Vec<PathBuf>) -> Vec<(PathBuf, Hash)> {
 
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use notify::event::{CreateKind, DataChange};
+
+    fn event(kind: EventKind, paths: &[&str]) -> notify::Event {
+        paths.iter().fold(notify::Event::new(kind), |e, p| {
+            e.add_path(PathBuf::from(p))
+        })
+    }
+
+    fn ends(kind: EventKind, paths: &[&str]) -> Vec<(PathBuf, End)> {
+        classify(event(kind, paths))
+            .into_iter()
+            .map(|t| (t.path, t.end))
+            .collect()
+    }
+
+    #[test]
+    fn renames_and_closed_writes_end_a_write_reads_are_dropped() {
+        let renamed = EventKind::Modify(ModifyKind::Name(RenameMode::Both));
+        assert!(
+            ends(renamed, &["/c/x.tmp", "/c/x.toml"])
+                == vec![
+                    (PathBuf::from("/c/x.tmp"), End::No),
+                    (PathBuf::from("/c/x.toml"), End::Renamed)
+                ]
+        );
+        let closed = EventKind::Access(AccessKind::Close(AccessMode::Write));
+        assert!(ends(closed, &["/c/x.toml"]) == vec![(PathBuf::from("/c/x.toml"), End::Closed)]);
+        let written = EventKind::Modify(ModifyKind::Data(DataChange::Any));
+        assert!(ends(written, &["/c/x.toml"]) == vec![(PathBuf::from("/c/x.toml"), End::No)]);
+        let created = EventKind::Create(CreateKind::File);
+        assert!(ends(created, &["/c/x.toml"])[0].1 == End::No);
+        let read = EventKind::Access(AccessKind::Close(AccessMode::Read));
+        assert!(ends(read, &["/c/x.toml"]).is_empty());
+    }
+
+    #[test]
+    fn only_the_watched_file_closing_completes_but_any_rename_does() {
+        let mut watched = Watched::default();
+        watched.files.insert(PathBuf::from("/c/x.toml"));
+        watched.dirs.insert(PathBuf::from("/c"));
+        let touch = |path: &str, end| Touch {
+            path: PathBuf::from(path),
+            end,
+        };
+        assert!(watched.completes(&touch("/c/x.toml", End::Closed)));
+        assert!(!watched.completes(&touch("/c/x.toml.tmp", End::Closed)));
+        assert!(watched.completes(&touch("/c/..data", End::Renamed)));
+        assert!(!watched.completes(&touch("/c/x.toml", End::No)));
+    }
 }

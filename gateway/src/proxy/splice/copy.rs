@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use super::{Direction, IoOp, SpliceError};
 use crate::limit::{Limiter, MAX_CHUNK};
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(super) struct DirectionReport {
     pub(super) bytes: u64,
     pub(super) throttled: Duration,
@@ -31,10 +31,7 @@ where
 {
     // One buffer per direction for the whole splice, no bigger than one charge should be.
     let mut buf = vec![0u8; limiter.chunk_hint().min(MAX_CHUNK)];
-    let mut report = DirectionReport {
-        bytes: 0,
-        throttled: Duration::ZERO,
-    };
+    let mut report = DirectionReport::default();
     loop {
         let n = reader
             .read(&mut buf)

@@ -20,14 +20,20 @@
 //!
 //! # Zero copy
 //! [`splice_tcp`] moves bytes with `splice(2)` (socket -> pipe -> socket, never through user
-//! space) when both ends are plain TCP and neither direction is limited. Measured over
-//! loopback in release, 3 GiB one way, five rounds on the shared 2-core machine (load 4-6,
-//! so noisy; `measure_copy_throughput`): user-space copy through `tokio::io::split`
-//! 0.47-0.83 GiB/s (median 0.73), through borrowed TCP halves 0.54-0.81 (median 0.77),
-//! `splice(2)` 0.69-1.56 (median 1.13): about +45%, so it is kept. A limiter needs chunk
-//! sizes we choose and TLS needs the bytes in user space; both take the copy path.
+//! space) when both ends are plain TCP, limited or not. Measured over loopback in release,
+//! 3 GiB one way, five rounds on the shared 2-core machine (load 4-6, so noisy;
+//! `measure_copy_throughput`): user-space copy through `tokio::io::split` 0.47-0.83 GiB/s
+//! (median 0.73), through borrowed TCP halves 0.54-0.81 (median 0.77), `splice(2)`
+//! 0.69-1.56 (median 1.13): about +45%, so it is kept. TLS needs the bytes in user space
+//! and takes the copy path.
+//!
+//! Pipes are lent per burst from a bounded pool per thread (`pipes`), so an idle
+//! connection holds two sockets and nothing else; a burst that finds the pool empty is
+//! copied through a buffer allocated for that burst.
 
 mod copy;
+#[cfg(target_os = "linux")]
+mod pipes;
 #[cfg(test)]
 mod tests;
 #[cfg(target_os = "linux")]
@@ -210,13 +216,13 @@ where
     .await
 }
 
-/// [`splice`] for two plain TCP connections. With no limit either way it moves bytes
-/// kernel to kernel with `splice(2)` through a pipe per direction (Linux); otherwise, or if
-/// no pipe can be had, it copies like [`splice`], borrowing the sockets' halves instead of
-/// splitting them behind a lock.
+/// [`splice`] for two plain TCP connections. On Linux it moves bytes kernel to kernel with
+/// `splice(2)` through pipes lent per burst (see the module doc), under the limiters too;
+/// elsewhere it copies like [`splice`], borrowing the sockets' halves instead of splitting
+/// them behind a lock.
 pub async fn splice_tcp<F>(
-    mut client: TcpStream,
-    mut upstream: TcpStream,
+    client: TcpStream,
+    upstream: TcpStream,
     opts: SpliceOptions,
     on_bytes: F,
 ) -> Result<SpliceReport, SpliceError>
@@ -224,21 +230,18 @@ where
     F: Fn(Direction, u64) + Send + Sync,
 {
     #[cfg(target_os = "linux")]
-    if opts.up.is_unlimited() && opts.down.is_unlimited() {
-        match (zero_copy::Pipe::new(), zero_copy::Pipe::new()) {
-            (Ok(up), Ok(down)) => {
-                return zero_copy::run(&client, &upstream, up, down, opts.idle_timeout, &on_bytes)
-                    .await;
-            }
-            (Err(error), _) | (_, Err(error)) => {
-                tracing::debug!(%error, "no pipe for splice(2), copying through user space");
-            }
-        }
+    {
+        zero_copy::run(&client, &upstream, &opts, &on_bytes).await
     }
-    copy_tcp(&mut client, &mut upstream, opts, &on_bytes).await
+    #[cfg(not(target_os = "linux"))]
+    {
+        let (mut client, mut upstream) = (client, upstream);
+        copy_tcp(&mut client, &mut upstream, opts, &on_bytes).await
+    }
 }
 
 /// The user-space copy of [`splice_tcp`], also what it is measured against.
+#[cfg(any(test, not(target_os = "linux")))]
 async fn copy_tcp<F>(
     client: &mut TcpStream,
     upstream: &mut TcpStream,

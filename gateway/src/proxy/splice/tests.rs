@@ -119,6 +119,47 @@ async fn tcp_copies_several_mib_both_ways_byte_exact() {
     copies_both_ways_byte_exact(Path::Tcp).await;
 }
 
+/// With every pipe of the thread lent out, bursts go through user space and still arrive
+/// byte-exact. The test runtime has one thread, so the splice task draws on this pool.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn tcp_copies_byte_exact_when_the_pipe_pool_is_empty() {
+    let held: Vec<_> = std::iter::from_fn(super::pipes::take).take(1000).collect();
+    assert_eq!(held.len(), super::pipes::PIPES_PER_THREAD);
+    assert!(super::pipes::take().is_none());
+    copies_both_ways_byte_exact(Path::Tcp).await;
+    assert_eq!(
+        super::pipes::lent_here(),
+        held.len(),
+        "the splice held no pipe"
+    );
+}
+
+/// A spliced connection that is open but quiet holds no pipe: each direction gives its
+/// pipe back once the burst is written and the socket has nothing more to read.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn an_idle_spliced_connection_holds_no_pipe() {
+    let (mut client, mut upstream, task) =
+        spawn_splice(Path::Tcp, unlimited(Duration::from_secs(30))).await;
+    let before = super::pipes::lent_here();
+    let mut buf = [0u8; 5];
+    client.write_all(b"hello").await.unwrap();
+    upstream.read_exact(&mut buf).await.unwrap();
+    assert_eq!(&buf, b"hello");
+    upstream.write_all(b"world").await.unwrap();
+    client.read_exact(&mut buf).await.unwrap();
+    assert_eq!(&buf, b"world");
+    // The splice task runs on this thread: let it reach its next wait.
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(super::pipes::lent_here(), before, "pipes held while idle");
+    assert!(!task.is_finished());
+    drop((client, upstream));
+    task.await.unwrap().unwrap();
+}
+
 /// One side closes its write half first; it must see the EOF arrive at the other end and
 /// still receive everything the other end sends afterwards.
 async fn half_close(path: Path, client_first: bool) {
@@ -369,7 +410,7 @@ async fn per_connection_limit_moves_6_mib_in_3_s_each_way() {
         up,
         down,
     };
-    // `splice_tcp` with limiters falls back to the user-space copy.
+    // `splice_tcp` splices limited connections too: the chunk waits in the pipe.
     let (client, upstream, task) = spawn_splice(Path::Tcp, opts).await;
     let start = std::time::Instant::now();
     let data = pattern(6 * MIB, 4);

@@ -1,57 +1,28 @@
-//! Zero-copy splicing: `splice(2)` moves pages from one socket's receive queue into a pipe
-//! and from the pipe into the other socket's send queue, never through user space. Only for
-//! plain TCP with no limiter: a limiter needs chunk sizes we choose, TLS needs the bytes.
+//! Zero-copy splicing of two plain TCP sockets: `splice(2)` moves pages from one socket's
+//! receive queue into a pipe and from the pipe into the other socket's send queue, never
+//! through user space. TLS needs the bytes in user space and takes the generic copy.
+//!
+//! Each direction borrows a pipe from the thread's pool (`pipes`) when its socket turns
+//! readable and gives it back once the pipe is drained and the socket has nothing more to
+//! read, so an idle connection holds no pipe. When the pool has none to lend, that burst
+//! goes through a buffer in user space instead, allocated for the burst and freed after.
+//!
+//! A limiter works here as in the copy loop (charge before write, see the parent module):
+//! a chunk is spliced into the pipe, charged, waits there while the buckets are in debt,
+//! and only then is spliced out. Chunks are capped at the smallest burst of the chain (up
+//! to the pipe's capacity), so one chunk overshoots the limit by at most one burst.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-use super::copy::Activity;
-use super::{Direction, IoOp, SpliceError, SpliceReport, log_end};
-
-/// Pipe capacity asked for: bigger than the default 64 KiB means fewer system calls per
-/// byte. Unprivileged processes may go up to `/proc/sys/fs/pipe-max-size` (1 MiB).
-const PIPE_SIZE: libc::c_int = 1 << 20;
-
-/// Both ends of a non-blocking pipe.
-pub(super) struct Pipe {
-    read: OwnedFd,
-    write: OwnedFd,
-    /// The capacity the kernel granted: the most one `splice` into it can move.
-    capacity: usize,
-}
-
-impl Pipe {
-    pub(super) fn new() -> io::Result<Pipe> {
-        let mut fds: [RawFd; 2] = [-1, -1];
-        // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: pipe2 succeeded, so both fds are open and owned by nobody else.
-        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        // SAFETY: fcntl on an fd we own; failure only leaves the default size.
-        let granted = unsafe { libc::fcntl(write.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_SIZE) };
-        // SAFETY: as above; F_GETPIPE_SZ only reads.
-        let size = if granted > 0 {
-            granted
-        } else {
-            unsafe { libc::fcntl(write.as_raw_fd(), libc::F_GETPIPE_SZ) }
-        };
-        let capacity = usize::try_from(size)
-            .ok()
-            .filter(|&c| c > 0)
-            .unwrap_or(64 << 10);
-        Ok(Pipe {
-            read,
-            write,
-            capacity,
-        })
-    }
-}
+use super::copy::{Activity, DirectionReport};
+use super::pipes::{self, Lease};
+use super::{Direction, IoOp, SpliceError, SpliceOptions, SpliceReport, log_end};
+use crate::limit::{Limiter, MAX_CHUNK};
 
 /// One non-blocking `splice(2)`. A peer that closed makes it fail with `EPIPE` rather
 /// than kill the process: Rust programs start with `SIGPIPE` ignored.
@@ -77,9 +48,7 @@ fn splice_fds(from: RawFd, to: RawFd, len: usize) -> io::Result<usize> {
 pub(super) async fn run<F>(
     client: &TcpStream,
     upstream: &TcpStream,
-    up_pipe: Pipe,
-    down_pipe: Pipe,
-    idle_timeout: std::time::Duration,
+    opts: &SpliceOptions,
     on_bytes: &F,
 ) -> Result<SpliceReport, SpliceError>
 where
@@ -90,7 +59,7 @@ where
         Direction::ClientToUpstream,
         client,
         upstream,
-        up_pipe,
+        &opts.up,
         &activity,
         on_bytes,
     );
@@ -98,74 +67,149 @@ where
         Direction::UpstreamToClient,
         upstream,
         client,
-        down_pipe,
+        &opts.down,
         &activity,
         on_bytes,
     );
     let result = tokio::select! {
-        both = async { tokio::try_join!(up, down) } => both.map(|(bytes_up, bytes_down)| SpliceReport {
-            bytes_up,
-            bytes_down,
-            ..SpliceReport::default()
+        both = async { tokio::try_join!(up, down) } => both.map(|(up, down)| SpliceReport {
+            bytes_up: up.bytes,
+            bytes_down: down.bytes,
+            throttled_up: up.throttled,
+            throttled_down: down.throttled,
         }),
-        idle = activity.idle_for(idle_timeout) => Err(SpliceError::Idle { idle }),
+        idle = activity.idle_for(opts.idle_timeout) => Err(SpliceError::Idle { idle }),
     };
     log_end(&result);
     result
 }
 
-/// One direction: socket -> pipe -> socket until EOF, then shut down `to`'s write half.
+/// Where the bytes of one burst wait between the two sockets.
+enum Carrier {
+    Pipe(Lease),
+    /// The pool had no pipe to lend: a buffer for this burst only.
+    Buffer(Vec<u8>),
+}
+
+impl Carrier {
+    fn take(max_chunk: usize) -> Carrier {
+        match pipes::take() {
+            Some(lease) => Carrier::Pipe(lease),
+            None => Carrier::Buffer(vec![0; max_chunk.min(MAX_CHUNK)]),
+        }
+    }
+
+    /// The most one [`fill`](Self::fill) can take in.
+    fn capacity(&self) -> usize {
+        match self {
+            Carrier::Pipe(lease) => lease.pipe().capacity,
+            Carrier::Buffer(buf) => buf.len(),
+        }
+    }
+
+    /// Reads up to `max` bytes of `from` into the carrier, which is empty before. `Ok(0)` is
+    /// EOF; `WouldBlock` means the socket has nothing to read (the carrier being empty, it
+    /// cannot mean a full pipe), and clears the socket's readiness.
+    fn fill(&mut self, from: &TcpStream, max: usize) -> io::Result<usize> {
+        let len = max.min(self.capacity());
+        match self {
+            Carrier::Pipe(lease) => {
+                let write = lease.pipe().write.as_raw_fd();
+                let n = from.try_io(Interest::READABLE, || {
+                    splice_fds(from.as_raw_fd(), write, len)
+                })?;
+                lease.pending = n;
+                Ok(n)
+            }
+            Carrier::Buffer(buf) => from.try_read(&mut buf[..len]),
+        }
+    }
+
+    /// Writes the `n` bytes [`fill`](Self::fill) took in to `to`, waiting for room in its
+    /// send queue.
+    async fn drain(&mut self, to: &TcpStream, n: usize) -> io::Result<()> {
+        let mut done = 0;
+        while done < n {
+            to.writable().await?;
+            let written = match self {
+                Carrier::Pipe(lease) => {
+                    let read = lease.pipe().read.as_raw_fd();
+                    to.try_io(Interest::WRITABLE, || {
+                        splice_fds(read, to.as_raw_fd(), n - done)
+                    })
+                }
+                Carrier::Buffer(buf) => to.try_write(&buf[done..n]),
+            };
+            match written {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(m) => {
+                    done += m;
+                    if let Carrier::Pipe(lease) = self {
+                        lease.pending -= m;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One direction: socket -> carrier -> socket until EOF, then shut down `to`'s write half.
 async fn pump<F>(
     direction: Direction,
     from: &TcpStream,
     to: &TcpStream,
-    pipe: Pipe,
+    limiter: &Limiter,
     activity: &Activity,
     on_bytes: &F,
-) -> Result<u64, SpliceError>
+) -> Result<DirectionReport, SpliceError>
 where
     F: Fn(Direction, u64),
 {
-    let mut total = 0u64;
+    let max_chunk = if limiter.is_unlimited() {
+        usize::MAX
+    } else {
+        limiter.chunk_hint_within(usize::MAX)
+    };
+    let mut report = DirectionReport::default();
     loop {
-        // The pipe is empty here (drained below), so EAGAIN can only mean the socket has
-        // nothing to read, which is what `try_io` takes it to mean.
-        let n = loop {
-            from.readable()
-                .await
-                .map_err(SpliceError::io(direction, IoOp::Read))?;
-            match from.try_io(Interest::READABLE, || {
-                splice_fds(from.as_raw_fd(), pipe.write.as_raw_fd(), pipe.capacity)
-            }) {
-                Ok(n) => break n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+        from.readable()
+            .await
+            .map_err(SpliceError::io(direction, IoOp::Read))?;
+        // Held for this burst only: dropped (the pipe back in the pool) once the socket has
+        // nothing more to read.
+        let mut carrier = Carrier::take(max_chunk);
+        loop {
+            let n = match carrier.fill(from, max_chunk) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) => return Err(SpliceError::io(direction, IoOp::Read)(e)),
+            };
+            if n == 0 {
+                socket2::SockRef::from(to)
+                    .shutdown(std::net::Shutdown::Write)
+                    .map_err(SpliceError::io(direction, IoOp::Shutdown))?;
+                activity.touch(Instant::now());
+                return Ok(report);
             }
-        };
-        if n == 0 {
-            socket2::SockRef::from(to)
-                .shutdown(std::net::Shutdown::Write)
-                .map_err(SpliceError::io(direction, IoOp::Shutdown))?;
-            activity.touch(Instant::now());
-            return Ok(total);
-        }
-        activity.touch(Instant::now());
-        // The pipe holds `n` bytes, so EAGAIN here means the socket's send queue is full.
-        let mut left = n;
-        while left > 0 {
-            to.writable()
+            let now = Instant::now();
+            activity.touch(now);
+            let wait = limiter.charge(n);
+            if !wait.is_zero() {
+                // Bytes waiting on the limiter are not idle: they move when the wait ends.
+                activity.touch(now + wait);
+                tokio::time::sleep(wait).await;
+                report.throttled += now.elapsed();
+            }
+            carrier
+                .drain(to, n)
                 .await
                 .map_err(SpliceError::io(direction, IoOp::Write))?;
-            match to.try_io(Interest::WRITABLE, || {
-                splice_fds(pipe.read.as_raw_fd(), to.as_raw_fd(), left)
-            }) {
-                Ok(m) => left -= m,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Err(SpliceError::io(direction, IoOp::Write)(e)),
-            }
+            activity.touch(Instant::now());
+            report.bytes += n as u64;
+            on_bytes(direction, n as u64);
         }
-        activity.touch(Instant::now());
-        total += n as u64;
-        on_bytes(direction, n as u64);
     }
 }

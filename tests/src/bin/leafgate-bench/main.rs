@@ -10,13 +10,19 @@
 //!   ROUTES routes plus one new host, and measures from the write until the new host
 //!   answers 200 at ADDR; prints percentiles as JSON. `reload-config ADDR ROUTES` prints
 //!   the starting config.
+//! - `echo` and `conns ADDR HOST N PID...`: N upgraded connections held open at once
+//!   through a proxy, and its memory and descriptors (see `conns.rs`).
+//! - `reload-phases ROUTES ROUNDS`: the TOML parse, typed parse and snapshot build of a
+//!   reload, timed apart in process (see `phases.rs`).
 //! - `exec LEAFGATE SIZE_MIB ROUNDS`: exec through leafgate's node API against exec straight
 //!   to the leaf (see `exec.rs`).
 //! - `kube-api LEAFGATE PODS_TABLE_WASM PODS LEAVES ROUNDS`: `kubectl get pods -A` and the
 //!   raw Table list through the kube-api front (see `kube_api.rs`).
 
+mod conns;
 mod exec;
 mod kube_api;
+mod phases;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -40,6 +46,18 @@ async fn main() {
                 "initial.bench"
             )
         ),
+        Some("reload-phases") => phases::run(args[1].parse().unwrap(), args[2].parse().unwrap()),
+        Some("echo") => conns::echo().await,
+        Some("conns") => {
+            let pids: Vec<u32> = args[4..].iter().map(|p| p.parse().unwrap()).collect();
+            conns::conns(
+                args[1].parse().unwrap(),
+                &args[2],
+                args[3].parse().unwrap(),
+                &pids,
+            )
+            .await
+        }
         Some("exec") => {
             exec::run(&args[1], args[2].parse().unwrap(), args[3].parse().unwrap()).await
         }
@@ -64,7 +82,7 @@ async fn main() {
         }
         _ => {
             eprintln!(
-                "usage: leafgate-bench serve | push ADDR HOST SECONDS | reload-config ADDR ROUTES | reload CONFIG ADDR ROUTES ROUNDS | exec LEAFGATE SIZE_MIB ROUNDS | kube-api LEAFGATE PODS_TABLE_WASM PODS LEAVES ROUNDS"
+                "usage: leafgate-bench serve | push ADDR HOST SECONDS | echo | conns ADDR HOST N PID... | reload-config ADDR ROUTES | reload CONFIG ADDR ROUTES ROUNDS | reload-phases ROUTES ROUNDS | exec LEAFGATE SIZE_MIB ROUNDS | kube-api LEAFGATE PODS_TABLE_WASM PODS LEAVES ROUNDS"
             );
             std::process::exit(2);
         }
