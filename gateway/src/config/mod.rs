@@ -7,6 +7,7 @@
 
 pub mod cidr;
 mod error;
+mod halves;
 mod kubeconfig;
 mod kubernetes;
 mod model;
@@ -48,7 +49,7 @@ impl Config {
     /// Parses and validates `source`; relative paths in it resolve against `path`'s folder.
     pub fn parse(path: &Path, source: &str) -> Result<Config, ConfigErrors> {
         let mut report = Reporter::new(path, source);
-        let raw: RawConfig = match toml::from_str(source) {
+        let raw: RawConfig = match halves::parse(source) {
             Ok(raw) => raw,
             Err(e) => {
                 report.toml(&e);
