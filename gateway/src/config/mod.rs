@@ -7,7 +7,6 @@
 
 pub mod cidr;
 mod error;
-mod halves;
 mod kubeconfig;
 mod kubernetes;
 mod model;
@@ -49,7 +48,7 @@ impl Config {
     /// Parses and validates `source`; relative paths in it resolve against `path`'s folder.
     pub fn parse(path: &Path, source: &str) -> Result<Config, ConfigErrors> {
         let mut report = Reporter::new(path, source);
-        let raw: RawConfig = match halves::parse(source) {
+        let raw: RawConfig = match toml::from_str(source) {
             Ok(raw) => raw,
             Err(e) => {
                 report.toml(&e);
