@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use leafgate::config::Config;
 use leafgate::plugins::{
-    self, AddressRewriteRequest, AddressType, Cell, FaultKind, LogContext, NodeAddress,
+    self, AddressRewriteRequest, AddressType, Cell, FaultKind, LogBatch, LogContext, NodeAddress,
     PluginError, PluginMetrics, PodRoute, PodRouteRequest, TableRequest, TenantPlugins, Verb,
     Verdict, World,
 };
@@ -182,6 +182,7 @@ async fn redact_replaces_secrets_and_drops_noise() {
         "login user=ann password=hunter2 ok",
         "GET /healthz 200",
         "Authorization: Bearer abc.def-1 password=x",
+        "",
         "nothing to see",
     ]
     .map(String::from)
@@ -192,12 +193,15 @@ async fn redact_replaces_secrets_and_drops_noise() {
         container: "c".into(),
         leaf: "leaf-1".into(),
     };
+    // The batch crosses as one newline-joined string; an empty line is a line too.
+    let batch = LogBatch::from_lines(&lines).unwrap();
     assert_eq!(
-        t.log_verdicts(&ctx, &lines).await.unwrap(),
+        t.log_verdicts(&ctx, &batch).await.unwrap(),
         vec![
             Verdict::Replace("login user=ann *** ok".into()),
             Verdict::Drop,
             Verdict::Replace("Authorization: *** ***".into()),
+            Verdict::Keep,
             Verdict::Keep,
         ]
     );
@@ -206,9 +210,33 @@ async fn redact_replaces_secrets_and_drops_noise() {
         vec![
             "login user=ann *** ok",
             "Authorization: *** ***",
+            "",
             "nothing to see"
         ]
     );
+    // One line alone, and no line at all (the plugin is not called for an empty batch).
+    let one = LogBatch::from_lines(["password=p"]).unwrap();
+    assert_eq!(
+        t.log_verdicts(&ctx, &one).await.unwrap(),
+        vec![Verdict::Replace("***".into())]
+    );
+    assert_eq!(
+        t.log_verdicts(&ctx, &LogBatch::new()).await.unwrap(),
+        vec![]
+    );
+    // A line holding a newline would be two lines to the plugin: refused before the call.
+    match t
+        .filter_logs(&ctx, vec!["ok".into(), "two\nlines".into()])
+        .await
+    {
+        Err(PluginError::Request(message)) => {
+            assert!(
+                message.contains("line 2") && message.contains("newline"),
+                "{message}"
+            )
+        }
+        other => panic!("expected a refused request, got {other:?}"),
+    }
 }
 
 fn ago(seconds: u64) -> String {
@@ -492,7 +520,7 @@ async fn a_wrong_number_of_verdicts_is_the_plugins_error() {
             message,
             ..
         }) => {
-            assert!(message.contains("1 verdicts for 2 lines"), "{message}")
+            assert!(message.contains("1 actions for 2 lines"), "{message}")
         }
         other => panic!("expected an invalid answer, got {other:?}"),
     }

@@ -3,7 +3,8 @@
 //!
 //! A line is whole before the plugin sees it: a partial line is held until its newline (or
 //! the end of the stream, or [`LogBatching::max_line`] bytes, past which it goes as is), so a
-//! secret split across two chunks is still filtered whole. Lines are batched up to
+//! secret split across two chunks is still filtered whole, and no line the plugin sees holds
+//! a newline (the log-filter ABI joins a batch's lines with `\n`). Lines are batched up to
 //! [`LogBatching::max_lines`] or for [`LogBatching::window`] after the first line of a batch,
 //! whichever comes first, so one plugin call covers a burst while `follow` stays live: a
 //! line written at the leaf reaches the client within the window plus the plugin's time.
@@ -21,7 +22,7 @@ use bytes::{Bytes, BytesMut};
 use futures_util::{Stream, StreamExt};
 use tokio::time::Instant;
 
-use crate::plugins::{LogContext, PluginError, TenantPlugins, Verdict};
+use crate::plugins::{LogBatch, LogContext, PluginError, TenantPlugins, Verdict};
 
 /// How lines are grouped into plugin calls.
 #[derive(Debug, Clone, Copy)]
@@ -204,7 +205,16 @@ where
         let batch: Vec<Line> = self.batch.drain(..n).collect();
         // Lines left over from a burst have waited already: they go next, at once.
         self.due = (!self.batch.is_empty()).then(Instant::now);
-        let texts: Vec<String> = batch.iter().map(|l| l.text.clone()).collect();
+        // One text for the whole batch: the plugin gets it as one string.
+        let texts = match LogBatch::from_lines(batch.iter().map(|l| l.text.as_str())) {
+            Ok(texts) => texts,
+            // Cannot happen: lines are cut at every newline. Were one to hold a newline,
+            // the stream ends as on a failed filter rather than pass unfiltered.
+            Err(e) => {
+                self.failed = true;
+                return Ok(Bytes::from(format!("leafgate: log stream ended: {e}\n")));
+            }
+        };
         let verdicts = match self.plugins.log_verdicts(&self.ctx, &texts).await {
             Ok(v) => v,
             Err(e) => {

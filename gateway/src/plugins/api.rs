@@ -116,6 +116,88 @@ pub enum Verdict {
     Replace(String),
 }
 
+/// A batch of log lines as a log-filter receives it: the lines joined by `\n` in one
+/// text, so the whole batch crosses into the sandbox as one string (one allocation and
+/// one copy) instead of one string per line.
+///
+/// The contract that makes this work: a log line never contains `\n`. The gateway cuts
+/// the leaf's stream at every newline before it batches, and [`LogBatch::push`] refuses
+/// a line that holds one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LogBatch {
+    text: String,
+    lines: usize,
+}
+
+/// A line given to a [`LogBatch`] contained a newline, which would make it two lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a log line may not contain a newline (lines are cut at every `\\n`)")]
+pub struct NewlineInLine;
+
+impl LogBatch {
+    pub fn new() -> Self {
+        LogBatch::default()
+    }
+
+    /// An empty batch with room for `bytes` of text.
+    pub fn with_capacity(bytes: usize) -> Self {
+        LogBatch {
+            text: String::with_capacity(bytes),
+            lines: 0,
+        }
+    }
+
+    /// A batch of these lines, in order.
+    pub fn from_lines<S: AsRef<str>>(
+        lines: impl IntoIterator<Item = S>,
+    ) -> Result<Self, NewlineInLine> {
+        let mut batch = LogBatch::new();
+        for line in lines {
+            batch.push(line.as_ref())?;
+        }
+        Ok(batch)
+    }
+
+    /// Appends one line (without its newline).
+    pub fn push(&mut self, line: &str) -> Result<(), NewlineInLine> {
+        if line.contains('\n') {
+            return Err(NewlineInLine);
+        }
+        if self.lines > 0 {
+            self.text.push('\n');
+        }
+        self.text.push_str(line);
+        self.lines += 1;
+        Ok(())
+    }
+
+    /// How many lines the batch holds.
+    pub fn len(&self) -> usize {
+        self.lines
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lines == 0
+    }
+
+    /// The lines, in order.
+    pub fn lines(&self) -> impl Iterator<Item = &str> {
+        // `split` of an empty text yields one empty item; an empty batch has no lines.
+        self.text.split('\n').take(self.lines)
+    }
+
+    /// The batch as the plugin receives it: the lines joined by `\n`.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Empties the batch, keeping its allocation.
+    pub fn clear(&mut self) {
+        self.text.clear();
+        self.lines = 0;
+    }
+}
+
 /// The question a table-formatter answers: how do these objects print?
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -189,30 +271,72 @@ impl Serialize for Table {
 
 // ---- to the guest ----
 
-pub(crate) fn route_request(tenant: &str, r: &PodRouteRequest) -> wit::RouteRequest {
-    wit::RouteRequest {
-        tenant: tenant.to_string(),
-        namespace: r.namespace.clone(),
-        pod: r.pod.clone(),
-        container: r.container.clone(),
-        verb: match r.verb {
-            Verb::Exec => wit::Verb::Exec,
-            Verb::Attach => wit::Verb::Attach,
-            Verb::PortForward => wit::Verb::PortForward,
-            Verb::Logs => wit::Verb::Logs,
-            Verb::Get => wit::Verb::Get,
-        },
-        labels: r.labels.as_ref().map(|labels| {
-            labels
-                .iter()
-                .map(|(key, value)| wit::Label {
-                    key: key.clone(),
-                    value: value.clone(),
-                })
-                .collect()
-        }),
-        leaves: r.leaves.clone(),
+/// Writes the request into `slot`, reusing the strings and lists of the request it held
+/// before: a pod-router is called on every pod request, and a warm instance's calls then
+/// allocate on the host only when a string outgrows the one it replaces.
+pub(crate) fn fill_route_request<'a>(
+    slot: &'a mut Option<wit::RouteRequest>,
+    tenant: &str,
+    r: &PodRouteRequest,
+) -> &'a wit::RouteRequest {
+    let verb = match r.verb {
+        Verb::Exec => wit::Verb::Exec,
+        Verb::Attach => wit::Verb::Attach,
+        Verb::PortForward => wit::Verb::PortForward,
+        Verb::Logs => wit::Verb::Logs,
+        Verb::Get => wit::Verb::Get,
+    };
+    let w = slot.get_or_insert_with(|| wit::RouteRequest {
+        tenant: String::new(),
+        namespace: String::new(),
+        pod: String::new(),
+        container: None,
+        verb,
+        labels: None,
+        leaves: Vec::new(),
+    });
+    set(&mut w.tenant, tenant);
+    set(&mut w.namespace, &r.namespace);
+    set(&mut w.pod, &r.pod);
+    match (&r.container, &mut w.container) {
+        (Some(c), Some(slot)) => set(slot, c),
+        (Some(c), slot) => *slot = Some(c.clone()),
+        (None, slot) => *slot = None,
     }
+    w.verb = verb;
+    match &r.labels {
+        Some(labels) => {
+            let out = w.labels.get_or_insert_with(Vec::new);
+            out.truncate(labels.len());
+            for (i, (key, value)) in labels.iter().enumerate() {
+                match out.get_mut(i) {
+                    Some(l) => {
+                        set(&mut l.key, key);
+                        set(&mut l.value, value);
+                    }
+                    None => out.push(wit::Label {
+                        key: key.clone(),
+                        value: value.clone(),
+                    }),
+                }
+            }
+        }
+        None => w.labels = None,
+    }
+    w.leaves.truncate(r.leaves.len());
+    for (i, leaf) in r.leaves.iter().enumerate() {
+        match w.leaves.get_mut(i) {
+            Some(l) => set(l, leaf),
+            None => w.leaves.push(leaf.clone()),
+        }
+    }
+    w
+}
+
+/// Replaces `dst`'s text with `src`'s, in `dst`'s allocation when it is large enough.
+fn set(dst: &mut String, src: &str) {
+    dst.clear();
+    dst.push_str(src);
 }
 
 fn address_type_to_wit(t: AddressType) -> wit::AddressType {
@@ -313,18 +437,32 @@ pub(crate) fn node_addresses(list: Vec<wit::NodeAddress>) -> Result<Vec<NodeAddr
         .collect()
 }
 
-pub(crate) fn verdicts(lines: usize, v: Vec<wit::Verdict>) -> Result<Vec<Verdict>, String> {
-    if v.len() != lines {
+pub(crate) fn verdicts(lines: usize, v: wit::Verdicts) -> Result<Vec<Verdict>, String> {
+    if v.actions.len() != lines {
         return Err(format!(
-            "answered {} verdicts for {lines} lines; a log-filter answers one verdict per line",
-            v.len()
+            "answered {} actions for {lines} lines; a log-filter answers one action per line",
+            v.actions.len()
         ));
     }
-    Ok(v.into_iter()
-        .map(|v| match v {
-            wit::Verdict::Keep => Verdict::Keep,
-            wit::Verdict::Drop => Verdict::Drop,
-            wit::Verdict::Replace(text) => Verdict::Replace(text),
+    let replaces = v
+        .actions
+        .iter()
+        .filter(|a| matches!(a, wit::Action::Replace))
+        .count();
+    if v.replacements.len() != replaces {
+        return Err(format!(
+            "answered {} replacements for {replaces} `replace` actions; a log-filter answers one replacement per `replace`",
+            v.replacements.len()
+        ));
+    }
+    let mut replacements = v.replacements.into_iter();
+    Ok(v.actions
+        .into_iter()
+        .map(|a| match a {
+            wit::Action::Keep => Verdict::Keep,
+            wit::Action::Drop => Verdict::Drop,
+            // Counted above: there is one for every `replace`.
+            wit::Action::Replace => Verdict::Replace(replacements.next().unwrap_or_default()),
         })
         .collect())
 }
@@ -398,4 +536,63 @@ pub(crate) fn table(t: Option<wit::Table>) -> Result<Option<Table>, String> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Some(Table { columns, rows }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_is_its_lines_joined_by_newlines() {
+        let batch = LogBatch::from_lines(["a", "", "c"]).unwrap();
+        assert_eq!(batch.text(), "a\n\nc");
+        assert_eq!(batch.len(), 3);
+        assert_eq!(batch.lines().collect::<Vec<_>>(), ["a", "", "c"]);
+
+        let one_empty = LogBatch::from_lines([""]).unwrap();
+        assert_eq!((one_empty.len(), one_empty.lines().count()), (1, 1));
+        let none = LogBatch::new();
+        assert_eq!((none.len(), none.lines().count()), (0, 0));
+    }
+
+    #[test]
+    fn a_line_with_a_newline_is_refused_and_leaves_the_batch_as_it_was() {
+        let mut batch = LogBatch::from_lines(["a"]).unwrap();
+        assert_eq!(batch.push("b\nc"), Err(NewlineInLine));
+        assert_eq!(batch.text(), "a");
+        assert_eq!(batch.len(), 1);
+    }
+
+    fn answer(actions: Vec<wit::Action>, replacements: &[&str]) -> wit::Verdicts {
+        wit::Verdicts {
+            actions,
+            replacements: replacements.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn replacements_go_to_the_replace_actions_in_order() {
+        use wit::Action::{Drop, Keep, Replace};
+        let v = verdicts(4, answer(vec![Replace, Keep, Drop, Replace], &["x", "y"])).unwrap();
+        assert_eq!(
+            v,
+            [
+                Verdict::Replace("x".into()),
+                Verdict::Keep,
+                Verdict::Drop,
+                Verdict::Replace("y".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn answers_out_of_contract_are_refused() {
+        use wit::Action::{Keep, Replace};
+        let e = verdicts(2, answer(vec![Keep], &[])).unwrap_err();
+        assert!(e.contains("1 actions for 2 lines"), "{e}");
+        let e = verdicts(2, answer(vec![Keep, Replace], &[])).unwrap_err();
+        assert!(e.contains("0 replacements for 1"), "{e}");
+        let e = verdicts(1, answer(vec![Keep], &["extra"])).unwrap_err();
+        assert!(e.contains("1 replacements for 0"), "{e}");
+    }
 }

@@ -207,7 +207,8 @@ pub fn run_with(
     };
 
     if world == World::LogFilter {
-        // Lines, not JSON: a log as it comes, sent in batches as the gateway does.
+        // Lines, not JSON: a log as it comes, sent in batches as the gateway does (one
+        // newline-joined string per call; `lines()` has taken every newline out).
         let mut tenant = TenantPlugins::none("cli");
         tenant.log_filter = Some(build_hook("cli", world, &plugin, &metrics).map_err(load)?);
         let ctx = LogContext::default();

@@ -26,8 +26,9 @@ use crate::config::plugins::{OnError, PluginConfig};
 use crate::config::{Config, ConfigError};
 
 pub use api::{
-    AddressRewriteRequest, AddressType, Cell, ColumnDefinition, LogContext, NodeAddress, PodRoute,
-    PodRouteRequest, Table, TableRequest, Verb, Verdict, apply_verdicts,
+    AddressRewriteRequest, AddressType, Cell, ColumnDefinition, LogBatch, LogContext,
+    NewlineInLine, NodeAddress, PodRoute, PodRouteRequest, Table, TableRequest, Verb, Verdict,
+    apply_verdicts,
 };
 pub use metrics::PluginMetrics;
 
@@ -75,9 +76,7 @@ impl World {
         match self {
             World::PodRouter => "route: func(req: route-request) -> route-decision",
             World::AddressRewriter => "rewrite: func(req: address-request) -> list<node-address>",
-            World::LogFilter => {
-                "filter: func(ctx: log-context, lines: list<string>) -> list<verdict>"
-            }
+            World::LogFilter => "filter: func(ctx: log-context, lines: string) -> verdicts",
             World::TableFormatter => "format: func(req: table-request) -> option<table>",
         }
     }
@@ -294,9 +293,9 @@ impl TenantPlugins {
         };
         let started = Instant::now();
         let outcome = async {
-            let mut warm = hook.pool.checkout().await?;
-            let wit_req = api::route_request(&self.tenant, req);
-            let answer = warm.bindings.call_route(&mut warm.store, &wit_req).await;
+            let mut warm = hook.pool.checkout(started).await?;
+            let wit_req = api::fill_route_request(&mut warm.scratch, &self.tenant, req);
+            let answer = warm.bindings.call_route(&mut warm.store, wit_req).await;
             hook.pool.finish(warm, answer, |d| api::pod_route(req, d))
         }
         .await;
@@ -322,7 +321,7 @@ impl TenantPlugins {
         };
         let started = Instant::now();
         let outcome = async {
-            let mut warm = hook.pool.checkout().await?;
+            let mut warm = hook.pool.checkout(started).await?;
             let wit_req = api::address_request(&self.tenant, req);
             let answer = warm.bindings.call_rewrite(&mut warm.store, &wit_req).await;
             hook.pool.finish(warm, answer, api::node_addresses)
@@ -333,34 +332,35 @@ impl TenantPlugins {
             .unwrap_or_else(|| req.addresses.clone()))
     }
 
-    /// One verdict per line; all `Keep` when no plugin is configured or it failed under
-    /// `on_error = "default"`.
+    /// One verdict per line of `batch`, in order; all `Keep` when no plugin is configured
+    /// or it failed under `on_error = "default"`.
     pub async fn log_verdicts(
         &self,
         ctx: &LogContext,
-        lines: &[String],
+        batch: &LogBatch,
     ) -> Result<Vec<Verdict>, PluginError> {
-        let Some(hook) = &self.log_filter else {
-            return Ok(vec![Verdict::Keep; lines.len()]);
+        let lines = batch.len();
+        let Some(hook) = self.log_filter.as_ref().filter(|_| lines > 0) else {
+            return Ok(vec![Verdict::Keep; lines]);
         };
         let started = Instant::now();
         let outcome = async {
-            let mut warm = hook.pool.checkout().await?;
+            let mut warm = hook.pool.checkout(started).await?;
             let wit_ctx = api::log_context(&self.tenant, ctx);
             let answer = warm
                 .bindings
-                .call_filter(&mut warm.store, &wit_ctx, lines)
+                .call_filter(&mut warm.store, &wit_ctx, batch.text())
                 .await;
-            hook.pool
-                .finish(warm, answer, |v| api::verdicts(lines.len(), v))
+            hook.pool.finish(warm, answer, |v| api::verdicts(lines, v))
         }
         .await;
         Ok(hook
             .settle(&self.tenant, started, outcome)?
-            .unwrap_or_else(|| vec![Verdict::Keep; lines.len()]))
+            .unwrap_or_else(|| vec![Verdict::Keep; lines]))
     }
 
     /// The lines that remain after the tenant's log-filter: kept, replaced, or dropped.
+    /// A line may not contain a newline (see [`LogBatch`]).
     pub async fn filter_logs(
         &self,
         ctx: &LogContext,
@@ -369,7 +369,11 @@ impl TenantPlugins {
         if self.log_filter.is_none() {
             return Ok(lines);
         }
-        let verdicts = self.log_verdicts(ctx, &lines).await?;
+        let batch = LogBatch::from_lines(&lines).map_err(|e| {
+            let at = lines.iter().position(|l| l.contains('\n')).unwrap_or(0);
+            PluginError::Request(format!("line {}: {e}", at + 1))
+        })?;
+        let verdicts = self.log_verdicts(ctx, &batch).await?;
         Ok(apply_verdicts(lines, verdicts))
     }
 
@@ -387,7 +391,7 @@ impl TenantPlugins {
         };
         let started = Instant::now();
         let outcome = async {
-            let mut warm = hook.pool.checkout().await?;
+            let mut warm = hook.pool.checkout(started).await?;
             let wit_req = api::table_request(&self.tenant, req);
             let answer = warm.bindings.call_format(&mut warm.store, &wit_req).await;
             hook.pool.finish(warm, answer, api::table)

@@ -424,9 +424,13 @@ pub(crate) struct Fault {
 }
 
 /// One instance, ready for calls.
-pub(crate) struct Warm<B> {
+pub(crate) struct Warm<B: Bindings> {
     pub store: Store<State>,
     pub bindings: B,
+    /// The last request this instance was given, kept so the next one is written into
+    /// the same strings: a warm call then allocates nothing on the host to build its
+    /// request (see `api::fill_route_request`).
+    pub scratch: B::Scratch,
     /// Calls this instance has been checked out for, the current one included.
     pub calls: u64,
     /// This instance's slot in its hook's share; released when the instance is dropped.
@@ -436,6 +440,8 @@ pub(crate) struct Warm<B> {
 /// The generated bindings of one world, instantiable from a checked `InstancePre`.
 pub(crate) trait Bindings: Sized + Send + 'static {
     type Pre: Clone + Send + Sync + 'static;
+    /// What a warm instance keeps between calls to build the next request in place.
+    type Scratch: Default + Send + 'static;
     fn pre(pre: InstancePre<State>) -> wasmtime::Result<Self::Pre>;
     fn instantiate(
         pre: &Self::Pre,
@@ -444,9 +450,10 @@ pub(crate) trait Bindings: Sized + Send + 'static {
 }
 
 macro_rules! bindings {
-    ($($world:ident :: $ty:ident, $pre:ident;)*) => {$(
+    ($($world:ident :: $ty:ident, $pre:ident, $scratch:ty;)*) => {$(
         impl Bindings for bindings::$world::$ty {
             type Pre = bindings::$world::$pre<State>;
+            type Scratch = $scratch;
             fn pre(pre: InstancePre<State>) -> wasmtime::Result<Self::Pre> {
                 bindings::$world::$pre::new(pre)
             }
@@ -461,10 +468,12 @@ macro_rules! bindings {
 }
 
 bindings! {
-    pod_router::PodRouter, PodRouterPre;
-    address_rewriter::AddressRewriter, AddressRewriterPre;
-    log_filter::LogFilter, LogFilterPre;
-    table_formatter::TableFormatter, TableFormatterPre;
+    pod_router::PodRouter, PodRouterPre, Option<bindings::types::RouteRequest>;
+    // The other worlds are called per node status, per log batch or per table: their
+    // requests are built fresh.
+    address_rewriter::AddressRewriter, AddressRewriterPre, ();
+    log_filter::LogFilter, LogFilterPre, ();
+    table_formatter::TableFormatter, TableFormatterPre, ();
 }
 
 /// One loaded plugin of one tenant: its prepared component, limits and warm instances.
@@ -499,12 +508,13 @@ impl<B: Bindings> Pool<B> {
         })
     }
 
-    /// Takes a warm instance, or makes one, armed with this call's deadline.
-    pub async fn checkout(&self) -> Result<Warm<B>, Fault> {
+    /// Takes a warm instance, or makes one, armed with the deadline of a call that
+    /// started at `started` (the caller's clock reading, reused: one fewer per call).
+    pub async fn checkout(&self, started: Instant) -> Result<Warm<B>, Fault> {
         if self.limits.isolation == Isolation::Pooled
             && let Some(mut warm) = self.idle.lock().expect("pool poisoned").pop()
         {
-            arm(&mut warm.store);
+            arm(&mut warm.store, started);
             warm.calls += 1;
             return Ok(warm);
         }
@@ -527,12 +537,14 @@ impl<B: Bindings> Pool<B> {
             }
         };
         let mut store = self.store();
-        arm(&mut store);
+        // The wall-clock cap counts from here: waiting for a slot is not the plugin's time.
+        arm(&mut store, Instant::now());
         // Instantiation runs the component's start code: under the same deadline and cap.
         match B::instantiate(&self.pre, &mut store).await {
             Ok(bindings) => Ok(Warm {
                 store,
                 bindings,
+                scratch: Default::default(),
                 calls: 1,
                 _slot: slot,
             }),
@@ -628,9 +640,9 @@ impl<B: Bindings> Pool<B> {
     }
 }
 
-fn arm(store: &mut Store<State>) {
+fn arm(store: &mut Store<State>, started: Instant) {
     let state = store.data_mut();
-    state.started = Instant::now();
+    state.started = started;
     state.ticks = 0;
     store.set_epoch_deadline(1);
 }

@@ -73,6 +73,54 @@ pub mod log_filter {
         export_macro_name: "export_log_filter",
         default_bindings_module: "leafgate_plugin::log_filter",
     });
+    pub use crate::types::Action;
+
+    /// The lines of a batch, in order: `lines` split at each `\n`. A batch always holds at
+    /// least one line and a line never contains `\n`, so this yields exactly one item per
+    /// line the gateway sent (an empty item is an empty log line).
+    pub fn lines(batch: &str) -> std::str::Split<'_, char> {
+        batch.split('\n')
+    }
+
+    /// One line's verdict, the way a filter usually thinks of it; [`Verdicts`] collects
+    /// them into the compact shape the `filter` export answers.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub enum Verdict {
+        Keep,
+        Drop,
+        Replace(String),
+    }
+
+    impl Verdicts {
+        /// Room for `lines` verdicts.
+        pub fn with_capacity(lines: usize) -> Self {
+            Verdicts {
+                actions: Vec::with_capacity(lines),
+                replacements: Vec::new(),
+            }
+        }
+
+        /// Appends the next line's verdict.
+        pub fn push(&mut self, verdict: Verdict) {
+            match verdict {
+                Verdict::Keep => self.actions.push(Action::Keep),
+                Verdict::Drop => self.actions.push(Action::Drop),
+                Verdict::Replace(text) => {
+                    self.actions.push(Action::Replace);
+                    self.replacements.push(text);
+                }
+            }
+        }
+    }
+
+    impl FromIterator<Verdict> for Verdicts {
+        fn from_iter<I: IntoIterator<Item = Verdict>>(iter: I) -> Self {
+            let iter = iter.into_iter();
+            let mut out = Verdicts::with_capacity(iter.size_hint().0);
+            iter.for_each(|v| out.push(v));
+            out
+        }
+    }
 }
 
 /// Bindings of the `table-formatter` world.
@@ -167,18 +215,18 @@ impl pod_router::RouteRequest {
 /// Matches `text` against a glob where `*` stands for any run of characters
 /// (`edge-*`, `*-prod`, `team-*-db`). Routing configs use these for names and labels.
 pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
+    // No allocation: routers call this on every request.
+    let Some((first, rest)) = pattern.split_once('*') else {
         return pattern == text;
-    }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    };
+    let (middles, last) = rest.rsplit_once('*').unwrap_or(("", rest));
     if text.len() < first.len() + last.len() || !text.starts_with(first) || !text.ends_with(last) {
         return false;
     }
-    let mut rest = &text[first.len()..text.len() - last.len()];
-    for middle in &parts[1..parts.len() - 1] {
-        match rest.find(middle) {
-            Some(i) => rest = &rest[i + middle.len()..],
+    let mut between = &text[first.len()..text.len() - last.len()];
+    for middle in middles.split('*') {
+        match between.find(middle) {
+            Some(i) => between = &between[i + middle.len()..],
             None => return false,
         }
     }
@@ -199,5 +247,9 @@ mod tests {
         assert!(!glob_match("team-*-db", "team-a-dbx"));
         assert!(glob_match("exact", "exact"));
         assert!(!glob_match("a*a", "a"));
+        assert!(glob_match("a*b*c*d", "a-b-c-d"));
+        assert!(!glob_match("a*c*b*d", "a-b-c-d"));
+        assert!(glob_match("*", ""));
+        assert!(glob_match("**", "x"));
     }
 }
