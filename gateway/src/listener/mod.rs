@@ -334,13 +334,13 @@ impl Connection {
     ) where
         I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
-        let client = Arc::new(service::Client {
-            listener: self.listener.clone(),
-            peer: self.peer,
-            tls: tls.is_some(),
-            identity: tls.flatten(),
-            shared: self.shared.clone(),
-        });
+        let client = Arc::new(service::Client::new(
+            self.listener.clone(),
+            self.peer,
+            tls.is_some(),
+            tls.flatten(),
+            self.shared.clone(),
+        ));
         let in_flight = Arc::new(InFlight::default());
         let counter = in_flight.clone();
         let svc = hyper::service::service_fn(move |req| {
