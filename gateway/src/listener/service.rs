@@ -9,6 +9,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
+use futures_util::FutureExt;
 use http::{Request, Response, StatusCode, header};
 use hyper::body::Incoming;
 use prometheus_client::metrics::counter::Counter;
@@ -77,10 +78,12 @@ fn request_host<B>(req: &Request<B>) -> Option<&str> {
     })
 }
 
-pub async fn handle(
+/// Answers one request. Not an `async fn`: the answer's future is built in place rather
+/// than copied into another one's state, since it is large and built once per request.
+pub fn handle(
     req: Request<Incoming>,
     client: Arc<Client>,
-) -> Result<Response<Body>, Infallible> {
+) -> impl Future<Output = Result<Response<Body>, Infallible>> {
     let span = info_span!(
         "request",
         method = %req.method(),
@@ -88,7 +91,7 @@ pub async fn handle(
         route = tracing::field::Empty,
         status = tracing::field::Empty,
     );
-    Ok(dispatch(req, client).instrument(span).await)
+    dispatch(req, client).map(Ok).instrument(span)
 }
 
 async fn dispatch(mut req: Request<Incoming>, client: Arc<Client>) -> Response<Body> {

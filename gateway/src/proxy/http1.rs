@@ -100,7 +100,8 @@ impl Http1Pool {
                 },
             }
         }
-        let mut sender = self.dial(backend).await?;
+        // Boxed: dialling is rare, and its future inline would grow every request's.
+        let mut sender = Box::pin(self.dial(backend)).await?;
         let res = sender.send_request(req).await?;
         Ok(self.pooled(res, sender, slot))
     }
