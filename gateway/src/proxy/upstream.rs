@@ -1,11 +1,12 @@
 //! An upstream: a route's pool of backends, the connections to them, and which one is next.
 //!
 //! Built once per snapshot from [`UpstreamConfig`]. It owns the HTTP/1.1 pool of plain
-//! backends (`http1`), the pooled hyper-util client for HTTP/1.1 over TLS, the HTTP/2 connections (`h2`: prior-knowledge h2c, or h2 chosen by ALPN), TLS
-//! by rustls with the route's CA, client certificate and SNI name, round-robin selection,
-//! and passive failure marking: a backend that
-//! refused a connection is skipped for [`EJECT_FOR`], unless every backend is marked, in
-//! which case leafgate still tries (a pool never answers "no backend" on its own).
+//! backends (`http1`), the pooled hyper-util client for HTTP/1.1 over TLS, the HTTP/2
+//! connections (`h2`: prior-knowledge h2c, or h2 chosen by ALPN), TLS by rustls with the
+//! route's CA, client certificate and SNI name, round-robin selection, and passive failure
+//! marking: a backend that refused a connection is skipped for [`EJECT_FOR`], unless every
+//! backend is marked, in which case leafgate still tries (a pool never answers "no backend"
+//! on its own).
 //! It must not know about requests' meaning; `proxy` decides what to send.
 
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
