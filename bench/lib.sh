@@ -27,15 +27,37 @@ wait_port() {
   return 1
 }
 
-# wrk_run NAME URL [HOST]: runs wrk, prints "NAME req/s p99", stores REQS and P99_MS.
+# to_ms LATENCY: wrk's "812.00us" / "1.20ms" / "2.01s" as milliseconds.
+to_ms() {
+  awk -v v="$1" 'BEGIN { if (v ~ /us$/) {sub(/us$/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v=v*1000}; print v }'
+}
+
+# wrk_run NAME URL [HOST]: runs wrk (pinned with `taskset -c $WRK_CPU` when set, and cut off
+# by `timeout` a little after its duration), prints "NAME req/s p50 p99", stores REQS,
+# P50_MS and P99_MS.
 wrk_run() {
   local name=$1 url=$2 host=${3:-bench.example}
-  local out
-  out=$(wrk -t"${WRK_THREADS:-2}" -c"${WRK_CONNECTIONS:-64}" -d"${WRK_DURATION:-10s}" --latency \
-    -H "Host: $host" "$url")
+  local duration=${WRK_DURATION:-10s} out pin=()
+  [ -n "${WRK_CPU:-}" ] && pin=(taskset -c "$WRK_CPU")
+  out=$(timeout $(( ${duration%s} + 15 )) "${pin[@]}" wrk -t"${WRK_THREADS:-2}" \
+    -c"${WRK_CONNECTIONS:-64}" -d"$duration" --latency -H "Host: $host" "$url")
   REQS=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
-  P99_MS=$(awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us$/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v=v*1000}; print v}' <<<"$out")
+  P50_MS=$(to_ms "$(awk '$1 == "50%" {print $2}' <<<"$out")")
+  P99_MS=$(to_ms "$(awk '$1 == "99%" {print $2}' <<<"$out")")
   local errors
   errors=$(awk '/Non-2xx|Socket errors/ {print}' <<<"$out")
-  printf '%-10s %12s req/s   p99 %8s ms   %s\n' "$name" "$REQS" "$P99_MS" "$errors"
+  printf '%-10s %12s req/s   p50 %7s ms   p99 %7s ms   %s\n' "$name" "$REQS" "$P50_MS" "$P99_MS" "$errors"
+}
+
+# cpu_ticks PID...: user + system clock ticks used so far by the given processes and their
+# threads (fields 14 and 15 of /proc/PID/stat; the comm field may hold spaces, so the
+# fields are counted after its closing parenthesis).
+cpu_ticks() {
+  local total=0 pid rest
+  for pid in "$@"; do
+    rest=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null) || continue
+    set -- $rest
+    total=$(( total + ${12} + ${13} ))
+  done
+  echo "$total"
 }

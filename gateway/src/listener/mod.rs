@@ -221,17 +221,34 @@ pub(crate) struct InFlight {
 /// Decrements [`InFlight`] when the request's handler returns or is dropped.
 struct InFlightGuard(Arc<InFlight>);
 
+pin_project_lite::pin_project! {
+    /// A request's handler, counted in flight while it lives. A struct rather than an
+    /// `async` block: awaiting the handler inside one would copy the whole (large)
+    /// handler future into the block's state on its first poll, once per request.
+    pub(crate) struct Tracked<F> {
+        #[pin]
+        request: F,
+        _guard: InFlightGuard,
+    }
+}
+
+impl<F: std::future::Future> std::future::Future for Tracked<F> {
+    type Output = F::Output;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        self.project().request.poll(cx)
+    }
+}
+
 impl InFlight {
     /// Counts `request` as in flight from now until it finishes or is dropped.
-    pub(crate) fn track<F: std::future::Future>(
-        self: &Arc<Self>,
-        request: F,
-    ) -> impl std::future::Future<Output = F::Output> + use<F> {
-        let guard = InFlightGuard::new(self.clone());
-        async move {
-            let output = request.await;
-            drop(guard);
-            output
+    pub(crate) fn track<F: std::future::Future>(self: &Arc<Self>, request: F) -> Tracked<F> {
+        Tracked {
+            request,
+            _guard: InFlightGuard::new(self.clone()),
         }
     }
 }
@@ -334,13 +351,13 @@ impl Connection {
     ) where
         I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
-        let client = Arc::new(service::Client {
-            listener: self.listener.clone(),
-            peer: self.peer,
-            tls: tls.is_some(),
-            identity: tls.flatten(),
-            shared: self.shared.clone(),
-        });
+        let client = Arc::new(service::Client::new(
+            self.listener.clone(),
+            self.peer,
+            tls.is_some(),
+            tls.flatten(),
+            self.shared.clone(),
+        ));
         let in_flight = Arc::new(InFlight::default());
         let counter = in_flight.clone();
         let svc = hyper::service::service_fn(move |req| {

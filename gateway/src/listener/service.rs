@@ -7,10 +7,13 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use futures_util::FutureExt;
 use http::{Request, Response, StatusCode, header};
 use hyper::body::Incoming;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::histogram::Histogram;
 use tokio::time::Instant;
 use tracing::{Instrument, info_span};
 
@@ -33,6 +36,37 @@ pub struct Client {
     /// The verified client certificate's names (listeners with `client_ca`).
     pub identity: Option<Arc<ClientIdentity>>,
     pub shared: Arc<Shared>,
+    /// The metric series this connection's last request was counted in: a keep-alive
+    /// connection usually asks the same route and gets the same status, and reusing the
+    /// handles saves building, hashing and looking up the label sets per request.
+    pub last_series: Mutex<Option<Series>>,
+}
+
+impl Client {
+    pub fn new(
+        listener: Arc<str>,
+        peer: SocketAddr,
+        tls: bool,
+        identity: Option<Arc<ClientIdentity>>,
+        shared: Arc<Shared>,
+    ) -> Self {
+        Client {
+            listener,
+            peer,
+            tls,
+            identity,
+            shared,
+            last_series: Mutex::new(None),
+        }
+    }
+}
+
+/// A request's counter and latency histogram, for one route and status on this listener.
+pub struct Series {
+    route: String,
+    status: u16,
+    requests: Counter,
+    duration: Histogram,
 }
 
 /// The host a request is for: the URI's authority (HTTP/2, absolute-form) or `Host`.
@@ -44,10 +78,12 @@ fn request_host<B>(req: &Request<B>) -> Option<&str> {
     })
 }
 
-pub async fn handle(
+/// Answers one request. Not an `async fn`: the answer's future is built in place rather
+/// than copied into another one's state, since it is large and built once per request.
+pub fn handle(
     req: Request<Incoming>,
     client: Arc<Client>,
-) -> Result<Response<Body>, Infallible> {
+) -> impl Future<Output = Result<Response<Body>, Infallible>> {
     let span = info_span!(
         "request",
         method = %req.method(),
@@ -55,7 +91,7 @@ pub async fn handle(
         route = tracing::field::Empty,
         status = tracing::field::Empty,
     );
-    Ok(dispatch(req, client).instrument(span).await)
+    dispatch(req, client).map(Ok).instrument(span)
 }
 
 async fn dispatch(mut req: Request<Incoming>, client: Arc<Client>) -> Response<Body> {
@@ -69,12 +105,20 @@ async fn dispatch(mut req: Request<Incoming>, client: Arc<Client>) -> Response<B
     let host = request_host(&req).map(str::to_owned);
     let listener = snapshot.listeners.get(&*client.listener);
     if let Some(l) = listener.filter(|l| l.config.kind == ListenerKind::NodeApi) {
-        let res = node_api::serve(req, &client, &snapshot, &l.config.allowed_clients).await;
+        // Boxed, as are the other rare paths below: their futures are large, and inline
+        // they would make every proxied request's future as large, copied at each move.
+        let res = Box::pin(node_api::serve(
+            req,
+            &client,
+            &snapshot,
+            &l.config.allowed_clients,
+        ))
+        .await;
         record(&client, node_api::ROUTE, &res, started);
         return res;
     }
     if listener.is_some_and(|l| l.config.kind == ListenerKind::KubeApi) {
-        let res = kube_api::serve(req, &client, &snapshot).await;
+        let res = Box::pin(kube_api::serve(req, &client, &snapshot)).await;
         record(&client, kube_api::ROUTE, &res, started);
         return res;
     }
@@ -119,7 +163,8 @@ async fn dispatch(mut req: Request<Incoming>, client: Arc<Client>) -> Response<B
             let upgrade =
                 headers::is_upgrade(req.headers()) && req.version() <= http::Version::HTTP_11;
             let result = if upgrade {
-                upgrade::forward(req, upstream, &exchange, splice_job(&client, &route)).await
+                let job = splice_job(&client, &route);
+                Box::pin(upgrade::forward(req, upstream, &exchange, job)).await
             } else {
                 proxy::forward(req, upstream, &exchange).await
             };
@@ -171,19 +216,37 @@ fn splice_job(client: &Client, route: &Route) -> SpliceJob {
 fn record(client: &Client, route: &str, res: &Response<Body>, started: Instant) {
     let status = res.status().as_u16();
     tracing::Span::current().record("status", status);
-    let metrics = &client.shared.metrics;
-    metrics
-        .requests
-        .get_or_create(&RequestLabels {
-            listener: client.listener.to_string(),
-            route: route.to_string(),
-            status,
-        })
-        .inc();
-    metrics
-        .request_duration
-        .get_or_create(&RouteLabels {
-            route: route.to_string(),
-        })
-        .observe(started.elapsed().as_secs_f64());
+    let elapsed = started.elapsed().as_secs_f64();
+    // A poisoned cache only costs the lookup; the metrics stay right.
+    let mut last = client.last_series.lock().unwrap_or_else(|e| e.into_inner());
+    match last.as_ref() {
+        Some(s) if s.status == status && s.route == route => {
+            s.requests.inc();
+            s.duration.observe(elapsed);
+        }
+        _ => {
+            let metrics = &client.shared.metrics;
+            let series = Series {
+                route: route.to_string(),
+                status,
+                requests: metrics
+                    .requests
+                    .get_or_create(&RequestLabels {
+                        listener: client.listener.to_string(),
+                        route: route.to_string(),
+                        status,
+                    })
+                    .clone(),
+                duration: metrics
+                    .request_duration
+                    .get_or_create(&RouteLabels {
+                        route: route.to_string(),
+                    })
+                    .clone(),
+            };
+            series.requests.inc();
+            series.duration.observe(elapsed);
+            *last = Some(series);
+        }
+    }
 }

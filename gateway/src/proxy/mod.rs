@@ -16,6 +16,7 @@
 pub mod body;
 pub mod h2;
 pub mod headers;
+pub mod http1;
 pub mod splice;
 pub mod upgrade;
 pub mod upstream;
@@ -26,7 +27,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
 use http_body_util::combinators::UnsyncBoxBody;
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Either, Full};
 use hyper::body::Incoming;
 use tracing::{debug, warn};
 
@@ -35,7 +36,11 @@ use crate::metrics::{Metrics, UpstreamErrorLabels};
 use self::body::{BodySent, IdleTimeout, SignalSent};
 use self::h2::DialError;
 use self::headers::ClientSide;
+use self::http1::PooledBody;
 use self::upstream::{BackendState, SendError, Upstream};
+
+/// A backend's response body: from our HTTP/1.1 pool, or from hyper (HTTP/2, TLS).
+type UpstreamBody = Either<PooledBody, Incoming>;
 
 pub type BoxError = Box<dyn StdError + Send + Sync>;
 
@@ -148,9 +153,13 @@ pub async fn forward(
     headers::strip_hop_by_hop(&mut parts.headers, false);
     headers::add_forwarded(&mut parts.headers, &exchange.client, parts.version);
     if let Some(host) = exchange.client.host {
-        // HTTP/2 clients name the host in `:authority`; upstreams read `Host`.
-        if let Ok(v) = http::HeaderValue::from_str(host) {
-            parts.headers.insert(header::HOST, v);
+        // HTTP/2 clients name the host in `:authority`; upstreams read `Host`. An HTTP/1.1
+        // request's `Host` already says it and is kept as it is.
+        let same = parts.headers.get(header::HOST).map(|h| h.as_bytes()) == Some(host.as_bytes());
+        if !same {
+            if let Ok(v) = http::HeaderValue::from_str(host) {
+                parts.headers.insert(header::HOST, v);
+            }
         }
     }
     let timeouts = upstream.timeouts;
@@ -166,7 +175,12 @@ pub async fn forward(
         *req.method_mut() = parts.method.clone();
         // `Upstream::send` aims it at the backend; only the path and query are used.
         *req.uri_mut() = parts.uri.clone();
-        *req.headers_mut() = parts.headers.clone();
+        // Only a request that may be tried again needs its headers kept for the next try.
+        *req.headers_mut() = if attempt < attempts {
+            parts.headers.clone()
+        } else {
+            std::mem::take(&mut parts.headers)
+        };
         let host = exchange.client.host;
         let err = match exchange_head(upstream, backend, req, host, &mut sent).await {
             Ok(Ok(res)) => return Ok(respond(res, timeouts.idle)),
@@ -204,7 +218,7 @@ async fn exchange_head(
     req: Request<Body>,
     host: Option<&str>,
     sent: &mut BodySent,
-) -> Result<Result<Response<Incoming>, SendError>, Duration> {
+) -> Result<Result<Response<UpstreamBody>, SendError>, Duration> {
     let timeouts = upstream.timeouts;
     let response = upstream.send(backend, req, host);
     tokio::pin!(response);
@@ -229,7 +243,7 @@ fn empty() -> Body {
 
 /// Turns the backend's response into the client's: hop-by-hop headers out, `Via` in, body
 /// streamed under the idle timeout.
-fn respond(res: Response<Incoming>, idle: Duration) -> Response<Body> {
+fn respond(res: Response<UpstreamBody>, idle: Duration) -> Response<Body> {
     let (mut parts, body) = res.into_parts();
     headers::strip_hop_by_hop(&mut parts.headers, false);
     headers::add_via(&mut parts.headers, parts.version);

@@ -1,11 +1,12 @@
 //! An upstream: a route's pool of backends, the connections to them, and which one is next.
 //!
-//! Built once per snapshot from [`UpstreamConfig`]. It owns the pooled hyper-util client for
-//! HTTP/1.1, the HTTP/2 connections (`h2`: prior-knowledge h2c, or h2 chosen by ALPN), TLS
-//! by rustls with the route's CA, client certificate and SNI name, round-robin selection,
-//! and passive failure marking: a backend that
-//! refused a connection is skipped for [`EJECT_FOR`], unless every backend is marked, in
-//! which case leafgate still tries (a pool never answers "no backend" on its own).
+//! Built once per snapshot from [`UpstreamConfig`]. It owns the HTTP/1.1 pool of plain
+//! backends (`http1`), the pooled hyper-util client for HTTP/1.1 over TLS, the HTTP/2
+//! connections (`h2`: prior-knowledge h2c, or h2 chosen by ALPN), TLS by rustls with the
+//! route's CA, client certificate and SNI name, round-robin selection, and passive failure
+//! marking: a backend that refused a connection is skipped for [`EJECT_FOR`], unless every
+//! backend is marked, in which case leafgate still tries (a pool never answers "no backend"
+//! on its own).
 //! It must not know about requests' meaning; `proxy` decides what to send.
 
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
@@ -13,6 +14,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use http::{Request, Response, Uri};
+use http_body_util::Either;
 use hyper::body::Incoming;
 use hyper_rustls::{FixedServerNameResolver, HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
@@ -24,6 +26,7 @@ use crate::workers;
 
 use super::Body;
 use super::h2::{DialError, Dialed, H2Conns, H2Dialer};
+use super::http1::{Http1Pool, PooledBody};
 
 /// How long a backend that refused a connection is skipped.
 pub const EJECT_FOR: Duration = Duration::from_secs(10);
@@ -34,7 +37,9 @@ pub type Connector = HttpsConnector<HttpConnector>;
 pub struct Upstream {
     backends: Vec<BackendState>,
     next: AtomicUsize,
-    /// Pooled HTTP/1.1 clients for ordinary requests, one per serving thread, so a
+    /// HTTP/1.1 to plain backends: our own per-thread pool (`http1`).
+    plain: Http1Pool,
+    /// Pooled HTTP/1.1 clients for TLS backends, one per serving thread, so a
     /// connection's upstream exchanges stay on its thread (see `workers`).
     clients: Vec<Client<Connector, Body>>,
     /// HTTP/2 connections, for `h2`/`h2c` routes and TLS backends that chose h2 by ALPN.
@@ -121,6 +126,7 @@ impl Upstream {
                 })
                 .collect(),
             next: AtomicUsize::new(0),
+            plain: Http1Pool::new(config.backends.len(), timeouts.connect, timeouts.idle),
             clients,
             h2: H2Conns::new(config.backends.len()),
             dialer,
@@ -159,7 +165,14 @@ impl Upstream {
         backend: &BackendState,
         mut req: Request<Body>,
         host: Option<&str>,
-    ) -> Result<Response<Incoming>, SendError> {
+    ) -> Result<Response<Either<PooledBody, Incoming>>, SendError> {
+        if !backend.backend.tls && self.protocol != UpstreamProtocol::H2 {
+            let res = self
+                .plain
+                .send(backend.index, &backend.backend, req)
+                .await?;
+            return Ok(res.map(Either::Left));
+        }
         let path = req.uri().path_and_query().cloned();
         let h2 = match (self.protocol, backend.backend.tls) {
             (UpstreamProtocol::Http1, _) | (UpstreamProtocol::Auto, false) => false,
@@ -177,13 +190,13 @@ impl Upstream {
                     *req.uri_mut() = h2_uri(&backend.backend, host, path.as_ref());
                     req.headers_mut().remove(http::header::HOST);
                     sender.ready().await?;
-                    return Ok(sender.send_request(req).await?);
+                    return Ok(sender.send_request(req).await?.map(Either::Right));
                 }
                 Dialed::Http1 => backend.speaks.store(HTTP1, Ordering::Relaxed),
             }
         }
         *req.uri_mut() = Self::uri(&backend.backend, path.as_ref());
-        Ok(self.client().request(req).await?)
+        Ok(self.client().request(req).await?.map(Either::Right))
     }
 
     pub fn len(&self) -> usize {

@@ -1,0 +1,348 @@
+//! HTTP/1.1 to plain-TCP backends: hyper's `client::conn::http1` over a pool of idle
+//! connections per serving thread and backend, with no pooled client in between.
+//!
+//! hyper-util's pooled client costs, per request, a checkout future racing a lazily built
+//! connect future (a connector clone, a pool key of scheme and authority hashed under a
+//! lock) and a spawned task to give the connection back. Here a request pops an idle
+//! connection from its thread's list (an uncontended lock), sends, and the response body
+//! puts the connection back when it has been read to its end. A body dropped before its
+//! end closes the connection, as its unread rest would be read as the next response.
+//!
+//! A connection the backend closed while idle is noticed before use (`ready` fails) or, in
+//! a race, by the send itself, which hands the unsent request back to be tried on another
+//! connection, as the pooled client did. Idle connections older than the route's idle
+//! timeout are closed when a request finds them. TLS backends keep the pooled client
+//! (`upstream`), which owns their handshake and ALPN.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{Request, Response, header};
+use http_body::{Body as HttpBody, Frame, SizeHint};
+use hyper::body::Incoming;
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+use tracing::debug;
+
+use crate::config::Backend;
+use crate::workers;
+
+use super::Body;
+use super::h2::DialError;
+use super::upstream::SendError;
+
+/// Idle connections kept per serving thread and backend; more are closed when they come
+/// back. Enough for the keep-alive connections of a busy thread (nginx's `keepalive` is
+/// usually set to tens or hundreds).
+const MAX_IDLE: usize = 1024;
+
+/// Idle HTTP/1.1 connections to one upstream's plain backends, per serving thread.
+pub struct Http1Pool {
+    /// `[thread * backends + backend]`: idle connections, the most recently used last.
+    slots: Arc<[Mutex<Vec<Idle>>]>,
+    backends: usize,
+    connect: Duration,
+    idle: Duration,
+}
+
+struct Idle {
+    sender: SendRequest<Body>,
+    since: Instant,
+}
+
+impl Http1Pool {
+    pub fn new(backends: usize, connect: Duration, idle: Duration) -> Self {
+        let threads = workers::count().max(1);
+        Http1Pool {
+            slots: (0..threads * backends.max(1))
+                .map(|_| Mutex::new(Vec::new()))
+                .collect(),
+            backends: backends.max(1),
+            connect,
+            idle,
+        }
+    }
+
+    /// Sends `req` to backend number `index` over an idle connection of this thread, or a
+    /// new one. The URI is made origin-form, and `Host` is the backend's address when the
+    /// client sent none.
+    pub async fn send(
+        &self,
+        index: usize,
+        backend: &Backend,
+        mut req: Request<Body>,
+    ) -> Result<Response<PooledBody>, SendError> {
+        let threads = self.slots.len() / self.backends;
+        let slot = (workers::current_index() % threads) * self.backends + index;
+        origin_form(&mut req);
+        if !req.headers().contains_key(header::HOST) {
+            if let Ok(host) = http::HeaderValue::from_str(backend.authority.as_str()) {
+                req.headers_mut().insert(header::HOST, host);
+            }
+        }
+        while let Some(mut sender) = self.checkout(slot) {
+            if sender.ready().await.is_err() {
+                continue;
+            }
+            match sender.try_send_request(req).await {
+                Ok(res) => return Ok(self.pooled(res, sender, slot)),
+                Err(mut e) => match e.take_message() {
+                    // Never written: the connection closed under us; try another.
+                    Some(unsent) => {
+                        debug!(error = %e.error(), "pooled connection closed; trying another");
+                        req = unsent;
+                    }
+                    None => return Err(SendError::Exchange(e.into_error())),
+                },
+            }
+        }
+        // Boxed: dialling is rare, and its future inline would grow every request's.
+        let mut sender = Box::pin(self.dial(backend)).await?;
+        let res = sender.send_request(req).await?;
+        Ok(self.pooled(res, sender, slot))
+    }
+
+    /// The most recently used idle connection of `slot` that is still open and not past
+    /// the idle timeout; the ones it passes over are closed.
+    fn checkout(&self, slot: usize) -> Option<SendRequest<Body>> {
+        let mut idle = self.slots[slot].lock().unwrap_or_else(|e| e.into_inner());
+        while let Some(conn) = idle.pop() {
+            if conn.since.elapsed() > self.idle {
+                // Everything below it is older still.
+                idle.clear();
+                return None;
+            }
+            if !conn.sender.is_closed() {
+                return Some(conn.sender);
+            }
+        }
+        None
+    }
+
+    async fn dial(&self, backend: &Backend) -> Result<SendRequest<Body>, DialError> {
+        let address = (
+            backend.authority.host(),
+            backend.authority.port_u16().unwrap_or(80),
+        );
+        let tcp = tokio::time::timeout(self.connect, TcpStream::connect(address))
+            .await
+            .map_err(|_| DialError::Timeout(self.connect))??;
+        tcp.set_nodelay(true)?;
+        let (sender, conn) = http1::handshake(TokioIo::new(tcp)).await?;
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                debug!(error = %e, "upstream HTTP/1.1 connection ended with an error");
+            }
+        });
+        Ok(sender)
+    }
+
+    fn pooled(
+        &self,
+        res: Response<Incoming>,
+        sender: SendRequest<Body>,
+        slot: usize,
+    ) -> Response<PooledBody> {
+        res.map(|inner| PooledBody {
+            inner,
+            ended: false,
+            back: Some(GiveBack {
+                sender,
+                slots: self.slots.clone(),
+                slot,
+            }),
+        })
+    }
+}
+
+/// Makes an absolute request URI origin-form (path and query), as a request to an origin
+/// server is written.
+fn origin_form(req: &mut Request<Body>) {
+    if req.uri().scheme().is_none() && req.uri().authority().is_none() {
+        return;
+    }
+    let path = req
+        .uri()
+        .path_and_query()
+        .cloned()
+        .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/"));
+    *req.uri_mut() = http::Uri::from(path);
+}
+
+/// A connection waiting for its response body's end to go back to its pool.
+struct GiveBack {
+    sender: SendRequest<Body>,
+    slots: Arc<[Mutex<Vec<Idle>>]>,
+    slot: usize,
+}
+
+/// A backend's response body; once read to its end, its connection goes back to the pool.
+pub struct PooledBody {
+    inner: Incoming,
+    ended: bool,
+    back: Option<GiveBack>,
+}
+
+impl HttpBody for PooledBody {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let frame = std::task::ready!(Pin::new(&mut self.inner).poll_frame(cx));
+        match &frame {
+            None => self.ended = true,
+            // A failed body leaves the connection in an unknown state: never reuse it.
+            Some(Err(_)) => self.back = None,
+            Some(Ok(_)) => {}
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for PooledBody {
+    fn drop(&mut self) {
+        let Some(back) = self.back.take() else {
+            return;
+        };
+        if !(self.ended || self.inner.is_end_stream()) || back.sender.is_closed() {
+            return;
+        }
+        let mut idle = back.slots[back.slot]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if idle.len() < MAX_IDLE {
+            idle.push(Idle {
+                sender: back.sender,
+                since: Instant::now(),
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use http_body_util::BodyExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    use super::*;
+
+    /// A raw HTTP/1.1 backend answering every request with `body`; with `close_after`, it
+    /// closes each connection after its first answer without saying so (no
+    /// `Connection: close`), as a backend whose keep-alive timer ran out does. Counts the
+    /// connections it accepted.
+    async fn backend(body: &'static str, close_after: bool) -> (Backend, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let count = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((mut tcp, _)) = listener.accept().await {
+                count.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 4096];
+                    let mut seen = Vec::new();
+                    loop {
+                        let Ok(n) = tcp.read(&mut buf).await else {
+                            return;
+                        };
+                        if n == 0 {
+                            return;
+                        }
+                        seen.extend_from_slice(&buf[..n]);
+                        while let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+                            seen.drain(..end + 4);
+                            let head = format!(
+                                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
+                                body.len()
+                            );
+                            if tcp.write_all(head.as_bytes()).await.is_err() || close_after {
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        let backend = Backend {
+            tls: false,
+            authority: addr.to_string().parse().unwrap(),
+        };
+        (backend, accepted)
+    }
+
+    fn get() -> Request<Body> {
+        let mut req = Request::new(super::super::full(Bytes::new()));
+        *req.uri_mut() = "http://ignored.example/path?q=1".parse().unwrap();
+        req
+    }
+
+    fn pool() -> Http1Pool {
+        Http1Pool::new(1, Duration::from_secs(2), Duration::from_secs(30))
+    }
+
+    #[tokio::test]
+    async fn a_connection_read_to_its_end_is_used_again() {
+        let (backend, accepted) = backend("hello", false).await;
+        let pool = pool();
+        for _ in 0..3 {
+            let res = pool.send(0, &backend, get()).await.unwrap();
+            let body = res.into_body().collect().await.unwrap().to_bytes();
+            assert_eq!(body, "hello");
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_body_dropped_before_its_end_closes_its_connection() {
+        let (backend, accepted) = backend("a body nobody reads", false).await;
+        let pool = pool();
+        let res = pool.send(0, &backend, get()).await.unwrap();
+        drop(res);
+        let res = pool.send(0, &backend, get()).await.unwrap();
+        let body = res.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(body, "a body nobody reads");
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_connection_the_backend_closed_is_replaced_without_losing_the_request() {
+        let (backend, accepted) = backend("once", true).await;
+        let pool = pool();
+        for i in 1..=3 {
+            let res = pool.send(0, &backend, get()).await.unwrap();
+            let body = res.into_body().collect().await.unwrap().to_bytes();
+            assert_eq!(body, "once", "request {i}");
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn an_idle_connection_past_the_timeout_is_not_used() {
+        let (backend, accepted) = backend("hello", false).await;
+        let pool = Http1Pool::new(1, Duration::from_secs(2), Duration::from_millis(1));
+        for _ in 0..2 {
+            let res = pool.send(0, &backend, get()).await.unwrap();
+            res.into_body().collect().await.unwrap();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    }
+}
