@@ -11,11 +11,13 @@
 //! A connection the backend closed while idle is noticed before use (`ready` fails) or, in
 //! a race, by the send itself, which hands the unsent request back to be tried on another
 //! connection, as the pooled client did. Idle connections older than the route's idle
-//! timeout are closed when a request finds them. TLS backends keep the pooled client
+//! timeout are closed when a request finds them, and by a sweep every half timeout, so a
+//! quiet backend does not keep sockets open for ever. TLS backends keep the pooled client
 //! (`upstream`), which owns their handshake and ALPN.
 
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -42,11 +44,57 @@ const MAX_IDLE: usize = 1024;
 
 /// Idle HTTP/1.1 connections to one upstream's plain backends, per serving thread.
 pub struct Http1Pool {
-    /// `[thread * backends + backend]`: idle connections, the most recently used last.
-    slots: Arc<[Mutex<Vec<Idle>>]>,
+    idles: Arc<Idles>,
     backends: usize,
     connect: Duration,
-    idle: Duration,
+}
+
+/// The idle connections, shared with the response bodies that give them back and with the
+/// sweep that closes expired ones.
+struct Idles {
+    /// `[thread * backends + backend]`: idle connections, the most recently used last.
+    slots: Box<[Mutex<Vec<Idle>>]>,
+    /// How long a connection may stay idle.
+    timeout: Duration,
+    /// The sweep was started (by the first connection given back).
+    sweeping: AtomicBool,
+}
+
+impl Idles {
+    fn slot(&self, slot: usize) -> std::sync::MutexGuard<'_, Vec<Idle>> {
+        self.slots[slot].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts the sweep on the current runtime, once. It holds the pool weakly and ends
+    /// with it (a reload that replaces the upstream drops the pool).
+    fn start_sweep(self: &Arc<Self>) {
+        if self.sweeping.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            self.sweeping.store(false, Ordering::Relaxed);
+            return;
+        };
+        let every = (self.timeout / 2).clamp(Duration::from_millis(10), Duration::from_secs(30));
+        let idles: Weak<Idles> = Arc::downgrade(self);
+        runtime.spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let Some(idles) = idles.upgrade() else {
+                    return;
+                };
+                idles.close_expired();
+            }
+        });
+    }
+
+    /// Drops (so closes) every connection idle past the timeout or closed by the backend.
+    fn close_expired(&self) {
+        for slot in 0..self.slots.len() {
+            self.slot(slot)
+                .retain(|c| c.since.elapsed() <= self.timeout && !c.sender.is_closed());
+        }
+    }
 }
 
 struct Idle {
@@ -58,12 +106,15 @@ impl Http1Pool {
     pub fn new(backends: usize, connect: Duration, idle: Duration) -> Self {
         let threads = workers::count().max(1);
         Http1Pool {
-            slots: (0..threads * backends.max(1))
-                .map(|_| Mutex::new(Vec::new()))
-                .collect(),
+            idles: Arc::new(Idles {
+                slots: (0..threads * backends.max(1))
+                    .map(|_| Mutex::new(Vec::new()))
+                    .collect(),
+                timeout: idle,
+                sweeping: AtomicBool::new(false),
+            }),
             backends: backends.max(1),
             connect,
-            idle,
         }
     }
 
@@ -76,7 +127,7 @@ impl Http1Pool {
         backend: &Backend,
         mut req: Request<Body>,
     ) -> Result<Response<PooledBody>, SendError> {
-        let threads = self.slots.len() / self.backends;
+        let threads = self.idles.slots.len() / self.backends;
         let slot = (workers::current_index() % threads) * self.backends + index;
         origin_form(&mut req);
         if !req.headers().contains_key(header::HOST) {
@@ -109,9 +160,9 @@ impl Http1Pool {
     /// The most recently used idle connection of `slot` that is still open and not past
     /// the idle timeout; the ones it passes over are closed.
     fn checkout(&self, slot: usize) -> Option<SendRequest<Body>> {
-        let mut idle = self.slots[slot].lock().unwrap_or_else(|e| e.into_inner());
+        let mut idle = self.idles.slot(slot);
         while let Some(conn) = idle.pop() {
-            if conn.since.elapsed() > self.idle {
+            if conn.since.elapsed() > self.idles.timeout {
                 // Everything below it is older still.
                 idle.clear();
                 return None;
@@ -152,7 +203,7 @@ impl Http1Pool {
             ended: false,
             back: Some(GiveBack {
                 sender,
-                slots: self.slots.clone(),
+                idles: self.idles.clone(),
                 slot,
             }),
         })
@@ -176,7 +227,7 @@ fn origin_form(req: &mut Request<Body>) {
 /// A connection waiting for its response body's end to go back to its pool.
 struct GiveBack {
     sender: SendRequest<Body>,
-    slots: Arc<[Mutex<Vec<Idle>>]>,
+    idles: Arc<Idles>,
     slot: usize,
 }
 
@@ -222,15 +273,17 @@ impl Drop for PooledBody {
         if !(self.ended || self.inner.is_end_stream()) || back.sender.is_closed() {
             return;
         }
-        let mut idle = back.slots[back.slot]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if idle.len() < MAX_IDLE {
+        {
+            let mut idle = back.idles.slot(back.slot);
+            if idle.len() >= MAX_IDLE {
+                return;
+            }
             idle.push(Idle {
                 sender: back.sender,
                 since: Instant::now(),
             });
         }
+        back.idles.start_sweep();
     }
 }
 
@@ -249,13 +302,24 @@ mod tests {
     /// `Connection: close`), as a backend whose keep-alive timer ran out does. Counts the
     /// connections it accepted.
     async fn backend(body: &'static str, close_after: bool) -> (Backend, Arc<AtomicUsize>) {
+        let (backend, accepted, _) = counting_backend(body, close_after).await;
+        (backend, accepted)
+    }
+
+    /// [`backend`], also counting the connections whose client closed them.
+    async fn counting_backend(
+        body: &'static str,
+        close_after: bool,
+    ) -> (Backend, Arc<AtomicUsize>, Arc<AtomicUsize>) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let accepted = Arc::new(AtomicUsize::new(0));
-        let count = accepted.clone();
+        let closed = Arc::new(AtomicUsize::new(0));
+        let (count, closes) = (accepted.clone(), closed.clone());
         tokio::spawn(async move {
             while let Ok((mut tcp, _)) = listener.accept().await {
                 count.fetch_add(1, Ordering::SeqCst);
+                let closes = closes.clone();
                 tokio::spawn(async move {
                     let mut buf = vec![0u8; 4096];
                     let mut seen = Vec::new();
@@ -264,6 +328,7 @@ mod tests {
                             return;
                         };
                         if n == 0 {
+                            closes.fetch_add(1, Ordering::SeqCst);
                             return;
                         }
                         seen.extend_from_slice(&buf[..n]);
@@ -285,7 +350,7 @@ mod tests {
             tls: false,
             authority: addr.to_string().parse().unwrap(),
         };
-        (backend, accepted)
+        (backend, accepted, closed)
     }
 
     fn get() -> Request<Body> {
@@ -344,5 +409,28 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn an_idle_connection_is_closed_by_the_sweep_without_a_request() {
+        let (backend, accepted, closed) = counting_backend("hello", false).await;
+        let pool = Http1Pool::new(1, Duration::from_secs(2), Duration::from_millis(100));
+        let res = pool.send(0, &backend, get()).await.unwrap();
+        res.into_body().collect().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        assert_eq!(
+            closed.load(Ordering::SeqCst),
+            0,
+            "still idle within its timeout"
+        );
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while closed.load(Ordering::SeqCst) == 0 {
+            assert!(
+                Instant::now() < deadline,
+                "the idle connection was never closed"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 1);
     }
 }
