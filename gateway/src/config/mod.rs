@@ -21,7 +21,8 @@ use std::path::Path;
 
 pub use error::{ConfigError, ConfigErrors};
 pub use kubernetes::{
-    ElectionTimings, KubernetesConfig, NodeAddressType, Taint, VirtualNodeConfig, VirtualNodeKind,
+    DEFAULT_INGRESS_CLASS, ElectionTimings, IngressConfig, KubernetesConfig, NodeAddressType,
+    PublishAddress, Taint, VirtualNodeConfig, VirtualNodeKind,
 };
 pub use model::*;
 pub use raw::{ListenerKind, UpstreamProtocol};
