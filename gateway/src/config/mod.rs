@@ -24,6 +24,7 @@ pub use kubernetes::{
     ElectionTimings, KubernetesConfig, NodeAddressType, Taint, VirtualNodeConfig, VirtualNodeKind,
 };
 pub use model::*;
+pub use pem::certified_key_from_pem;
 pub use raw::{ListenerKind, UpstreamProtocol};
 pub use units::{ByteRate, ByteSize, HumanDuration, RateLimit};
 
