@@ -25,6 +25,7 @@ pub use kubernetes::{
     PublishAddress, Taint, VirtualNodeConfig, VirtualNodeKind,
 };
 pub use model::*;
+pub use pem::certified_key_from_pem;
 pub use raw::{ListenerKind, UpstreamProtocol};
 pub use units::{ByteRate, ByteSize, HumanDuration, RateLimit};
 

@@ -509,6 +509,7 @@ impl Validator<'_, '_> {
             roots: Arc::new(roots),
             identity,
             server_name,
+            insecure_skip_verify: false,
         })
     }
 

@@ -1,6 +1,7 @@
 //! TLS termination: a rustls `ServerConfig` per listener whose certificate is chosen by SNI.
 //!
-//! An exact name beats a wildcard, the longest wildcard suffix wins, and a client that sends
+//! An exact name beats a wildcard, the longest wildcard suffix wins (at equal suffix the
+//! one-label wildcard of Ingress hosts first, as in routing), and a client that sends
 //! no SNI (or an unknown name) gets the listener's default certificate. ALPN offers `h2`
 //! and `http/1.1`. Built once per snapshot; a new connection uses the snapshot current at
 //! its accept, so a reloaded certificate applies to new connections only.
@@ -11,14 +12,15 @@ use std::sync::Arc;
 use rustls::server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier};
 use rustls::sign::CertifiedKey;
 
-use crate::config::{HostPattern, ServerTls};
+use crate::config::{HostPattern, ServerTls, one_label_before};
 
 #[derive(Debug)]
 struct SniResolver {
     default: Arc<CertifiedKey>,
     exact: HashMap<String, Arc<CertifiedKey>>,
-    /// `(".suffix", cert)`, longest suffix first.
-    wildcard: Vec<(String, Arc<CertifiedKey>)>,
+    /// `(".suffix", one label only, cert)`, longest suffix first, the one-label kind first
+    /// at equal suffix.
+    wildcard: Vec<(String, bool, Arc<CertifiedKey>)>,
 }
 
 impl SniResolver {
@@ -30,11 +32,13 @@ impl SniResolver {
                 HostPattern::Exact(h) => {
                     exact.entry(h.clone()).or_insert_with(|| cert.clone());
                 }
-                HostPattern::Wildcard(s) => wildcard.push((s.clone(), cert.clone())),
+                HostPattern::Wildcard(s) => wildcard.push((s.clone(), false, cert.clone())),
+                HostPattern::WildcardLabel(s) => wildcard.push((s.clone(), true, cert.clone())),
                 HostPattern::Any => {}
             }
         }
-        wildcard.sort_by_key(|(s, _)| std::cmp::Reverse(s.len()));
+        // Stable: among equal patterns the first listed wins, as for exact names.
+        wildcard.sort_by_key(|(s, one_label, _)| (std::cmp::Reverse(s.len()), !*one_label));
         SniResolver {
             default: tls.default.clone(),
             exact,
@@ -51,8 +55,11 @@ impl SniResolver {
         }
         self.wildcard
             .iter()
-            .find(|(suffix, _)| name.len() > suffix.len() && name.ends_with(suffix.as_str()))
-            .map_or_else(|| self.default.clone(), |(_, cert)| cert.clone())
+            .find(|(suffix, one_label, _)| match one_label {
+                true => one_label_before(&name, suffix),
+                false => name.len() > suffix.len() && name.ends_with(suffix.as_str()),
+            })
+            .map_or_else(|| self.default.clone(), |(_, _, cert)| cert.clone())
     }
 }
 

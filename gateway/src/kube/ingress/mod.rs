@@ -1,0 +1,15 @@
+//! leafgate as the Kubernetes ingress controller of its class (`[kubernetes.ingress]`).
+//!
+//! - `model`: the pure translation of Ingress, IngressClass, Service, EndpointSlice and TLS
+//!   Secret objects (as the reflector stores hold them) into routes, certificates and the
+//!   report of what was served, skipped, in conflict or broken. No I/O, no clock.
+//! - `annotations`: the `leafgate.io/*` annotations, parsed into typed settings.
+//! - `class`: which Ingresses are ours; `backends`: Service port -> ready endpoints;
+//!   `certs`: TLS Secrets -> certificates.
+
+mod backends;
+mod certs;
+mod class;
+
+pub mod annotations;
+pub mod model;
