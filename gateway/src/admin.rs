@@ -239,5 +239,6 @@ pub fn status(gateway: &dyn Control) -> Value {
         "leaves": leaves,
         "last_reload": last_reload,
         "kubernetes": gateway.root_status(),
+        "ingress": gateway.ingress_status(),
     })
 }

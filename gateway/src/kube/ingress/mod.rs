@@ -6,10 +6,15 @@
 //! - `annotations`: the `leafgate.io/*` annotations, parsed into typed settings.
 //! - `class`: which Ingresses are ours; `backends`: Service port -> ready endpoints;
 //!   `certs`: TLS Secrets -> certificates.
+//! - `provider`: the reflectors, the debounced rebuild and swap, the leader's writers;
+//!   `status`: `status.loadBalancer` on served Ingresses; `events`: Events on skipped ones.
 
 mod backends;
 mod certs;
 mod class;
 
 pub mod annotations;
+pub mod events;
 pub mod model;
+pub mod provider;
+pub mod status;
