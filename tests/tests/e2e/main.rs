@@ -4,6 +4,7 @@
 
 mod connections;
 mod hijack;
+mod ingress;
 mod kosmos;
 mod kube_api;
 mod leaves;
