@@ -100,6 +100,21 @@ mod tests {
     }
 
     #[test]
+    fn ingress_wildcards_match_exactly_one_label() {
+        let w = HostPattern::parse_ingress("*.Foo.com").unwrap();
+        assert_eq!(w, HostPattern::WildcardLabel(".foo.com".into()));
+        assert_eq!(w.to_string(), "*.foo.com");
+        assert!(w.matches("bar.foo.com") && w.matches("BAR.FOO.com"));
+        assert!(!w.matches("baz.bar.foo.com") && !w.matches("foo.com"));
+        assert!(!w.matches(".foo.com") && !w.matches("barfoo.com"));
+        assert_eq!(
+            HostPattern::parse_ingress("App.Example"),
+            Ok(HostPattern::Exact("app.example".into()))
+        );
+        assert!(HostPattern::parse_ingress("a b").is_err());
+    }
+
+    #[test]
     fn a_minimal_config_validates() {
         let c = parse(
             "[admin]\nbind = \"127.0.0.1:0\"\n[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n\

@@ -193,6 +193,49 @@ mod tests {
     }
 
     #[test]
+    fn the_one_label_wildcard_comes_before_the_toml_one_at_equal_suffix() {
+        let mut entries: Vec<(HostPattern, PathMatch, &str)> = vec![
+            (HostPattern::parse("*").unwrap(), prefix("/"), "any"),
+            (
+                HostPattern::parse("*.example.com").unwrap(),
+                prefix("/"),
+                "toml",
+            ),
+            (
+                HostPattern::parse_ingress("*.example.com").unwrap(),
+                prefix("/"),
+                "ingress",
+            ),
+            (
+                HostPattern::parse_ingress("*.b.example.com").unwrap(),
+                PathMatch::Exact("/only".into()),
+                "ingress-b",
+            ),
+        ];
+        for _ in 0..2 {
+            let r = Router::new(entries.iter().cloned());
+            assert_eq!(r.lookup("a.example.com", "/"), Some(&"ingress"));
+            assert_eq!(r.lookup("A.Example.COM:443", "/"), Some(&"ingress"));
+            // Two labels: not the Ingress wildcard; the TOML one takes it.
+            assert_eq!(r.lookup("x.a.example.com", "/"), Some(&"toml"));
+            // The longer one-label suffix is chosen, and it does not fall through.
+            assert_eq!(r.lookup("a.b.example.com", "/only"), Some(&"ingress-b"));
+            assert_eq!(r.lookup("a.b.example.com", "/other"), None);
+            assert_eq!(r.lookup("x.a.b.example.com", "/"), Some(&"toml"));
+            assert_eq!(r.lookup("example.com", "/"), Some(&"any"));
+            // Whatever order the entries come in.
+            entries.reverse();
+        }
+        let only_ingress = Router::new([(
+            HostPattern::parse_ingress("*.example.com").unwrap(),
+            prefix("/"),
+            "ingress",
+        )]);
+        assert_eq!(only_ingress.lookup("x.a.example.com", "/"), None);
+        assert_eq!(only_ingress.lookup(".example.com", "/"), None);
+    }
+
+    #[test]
     fn exact_path_beats_longest_prefix_on_segment_boundaries() {
         let r = router(&[
             ("a", prefix("/"), "root"),

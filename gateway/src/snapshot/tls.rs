@@ -91,3 +91,55 @@ pub fn server_config(tls: &ServerTls) -> Result<Arc<rustls::ServerConfig>, rustl
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cert(name: &str) -> Arc<CertifiedKey> {
+        let key = rcgen::generate_simple_self_signed(vec![name.to_string()]).unwrap();
+        let der =
+            rustls::pki_types::PrivateKeyDer::try_from(key.signing_key.serialize_der()).unwrap();
+        let provider = rustls::crypto::ring::default_provider();
+        Arc::new(CertifiedKey::from_der(vec![key.cert.der().clone()], der, &provider).unwrap())
+    }
+
+    #[test]
+    fn the_one_label_wildcard_is_tried_before_the_toml_one_at_equal_suffix() {
+        let (default, toml, ingress, exact) = (
+            cert("default"),
+            cert("toml"),
+            cert("ingress"),
+            cert("exact"),
+        );
+        let tls = ServerTls {
+            default: default.clone(),
+            by_host: vec![
+                (HostPattern::parse("*.example.com").unwrap(), toml.clone()),
+                (
+                    HostPattern::parse_ingress("*.example.com").unwrap(),
+                    ingress.clone(),
+                ),
+                (HostPattern::parse("a.example.com").unwrap(), exact.clone()),
+            ],
+            client_ca: None,
+            client_cert_optional: false,
+        };
+        let r = SniResolver::new(&tls);
+        assert!(Arc::ptr_eq(&r.pick(Some("a.example.com")), &exact));
+        assert!(Arc::ptr_eq(&r.pick(Some("B.example.com")), &ingress));
+        assert!(Arc::ptr_eq(&r.pick(Some("x.b.example.com")), &toml));
+        assert!(Arc::ptr_eq(&r.pick(Some("example.com")), &default));
+        assert!(Arc::ptr_eq(&r.pick(None), &default));
+
+        let only_ingress = ServerTls {
+            by_host: vec![(
+                HostPattern::parse_ingress("*.example.com").unwrap(),
+                ingress,
+            )],
+            ..tls
+        };
+        let r = SniResolver::new(&only_ingress);
+        assert!(Arc::ptr_eq(&r.pick(Some("x.b.example.com")), &default));
+    }
+}

@@ -27,8 +27,12 @@ const NET: &str = "networking.k8s.io/v1";
 /// Long enough for a rebuild under a parallel test run on two shared cores.
 const APPLIED: Duration = Duration::from_secs(10);
 
+/// The root: leafgate's own namespace (its leader Lease lives there; `[kubernetes]
+/// namespace` defaults to `leafgate`, which the deployment creates) and its IngressClass.
 async fn root() -> KubeSim {
     let sim = KubeSim::builder().start().await.unwrap();
+    sim.create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "leafgate"}}))
+        .unwrap();
     sim.create(ingress_class("leafgate", false)).unwrap();
     sim
 }

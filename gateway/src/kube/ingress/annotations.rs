@@ -155,3 +155,60 @@ fn tenant_names(tenants: &[(String, Vec<String>)]) -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn annotations(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn protocols_parse_case_insensitively_and_app_protocol_maps() {
+        assert_eq!(
+            BackendProtocol::parse("HTTPS"),
+            Some(BackendProtocol::Https)
+        );
+        assert_eq!(BackendProtocol::parse(" h2c "), Some(BackendProtocol::H2c));
+        assert_eq!(BackendProtocol::parse("H2"), Some(BackendProtocol::H2));
+        assert_eq!(BackendProtocol::parse("Http"), Some(BackendProtocol::Http));
+        assert_eq!(BackendProtocol::parse("grpc"), None);
+        let of = BackendProtocol::of_app_protocol;
+        assert_eq!(of(Some("kubernetes.io/h2c")), BackendProtocol::H2c);
+        assert_eq!(of(Some("https")), BackendProtocol::Https);
+        assert_eq!(of(Some("kubernetes.io/wss")), BackendProtocol::Https);
+        assert_eq!(of(Some("kubernetes.io/ws")), BackendProtocol::Http);
+        assert_eq!(of(None), BackendProtocol::Http);
+    }
+
+    #[test]
+    fn other_prefixes_are_ignored_and_the_first_bad_key_is_reported() {
+        let tenants = vec![("t".to_string(), vec!["ns".to_string()])];
+        let a = annotations(&[
+            ("leafgate.io.example/whatever", "x"),
+            ("leafgate.iox", "y"),
+            ("kubernetes.io/ingress.class", "leafgate"),
+            (TENANT, "t"),
+        ]);
+        assert_eq!(
+            parse(Some(&a), &tenants).unwrap().tenant.as_deref(),
+            Some("t")
+        );
+        let bad = annotations(&[(BACKEND_PROTOCOL, "nope"), (BANDWIDTH_TOTAL, "fast")]);
+        let e = parse(Some(&bad), &tenants).unwrap_err();
+        assert_eq!(e.annotation, BACKEND_PROTOCOL);
+        assert!(e.reason.contains("`nope`"), "{e}");
+        let zero = annotations(&[(UPGRADED_IDLE_TIMEOUT, "0s")]);
+        assert!(
+            parse(Some(&zero), &tenants)
+                .unwrap_err()
+                .reason
+                .contains("zero")
+        );
+        assert_eq!(parse(None, &tenants), Ok(Annotations::default()));
+    }
+}

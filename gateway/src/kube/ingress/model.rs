@@ -19,13 +19,14 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use k8s_openapi::api::networking::v1::{Ingress, IngressClass, IngressServiceBackend};
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use rustls::sign::CertifiedKey;
 
 use super::annotations;
 use super::backends::Backends;
 use super::certs::Certs;
 use super::class;
+use super::rules::{ingress_host, wanted};
 use crate::config::{BandwidthConfig, HostPattern, PathMatch, UpstreamConfig, glob_matches};
 
 /// The `spec.controller` of the IngressClass leafgate serves.
@@ -311,89 +312,6 @@ fn route_name(ingress: &IngressRef, host: &HostPattern, path: &PathMatch) -> Str
         "ingress/{}/{}/{host}/{path}",
         ingress.namespace, ingress.name
     )
-}
-
-/// Every (host, path, service backend) the Ingress asks for, in spec order: its rules'
-/// paths, then `defaultBackend` as the catch-all and as the `/` of each rule host that
-/// has none. A backend of `None` names a resource instead of a Service. What cannot be
-/// read (a bad host, a relative path, an unknown pathType) is left out and reported.
-fn wanted<'i>(
-    ingress: &'i Ingress,
-    problems: &mut Vec<String>,
-) -> Vec<(HostPattern, PathMatch, Option<&'i IngressServiceBackend>)> {
-    let mut out = Vec::new();
-    let Some(spec) = ingress.spec.as_ref() else {
-        return out;
-    };
-    let mut hosts: Vec<HostPattern> = Vec::new();
-    for rule in spec.rules.iter().flatten() {
-        let host = match rule.host.as_deref().filter(|h| !h.is_empty()) {
-            None => HostPattern::Any,
-            Some(text) => match ingress_host(text) {
-                Ok(host) => host,
-                Err(e) => {
-                    problems.push(e);
-                    continue;
-                }
-            },
-        };
-        if host != HostPattern::Any && !hosts.contains(&host) {
-            hosts.push(host.clone());
-        }
-        for p in rule.http.iter().flat_map(|h| &h.paths) {
-            match path_match(p.path.as_deref(), &p.path_type) {
-                Ok(path) => out.push((host.clone(), path, p.backend.service.as_ref())),
-                Err(e) => problems.push(e),
-            }
-        }
-    }
-    if let Some(default) = &spec.default_backend {
-        let root = PathMatch::Prefix("/".to_string());
-        for host in hosts.into_iter().chain([HostPattern::Any]) {
-            if !out.iter().any(|(h, p, _)| *h == host && *p == root) {
-                out.push((host, root.clone(), default.service.as_ref()));
-            }
-        }
-    }
-    out
-}
-
-/// An Ingress host: exact, or `*.suffix` matching exactly one label. A bare `*` is not a
-/// host the Ingress spec allows (no host means any host).
-fn ingress_host(text: &str) -> Result<HostPattern, String> {
-    match HostPattern::parse_ingress(text) {
-        Ok(HostPattern::Any) => Err(format!(
-            "host `{text}` is not valid: leave the host out to match any host"
-        )),
-        Ok(host) => Ok(host),
-        Err(e) => Err(e),
-    }
-}
-
-/// A path and its `pathType`: `Exact` as written; `Prefix` and `ImplementationSpecific`
-/// element-wise with any trailing `/` ignored (the router matches whole segments).
-fn path_match(path: Option<&str>, path_type: &str) -> Result<PathMatch, String> {
-    let path = path.filter(|p| !p.is_empty());
-    if let Some(p) = path
-        && !p.starts_with('/')
-    {
-        return Err(format!("path `{p}` does not start with `/`"));
-    }
-    match path_type {
-        "Exact" => path
-            .map(|p| PathMatch::Exact(p.to_string()))
-            .ok_or_else(|| "an Exact path needs a `path`".to_string()),
-        "Prefix" | "ImplementationSpecific" => {
-            let trimmed = path.unwrap_or("/").trim_end_matches('/');
-            Ok(PathMatch::Prefix(match trimmed {
-                "" => "/".to_string(),
-                p => p.to_string(),
-            }))
-        }
-        other => Err(format!(
-            "pathType `{other}` is unknown: use Exact, Prefix or ImplementationSpecific"
-        )),
-    }
 }
 
 /// The certificates of `spec.tls`: each entry's Secret for its `hosts`, or for the rule
