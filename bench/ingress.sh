@@ -12,7 +12,7 @@ INGRESSES=${INGRESSES:-10000}
 ROUNDS=${ROUNDS:-20}
 
 cargo build --release -q -p leafgate -p leafgate-tests --bin leafgate --bin leafgate-bench
-bin=target/release
+bin=${CARGO_TARGET_DIR:-target}/release
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
 

@@ -77,7 +77,9 @@ pub type LogItem = Arc<(LogKey, LogLine)>;
 struct Inner {
     objects: BTreeMap<Key, Value>,
     rv: u64,
-    history: Vec<Event>,
+    /// Oldest first; a deque, so forgetting the oldest event of a full history is O(1)
+    /// (bulk loads of tens of thousands of objects go past the cap on every write).
+    history: std::collections::VecDeque<Event>,
     /// Versions at or below this are forgotten.
     compacted: u64,
     logs: BTreeMap<(String, String, String), LogBuf>,
@@ -173,7 +175,7 @@ impl Store {
             inner: Arc::new(Mutex::new(Inner {
                 objects: BTreeMap::new(),
                 rv: 0,
-                history: Vec::new(),
+                history: std::collections::VecDeque::new(),
                 compacted: 0,
                 logs: BTreeMap::new(),
             })),
@@ -251,7 +253,7 @@ impl Store {
             object,
             prev,
         };
-        g.history.push(ev.clone());
+        g.history.push_back(ev.clone());
         if g.history.len() > 10_000 {
             let drop = g.history.len() - 10_000;
             g.compacted = g.history[drop - 1].rv;
