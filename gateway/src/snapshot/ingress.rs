@@ -177,3 +177,226 @@ fn direct(status: StatusCode, reason: &str) -> Action {
         body: Bytes::from(format!("{reason}\n")),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::config::{Backend, BandwidthConfig, UpstreamConfig, UpstreamProtocol};
+    use crate::kube::ingress::model::IngressRef;
+    use crate::metrics::Metrics;
+    use crate::snapshot::Snapshot;
+
+    /// A root kubeconfig that validates (nothing dials it here).
+    fn kubeconfig(dir: &Path) -> std::path::PathBuf {
+        let path = dir.join("root.kubeconfig");
+        std::fs::write(
+            &path,
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:1\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\nusers:\n- name: u\n  user: {}\ncurrent-context: x\n",
+        )
+        .unwrap();
+        path
+    }
+
+    /// Listeners `web` (serves Ingress routes) and `other` (does not), a TOML route for
+    /// `app.example`, then `extra`.
+    fn config(dir: &Path, extra: &str) -> Arc<Config> {
+        let src = format!(
+            "[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n[[listener]]\nname = \"other\"\nbind = \"127.0.0.1:0\"\n\
+             [[tenant]]\nname = \"team\"\nnamespaces = [\"team-*\"]\n\
+             [[route]]\nname = \"toml-app\"\nhost = \"app.example\"\nbackends = [\"127.0.0.1:9\"]\n{extra}\
+             [kubernetes]\nkubeconfig = \"{}\"\n[kubernetes.ingress]\nlisteners = [\"web\"]\n",
+            kubeconfig(dir).display()
+        );
+        Arc::new(Config::parse(&dir.join("t.toml"), &src).unwrap())
+    }
+
+    fn route(ns: &str, name: &str, host: &str, backends: &[&str]) -> IngressRoute {
+        let host = HostPattern::parse_ingress(host).unwrap();
+        let backend = if backends.is_empty() {
+            IngressBackend::Unavailable {
+                key: format!("{ns}/{name}:http"),
+                reason: format!("service {ns}/{name} has no ready endpoints"),
+            }
+        } else {
+            IngressBackend::Service {
+                key: format!("{ns}/{name}:http"),
+                upstream: UpstreamConfig {
+                    backends: backends
+                        .iter()
+                        .map(|b| Backend {
+                            tls: false,
+                            authority: b.parse().unwrap(),
+                        })
+                        .collect(),
+                    protocol: UpstreamProtocol::Auto,
+                    tls: None,
+                },
+            }
+        };
+        IngressRoute {
+            name: format!("ingress/{ns}/{name}/{host}/prefix /"),
+            ingress: IngressRef {
+                namespace: ns.into(),
+                name: name.into(),
+                uid: format!("uid-{name}"),
+                resource_version: "1".into(),
+            },
+            host,
+            path: PathMatch::Prefix("/".into()),
+            backend,
+            tenant: ns.starts_with("team-").then(|| "team".to_string()),
+            bandwidth: BandwidthConfig::default(),
+            upgraded_idle: None,
+        }
+    }
+
+    fn model(routes: Vec<IngressRoute>) -> Arc<Model> {
+        Arc::new(Model {
+            routes,
+            ..Model::default()
+        })
+    }
+
+    fn served_by<'a>(s: &'a Snapshot, listener: &str, host: &str) -> Option<&'a str> {
+        s.listeners[listener]
+            .router
+            .lookup(host, "/x")
+            .map(|r| r.name.as_str())
+    }
+
+    #[test]
+    fn toml_routes_win_ingress_routes_serve_only_their_listeners_and_shadows_are_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = Snapshot::build(config(dir.path(), ""), 1, None, &Metrics::new()).unwrap();
+        let s = base
+            .with_ingress(model(vec![
+                route("team-a", "app", "app.example", &["127.0.0.1:10"]),
+                route("team-a", "web", "*.web.example", &["127.0.0.1:11"]),
+            ]))
+            .unwrap();
+        assert_eq!(served_by(&s, "web", "app.example"), Some("toml-app"));
+        assert_eq!(
+            served_by(&s, "web", "a.web.example"),
+            Some("ingress/team-a/web/*.web.example/prefix /")
+        );
+        assert_eq!(
+            served_by(&s, "web", "a.b.web.example"),
+            None,
+            "one label only"
+        );
+        assert_eq!(served_by(&s, "other", "a.web.example"), None);
+        assert_eq!(
+            s.shadowed,
+            vec![crate::snapshot::Shadowed {
+                ingress: "team-a/app".into(),
+                host: "app.example".into(),
+                path: "prefix /".into(),
+                route: "toml-app".into(),
+            }]
+        );
+        // The tenant comes from the route, resolved against the snapshot's tenants.
+        let r = s.listeners["web"]
+            .router
+            .lookup("a.web.example", "/")
+            .unwrap();
+        assert_eq!(r.tenant.as_ref().map(|t| t.name.as_str()), Some("team"));
+        // The listener that serves no Ingress routes keeps its state.
+        assert!(s.listeners["other"].tls.is_none());
+        assert_eq!(s.generation, base.generation);
+    }
+
+    #[test]
+    fn unchanged_routes_and_upstreams_are_kept_and_changed_ones_rebuilt() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = Snapshot::build(config(dir.path(), ""), 1, None, &Metrics::new()).unwrap();
+        let one = base
+            .with_ingress(model(vec![
+                route("web", "a", "a.example", &["127.0.0.1:10"]),
+                route("web", "b", "b.example", &["127.0.0.1:11"]),
+            ]))
+            .unwrap();
+        let two = one
+            .with_ingress(model(vec![
+                route("web", "a", "a.example", &["127.0.0.1:10"]),
+                route("web", "b", "b.example", &["127.0.0.1:11", "127.0.0.1:12"]),
+            ]))
+            .unwrap();
+        assert!(Arc::ptr_eq(&one.ingress.routes[0], &two.ingress.routes[0]));
+        assert!(!Arc::ptr_eq(&one.ingress.routes[1], &two.ingress.routes[1]));
+        let upstream = |s: &Snapshot, i: usize| match &s.ingress.routes[i].action {
+            Action::Proxy(u) => u.len(),
+            Action::Direct(_) => 0,
+        };
+        assert_eq!((upstream(&two, 0), upstream(&two, 1)), (1, 2));
+        // The TOML routes are the same objects.
+        assert!(Arc::ptr_eq(&one.routes[0], &two.routes[0]));
+    }
+
+    #[test]
+    fn a_backend_without_endpoints_answers_503_with_its_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = Snapshot::build(config(dir.path(), ""), 1, None, &Metrics::new()).unwrap();
+        let s = base
+            .with_ingress(model(vec![route("web", "gone", "gone.example", &[])]))
+            .unwrap();
+        let r = s.listeners["web"]
+            .router
+            .lookup("gone.example", "/")
+            .unwrap();
+        match &r.action {
+            Action::Direct(d) => {
+                assert_eq!(d.status, StatusCode::SERVICE_UNAVAILABLE);
+                assert_eq!(&d.body[..], b"service web/gone has no ready endpoints\n");
+            }
+            Action::Proxy(_) => panic!("a route with no endpoints must not proxy"),
+        }
+    }
+
+    #[test]
+    fn a_reload_keeps_the_ingress_routes_against_the_new_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let metrics = Metrics::new();
+        let base = Snapshot::build(config(dir.path(), ""), 1, None, &metrics).unwrap();
+        let with = base
+            .with_ingress(model(vec![
+                route("team-a", "x", "x.example", &["127.0.0.1:10"]),
+                route("team-a", "y", "y.example", &["127.0.0.1:11"]),
+            ]))
+            .unwrap();
+        // The reload adds a TOML route for y.example: it now wins there.
+        let reloaded = Snapshot::build(
+            config(
+                dir.path(),
+                "[[route]]\nname = \"toml-y\"\nhost = \"y.example\"\nbackends = [\"127.0.0.1:9\"]\n",
+            ),
+            2,
+            Some(&with),
+            &metrics,
+        )
+        .unwrap();
+        assert_eq!(
+            served_by(&reloaded, "web", "x.example"),
+            Some("ingress/team-a/x/x.example/prefix /")
+        );
+        assert_eq!(served_by(&reloaded, "web", "y.example"), Some("toml-y"));
+        let shadowed: Vec<(&str, &str)> = reloaded
+            .shadowed
+            .iter()
+            .map(|s| (s.ingress.as_str(), s.route.as_str()))
+            .collect();
+        assert_eq!(shadowed, [("team-a/y", "toml-y")]);
+        // Same backend, same settings: the upstream (and its pool) carried over, while
+        // the route points at the reload's tenant.
+        let (a, b) = (&with.ingress.routes[0], &reloaded.ingress.routes[0]);
+        match (&a.action, &b.action) {
+            (Action::Proxy(x), Action::Proxy(y)) => assert!(Arc::ptr_eq(x, y)),
+            _ => panic!("both proxy"),
+        }
+        assert!(Arc::ptr_eq(
+            b.tenant.as_ref().unwrap(),
+            &reloaded.tenants["team"]
+        ));
+    }
+}

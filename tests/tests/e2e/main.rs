@@ -5,6 +5,7 @@
 mod connections;
 mod hijack;
 mod ingress;
+mod ingress_smoke;
 mod kosmos;
 mod kube_api;
 mod leaves;

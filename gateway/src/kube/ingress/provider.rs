@@ -657,3 +657,65 @@ async fn term(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ingress(annotations: Value, spec: Value, status: Value) -> Ingress {
+        serde_json::from_value(json!({
+            "metadata": {"namespace": "web", "name": "app", "uid": "u1", "annotations": annotations},
+            "spec": spec,
+            "status": status,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_status_write_does_not_count_as_a_routing_change() {
+        let spec = json!({"rules": [{"host": "app.example"}]});
+        let base = ingress(json!({}), spec.clone(), json!({}));
+        let written = ingress(
+            json!({}),
+            spec.clone(),
+            json!({"loadBalancer": {"ingress": [{"ip": "203.0.113.7"}]}}),
+        );
+        assert_eq!(routing_fingerprint(&base), routing_fingerprint(&written));
+        let annotated = ingress(json!({"leafgate.io/tenant": "x"}), spec, json!({}));
+        assert_ne!(routing_fingerprint(&base), routing_fingerprint(&annotated));
+        let moved = ingress(
+            json!({}),
+            json!({"rules": [{"host": "b.example"}]}),
+            json!({}),
+        );
+        assert_ne!(routing_fingerprint(&base), routing_fingerprint(&moved));
+    }
+
+    #[test]
+    fn settings_follow_the_config_and_vanish_without_the_ingress_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let kc = dir.path().join("root.kubeconfig");
+        std::fs::write(
+            &kc,
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:1\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\nusers:\n- name: u\n  user: {}\ncurrent-context: x\n",
+        )
+        .unwrap();
+        let src = |ingress: &str| {
+            format!(
+                "[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n[[tenant]]\nname = \"t\"\nnamespaces = [\"t-*\"]\n[kubernetes]\nkubeconfig = \"{}\"\n{ingress}",
+                kc.display()
+            )
+        };
+        let with = Config::parse(
+            &dir.path().join("a.toml"),
+            &src("[kubernetes.ingress]\nclass = \"edge\"\nnamespaces = [\"web\"]\n"),
+        )
+        .unwrap();
+        let s = settings(&with).unwrap();
+        assert_eq!(s.class, "edge");
+        assert_eq!(s.namespaces, Some(vec!["web".to_string()]));
+        assert_eq!(s.tenants, vec![("t".to_string(), vec!["t-*".to_string()])]);
+        let without = Config::parse(&dir.path().join("b.toml"), &src("")).unwrap();
+        assert!(settings(&without).is_none());
+    }
+}
