@@ -80,6 +80,13 @@ impl<'a> Backends<'a> {
             let reason = format!("service {namespace}/{} not found", backend.name);
             return unavailable(key, reason, true);
         };
+        if service.spec.as_ref().and_then(|s| s.type_.as_deref()) == Some("ExternalName") {
+            let reason = format!(
+                "service {namespace}/{} is of type ExternalName, which leafgate does not follow: point the Ingress at a Service with endpoints",
+                backend.name
+            );
+            return unavailable(key, reason, true);
+        }
         let Some(port) = service_port(service, port_ref) else {
             let reason = format!(
                 "service {namespace}/{} has no port {}",

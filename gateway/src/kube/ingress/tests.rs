@@ -559,7 +559,13 @@ fn backends_are_the_ready_endpoints_first_address_of_the_named_port() {
 fn missing_services_ports_and_endpoints_answer_503_with_a_reason() {
     let mut w = World::new();
     w.web("web", "s", &[]);
+    w.services.push(obj(json!({
+        "metadata": {"namespace": "web", "name": "ext"},
+        "spec": {"type": "ExternalName", "externalName": "example.org",
+                 "ports": [{"port": 80}]}
+    })));
     for (name, svc, port) in [
+        ("external", "ext", json!({"number": 80})),
         ("no-service", "x", json!({"number": 80})),
         ("no-port-number", "s", json!({"number": 8080})),
         ("no-port-name", "s", json!({"name": "grpc"})),
@@ -585,8 +591,10 @@ fn missing_services_ports_and_endpoints_answer_503_with_a_reason() {
             IngressBackend::Service { key, .. } => panic!("{key} should be unavailable"),
         })
         .collect();
+    assert_eq!(reasons[0].0, "web/ext:80");
+    assert!(reasons[0].1.contains("ExternalName"), "{}", reasons[0].1);
     assert_eq!(
-        reasons,
+        reasons[1..],
         [
             (
                 "web/s:80".to_string(),
@@ -597,15 +605,16 @@ fn missing_services_ports_and_endpoints_answer_503_with_a_reason() {
             ("web/x:80".into(), "service web/x not found".into()),
         ]
     );
-    // All four still served; the broken objects (not the empty endpoint set) are problems.
-    assert_eq!(m.served.len(), 4);
+    // All still served; the broken objects (not the empty endpoint set) are problems.
+    assert_eq!(m.served.len(), 5);
     let problems: Vec<String> = m
         .problems
         .iter()
         .map(|p| format!("{}: {}", p.ingress, p.problem))
         .collect();
+    assert!(problems[0].starts_with("web/external: service web/ext is of type ExternalName"));
     assert_eq!(
-        problems,
+        problems[1..],
         [
             "web/no-port-name: service web/s has no port grpc",
             "web/no-port-number: service web/s has no port 8080",
