@@ -6,7 +6,8 @@
 //! - `GET /readyz`: 200 while accepting, 503 once shutdown began.
 //! - `GET /status`: JSON: snapshot generation and load time, listeners, routes, tenants,
 //!   leaves (server, auth, pod watch: synced, pods, restarts, last error), the last
-//!   reload's result.
+//!   reload's result, the root cluster (`kubernetes`) and the Ingress provider
+//!   (`ingress`: synced, served, skipped, conflicts, shadowed, problems, last build).
 //! - `GET /metrics`: Prometheus text format.
 //! - `POST /reload`: reload now; 200 with the new generation, or 422 with every error.
 //!
@@ -239,5 +240,6 @@ pub fn status(gateway: &dyn Control) -> Value {
         "leaves": leaves,
         "last_reload": last_reload,
         "kubernetes": gateway.root_status(),
+        "ingress": gateway.ingress_status(),
     })
 }

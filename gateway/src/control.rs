@@ -31,6 +31,7 @@ pub struct ListenerAddr {
 }
 
 pub type ReloadFuture<'a> = Pin<Box<dyn Future<Output = Result<u64, String>> + Send + 'a>>;
+pub type ApplyFuture<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
 
 /// What admin and the watcher may ask of the gateway.
 pub trait Control: Send + Sync + 'static {
@@ -45,6 +46,13 @@ pub trait Control: Send + Sync + 'static {
     fn is_draining(&self) -> bool;
     /// Reloads the config; the new generation, or the errors that kept the old one.
     fn reload(&self) -> ReloadFuture<'_>;
+    /// Serves `model`'s Ingress routes from now on: one snapshot swap, never at the same
+    /// time as a reload, so neither loses the other's change.
+    fn apply_ingress(&self, model: Arc<crate::kube::ingress::model::Model>) -> ApplyFuture<'_>;
+    /// The `ingress` part of `/status`; `None` without `[kubernetes.ingress]`.
+    fn ingress_status(&self) -> Option<serde_json::Value> {
+        None
+    }
     /// The root cluster's part of `/status` (leader, virtual nodes); `None` without
     /// `[kubernetes]`.
     fn root_status(&self) -> Option<serde_json::Value> {

@@ -20,7 +20,7 @@ use tokio_util::task::TaskTracker;
 use tracing::{error, info, warn};
 
 use crate::config::{Config, ConfigErrors};
-use crate::control::{Control, ListenerAddr, ReloadFuture, ReloadRecord};
+use crate::control::{ApplyFuture, Control, ListenerAddr, ReloadFuture, ReloadRecord};
 use crate::metrics::Metrics;
 use crate::runtime::Shared;
 use crate::snapshot::{BuildError, Snapshot};
@@ -72,6 +72,8 @@ pub struct Gateway {
     workers: Workers,
     /// The root cluster's election and virtual-node writer, with `[kubernetes]`.
     root: std::sync::OnceLock<Arc<crate::kube::root::RootState>>,
+    /// The Ingress provider, with `[kubernetes.ingress]`.
+    ingress: std::sync::OnceLock<Arc<crate::kube::ingress::provider::IngressProvider>>,
 }
 
 impl Gateway {
@@ -124,6 +126,7 @@ impl Gateway {
             last_reload: Mutex::new(None),
             workers,
             root: std::sync::OnceLock::new(),
+            ingress: std::sync::OnceLock::new(),
         });
         let snapshot = gateway.shared.snapshot.load_full();
         let mut started = Vec::new();
@@ -142,6 +145,13 @@ impl Gateway {
             ));
         }
         if let Some(root) = crate::kube::root::spawn(gateway.clone(), gateway.stop.clone()) {
+            if let Some(provider) = crate::kube::ingress::provider::spawn(
+                gateway.clone(),
+                root.subscribe(),
+                gateway.stop.clone(),
+            ) {
+                let _ = gateway.ingress.set(provider);
+            }
             let _ = gateway.root.set(root);
         }
         if let Err(e) = watch::spawn(gateway.clone(), gateway.stop.clone()) {
@@ -256,6 +266,10 @@ impl Gateway {
         let record = match &result {
             Ok(generation) => {
                 metrics.reloads.inc();
+                // Tenants or `[kubernetes.ingress]` may have changed what the model says.
+                if let Some(provider) = self.ingress.get() {
+                    provider.kick();
+                }
                 info!(generation, "config reloaded");
                 Ok(*generation)
             }
@@ -346,6 +360,22 @@ impl Gateway {
         Ok(generation)
     }
 
+    /// Swaps in `model`'s Ingress routes, holding the reload lock: a reload waiting
+    /// behind it starts from the snapshot with these routes, and this one starts from the
+    /// snapshot a finished reload stored.
+    pub async fn apply_ingress(
+        &self,
+        model: Arc<crate::kube::ingress::model::Model>,
+    ) -> Result<(), GatewayError> {
+        let _one_at_a_time = self.reloading.lock().await;
+        let current = self.shared.snapshot.load_full();
+        let next = tokio::task::spawn_blocking(move || current.with_ingress(model))
+            .await
+            .map_err(|e| GatewayError::Interrupted(e.to_string()))??;
+        self.shared.snapshot.store(Arc::new(next));
+        Ok(())
+    }
+
     /// Drains and stops. `/readyz` turns 503 at once; the listeners keep serving for
     /// `shutdown_delay` so load balancers notice and stop sending; then they stop accepting
     /// and in-flight requests and hijacked connections get up to `shutdown_grace` before
@@ -407,6 +437,18 @@ impl Control for Gateway {
 
     fn reload(&self) -> ReloadFuture<'_> {
         Box::pin(async move { Gateway::reload(self).await.map_err(|e| e.to_string()) })
+    }
+
+    fn apply_ingress(&self, model: Arc<crate::kube::ingress::model::Model>) -> ApplyFuture<'_> {
+        Box::pin(async move {
+            Gateway::apply_ingress(self, model)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    fn ingress_status(&self) -> Option<serde_json::Value> {
+        self.ingress.get().map(|p| p.status(&self.snapshot()))
     }
 
     fn root_status(&self) -> Option<serde_json::Value> {

@@ -116,6 +116,8 @@ pub struct Metrics {
     pub leader: Gauge,
     /// Writes to the root cluster for virtual nodes, by kind and outcome.
     pub root_writes: Family<RootWriteLabels, Counter>,
+    /// `[kubernetes.ingress]`: Ingresses served and skipped, build time, endpoints.
+    pub ingress: IngressMetrics,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -124,6 +126,38 @@ pub struct RootWriteLabels {
     pub kind: &'static str,
     /// `ok`, `conflict`, `error`.
     pub outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct IngressStateLabels {
+    /// `served` or `skipped`.
+    pub state: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct IngressBackendLabels {
+    /// `namespace/service:port`, the port as the Ingress names it.
+    pub backend: String,
+}
+
+/// The Ingress provider's: how many Ingresses it serves, how long a rebuild takes, how
+/// many ready endpoints each backend has.
+#[derive(Clone, Debug)]
+pub struct IngressMetrics {
+    pub ingresses: Family<IngressStateLabels, Gauge>,
+    /// Model build plus snapshot swap, per applied change.
+    pub build_seconds: Histogram,
+    pub backend_endpoints: Family<IngressBackendLabels, Gauge>,
+}
+
+impl Default for IngressMetrics {
+    fn default() -> Self {
+        Self {
+            ingresses: Family::default(),
+            build_seconds: latency_histogram(),
+            backend_endpoints: Family::default(),
+        }
+    }
 }
 
 fn latency_histogram() -> Histogram {
@@ -161,6 +195,7 @@ impl Metrics {
             log_lines: Family::default(),
             leader: Gauge::default(),
             root_writes: Family::default(),
+            ingress: IngressMetrics::default(),
             registry: Registry::with_prefix("leafgate"),
         };
         let registry = &mut m.registry;
@@ -260,6 +295,21 @@ impl Metrics {
             "log_lines",
             "Log lines through node-api log streams, by tenant and log-filter verdict",
             m.log_lines.clone(),
+        );
+        registry.register(
+            "ingresses",
+            "Ingresses of leafgate's class, by state: served, or skipped for a bad annotation",
+            m.ingress.ingresses.clone(),
+        );
+        registry.register(
+            "ingress_build_seconds",
+            "Time to turn the watched Ingress objects into routes and swap them in",
+            m.ingress.build_seconds.clone(),
+        );
+        registry.register(
+            "ingress_backend_endpoints",
+            "Ready endpoints of each Ingress backend (namespace/service:port)",
+            m.ingress.backend_endpoints.clone(),
         );
         m
     }

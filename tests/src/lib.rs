@@ -6,6 +6,7 @@ pub mod backends;
 pub mod certs;
 pub mod client;
 pub mod gateway;
+pub mod ingress;
 pub mod plugins;
 pub mod upstream;
 

@@ -1,5 +1,6 @@
-//! `[kubernetes]` (the root cluster leafgate publishes virtual nodes in) and
-//! `[[virtual_node]]`: their raw TOML shapes, their typed form and their validation.
+//! `[kubernetes]` (the root cluster leafgate publishes virtual nodes in and reads Ingresses
+//! from), `[kubernetes.ingress]` and `[[virtual_node]]`: their raw TOML shapes, their typed
+//! form and their validation.
 //!
 //! Values that come from the environment (`gateway_address = { env = "POD_IP" }`) are read
 //! here, once, so a missing variable is a config error at its key and line, not a Node
@@ -22,14 +23,26 @@ use super::validate::Validator;
 pub struct RawKubernetes {
     pub kubeconfig: Option<Spanned<String>>,
     pub context: Option<Spanned<String>>,
-    pub gateway_address: Spanned<RawValue>,
-    pub node_api_listener: Spanned<String>,
+    /// Required only with `[[virtual_node]]`s (checked where the nodes are known).
+    pub gateway_address: Option<Spanned<RawValue>>,
+    pub node_api_listener: Option<Spanned<String>>,
     pub namespace: Option<Spanned<String>>,
     pub identity: Option<Spanned<RawValue>>,
     pub preferred_address_types: Option<Vec<Spanned<String>>>,
     #[serde(default)]
     pub election: RawElection,
     pub heartbeat: Option<HumanDuration>,
+    pub ingress: Option<Spanned<RawIngress>>,
+}
+
+/// `[kubernetes.ingress]`: leafgate as the ingress controller of one IngressClass.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawIngress {
+    pub class: Option<Spanned<String>>,
+    pub namespaces: Option<Vec<Spanned<String>>>,
+    pub listeners: Option<Vec<Spanned<String>>>,
+    pub publish_address: Option<Spanned<RawValue>>,
 }
 
 /// A string written inline or read from an environment variable at load time.
@@ -117,9 +130,11 @@ pub struct KubernetesConfig {
     pub kubeconfig: Option<PathBuf>,
     pub context: Option<String>,
     /// What the root API server dials to reach the node-api listener (an IP or a name).
-    pub gateway_address: String,
-    /// The `node-api` listener whose port Nodes publish as their kubelet port.
-    pub node_api_listener: String,
+    /// Always set when the config has `[[virtual_node]]`s.
+    pub gateway_address: Option<String>,
+    /// The `node-api` listener whose port Nodes publish as their kubelet port. Always set
+    /// when the config has `[[virtual_node]]`s.
+    pub node_api_listener: Option<String>,
     /// Where leafgate's own objects (the leader Lease) live.
     pub namespace: String,
     /// This replica's name in the leader Lease: `identity`, else `POD_NAME`, else the
@@ -130,6 +145,67 @@ pub struct KubernetesConfig {
     pub election: ElectionTimings,
     /// How often a node's heartbeat Lease in `kube-node-lease` is renewed.
     pub heartbeat: Duration,
+    /// `[kubernetes.ingress]`: serve the Ingresses of a class.
+    pub ingress: Option<IngressConfig>,
+}
+
+/// The IngressClass name used when `[kubernetes.ingress]` names none.
+pub const DEFAULT_INGRESS_CLASS: &str = "leafgate";
+
+/// `[kubernetes.ingress]`, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IngressConfig {
+    /// The IngressClass whose Ingresses leafgate serves.
+    pub class: String,
+    /// Namespace globs (as tenants' `namespaces`); `None`: every namespace.
+    pub namespaces: Option<Vec<String>>,
+    /// The listeners that serve Ingress routes: those named, else every `http` one.
+    pub listeners: Vec<String>,
+    /// What the leader writes into `status.loadBalancer.ingress`; `None`: no status.
+    pub publish_address: Option<PublishAddress>,
+}
+
+/// The address an Ingress's status publishes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PublishAddress {
+    /// Written as `{"ip": ...}`.
+    Ip(std::net::IpAddr),
+    /// Written as `{"hostname": ...}`.
+    Hostname(String),
+}
+
+impl PublishAddress {
+    /// An IP address, else a DNS name (lowercased); anything else is refused.
+    pub fn parse(text: &str) -> Result<PublishAddress, String> {
+        if let Ok(ip) = text.parse() {
+            return Ok(PublishAddress::Ip(ip));
+        }
+        let name = text.trim_end_matches('.').to_ascii_lowercase();
+        let valid = !name.is_empty()
+            && name.len() <= 253
+            && name.split('.').all(|label| {
+                !label.is_empty()
+                    && label.len() <= 63
+                    && !label.starts_with('-')
+                    && !label.ends_with('-')
+                    && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            });
+        if valid {
+            Ok(PublishAddress::Hostname(name))
+        } else {
+            Err(format!(
+                "`{text}` is neither an IP address nor a host name: write `203.0.113.7` or `lb.example.com`"
+            ))
+        }
+    }
+
+    /// The `status.loadBalancer.ingress[]` entry for this address.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            PublishAddress::Ip(ip) => serde_json::json!({ "ip": ip.to_string() }),
+            PublishAddress::Hostname(h) => serde_json::json!({ "hostname": h }),
+        }
+    }
 }
 
 /// client-go's leader election parameters.
@@ -224,10 +300,14 @@ impl Taint {
 const DEFAULT_TAINT: &str = "virtual-kubelet.io/provider=leafgate:NoSchedule";
 
 impl Validator<'_, '_> {
+    /// `[kubernetes]`; `table` is its span (errors about keys it lacks point there), and
+    /// `virtual_nodes` says whether the node-publishing keys are required.
     pub(super) fn kubernetes(
         &mut self,
         raw: &RawKubernetes,
+        table: std::ops::Range<usize>,
         listeners: &[super::ListenerConfig],
+        virtual_nodes: bool,
     ) -> Option<KubernetesConfig> {
         let kubeconfig = match &raw.kubeconfig {
             Some(k) => {
@@ -247,26 +327,48 @@ impl Validator<'_, '_> {
             None if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() => None,
             None => {
                 self.report.error(
-                    raw.node_api_listener.span(),
+                    table.clone(),
                     "kubernetes.kubeconfig",
                     "no `kubeconfig` and not running in a pod (KUBERNETES_SERVICE_HOST is unset): name the root cluster's kubeconfig",
                 );
                 return None;
             }
         };
-        let gateway_address = self.value(&raw.gateway_address, "kubernetes.gateway_address");
-        let listener = raw.node_api_listener.get_ref();
-        match listeners.iter().find(|l| &l.name == listener) {
-            Some(l) if l.kind == ListenerKind::NodeApi => {}
-            found => self.report.error(
-                raw.node_api_listener.span(),
-                "kubernetes.node_api_listener",
-                match found {
-                    Some(_) => format!("listener `{listener}` is not `kind = \"node-api\"`"),
-                    None => format!("no [[listener]] is named `{listener}`"),
-                },
-            ),
+        // `Some(None)`: written but unusable (reported); the config fails after every key
+        // has been checked.
+        let gateway_address = raw
+            .gateway_address
+            .as_ref()
+            .map(|g| self.value(g, "kubernetes.gateway_address"));
+        if let Some(l) = &raw.node_api_listener {
+            let listener = l.get_ref();
+            match listeners.iter().find(|x| &x.name == listener) {
+                Some(x) if x.kind == ListenerKind::NodeApi => {}
+                found => self.report.error(
+                    l.span(),
+                    "kubernetes.node_api_listener",
+                    match found {
+                        Some(_) => format!("listener `{listener}` is not `kind = \"node-api\"`"),
+                        None => format!("no [[listener]] is named `{listener}`"),
+                    },
+                ),
+            }
         }
+        if virtual_nodes {
+            for (missing, key) in [
+                (raw.gateway_address.is_none(), "gateway_address"),
+                (raw.node_api_listener.is_none(), "node_api_listener"),
+            ] {
+                if missing {
+                    self.report.error(
+                        table.clone(),
+                        format!("kubernetes.{key}"),
+                        format!("[[virtual_node]]s need `{key}` in [kubernetes] (what the root API server dials, and on which listener)"),
+                    );
+                }
+            }
+        }
+        let ingress = raw.ingress.as_ref().map(|i| self.ingress(i, listeners));
         let identity = match &raw.identity {
             Some(i) => self.value(i, "kubernetes.identity"),
             None => Some(default_identity()),
@@ -300,7 +402,7 @@ impl Validator<'_, '_> {
             && election.renew_deadline < election.lease_duration)
         {
             self.report.error(
-                raw.node_api_listener.span(),
+                table,
                 "kubernetes.election",
                 format!(
                     "need retry_period < renew_deadline < lease_duration (have {:?} / {:?} / {:?}): a leader must give up before its lease can pass to another",
@@ -311,8 +413,8 @@ impl Validator<'_, '_> {
         Some(KubernetesConfig {
             kubeconfig,
             context: raw.context.as_ref().map(|c| c.get_ref().clone()),
-            gateway_address: gateway_address?,
-            node_api_listener: listener.clone(),
+            gateway_address: gateway_address.map_or(Some(None), |g| g.map(Some))?,
+            node_api_listener: raw.node_api_listener.as_ref().map(|l| l.get_ref().clone()),
             namespace: raw
                 .namespace
                 .as_ref()
@@ -321,6 +423,98 @@ impl Validator<'_, '_> {
             preferred_address_types,
             election,
             heartbeat: raw.heartbeat.map_or(Duration::from_secs(10), |h| h.0),
+            ingress: ingress.map_or(Some(None), |i| i.map(Some))?,
+        })
+    }
+
+    /// `[kubernetes.ingress]`: every problem reported at its key.
+    fn ingress(
+        &mut self,
+        raw: &Spanned<RawIngress>,
+        listeners: &[super::ListenerConfig],
+    ) -> Option<IngressConfig> {
+        let table = raw.span();
+        let raw = raw.get_ref();
+        let mut ok = true;
+        let class = match &raw.class {
+            Some(c) if c.get_ref().is_empty() => {
+                self.report
+                    .error(c.span(), "kubernetes.ingress.class", "must not be empty");
+                ok = false;
+                String::new()
+            }
+            Some(c) => c.get_ref().clone(),
+            None => DEFAULT_INGRESS_CLASS.to_string(),
+        };
+        let namespaces = raw.namespaces.as_ref().map(|globs| {
+            for (i, g) in globs.iter().enumerate() {
+                if g.get_ref().is_empty() {
+                    self.report.error(
+                        g.span(),
+                        format!("kubernetes.ingress.namespaces[{i}]"),
+                        "an empty pattern matches no namespace: write a name or a glob like `team-*`",
+                    );
+                    ok = false;
+                }
+            }
+            globs.iter().map(|g| g.get_ref().clone()).collect()
+        });
+        let listeners = match &raw.listeners {
+            Some(names) => {
+                for (i, n) in names.iter().enumerate() {
+                    match listeners.iter().find(|l| &l.name == n.get_ref()) {
+                        Some(l) if l.kind == ListenerKind::Http => {}
+                        found => {
+                            ok = false;
+                            self.report.error(
+                                n.span(),
+                                format!("kubernetes.ingress.listeners[{i}]"),
+                                match found {
+                                    Some(_) => format!("listener `{}` is not `kind = \"http\"`: Ingress routes are served on http listeners", n.get_ref()),
+                                    None => format!("no [[listener]] is named `{}`", n.get_ref()),
+                                },
+                            );
+                        }
+                    }
+                }
+                names.iter().map(|n| n.get_ref().clone()).collect()
+            }
+            None => {
+                let all: Vec<String> = listeners
+                    .iter()
+                    .filter(|l| l.kind == ListenerKind::Http)
+                    .map(|l| l.name.clone())
+                    .collect();
+                if all.is_empty() && !listeners.is_empty() {
+                    self.report.error(
+                        table,
+                        "kubernetes.ingress.listeners",
+                        "no `kind = \"http\"` listener serves Ingress routes: add one",
+                    );
+                    ok = false;
+                }
+                all
+            }
+        };
+        let publish_address = match &raw.publish_address {
+            Some(v) => {
+                let text = self.value(v, "kubernetes.ingress.publish_address")?;
+                match PublishAddress::parse(&text) {
+                    Ok(a) => Some(a),
+                    Err(why) => {
+                        self.report
+                            .error(v.span(), "kubernetes.ingress.publish_address", why);
+                        return None;
+                    }
+                }
+            }
+            None => None,
+        };
+        ok.then_some(IngressConfig {
+            class,
+            namespaces,
+            listeners,
+            publish_address,
         })
     }
 
@@ -501,5 +695,105 @@ mod tests {
             ),
             "{e}"
         );
+    }
+
+    fn root_kubeconfig() -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(
+            &mut f,
+            b"apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:1\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\nusers:\n- name: u\n  user: {}\ncurrent-context: x\n",
+        )
+        .unwrap();
+        f
+    }
+
+    #[test]
+    fn ingress_alone_needs_no_node_keys_and_defaults_its_settings() {
+        let kc = root_kubeconfig();
+        let src = format!(
+            "[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n[[listener]]\nname = \"api\"\nbind = \"127.0.0.1:0\"\nkind = \"kube-api\"\ntls = {{ cert = \"/nonexistent\", key = \"/nonexistent\" }}\n[kubernetes]\nkubeconfig = \"{}\"\n[kubernetes.ingress]\n",
+            kc.path().display()
+        );
+        // The kube-api listener's missing files fail the config; what matters here is
+        // that nothing about [kubernetes] does.
+        let e = errors(&src);
+        assert!(!e.contains("kubernetes"), "{e}");
+        let src = format!(
+            "[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n[kubernetes]\nkubeconfig = \"{}\"\n[kubernetes.ingress]\npublish_address = \"LB.example.com\"\n",
+            kc.path().display()
+        );
+        let c = Config::parse(Path::new("t.toml"), &src).unwrap();
+        let k = c.kubernetes.unwrap();
+        assert_eq!((k.gateway_address, k.node_api_listener), (None, None));
+        let i = k.ingress.unwrap();
+        assert_eq!(i.class, DEFAULT_INGRESS_CLASS);
+        assert_eq!(i.listeners, vec!["web".to_string()]);
+        assert_eq!(i.namespaces, None);
+        assert_eq!(
+            i.publish_address,
+            Some(PublishAddress::Hostname("lb.example.com".into()))
+        );
+    }
+
+    #[test]
+    fn ingress_errors_name_their_key() {
+        let kc = root_kubeconfig();
+        let src = format!(
+            "{BASE}[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n[kubernetes]\nkubeconfig = \"{}\"\n[kubernetes.ingress]\nclass = \"\"\nnamespaces = [\"\"]\nlisteners = [\"web\", \"nope\"]\npublish_address = \"not an address!\"\n",
+            kc.path().display()
+        );
+        let e = errors(&src);
+        assert!(
+            e.contains("t.toml:13:9: kubernetes.ingress.class: must not be empty"),
+            "{e}"
+        );
+        assert!(
+            e.contains("t.toml:14:15: kubernetes.ingress.namespaces[0]"),
+            "{e}"
+        );
+        assert!(
+            e.contains(
+                "t.toml:15:21: kubernetes.ingress.listeners[1]: no [[listener]] is named `nope`"
+            ),
+            "{e}"
+        );
+        assert!(
+            e.contains(
+                "t.toml:16:19: kubernetes.ingress.publish_address: `not an address!` is neither"
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn virtual_nodes_need_the_node_keys_reported_at_the_kubernetes_table() {
+        let kc = root_kubeconfig();
+        let src = format!(
+            "{BASE}[kubernetes]\nkubeconfig = \"{}\"\n[[virtual_node]]\nname = \"vn\"\nleaf = \"leaf-1\"\nmode = \"own\"\n",
+            kc.path().display()
+        );
+        let e = errors(&src);
+        assert!(
+            e.contains(":7:1: kubernetes.gateway_address: [[virtual_node]]s need"),
+            "{e}"
+        );
+        assert!(
+            e.contains(":7:1: kubernetes.node_api_listener: [[virtual_node]]s need"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn publish_addresses_are_ips_or_host_names() {
+        assert_eq!(
+            PublishAddress::parse("203.0.113.7").unwrap().to_json(),
+            serde_json::json!({"ip": "203.0.113.7"})
+        );
+        assert_eq!(
+            PublishAddress::parse("lb.example.com.").unwrap().to_json(),
+            serde_json::json!({"hostname": "lb.example.com"})
+        );
+        assert!(PublishAddress::parse("-bad.example").is_err());
+        assert!(PublishAddress::parse("a..b").is_err());
     }
 }

@@ -21,9 +21,11 @@ use std::path::Path;
 
 pub use error::{ConfigError, ConfigErrors};
 pub use kubernetes::{
-    ElectionTimings, KubernetesConfig, NodeAddressType, Taint, VirtualNodeConfig, VirtualNodeKind,
+    DEFAULT_INGRESS_CLASS, ElectionTimings, IngressConfig, KubernetesConfig, NodeAddressType,
+    PublishAddress, Taint, VirtualNodeConfig, VirtualNodeKind,
 };
 pub use model::*;
+pub use pem::certified_key_from_pem;
 pub use raw::{ListenerKind, UpstreamProtocol};
 pub use units::{ByteRate, ByteSize, HumanDuration, RateLimit};
 
@@ -95,6 +97,21 @@ mod tests {
         assert!(!w.matches("example.com") && !w.matches("aexample.com"));
         assert!(HostPattern::parse("http://x").is_err());
         assert!(HostPattern::parse("x:80").is_err());
+    }
+
+    #[test]
+    fn ingress_wildcards_match_exactly_one_label() {
+        let w = HostPattern::parse_ingress("*.Foo.com").unwrap();
+        assert_eq!(w, HostPattern::WildcardLabel(".foo.com".into()));
+        assert_eq!(w.to_string(), "*.foo.com");
+        assert!(w.matches("bar.foo.com") && w.matches("BAR.FOO.com"));
+        assert!(!w.matches("baz.bar.foo.com") && !w.matches("foo.com"));
+        assert!(!w.matches(".foo.com") && !w.matches("barfoo.com"));
+        assert_eq!(
+            HostPattern::parse_ingress("App.Example"),
+            Ok(HostPattern::Exact("app.example".into()))
+        );
+        assert!(HostPattern::parse_ingress("a b").is_err());
     }
 
     #[test]

@@ -314,6 +314,10 @@ pub enum HostPattern {
     Exact(String),
     /// `*.example.com`, stored as the suffix `.example.com`: one or more labels before it.
     Wildcard(String),
+    /// `*.example.com` as a Kubernetes Ingress means it, stored as the suffix
+    /// `.example.com`: exactly ONE label before it (`a.example.com`, not `a.b.example.com`).
+    /// Never produced by TOML parsing; only Ingress hosts make it.
+    WildcardLabel(String),
     /// `*`: any host.
     Any,
 }
@@ -355,16 +359,34 @@ impl HostPattern {
                     && host.as_bytes()[host.len() - suffix.len()..]
                         .eq_ignore_ascii_case(suffix.as_bytes())
             }
+            HostPattern::WildcardLabel(suffix) => one_label_before(host, suffix),
             HostPattern::Any => true,
         }
     }
+
+    /// An Ingress rule's `host`: exact (lowercased) or `*.suffix` matching one label.
+    /// The same syntax as TOML hosts; only the wildcard's meaning differs.
+    pub fn parse_ingress(text: &str) -> Result<Self, String> {
+        Ok(match Self::parse(text)? {
+            HostPattern::Wildcard(suffix) => HostPattern::WildcardLabel(suffix),
+            other => other,
+        })
+    }
+}
+
+/// True when `host` is one non-empty label followed by `suffix` (`.example.com`), compared
+/// without regard to ASCII case.
+pub fn one_label_before(host: &str, suffix: &str) -> bool {
+    host.len() > suffix.len()
+        && host.as_bytes()[host.len() - suffix.len()..].eq_ignore_ascii_case(suffix.as_bytes())
+        && !host.as_bytes()[..host.len() - suffix.len()].contains(&b'.')
 }
 
 impl std::fmt::Display for HostPattern {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             HostPattern::Exact(h) => f.write_str(h),
-            HostPattern::Wildcard(s) => write!(f, "*{s}"),
+            HostPattern::Wildcard(s) | HostPattern::WildcardLabel(s) => write!(f, "*{s}"),
             HostPattern::Any => f.write_str("*"),
         }
     }
@@ -435,6 +457,10 @@ pub struct UpstreamTls {
     pub identity: Option<Arc<ClientIdentity>>,
     /// The name to verify (and send as SNI) instead of the backend's host.
     pub server_name: Option<ServerName<'static>>,
+    /// Accept any server certificate (`roots` and `server_name` are then unused for
+    /// verification). Never set from TOML: Ingress https backends only, as ingress-nginx's
+    /// default `proxy-ssl-verify off`, since pod certificates rarely name what we dial.
+    pub insecure_skip_verify: bool,
 }
 
 #[derive(Debug)]

@@ -12,6 +12,23 @@ use toml::Spanned;
 
 use super::validate::Validator;
 
+/// A certificate chain and its private key from PEM text held in memory (a Kubernetes
+/// `kubernetes.io/tls` Secret's `tls.crt` and `tls.key`). The error says which part is
+/// wrong, for a report; it never panics on what a peer wrote.
+pub fn certified_key_from_pem(cert: &[u8], key: &[u8]) -> Result<CertifiedKey, String> {
+    let chain = CertificateDer::pem_slice_iter(cert)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("tls.crt is not PEM certificates: {e}"))?;
+    if chain.is_empty() {
+        return Err("tls.crt holds no PEM certificate".to_string());
+    }
+    let private = PrivateKeyDer::from_pem_slice(key)
+        .map_err(|e| format!("tls.key is not a PEM private key: {e}"))?;
+    let provider = rustls::crypto::ring::default_provider();
+    CertifiedKey::from_der(chain, private, &provider)
+        .map_err(|e| format!("tls.key does not fit tls.crt: {e}"))
+}
+
 impl Validator<'_, '_> {
     pub(super) fn certified_key(
         &mut self,

@@ -27,7 +27,7 @@ pub struct RawConfig {
     pub leaves: Vec<RawLeaf>,
     #[serde(default, rename = "route")]
     pub routes: Vec<RawRoute>,
-    pub kubernetes: Option<super::kubernetes::RawKubernetes>,
+    pub kubernetes: Option<Spanned<super::kubernetes::RawKubernetes>>,
     #[serde(default, rename = "virtual_node")]
     pub virtual_nodes: Vec<Spanned<super::kubernetes::RawVirtualNode>>,
 }

@@ -220,10 +220,14 @@ impl Validator<'_, '_> {
             routes.push(route);
         }
 
-        let kubernetes = raw
-            .kubernetes
-            .as_ref()
-            .and_then(|k| self.kubernetes(k, &listeners));
+        let kubernetes = raw.kubernetes.as_ref().and_then(|k| {
+            self.kubernetes(
+                k.get_ref(),
+                k.span(),
+                &listeners,
+                !raw.virtual_nodes.is_empty(),
+            )
+        });
         // Named leaves, valid or not: a leaf with a broken kubeconfig is reported there,
         // not again at every virtual node of it.
         let leaf_names: Vec<&str> = raw
@@ -505,6 +509,7 @@ impl Validator<'_, '_> {
             roots: Arc::new(roots),
             identity,
             server_name,
+            insecure_skip_verify: false,
         })
     }
 

@@ -24,12 +24,12 @@ pub type LeafConnector = HttpsConnector<HttpConnector>;
 /// The leaf's rustls client config.
 pub fn client_config(tls: &LeafTls) -> Result<Arc<rustls::ClientConfig>, rustls::Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?;
     let builder = if tls.insecure_skip_verify {
         builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyServerCert(provider)))
+            .with_custom_certificate_verifier(any_server_cert())
     } else {
         let roots = match &tls.roots {
             Some(certs) => {
@@ -81,6 +81,14 @@ fn web_roots() -> Arc<rustls::RootCertStore> {
             })
         })
         .clone()
+}
+
+/// A verifier accepting any server certificate: a kubeconfig's `insecure-skip-tls-verify`,
+/// and Ingress https backends (whose pod certificates are not checked, as ingress-nginx).
+pub fn any_server_cert() -> Arc<dyn ServerCertVerifier> {
+    Arc::new(AnyServerCert(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    )))
 }
 
 /// `insecure-skip-tls-verify: true`: any server certificate is accepted (the handshake's

@@ -11,6 +11,7 @@
 
 pub mod election;
 pub mod index;
+pub mod ingress;
 pub mod kubelet;
 pub mod leaf;
 mod leaf_auth;

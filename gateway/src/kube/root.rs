@@ -54,6 +54,9 @@ pub enum RootError {
 pub struct RootState {
     identity: String,
     leadership: Mutex<Option<watch::Receiver<Leadership>>>,
+    /// Who leads, for the other leader-only writers (Ingress status and Events): a copy
+    /// of the elector's channel that exists from the start, before the client connects.
+    published: watch::Sender<Leadership>,
     connect_error: Mutex<Option<String>>,
     nodes: Mutex<BTreeMap<String, NodeReport>>,
 }
@@ -77,6 +80,12 @@ impl RootState {
             .as_ref()
             .map(|rx| rx.borrow().clone())
             .unwrap_or_default()
+    }
+
+    /// Follows who leads: `leading` turns true when this replica's term starts and false
+    /// the moment it ends (or before the election has started).
+    pub fn subscribe(&self) -> watch::Receiver<Leadership> {
+        self.published.subscribe()
     }
 
     /// The `kubernetes` section of `/status`.
@@ -139,6 +148,7 @@ pub fn spawn(gateway: Arc<dyn Control>, stop: CancellationToken) -> Option<Arc<R
     let state = Arc::new(RootState {
         identity: config.identity.clone(),
         leadership: Mutex::new(None),
+        published: watch::Sender::new(Leadership::default()),
         connect_error: Mutex::new(None),
         nodes: Mutex::new(BTreeMap::new()),
     });
@@ -168,10 +178,23 @@ pub fn spawn(gateway: Arc<dyn Control>, stop: CancellationToken) -> Option<Arc<R
         );
         *lock(&running.leadership) = Some(rx.clone());
         let election = tokio::spawn(elector.run(stop.clone()));
+        tokio::spawn(publish(rx.clone(), running.clone()));
         lead(gateway, client, config, running, rx, stop).await;
         let _ = election.await;
     });
     Some(state)
+}
+
+/// Copies every change of leadership onto the state's own channel until the elector ends;
+/// then this replica no longer leads.
+async fn publish(mut rx: watch::Receiver<Leadership>, state: Arc<RootState>) {
+    loop {
+        state.published.send_replace(rx.borrow_and_update().clone());
+        if rx.changed().await.is_err() {
+            state.published.send_modify(|l| l.leading = false);
+            return;
+        }
+    }
 }
 
 /// Runs a writer for each term this replica leads, dropping it the moment the term ends.
@@ -329,17 +352,24 @@ impl Writer {
     }
 
     fn port(&self) -> Result<u16, WriteError> {
+        // Validation requires it whenever there are virtual nodes to write.
+        let Some(listener) = &self.config.node_api_listener else {
+            return Err(WriteError::Other(
+                "[kubernetes] has no `node_api_listener`".into(),
+            ));
+        };
         self.gateway
             .listener_addrs()
             .into_iter()
-            .find(|a| *a.name == *self.config.node_api_listener)
+            .find(|a| *a.name == **listener)
             .map(|a| a.local.port())
-            .ok_or_else(|| {
-                WriteError::Other(format!(
-                    "listener `{}` is not running",
-                    self.config.node_api_listener
-                ))
-            })
+            .ok_or_else(|| WriteError::Other(format!("listener `{listener}` is not running")))
+    }
+
+    /// What virtual nodes publish as the gateway's address; validation requires it
+    /// whenever there are virtual nodes.
+    fn gateway_address(&self) -> &str {
+        self.config.gateway_address.as_deref().unwrap_or_default()
     }
 
     fn write_metric(&self, kind: &'static str, ok: bool) {
@@ -371,7 +401,7 @@ impl Writer {
             plugins.as_deref(),
             node,
             &vn.leaf,
-            &self.config.gateway_address,
+            self.gateway_address(),
             &self.config.preferred_address_types,
             current,
         )
@@ -386,7 +416,7 @@ impl Writer {
                 self.state.report(node, |r| r.warning = Some(e.clone()));
                 last.cloned().unwrap_or_else(|| {
                     vnode::default_addresses(
-                        &self.config.gateway_address,
+                        self.gateway_address(),
                         &self.config.preferred_address_types,
                         current,
                     )

@@ -280,6 +280,7 @@ fn same_tls(a: &UpstreamTls, b: &UpstreamTls) -> bool {
     (Arc::ptr_eq(&a.roots, &b.roots) || a.roots.roots == b.roots.roots)
         && same_identity
         && a.server_name == b.server_name
+        && a.insecure_skip_verify == b.insecure_skip_verify
 }
 
 /// The public web roots, built once: a config with thousands of routes must not copy them
@@ -307,7 +308,12 @@ fn tls_config(
         Some(t) => (t.roots.clone(), t.identity.clone()),
         None => (web_roots(), None),
     };
-    let builder = builder.with_root_certificates(roots);
+    let builder = match &config.tls {
+        Some(t) if t.insecure_skip_verify => builder
+            .dangerous()
+            .with_custom_certificate_verifier(crate::kube::leaf_tls::any_server_cert()),
+        _ => builder.with_root_certificates(roots),
+    };
     let mut tls = match identity {
         Some(id) => builder.with_client_auth_cert(id.chain.clone(), id.key.clone_key())?,
         None => builder.with_no_client_auth(),

@@ -1,7 +1,8 @@
 //! Picks the route for a request: by host first, then by path.
 //!
-//! Host: an exact name beats a wildcard, the longest wildcard suffix wins, and `*` comes
-//! last; the host is matched case-insensitively without its port. Once a host is chosen its
+//! Host: an exact name beats a wildcard, the longest wildcard suffix wins (at equal suffix
+//! the one-label wildcard of Ingress hosts before the TOML one, which matches one or more
+//! labels), and `*` comes last; the host is matched case-insensitively without its port. Once a host is chosen its
 //! paths decide (as a virtual host does in nginx or Envoy; there is no fall-through to a
 //! less specific host). Path: an exact match beats the longest prefix. A prefix matches
 //! whole path segments, as Kubernetes Ingress `Prefix` does: `/api` matches `/api` and
@@ -14,15 +15,33 @@ pub mod path;
 
 use std::collections::HashMap;
 
-use crate::config::{HostPattern, PathMatch};
+use crate::config::{HostPattern, PathMatch, one_label_before};
 
 /// A routing table over values `T` (the snapshot's routes).
 #[derive(Debug)]
 pub struct Router<T> {
     exact: HashMap<String, Paths<T>>,
-    /// `(suffix, paths)`, longest suffix first.
-    wildcard: Vec<(String, Paths<T>)>,
+    /// Longest suffix first; at equal suffix the one-label kind first.
+    wildcard: Vec<Wildcard<T>>,
     any: Option<Paths<T>>,
+}
+
+#[derive(Debug)]
+struct Wildcard<T> {
+    /// `.example.com`.
+    suffix: String,
+    /// Exactly one label before the suffix (Ingress), or one or more (TOML).
+    one_label: bool,
+    paths: Paths<T>,
+}
+
+impl<T> Wildcard<T> {
+    fn matches(&self, host: &str) -> bool {
+        match self.one_label {
+            true => one_label_before(host, &self.suffix),
+            false => host.len() > self.suffix.len() && host.ends_with(self.suffix.as_str()),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -65,12 +84,13 @@ impl<T> Router<T> {
     /// slips through, the first entry wins.
     pub fn new(entries: impl IntoIterator<Item = (HostPattern, PathMatch, T)>) -> Self {
         let mut exact: HashMap<String, Paths<T>> = HashMap::new();
-        let mut wildcard: HashMap<String, Paths<T>> = HashMap::new();
+        let mut wildcard: HashMap<(String, bool), Paths<T>> = HashMap::new();
         let mut any: Option<Paths<T>> = None;
         for (host, path, value) in entries {
             let paths = match host {
                 HostPattern::Exact(h) => exact.entry(h).or_default(),
-                HostPattern::Wildcard(s) => wildcard.entry(s).or_default(),
+                HostPattern::Wildcard(s) => wildcard.entry((s, false)).or_default(),
+                HostPattern::WildcardLabel(s) => wildcard.entry((s, true)).or_default(),
                 HostPattern::Any => any.get_or_insert_with(Paths::default),
             };
             match path {
@@ -84,11 +104,18 @@ impl<T> Router<T> {
                 }
             }
         }
-        let mut wildcard: Vec<_> = wildcard.into_iter().collect();
-        wildcard.sort_by_key(|(suffix, _)| std::cmp::Reverse(suffix.len()));
+        let mut wildcard: Vec<_> = wildcard
+            .into_iter()
+            .map(|((suffix, one_label), paths)| Wildcard {
+                suffix,
+                one_label,
+                paths,
+            })
+            .collect();
+        wildcard.sort_by_key(|w| (std::cmp::Reverse(w.suffix.len()), !w.one_label));
         let sort = |p: &mut Paths<T>| p.prefix.sort_by_key(|(q, _)| std::cmp::Reverse(q.len()));
         exact.values_mut().for_each(sort);
-        wildcard.iter_mut().for_each(|(_, p)| sort(p));
+        wildcard.iter_mut().for_each(|w| sort(&mut w.paths));
         any.iter_mut().for_each(sort);
         Self {
             exact,
@@ -111,8 +138,8 @@ impl<T> Router<T> {
         let paths = self.exact.get(host).or_else(|| {
             self.wildcard
                 .iter()
-                .find(|(suffix, _)| host.len() > suffix.len() && host.ends_with(suffix.as_str()))
-                .map(|(_, p)| p)
+                .find(|w| w.matches(host))
+                .map(|w| &w.paths)
                 .or(self.any.as_ref())
         })?;
         paths.lookup(path)
@@ -163,6 +190,49 @@ mod tests {
         assert_eq!(r.lookup("v1.api.example.com", "/"), Some(&"wild-api"));
         assert_eq!(r.lookup("example.com", "/"), Some(&"any"));
         assert_eq!(r.lookup("app.example.com.", "/"), Some(&"app"));
+    }
+
+    #[test]
+    fn the_one_label_wildcard_comes_before_the_toml_one_at_equal_suffix() {
+        let mut entries: Vec<(HostPattern, PathMatch, &str)> = vec![
+            (HostPattern::parse("*").unwrap(), prefix("/"), "any"),
+            (
+                HostPattern::parse("*.example.com").unwrap(),
+                prefix("/"),
+                "toml",
+            ),
+            (
+                HostPattern::parse_ingress("*.example.com").unwrap(),
+                prefix("/"),
+                "ingress",
+            ),
+            (
+                HostPattern::parse_ingress("*.b.example.com").unwrap(),
+                PathMatch::Exact("/only".into()),
+                "ingress-b",
+            ),
+        ];
+        for _ in 0..2 {
+            let r = Router::new(entries.iter().cloned());
+            assert_eq!(r.lookup("a.example.com", "/"), Some(&"ingress"));
+            assert_eq!(r.lookup("A.Example.COM:443", "/"), Some(&"ingress"));
+            // Two labels: not the Ingress wildcard; the TOML one takes it.
+            assert_eq!(r.lookup("x.a.example.com", "/"), Some(&"toml"));
+            // The longer one-label suffix is chosen, and it does not fall through.
+            assert_eq!(r.lookup("a.b.example.com", "/only"), Some(&"ingress-b"));
+            assert_eq!(r.lookup("a.b.example.com", "/other"), None);
+            assert_eq!(r.lookup("x.a.b.example.com", "/"), Some(&"toml"));
+            assert_eq!(r.lookup("example.com", "/"), Some(&"any"));
+            // Whatever order the entries come in.
+            entries.reverse();
+        }
+        let only_ingress = Router::new([(
+            HostPattern::parse_ingress("*.example.com").unwrap(),
+            prefix("/"),
+            "ingress",
+        )]);
+        assert_eq!(only_ingress.lookup("x.a.example.com", "/"), None);
+        assert_eq!(only_ingress.lookup(".example.com", "/"), None);
     }
 
     #[test]

@@ -7,16 +7,25 @@
 //! connection) loads it once at its start and uses only that, so a reload is a single
 //! store and whatever started on the old snapshot finishes on it. Nothing here changes
 //! after `build` returns, apart from the upstreams' own counters.
+//!
+//! The Ingress routes (`ingress`) are the other input: the Ingress provider swaps in a
+//! snapshot that differs from the current one only by them ([`Snapshot::with_ingress`]),
+//! and a config reload compiles the current ones again against the new config. On an
+//! ingress listener the router holds the TOML routes first, then the Ingress routes a
+//! TOML route does not already claim (same host pattern and path: TOML wins, reported as
+//! shadowed); its TLS serves the Ingress certificates after the TOML ones.
 
+pub mod ingress;
 pub mod tls;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use crate::config::ConfigErrors;
 use crate::config::{
-    BandwidthConfig, Config, DirectResponse, ListenerConfig, RouteAction, Timeouts,
+    BandwidthConfig, Config, DirectResponse, HostPattern, ListenerConfig, PathMatch, RouteAction,
+    Timeouts,
 };
 use crate::kube::{Leaf, LeafError, PodIndex};
 use crate::limit::{self, Limiter, SharedLimits};
@@ -24,6 +33,8 @@ use crate::metrics::Metrics;
 use crate::plugins::TenantPlugins;
 use crate::proxy::upstream::Upstream;
 use crate::routing::Router;
+
+pub use ingress::IngressRoutes;
 
 pub struct Snapshot {
     /// 1 for the config leafgate started with, +1 per successful reload.
@@ -40,6 +51,22 @@ pub struct Snapshot {
     /// Which leaves hold which pods; one for the gateway's life, handed from snapshot to
     /// snapshot.
     pub pods: Arc<PodIndex>,
+    /// The Ingress routes (`[kubernetes.ingress]`), compiled against this config.
+    pub ingress: Arc<IngressRoutes>,
+    /// Ingress routes not served because a TOML route claims the same host and path on
+    /// an ingress listener.
+    pub shadowed: Vec<Shadowed>,
+}
+
+/// An Ingress route a TOML route wins over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shadowed {
+    /// `namespace/name` of the Ingress.
+    pub ingress: String,
+    pub host: String,
+    pub path: String,
+    /// The TOML route that serves that host and path instead.
+    pub route: String,
 }
 
 /// A listener's share of the snapshot.
@@ -201,37 +228,19 @@ impl Snapshot {
             })
             .collect::<Result<Vec<_>, BuildError>>()?;
 
-        let listeners = config
-            .listeners
-            .iter()
-            .map(|l| {
-                let entries = config.routes.iter().zip(&routes).filter(|(rc, _)| {
-                    rc.listeners
-                        .as_ref()
-                        .is_none_or(|names| names.contains(&l.name))
-                });
-                let router = Router::new(
-                    entries.map(|(rc, route)| (rc.host.clone(), rc.path.clone(), route.clone())),
-                );
-                let tls = l
-                    .tls
-                    .as_ref()
-                    .map(tls::server_config)
-                    .transpose()
-                    .map_err(|source| BuildError::ListenerTls {
-                        listener: l.name.clone(),
-                        source,
-                    })?;
-                Ok((
-                    l.name.clone(),
-                    ListenerState {
-                        config: l.clone(),
-                        router,
-                        tls,
-                    },
-                ))
-            })
-            .collect::<Result<HashMap<_, _>, BuildError>>()?;
+        let ingress = match (
+            &config.kubernetes.as_ref().and_then(|k| k.ingress.as_ref()),
+            previous.and_then(|p| p.ingress.model.clone()),
+        ) {
+            (Some(_), Some(model)) => Arc::new(IngressRoutes::compile(
+                model,
+                &config,
+                &tenants,
+                previous.map(|p| &*p.ingress),
+            )),
+            _ => Arc::new(IngressRoutes::default()),
+        };
+        let (listeners, shadowed) = assemble(&config, &routes, &ingress, None)?;
 
         let pods = previous.map_or_else(PodIndex::new, |p| p.pods.clone());
         let leaves = config
@@ -258,6 +267,153 @@ impl Snapshot {
             routes,
             leaves,
             pods,
+            ingress,
+            shadowed,
         })
     }
+
+    /// This snapshot with `model`'s Ingress routes in place of its own: everything else
+    /// (config, tenants, TOML routes, leaves, the TLS of listeners that serve no Ingress
+    /// routes) is shared, and Ingress upstreams and routes that did not change are kept.
+    pub fn with_ingress(
+        &self,
+        model: Arc<crate::kube::ingress::model::Model>,
+    ) -> Result<Snapshot, BuildError> {
+        let ingress = Arc::new(IngressRoutes::compile(
+            model,
+            &self.config,
+            &self.tenants,
+            Some(&self.ingress),
+        ));
+        let (listeners, shadowed) = assemble(&self.config, &self.routes, &ingress, Some(self))?;
+        Ok(Snapshot {
+            generation: self.generation,
+            loaded_at: self.loaded_at,
+            config: self.config.clone(),
+            listeners,
+            tenants: self.tenants.clone(),
+            routes: self.routes.clone(),
+            leaves: self.leaves.clone(),
+            pods: self.pods.clone(),
+            ingress,
+            shadowed,
+        })
+    }
+}
+
+/// Every listener's router and TLS: the TOML routes that serve it, then, on ingress
+/// listeners, the Ingress routes no TOML route there claims; the TOML certificates, then
+/// the Ingress ones. A listener that serves no Ingress routes keeps `same_config`'s TLS
+/// (the snapshot this one differs from only by its Ingress routes).
+fn assemble(
+    config: &Config,
+    routes: &[Arc<Route>],
+    ingress: &IngressRoutes,
+    same_config: Option<&Snapshot>,
+) -> Result<(HashMap<String, ListenerState>, Vec<Shadowed>), BuildError> {
+    let ingress_listeners: &[String] = config
+        .kubernetes
+        .as_ref()
+        .and_then(|k| k.ingress.as_ref())
+        .map_or(&[], |i| &i.listeners);
+    let certs = ingress.model.as_ref().map_or(&[][..], |m| &m.certs[..]);
+    let mut shadowed: Vec<Shadowed> = Vec::new();
+    let mut reported: HashSet<&str> = HashSet::new();
+    let mut listeners = HashMap::with_capacity(config.listeners.len());
+    for l in &config.listeners {
+        let toml: Vec<(&crate::config::RouteConfig, &Arc<Route>)> = config
+            .routes
+            .iter()
+            .zip(routes)
+            .filter(|(rc, _)| {
+                rc.listeners
+                    .as_ref()
+                    .is_none_or(|names| names.contains(&l.name))
+            })
+            .collect();
+        let serves_ingress = ingress_listeners.contains(&l.name);
+        let mut entries: Vec<(HostPattern, PathMatch, Arc<Route>)> = toml
+            .iter()
+            .map(|(rc, r)| (rc.host.clone(), rc.path.clone(), (*r).clone()))
+            .collect();
+        if serves_ingress {
+            // TOML and Ingress host patterns compare as written: `*.a.example` from TOML
+            // shadows `*.a.example` from an Ingress though they match differently deep.
+            let claimed: HashMap<(String, &PathMatch), &str> = toml
+                .iter()
+                .map(|(rc, _)| ((rc.host.to_string(), &rc.path), rc.name.as_str()))
+                .collect();
+            for (m, r) in ingress.model_routes().iter().zip(&ingress.routes) {
+                let host = m.host.to_string();
+                match claimed.get(&(host, &m.path)) {
+                    Some(winner) => {
+                        if reported.insert(m.name.as_str()) {
+                            shadowed.push(Shadowed {
+                                ingress: format!("{}/{}", m.ingress.namespace, m.ingress.name),
+                                host: m.host.to_string(),
+                                path: m.path.to_string(),
+                                route: winner.to_string(),
+                            });
+                        }
+                    }
+                    None => entries.push((m.host.clone(), m.path.clone(), r.clone())),
+                }
+            }
+        }
+        let router = Router::new(entries);
+        // Same config: a listener's TLS changes only when it serves the Ingress
+        // certificates and they changed (a Secret rotated, a host added).
+        let kept = same_config.filter(|prev| {
+            !serves_ingress
+                || same_certs(
+                    prev.ingress
+                        .model
+                        .as_ref()
+                        .map_or(&[][..], |m| &m.certs[..]),
+                    certs,
+                )
+        });
+        let tls = match (&l.tls, kept) {
+            (None, _) => None,
+            (Some(_), Some(prev)) => prev.listeners.get(&l.name).and_then(|p| p.tls.clone()),
+            (Some(t), _) => {
+                let with_certs;
+                let t = if serves_ingress && !certs.is_empty() {
+                    let mut all = t.clone();
+                    all.by_host.extend(certs.iter().cloned());
+                    with_certs = all;
+                    &with_certs
+                } else {
+                    t
+                };
+                Some(
+                    tls::server_config(t).map_err(|source| BuildError::ListenerTls {
+                        listener: l.name.clone(),
+                        source,
+                    })?,
+                )
+            }
+        };
+        listeners.insert(
+            l.name.clone(),
+            ListenerState {
+                config: l.clone(),
+                router,
+                tls,
+            },
+        );
+    }
+    Ok((listeners, shadowed))
+}
+
+/// Whether two certificate lists serve the same certificates for the same hosts, in order
+/// (a key must match its certificate, so equal chains mean equal keys).
+fn same_certs(
+    a: &[(HostPattern, Arc<rustls::sign::CertifiedKey>)],
+    b: &[(HostPattern, Arc<rustls::sign::CertifiedKey>)],
+) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|((ha, ca), (hb, cb))| ha == hb && (Arc::ptr_eq(ca, cb) || ca.cert == cb.cert))
 }

@@ -1,6 +1,7 @@
 //! TLS termination: a rustls `ServerConfig` per listener whose certificate is chosen by SNI.
 //!
-//! An exact name beats a wildcard, the longest wildcard suffix wins, and a client that sends
+//! An exact name beats a wildcard, the longest wildcard suffix wins (at equal suffix the
+//! one-label wildcard of Ingress hosts first, as in routing), and a client that sends
 //! no SNI (or an unknown name) gets the listener's default certificate. ALPN offers `h2`
 //! and `http/1.1`. Built once per snapshot; a new connection uses the snapshot current at
 //! its accept, so a reloaded certificate applies to new connections only.
@@ -11,14 +12,15 @@ use std::sync::Arc;
 use rustls::server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier};
 use rustls::sign::CertifiedKey;
 
-use crate::config::{HostPattern, ServerTls};
+use crate::config::{HostPattern, ServerTls, one_label_before};
 
 #[derive(Debug)]
 struct SniResolver {
     default: Arc<CertifiedKey>,
     exact: HashMap<String, Arc<CertifiedKey>>,
-    /// `(".suffix", cert)`, longest suffix first.
-    wildcard: Vec<(String, Arc<CertifiedKey>)>,
+    /// `(".suffix", one label only, cert)`, longest suffix first, the one-label kind first
+    /// at equal suffix.
+    wildcard: Vec<(String, bool, Arc<CertifiedKey>)>,
 }
 
 impl SniResolver {
@@ -30,11 +32,13 @@ impl SniResolver {
                 HostPattern::Exact(h) => {
                     exact.entry(h.clone()).or_insert_with(|| cert.clone());
                 }
-                HostPattern::Wildcard(s) => wildcard.push((s.clone(), cert.clone())),
+                HostPattern::Wildcard(s) => wildcard.push((s.clone(), false, cert.clone())),
+                HostPattern::WildcardLabel(s) => wildcard.push((s.clone(), true, cert.clone())),
                 HostPattern::Any => {}
             }
         }
-        wildcard.sort_by_key(|(s, _)| std::cmp::Reverse(s.len()));
+        // Stable: among equal patterns the first listed wins, as for exact names.
+        wildcard.sort_by_key(|(s, one_label, _)| (std::cmp::Reverse(s.len()), !*one_label));
         SniResolver {
             default: tls.default.clone(),
             exact,
@@ -51,8 +55,11 @@ impl SniResolver {
         }
         self.wildcard
             .iter()
-            .find(|(suffix, _)| name.len() > suffix.len() && name.ends_with(suffix.as_str()))
-            .map_or_else(|| self.default.clone(), |(_, cert)| cert.clone())
+            .find(|(suffix, one_label, _)| match one_label {
+                true => one_label_before(&name, suffix),
+                false => name.len() > suffix.len() && name.ends_with(suffix.as_str()),
+            })
+            .map_or_else(|| self.default.clone(), |(_, _, cert)| cert.clone())
     }
 }
 
@@ -83,4 +90,56 @@ pub fn server_config(tls: &ServerTls) -> Result<Arc<rustls::ServerConfig>, rustl
     let mut config = builder.with_cert_resolver(Arc::new(SniResolver::new(tls)));
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cert(name: &str) -> Arc<CertifiedKey> {
+        let key = rcgen::generate_simple_self_signed(vec![name.to_string()]).unwrap();
+        let der =
+            rustls::pki_types::PrivateKeyDer::try_from(key.signing_key.serialize_der()).unwrap();
+        let provider = rustls::crypto::ring::default_provider();
+        Arc::new(CertifiedKey::from_der(vec![key.cert.der().clone()], der, &provider).unwrap())
+    }
+
+    #[test]
+    fn the_one_label_wildcard_is_tried_before_the_toml_one_at_equal_suffix() {
+        let (default, toml, ingress, exact) = (
+            cert("default"),
+            cert("toml"),
+            cert("ingress"),
+            cert("exact"),
+        );
+        let tls = ServerTls {
+            default: default.clone(),
+            by_host: vec![
+                (HostPattern::parse("*.example.com").unwrap(), toml.clone()),
+                (
+                    HostPattern::parse_ingress("*.example.com").unwrap(),
+                    ingress.clone(),
+                ),
+                (HostPattern::parse("a.example.com").unwrap(), exact.clone()),
+            ],
+            client_ca: None,
+            client_cert_optional: false,
+        };
+        let r = SniResolver::new(&tls);
+        assert!(Arc::ptr_eq(&r.pick(Some("a.example.com")), &exact));
+        assert!(Arc::ptr_eq(&r.pick(Some("B.example.com")), &ingress));
+        assert!(Arc::ptr_eq(&r.pick(Some("x.b.example.com")), &toml));
+        assert!(Arc::ptr_eq(&r.pick(Some("example.com")), &default));
+        assert!(Arc::ptr_eq(&r.pick(None), &default));
+
+        let only_ingress = ServerTls {
+            by_host: vec![(
+                HostPattern::parse_ingress("*.example.com").unwrap(),
+                ingress,
+            )],
+            ..tls
+        };
+        let r = SniResolver::new(&only_ingress);
+        assert!(Arc::ptr_eq(&r.pick(Some("x.b.example.com")), &default));
+    }
 }

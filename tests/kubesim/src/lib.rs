@@ -8,7 +8,7 @@
 //! - `server`: `KubeSim` (TLS, authentication, start/stop/restart, kubeconfigs, request record).
 //! - `api`: the router (discovery, CRUD, list/watch, Table, logs, streaming hand-off).
 //! - `store`: objects, resourceVersions, watch history, log buffers.
-//! - `select`, `patch`, `table`, `discovery`, `resources`, `query`: the pieces they use.
+//! - `select`, `patch`, `table` (+ `printers` for Ingress and Event columns), `discovery`, `resources`, `query`: the pieces they use.
 //! - `kubectl`: which real kubectl binaries tests run against.
 //! - `status`: `metav1.Status` bodies, as kube-apiserver writes them.
 //! - `remote`: the streaming pod subresources (`exec`, `attach`, `portforward`) over SPDY/3.1
@@ -26,6 +26,7 @@ pub mod kubectl;
 pub mod kubelet;
 pub mod nodeproxy;
 pub mod patch;
+pub mod printers;
 pub mod query;
 pub mod remote;
 pub mod resources;

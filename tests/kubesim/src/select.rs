@@ -112,22 +112,16 @@ impl Selector {
         })
     }
 
-    /// Field match on the fields kube-apiserver indexes for every kind we serve.
-    pub fn matches_fields(&self, obj: &Value) -> bool {
+    /// Field match for an object of resource `plural`; fields it does not index never
+    /// match (callers reject them first with `field_pointer`).
+    pub fn matches_fields(&self, plural: &str, obj: &Value) -> bool {
         self.matches(|k| {
-            let ptr = match k {
-                "metadata.name" => "/metadata/name",
-                "metadata.namespace" => "/metadata/namespace",
-                "spec.nodeName" => "/spec/nodeName",
-                "status.phase" => "/status/phase",
-                _ => return None,
-            };
-            Some(
-                obj.pointer(ptr)
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string(),
-            )
+            let ptr = field_pointer(plural, k)?;
+            Some(match obj.pointer(ptr) {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Bool(b)) => b.to_string(),
+                _ => String::new(),
+            })
         })
     }
 
@@ -135,6 +129,41 @@ impl Selector {
     pub fn keys(&self) -> impl Iterator<Item = &str> {
         self.reqs.iter().map(|(k, _)| k.as_str())
     }
+}
+
+/// Where in the object a field selector key of resource `plural` looks, for the fields
+/// kube-apiserver indexes (its `GetAttrs`/`AddFieldLabelConversionFunc` lists); None for
+/// the rest, which it answers `field label not supported`.
+pub fn field_pointer(plural: &str, key: &str) -> Option<&'static str> {
+    let common = match key {
+        "metadata.name" => Some("/metadata/name"),
+        "metadata.namespace" => Some("/metadata/namespace"),
+        _ => None,
+    };
+    common.or(match (plural, key) {
+        ("pods", "spec.nodeName") => Some("/spec/nodeName"),
+        ("pods", "spec.restartPolicy") => Some("/spec/restartPolicy"),
+        ("pods", "spec.schedulerName") => Some("/spec/schedulerName"),
+        ("pods", "spec.serviceAccountName") => Some("/spec/serviceAccountName"),
+        ("pods", "status.phase") => Some("/status/phase"),
+        ("pods", "status.podIP") => Some("/status/podIP"),
+        ("pods", "status.nominatedNodeName") => Some("/status/nominatedNodeName"),
+        ("nodes", "spec.unschedulable") => Some("/spec/unschedulable"),
+        ("namespaces", "status.phase") => Some("/status/phase"),
+        ("secrets", "type") => Some("/type"),
+        ("events", "involvedObject.kind") => Some("/involvedObject/kind"),
+        ("events", "involvedObject.namespace") => Some("/involvedObject/namespace"),
+        ("events", "involvedObject.name") => Some("/involvedObject/name"),
+        ("events", "involvedObject.uid") => Some("/involvedObject/uid"),
+        ("events", "involvedObject.apiVersion") => Some("/involvedObject/apiVersion"),
+        ("events", "involvedObject.resourceVersion") => Some("/involvedObject/resourceVersion"),
+        ("events", "involvedObject.fieldPath") => Some("/involvedObject/fieldPath"),
+        ("events", "reason") => Some("/reason"),
+        ("events", "reportingComponent") => Some("/reportingComponent"),
+        ("events", "source") => Some("/source/component"),
+        ("events", "type") => Some("/type"),
+        _ => None,
+    })
 }
 
 #[cfg(test)]
@@ -166,10 +195,34 @@ mod tests {
     #[test]
     fn field_selectors() {
         let p = pod(json!({}));
-        let m = |s: &str| Selector::parse(s, true).unwrap().matches_fields(&p);
+        let m = |s: &str| Selector::parse(s, true).unwrap().matches_fields("pods", &p);
         assert!(m("spec.nodeName=n1,metadata.namespace=ns"));
         assert!(!m("metadata.name!=p"));
         assert!(Selector::parse("spec.nodeName", true).is_err());
+    }
+
+    #[test]
+    fn fields_per_resource() {
+        let secret = json!({"metadata": {"name": "s"}, "type": "kubernetes.io/tls"});
+        let m = |s: &str| {
+            Selector::parse(s, true)
+                .unwrap()
+                .matches_fields("secrets", &secret)
+        };
+        assert!(m("type=kubernetes.io/tls"));
+        assert!(!m("type=Opaque"));
+        let event = json!({"involvedObject": {"kind": "Ingress", "name": "web"}, "source": {"component": "leafgate"}});
+        let e = |s: &str| {
+            Selector::parse(s, true)
+                .unwrap()
+                .matches_fields("events", &event)
+        };
+        assert!(e(
+            "involvedObject.kind=Ingress,involvedObject.name=web,source=leafgate"
+        ));
+        assert!(e("involvedObject.namespace="));
+        assert!(field_pointer("secrets", "spec.nodeName").is_none());
+        assert!(field_pointer("ingresses", "type").is_none());
     }
 
     #[test]

@@ -82,16 +82,19 @@ pub fn human_duration(secs: i64) -> String {
 }
 
 fn age(obj: &Value) -> String {
-    let ts = obj
-        .pointer("/metadata/creationTimestamp")
-        .and_then(Value::as_str);
+    age_of(obj, "/metadata/creationTimestamp")
+}
+
+/// The human age of the RFC 3339 time at `pointer` in `obj`, `<unknown>` when absent.
+pub(crate) fn age_of(obj: &Value, pointer: &str) -> String {
+    let ts = obj.pointer(pointer).and_then(Value::as_str);
     match ts.and_then(|t| OffsetDateTime::parse(t, &Rfc3339).ok()) {
         Some(t) => human_duration((OffsetDateTime::now_utc() - t).whole_seconds()),
         None => "<unknown>".into(),
     }
 }
 
-fn col(name: &str, ty: &str, format: &str, description: &str, priority: u8) -> Value {
+pub(crate) fn col(name: &str, ty: &str, format: &str, description: &str, priority: u8) -> Value {
     json!({"name": name, "type": ty, "format": format, "description": description, "priority": priority})
 }
 
@@ -112,7 +115,8 @@ pub fn columns(res: &Resource) -> Vec<Value> {
         0,
     );
     if res.plural != "pods" {
-        return vec![name, age];
+        return crate::printers::columns(res.plural, name.clone(), age.clone())
+            .unwrap_or_else(|| vec![name, age]);
     }
     vec![
         name,
@@ -263,7 +267,8 @@ pub fn row(res: &Resource, obj: &Value, include: Include) -> Value {
     let cells = if res.plural == "pods" {
         pod_cells(obj)
     } else {
-        vec![json!(s(obj, "/metadata/name")), json!(age(obj))]
+        crate::printers::cells(res.plural, obj)
+            .unwrap_or_else(|| vec![json!(s(obj, "/metadata/name")), json!(age(obj))])
     };
     let mut row = json!({"cells": cells});
     match include {

@@ -4,6 +4,8 @@
 
 mod connections;
 mod hijack;
+mod ingress;
+mod ingress_smoke;
 mod kosmos;
 mod kube_api;
 mod leaves;

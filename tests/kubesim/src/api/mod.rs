@@ -452,31 +452,33 @@ async fn apply(
 struct Filter {
     labels: Selector,
     fields: Selector,
+    plural: &'static str,
 }
 
 impl Filter {
-    fn parse(q: &Query) -> Result<Filter, ApiError> {
+    fn parse(q: &Query, res: &Resource) -> Result<Filter, ApiError> {
         let labels = Selector::parse(q.get("labelSelector").unwrap_or(""), false)
             .map_err(|e| ApiError::bad(e.to_string()))?;
         let fields = Selector::parse(q.get("fieldSelector").unwrap_or(""), true)
             .map_err(|e| ApiError::bad(e.to_string()))?;
         for k in fields.keys() {
-            if !matches!(
-                k,
-                "metadata.name" | "metadata.namespace" | "spec.nodeName" | "status.phase"
-            ) {
+            if crate::select::field_pointer(res.plural, k).is_none() {
                 return Err(ApiError::bad(format!("field label not supported: {k}")));
             }
         }
-        Ok(Filter { labels, fields })
+        Ok(Filter {
+            labels,
+            fields,
+            plural: res.plural,
+        })
     }
     fn matches(&self, obj: &Value) -> bool {
-        self.labels.matches_labels(obj) && self.fields.matches_fields(obj)
+        self.labels.matches_labels(obj) && self.fields.matches_fields(self.plural, obj)
     }
 }
 
 fn list(store: &Store, t: &Target, q: &Query, accept: &str) -> Result<Response<Body>, ApiError> {
-    let filter = Filter::parse(q)?;
+    let filter = Filter::parse(q, t.res)?;
     let (items, rv) = store.list(t.res, &t.ns);
     let mut items: Vec<Value> = items.into_iter().filter(|o| filter.matches(o)).collect();
     let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;

@@ -10,7 +10,7 @@ pub(super) fn watch(
     q: &Query,
     accept: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let filter = Filter::parse(q)?;
+    let filter = Filter::parse(q, t.res)?;
     let table_version = table::wants_table(accept);
     let include = Include::parse(q.get("includeObject")).map_err(ApiError::bad)?;
     let bookmarks = q.flag("allowWatchBookmarks").map_err(ApiError::bad)?;

@@ -2,4 +2,5 @@
 
 mod api;
 mod chain;
+mod ingress;
 mod kubectl;

@@ -18,9 +18,12 @@
 //!   to the leaf (see `exec.rs`).
 //! - `kube-api LEAFGATE PODS_TABLE_WASM PODS LEAVES ROUNDS`: `kubectl get pods -A` and the
 //!   raw Table list through the kube-api front (see `kube_api.rs`).
+//! - `ingress LEAFGATE INGRESSES ROUNDS`: first sync of INGRESSES Ingresses and the time
+//!   one change takes to be served (see `ingress.rs`).
 
 mod conns;
 mod exec;
+mod ingress;
 mod kube_api;
 mod phases;
 
@@ -71,6 +74,9 @@ async fn main() {
             )
             .await
         }
+        Some("ingress") => {
+            ingress::run(&args[1], args[2].parse().unwrap(), args[3].parse().unwrap()).await
+        }
         Some("reload") => {
             reload(
                 &args[1],
@@ -82,7 +88,7 @@ async fn main() {
         }
         _ => {
             eprintln!(
-                "usage: leafgate-bench serve | push ADDR HOST SECONDS | echo | conns ADDR HOST N PID... | reload-config ADDR ROUTES | reload CONFIG ADDR ROUTES ROUNDS | reload-phases ROUTES ROUNDS | exec LEAFGATE SIZE_MIB ROUNDS | kube-api LEAFGATE PODS_TABLE_WASM PODS LEAVES ROUNDS"
+                "usage: leafgate-bench serve | push ADDR HOST SECONDS | echo | conns ADDR HOST N PID... | reload-config ADDR ROUTES | reload CONFIG ADDR ROUTES ROUNDS | reload-phases ROUTES ROUNDS | exec LEAFGATE SIZE_MIB ROUNDS | kube-api LEAFGATE PODS_TABLE_WASM PODS LEAVES ROUNDS | ingress LEAFGATE INGRESSES ROUNDS"
             );
             std::process::exit(2);
         }

@@ -1,0 +1,224 @@
+//! An Ingress backend (`service.name` + port name or number) resolved to the ready
+//! endpoints of that Service port, as kube-proxy and ingress-nginx read them: the Service
+//! port, then the EndpointSlices labelled `kubernetes.io/service-name`, the slice port
+//! whose `name` equals the Service port's name (its `port` is the target port), and the
+//! endpoints whose `conditions.ready` is true or absent, first address of each.
+//!
+//! Services and slices are indexed by namespace and name once per build, so resolving
+//! 10,000 backends is 10,000 hash lookups, not a scan each.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, OnceLock};
+
+use k8s_openapi::api::core::v1::{Service, ServicePort};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::{IngressServiceBackend, ServiceBackendPort};
+
+use super::annotations::BackendProtocol;
+use super::model::IngressBackend;
+use crate::config::{Backend, UpstreamConfig, UpstreamProtocol, UpstreamTls};
+
+/// The label an EndpointSlice names its Service by.
+pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+
+/// Services and EndpointSlices by `(namespace, name)`, borrowed from the stores.
+#[derive(Debug, Default)]
+pub struct Backends<'a> {
+    services: HashMap<(&'a str, &'a str), &'a Service>,
+    /// By `(namespace, service name)`.
+    slices: HashMap<(&'a str, &'a str), Vec<&'a EndpointSlice>>,
+}
+
+/// A resolved backend, and what is wrong with the objects when it is unavailable because
+/// of them (`None` when it only lacks ready endpoints, a normal, passing state).
+pub struct Resolved {
+    pub backend: IngressBackend,
+    pub problem: Option<String>,
+}
+
+impl<'a> Backends<'a> {
+    pub fn index(services: &'a [Arc<Service>], slices: &'a [Arc<EndpointSlice>]) -> Self {
+        let mut index = Backends::default();
+        for s in services {
+            if let (Some(ns), Some(name)) = (&s.metadata.namespace, &s.metadata.name) {
+                index.services.insert((ns.as_str(), name.as_str()), s);
+            }
+        }
+        for s in slices {
+            let service = s
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(SERVICE_NAME_LABEL));
+            if let (Some(ns), Some(service)) = (&s.metadata.namespace, service) {
+                index
+                    .slices
+                    .entry((ns.as_str(), service.as_str()))
+                    .or_default()
+                    .push(s);
+            }
+        }
+        index
+    }
+
+    /// Resolves `backend` of an Ingress in `namespace`. `protocol` is the annotation's,
+    /// which overrides the Service port's `appProtocol`.
+    pub fn resolve(
+        &self,
+        namespace: &str,
+        backend: &IngressServiceBackend,
+        protocol: Option<BackendProtocol>,
+    ) -> Resolved {
+        let port_ref = backend.port.as_ref();
+        let key = format!("{namespace}/{}:{}", backend.name, port_label(port_ref));
+        let unavailable = |key: String, reason: String, problem: bool| Resolved {
+            problem: problem.then(|| reason.clone()),
+            backend: IngressBackend::Unavailable { key, reason },
+        };
+        let Some(service) = self.services.get(&(namespace, backend.name.as_str())) else {
+            let reason = format!("service {namespace}/{} not found", backend.name);
+            return unavailable(key, reason, true);
+        };
+        if service.spec.as_ref().and_then(|s| s.type_.as_deref()) == Some("ExternalName") {
+            let reason = format!(
+                "service {namespace}/{} is of type ExternalName, which leafgate does not follow: point the Ingress at a Service with endpoints",
+                backend.name
+            );
+            return unavailable(key, reason, true);
+        }
+        let Some(port) = service_port(service, port_ref) else {
+            let reason = format!(
+                "service {namespace}/{} has no port {}",
+                backend.name,
+                port_label(port_ref)
+            );
+            return unavailable(key, reason, true);
+        };
+        let protocol = protocol
+            .unwrap_or_else(|| BackendProtocol::of_app_protocol(port.app_protocol.as_deref()));
+        let endpoints = self.ready_endpoints(namespace, &backend.name, port, protocol.tls());
+        if endpoints.is_empty() {
+            let reason = format!("no ready endpoints for {key}");
+            return unavailable(key, reason, false);
+        }
+        Resolved {
+            backend: IngressBackend::Service {
+                key,
+                upstream: upstream(endpoints, protocol),
+            },
+            problem: None,
+        }
+    }
+
+    /// The ready endpoints of `port`, sorted and without duplicates, so an unchanged set
+    /// compares equal across builds and the provider keeps its connection pool.
+    fn ready_endpoints(
+        &self,
+        namespace: &str,
+        service: &str,
+        port: &ServicePort,
+        tls: bool,
+    ) -> Vec<Backend> {
+        let mut out = Vec::new();
+        for slice in self.slices.get(&(namespace, service)).into_iter().flatten() {
+            let ipv6 = match slice.address_type.as_str() {
+                "IPv4" => false,
+                "IPv6" => true,
+                // FQDN slices (deprecated) name hosts, not endpoints we can dial as listed.
+                _ => continue,
+            };
+            let Some(target) = slice.ports.iter().flatten().find_map(|p| {
+                (p.name.as_deref().unwrap_or("") == port.name.as_deref().unwrap_or(""))
+                    .then_some(p.port)
+                    .flatten()
+            }) else {
+                continue;
+            };
+            let Ok(target) = u16::try_from(target) else {
+                continue;
+            };
+            for endpoint in &slice.endpoints {
+                let ready = endpoint
+                    .conditions
+                    .as_ref()
+                    .and_then(|c| c.ready)
+                    .unwrap_or(true);
+                let Some(address) = endpoint.addresses.first().filter(|_| ready) else {
+                    continue;
+                };
+                if let Some(authority) = authority(address, ipv6, target) {
+                    out.push(Backend { tls, authority });
+                }
+            }
+        }
+        out.sort_by(|a, b| a.authority.as_str().cmp(b.authority.as_str()));
+        out.dedup();
+        out
+    }
+}
+
+/// The port as the Ingress names it: its name, else its number.
+fn port_label(port: Option<&ServiceBackendPort>) -> String {
+    match port {
+        Some(ServiceBackendPort {
+            name: Some(name), ..
+        }) if !name.is_empty() => name.clone(),
+        Some(ServiceBackendPort {
+            number: Some(n), ..
+        }) => n.to_string(),
+        _ => "<no port>".to_string(),
+    }
+}
+
+/// The Service port the Ingress names, by name or by number.
+fn service_port<'s>(
+    service: &'s Service,
+    port: Option<&ServiceBackendPort>,
+) -> Option<&'s ServicePort> {
+    let ports = service.spec.as_ref()?.ports.as_ref()?;
+    let port = port?;
+    match (&port.name, port.number) {
+        (Some(name), _) if !name.is_empty() => ports
+            .iter()
+            .find(|p| p.name.as_deref() == Some(name.as_str())),
+        (_, Some(number)) => ports.iter().find(|p| p.port == number),
+        _ => None,
+    }
+}
+
+/// `10.0.0.1:8080` or `[fd00::1]:8080`; `None` for an address that is not an IP of the
+/// slice's family (the API server validates them, but a store holds what it was sent).
+fn authority(address: &str, ipv6: bool, port: u16) -> Option<http::uri::Authority> {
+    let text = match address.parse::<IpAddr>().ok()? {
+        IpAddr::V4(ip) if !ipv6 => format!("{ip}:{port}"),
+        IpAddr::V6(ip) if ipv6 => format!("[{ip}]:{port}"),
+        _ => return None,
+    };
+    text.parse().ok()
+}
+
+fn upstream(backends: Vec<Backend>, protocol: BackendProtocol) -> UpstreamConfig {
+    UpstreamConfig {
+        backends,
+        protocol: match protocol {
+            BackendProtocol::Http | BackendProtocol::Https => UpstreamProtocol::Auto,
+            BackendProtocol::H2c | BackendProtocol::H2 => UpstreamProtocol::H2,
+        },
+        tls: protocol.tls().then(unverified_tls),
+    }
+}
+
+/// TLS to pods without verifying their certificate, as ingress-nginx does by default
+/// (`proxy-ssl-verify off`): pod certificates are rarely issued for a name we could check.
+fn unverified_tls() -> UpstreamTls {
+    static EMPTY: OnceLock<Arc<rustls::RootCertStore>> = OnceLock::new();
+    UpstreamTls {
+        roots: EMPTY
+            .get_or_init(|| Arc::new(rustls::RootCertStore::empty()))
+            .clone(),
+        identity: None,
+        server_name: None,
+        insecure_skip_verify: true,
+    }
+}

@@ -1,0 +1,235 @@
+//! Kubernetes Events on the Ingresses leafgate skips for a bad annotation, written by the
+//! leader: one `Warning` / `InvalidAnnotation` Event per (uid, resourceVersion, message).
+//!
+//! The Event's name is derived from that triple, so a second create of the same Event
+//! (a new leader that does not know what the last one wrote) is refused by the API server
+//! as already existing and counts as written. Fixing the annotation and breaking it again
+//! changes the resourceVersion, so it is reported again. It runs only inside a leadership
+//! term and decides nothing about routes.
+
+use std::collections::HashSet;
+use std::time::{Duration, SystemTime};
+
+use k8s_openapi::api::core::v1::Event;
+use kube::Api;
+use kube::api::PostParams;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::model::{Model, Skipped};
+
+/// The `reportingComponent` of leafgate's Events.
+pub const REPORTING_COMPONENT: &str = "leafgate.io/ingress-controller";
+const REASON: &str = "InvalidAnnotation";
+const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What identifies one Event: the Ingress's uid and resourceVersion, and the message.
+type EventKey = (String, String, String);
+
+/// The message of the Event for `s`: the annotation and why it was refused.
+pub fn message(s: &Skipped) -> String {
+    if s.reason.contains(&s.annotation) {
+        s.reason.clone()
+    } else {
+        format!("annotation {}: {}", s.annotation, s.reason)
+    }
+}
+
+fn key(s: &Skipped) -> EventKey {
+    (
+        s.ingress.uid.clone(),
+        s.ingress.resource_version.clone(),
+        message(s),
+    )
+}
+
+/// The Event's name: the Ingress's name (cut so the whole stays a valid object name) and
+/// a digest of the key, the same on every replica and every build.
+pub fn event_name(s: &Skipped) -> String {
+    let (uid, rv, message) = key(s);
+    let mut h = Sha256::new();
+    for part in [uid, rv, message] {
+        h.update(part.as_bytes());
+        h.update([0]);
+    }
+    let digest: String = h.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let name: String = s.ingress.name.chars().take(200).collect();
+    format!("{name}.{digest}")
+}
+
+/// The Event object for `s`.
+pub fn event(s: &Skipped, instance: &str, now: SystemTime) -> Value {
+    let at = humantime::format_rfc3339_seconds(now).to_string();
+    json!({
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": event_name(s), "namespace": s.ingress.namespace},
+        "involvedObject": {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "Ingress",
+            "namespace": s.ingress.namespace,
+            "name": s.ingress.name,
+            "uid": s.ingress.uid,
+            "resourceVersion": s.ingress.resource_version,
+        },
+        "type": "Warning",
+        "reason": REASON,
+        "message": message(s),
+        "source": {"component": "leafgate"},
+        "reportingComponent": REPORTING_COMPONENT,
+        "reportingInstance": instance,
+        "firstTimestamp": at,
+        "lastTimestamp": at,
+        "count": 1,
+    })
+}
+
+/// What one leader has reported.
+#[derive(Default)]
+pub struct EventLog {
+    sent: HashSet<EventKey>,
+}
+
+impl EventLog {
+    /// The skipped Ingresses of `model` not reported yet. Keys no longer skipped are
+    /// forgotten, so the log is as large as the current list.
+    pub fn due<'m>(&mut self, model: &'m Model) -> Vec<&'m Skipped> {
+        let now: HashSet<EventKey> = model.skipped.iter().map(key).collect();
+        self.sent.retain(|k| now.contains(k));
+        model
+            .skipped
+            .iter()
+            .filter(|s| !self.sent.contains(&key(s)))
+            .collect()
+    }
+
+    pub fn mark(&mut self, s: &Skipped) {
+        self.sent.insert(key(s));
+    }
+}
+
+/// Creates the Events `log` says are due; the first failure is returned (the rest are
+/// tried again at the next model).
+pub async fn emit(
+    client: &kube::Client,
+    log: &mut EventLog,
+    model: &Model,
+    instance: &str,
+) -> Result<usize, String> {
+    let mut written = 0;
+    let mut first_error = None;
+    for s in log.due(model) {
+        let api: Api<Event> = Api::namespaced(client.clone(), &s.ingress.namespace);
+        let body: Event = match serde_json::from_value(event(s, instance, SystemTime::now())) {
+            Ok(e) => e,
+            Err(e) => {
+                first_error.get_or_insert(format!("build the Event: {e}"));
+                continue;
+            }
+        };
+        let params = PostParams::default();
+        match tokio::time::timeout(CALL_TIMEOUT, api.create(&params, &body)).await {
+            Ok(Ok(_)) => {
+                written += 1;
+                log.mark(s);
+            }
+            // Already written, by this replica's previous term or another leader.
+            Ok(Err(kube::Error::Api(e))) if e.code == 409 => log.mark(s),
+            Ok(Err(e)) => {
+                first_error.get_or_insert(format!("create an Event on Ingress {}: {e}", s.ingress));
+            }
+            Err(_) => {
+                first_error.get_or_insert(format!(
+                    "create an Event on Ingress {}: no answer within {CALL_TIMEOUT:?}",
+                    s.ingress
+                ));
+            }
+        }
+    }
+    match first_error {
+        None => Ok(written),
+        Some(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kube::ingress::model::IngressRef;
+
+    fn skipped(name: &str, rv: &str, reason: &str) -> Skipped {
+        Skipped {
+            ingress: IngressRef {
+                namespace: "web".into(),
+                name: name.into(),
+                uid: format!("uid-{name}"),
+                resource_version: rv.into(),
+            },
+            annotation: "leafgate.io/tenant".into(),
+            reason: reason.into(),
+        }
+    }
+
+    fn model(s: Vec<Skipped>) -> Model {
+        Model {
+            skipped: s,
+            ..Model::default()
+        }
+    }
+
+    #[test]
+    fn each_uid_version_and_message_is_reported_once() {
+        let mut log = EventLog::default();
+        let m = model(vec![
+            skipped("a", "1", "no tenant `x`"),
+            skipped("b", "1", "no tenant `y`"),
+        ]);
+        let due: Vec<String> = log.due(&m).iter().map(|s| s.ingress.name.clone()).collect();
+        assert_eq!(due, ["a", "b"]);
+        log.mark(&m.skipped[0]);
+        assert_eq!(log.due(&m).len(), 1);
+        log.mark(&m.skipped[1]);
+        assert!(log.due(&m).is_empty());
+        // A new version of `a` with the same problem: reported again.
+        let m = model(vec![
+            skipped("a", "2", "no tenant `x`"),
+            skipped("b", "1", "no tenant `y`"),
+        ]);
+        let due: Vec<String> = log
+            .due(&m)
+            .iter()
+            .map(|s| s.ingress.resource_version.clone())
+            .collect();
+        assert_eq!(due, ["2"]);
+    }
+
+    #[test]
+    fn the_event_names_the_ingress_annotation_and_reporter() {
+        let s = skipped("a", "7", "`fast` is not a rate");
+        let e = event(&s, "replica-1", SystemTime::UNIX_EPOCH);
+        assert_eq!(e["involvedObject"]["kind"], "Ingress");
+        assert_eq!(e["involvedObject"]["apiVersion"], "networking.k8s.io/v1");
+        assert_eq!(e["involvedObject"]["uid"], "uid-a");
+        assert_eq!(e["type"], "Warning");
+        assert_eq!(e["reason"], "InvalidAnnotation");
+        assert_eq!(
+            e["message"],
+            "annotation leafgate.io/tenant: `fast` is not a rate"
+        );
+        assert_eq!(e["source"]["component"], "leafgate");
+        assert_eq!(e["reportingComponent"], REPORTING_COMPONENT);
+        assert_eq!(e["firstTimestamp"], "1970-01-01T00:00:00Z");
+        assert_eq!(e["count"], 1);
+        // It deserialises as a core/v1 Event.
+        let _: Event = serde_json::from_value(e).unwrap();
+        // Same key, same name; another version, another name.
+        assert_eq!(event_name(&s), event_name(&s.clone()));
+        assert_ne!(
+            event_name(&s),
+            event_name(&skipped("a", "8", "`fast` is not a rate"))
+        );
+    }
+}

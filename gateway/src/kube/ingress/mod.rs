@@ -1,0 +1,25 @@
+//! leafgate as the Kubernetes ingress controller of its class (`[kubernetes.ingress]`).
+//!
+//! - `model`: the pure translation of Ingress, IngressClass, Service, EndpointSlice and TLS
+//!   Secret objects (as the reflector stores hold them) into routes, certificates and the
+//!   report of what was served, skipped, in conflict or broken. No I/O, no clock.
+//! - `annotations`: the `leafgate.io/*` annotations, parsed into typed settings.
+//! - `class`: which Ingresses are ours; `rules`: an Ingress's (host, path, backend)
+//!   triples; `backends`: Service port -> ready endpoints;
+//!   `certs`: TLS Secrets -> certificates.
+//! - `provider`: the reflectors, the debounced rebuild and swap, the leader's writers;
+//!   `status`: `status.loadBalancer` on served Ingresses; `events`: Events on skipped ones.
+
+mod backends;
+mod certs;
+mod class;
+mod rules;
+
+#[cfg(test)]
+mod tests;
+
+pub mod annotations;
+pub mod events;
+pub mod model;
+pub mod provider;
+pub mod status;

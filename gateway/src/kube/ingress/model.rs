@@ -1,0 +1,370 @@
+//! The Ingress model: Kubernetes objects in, routes out. A pure function of the objects and
+//! the settings, so the provider can rebuild it off the hot path on every change and swap
+//! the result in, and tests can check it without an API server.
+//!
+//! What it decides, as the Ingress spec and ingress-nginx do:
+//! - which Ingresses are ours (`class`), in the namespaces configured;
+//! - one route per (host, path) of each rule, `defaultBackend` as the catch-all and as the
+//!   `/` of each of the Ingress's hosts lacking one;
+//! - the backend of each: the Service port's ready endpoints, or a 503 with a reason;
+//! - the certificates of `spec.tls` by host;
+//! - conflicts between Ingresses on the same host and path (the oldest wins).
+//!
+//! It must not talk to the API server, read files or the clock, or know about listeners:
+//! the provider merges its routes with the TOML ones.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Secret, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+use rustls::sign::CertifiedKey;
+
+use super::annotations;
+use super::backends::Backends;
+use super::certs::Certs;
+use super::class;
+use super::rules::{ingress_host, wanted};
+use crate::config::{BandwidthConfig, HostPattern, PathMatch, UpstreamConfig, glob_matches};
+
+/// The `spec.controller` of the IngressClass leafgate serves.
+pub const CONTROLLER: &str = "leafgate.io/ingress-controller";
+
+/// What `[kubernetes.ingress]` and the tenants say, as the model needs it.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The IngressClass name (`class`, default `leafgate`).
+    pub class: String,
+    /// Namespace globs (`team-*`); `None`: every namespace.
+    pub namespaces: Option<Vec<String>>,
+    /// Every configured tenant: its name and its `namespaces` globs, in config order (the
+    /// first whose globs match an Ingress's namespace is its tenant by default).
+    pub tenants: Vec<(String, Vec<String>)>,
+}
+
+/// The objects the reflectors hold, as `kube::runtime` stores hand them out.
+#[derive(Debug, Clone, Copy)]
+pub struct Objects<'a> {
+    pub ingresses: &'a [Arc<Ingress>],
+    pub classes: &'a [Arc<IngressClass>],
+    pub services: &'a [Arc<Service>],
+    pub slices: &'a [Arc<EndpointSlice>],
+    pub secrets: &'a [Arc<Secret>],
+}
+
+/// The routes and the report of one build.
+#[derive(Debug, Default)]
+pub struct Model {
+    /// Conflict-resolved: one per (host, path), sorted by name.
+    pub routes: Vec<IngressRoute>,
+    /// Certificates by host from the served Ingresses' `spec.tls`; on the same host the
+    /// Ingress that wins conflicts (the oldest) comes first.
+    pub certs: Vec<(HostPattern, Arc<CertifiedKey>)>,
+    /// Ours and valid: the leader writes `status.loadBalancer` on these.
+    pub served: Vec<IngressRef>,
+    /// Ours but refused (a bad annotation): reported as an Event on the Ingress.
+    pub skipped: Vec<Skipped>,
+    pub conflicts: Vec<Conflict>,
+    /// Served, but something it names is missing or broken (a Service, a port, a Secret).
+    pub problems: Vec<Problem>,
+}
+
+/// One Ingress object, as status writes and Events name it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IngressRef {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    pub resource_version: String,
+}
+
+impl IngressRef {
+    fn of(ingress: &Ingress) -> Self {
+        let m = &ingress.metadata;
+        IngressRef {
+            namespace: m.namespace.clone().unwrap_or_default(),
+            name: m.name.clone().unwrap_or_default(),
+            uid: m.uid.clone().unwrap_or_default(),
+            resource_version: m.resource_version.clone().unwrap_or_default(),
+        }
+    }
+}
+
+impl std::fmt::Display for IngressRef {
+    /// `namespace/name`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// One (host, path) of a served Ingress.
+#[derive(Debug, Clone)]
+pub struct IngressRoute {
+    /// `ingress/<ns>/<name>/<host or *>/<path>`: stable across builds, used in metrics
+    /// labels and /status. The path is written `exact /x` or `prefix /x`.
+    pub name: String,
+    pub ingress: IngressRef,
+    /// Exact, the one-label wildcard, or `Any` (a rule without host, `defaultBackend`).
+    pub host: HostPattern,
+    pub path: PathMatch,
+    pub backend: IngressBackend,
+    /// `leafgate.io/tenant`, else the tenant owning the namespace, else none.
+    pub tenant: Option<String>,
+    pub bandwidth: BandwidthConfig,
+    /// `leafgate.io/upgraded-idle-timeout`; `None`: the `[timeouts]` default.
+    pub upgraded_idle: Option<Duration>,
+}
+
+/// Where an Ingress route's requests go.
+#[derive(Debug, Clone)]
+pub enum IngressBackend {
+    /// `key` = "ns/svc:port" (the port as the Ingress names it); `upstream.backends` = the
+    /// ready endpoints, never empty.
+    Service {
+        key: String,
+        upstream: UpstreamConfig,
+    },
+    /// 503 with this reason (no ready endpoints, missing Service or port...).
+    Unavailable { key: String, reason: String },
+}
+
+impl IngressBackend {
+    /// `ns/svc:port`, the label of `leafgate_ingress_backend_endpoints`.
+    pub fn key(&self) -> &str {
+        match self {
+            IngressBackend::Service { key, .. } | IngressBackend::Unavailable { key, .. } => key,
+        }
+    }
+}
+
+/// An Ingress of ours refused whole because of one annotation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub ingress: IngressRef,
+    /// The full annotation key, `leafgate.io/...`.
+    pub annotation: String,
+    pub reason: String,
+}
+
+/// Several Ingresses on one host and path: `winner` serves it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conflict {
+    /// As the route name writes it (`app.example`, `*.example.com`, `*`).
+    pub host: String,
+    /// `exact /x` or `prefix /x`.
+    pub path: String,
+    /// `ns/name`.
+    pub winner: String,
+    /// `ns/name`, oldest first.
+    pub losers: Vec<String>,
+}
+
+/// Something a served Ingress names that is missing or broken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// `ns/name`.
+    pub ingress: String,
+    pub problem: String,
+}
+
+/// Builds the routes, certificates and report from `objects`. Ingresses that are not ours
+/// (another class, a namespace not configured) are left out entirely: not served, not
+/// skipped. Deterministic: the same objects give the same model in any store order.
+pub fn build(objects: &Objects<'_>, settings: &Settings) -> Model {
+    let classes = class::ClassSelector::new(objects.classes, &settings.class);
+    let backends = Backends::index(objects.services, objects.slices);
+    let certs = Certs::index(objects.secrets);
+
+    // Oldest first (ties by namespace/name): the first to claim a host and path wins it.
+    let mut ours: Vec<&Ingress> = objects
+        .ingresses
+        .iter()
+        .map(Arc::as_ref)
+        .filter(|i| classes.ours(i) && namespace_selected(i, settings))
+        .collect();
+    ours.sort_by(|a, b| age_order(a).cmp(&age_order(b)));
+
+    let mut model = Model::default();
+    // (host, path) -> index in `routes`, and who else claimed it.
+    let mut claimed: HashMap<(HostPattern, PathMatch), (usize, Vec<String>)> = HashMap::new();
+    let mut routes: Vec<IngressRoute> = Vec::new();
+    for ingress in ours {
+        let reference = IngressRef::of(ingress);
+        let annotations =
+            match annotations::parse(ingress.metadata.annotations.as_ref(), &settings.tenants) {
+                Ok(a) => a,
+                Err(e) => {
+                    model.skipped.push(Skipped {
+                        ingress: reference,
+                        annotation: e.annotation,
+                        reason: e.reason,
+                    });
+                    continue;
+                }
+            };
+        let mut problems = Vec::new();
+        let tenant = annotations
+            .tenant
+            .clone()
+            .or_else(|| tenant_of(&reference.namespace, &settings.tenants));
+        for (host, path, backend) in wanted(ingress, &mut problems) {
+            let key = (host, path);
+            if let Some((winner, losers)) = claimed.get_mut(&key) {
+                if routes[*winner].ingress == reference {
+                    problems.push(format!(
+                        "{} {} appears twice; the first is served",
+                        key.0, key.1
+                    ));
+                } else {
+                    losers.push(reference.to_string());
+                }
+                continue;
+            }
+            let resolved = match backend {
+                Some(service) => {
+                    backends.resolve(&reference.namespace, service, annotations.protocol)
+                }
+                None => super::backends::Resolved {
+                    backend: IngressBackend::Unavailable {
+                        key: format!("{reference}/<resource>"),
+                        reason: "resource backends are not supported; use a service".into(),
+                    },
+                    problem: Some("resource backends are not supported; use a service".into()),
+                },
+            };
+            problems.extend(resolved.problem);
+            claimed.insert(key.clone(), (routes.len(), Vec::new()));
+            routes.push(IngressRoute {
+                name: route_name(&reference, &key.0, &key.1),
+                ingress: reference.clone(),
+                host: key.0,
+                path: key.1,
+                backend: resolved.backend,
+                tenant: tenant.clone(),
+                bandwidth: annotations.bandwidth,
+                upgraded_idle: annotations.upgraded_idle,
+            });
+        }
+        tls_certs(ingress, &reference, &certs, &mut model.certs, &mut problems);
+        model
+            .problems
+            .extend(problems.into_iter().map(|problem| Problem {
+                ingress: reference.to_string(),
+                problem,
+            }));
+        model.served.push(reference);
+    }
+
+    let mut conflicts: Vec<Conflict> = claimed
+        .into_iter()
+        .filter(|(_, (_, losers))| !losers.is_empty())
+        .map(|((host, path), (i, mut losers))| {
+            losers.dedup();
+            Conflict {
+                host: host.to_string(),
+                path: path.to_string(),
+                winner: routes[i].ingress.to_string(),
+                losers,
+            }
+        })
+        .collect();
+    conflicts.sort_by(|a, b| (&a.host, &a.path).cmp(&(&b.host, &b.path)));
+    routes.sort_by(|a, b| a.name.cmp(&b.name));
+    model.served.sort();
+    model.routes = routes;
+    model.conflicts = conflicts;
+    model
+}
+
+fn namespace_selected(ingress: &Ingress, settings: &Settings) -> bool {
+    let namespace = ingress.metadata.namespace.as_deref().unwrap_or("");
+    settings
+        .namespaces
+        .as_ref()
+        .is_none_or(|globs| globs.iter().any(|g| glob_matches(g, namespace)))
+}
+
+/// Oldest `creationTimestamp` first (one without comes last), then namespace, then name.
+fn age_order(ingress: &Ingress) -> (bool, Option<impl Ord + use<>>, &str, &str) {
+    let m = &ingress.metadata;
+    let created = m.creation_timestamp.as_ref().map(|t| t.0);
+    (
+        created.is_none(),
+        created,
+        m.namespace.as_deref().unwrap_or(""),
+        m.name.as_deref().unwrap_or(""),
+    )
+}
+
+/// The first configured tenant whose `namespaces` globs match `namespace`.
+fn tenant_of(namespace: &str, tenants: &[(String, Vec<String>)]) -> Option<String> {
+    tenants
+        .iter()
+        .find(|(_, globs)| globs.iter().any(|g| glob_matches(g, namespace)))
+        .map(|(name, _)| name.clone())
+}
+
+/// `ingress/<ns>/<name>/<host or *>/<exact|prefix> <path>`.
+fn route_name(ingress: &IngressRef, host: &HostPattern, path: &PathMatch) -> String {
+    format!(
+        "ingress/{}/{}/{host}/{path}",
+        ingress.namespace, ingress.name
+    )
+}
+
+/// The certificates of `spec.tls`: each entry's Secret for its `hosts`, or for the rule
+/// hosts when it lists none.
+fn tls_certs(
+    ingress: &Ingress,
+    reference: &IngressRef,
+    certs: &Certs<'_>,
+    out: &mut Vec<(HostPattern, Arc<CertifiedKey>)>,
+    problems: &mut Vec<String>,
+) {
+    let Some(spec) = ingress.spec.as_ref() else {
+        return;
+    };
+    for tls in spec.tls.iter().flatten() {
+        let Some(secret) = tls.secret_name.as_deref().filter(|s| !s.is_empty()) else {
+            problems.push("a tls entry names no secretName".to_string());
+            continue;
+        };
+        let cert = match certs.get(&reference.namespace, secret) {
+            Ok(cert) => cert,
+            Err(e) => {
+                problems.push(e);
+                continue;
+            }
+        };
+        let listed: Vec<&str> = match tls.hosts.as_ref().filter(|h| !h.is_empty()) {
+            Some(hosts) => hosts.iter().map(String::as_str).collect(),
+            None => spec
+                .rules
+                .iter()
+                .flatten()
+                .filter_map(|r| r.host.as_deref().filter(|h| !h.is_empty()))
+                .collect(),
+        };
+        if listed.is_empty() {
+            problems.push(format!(
+                "the tls entry of secret {secret} serves no host: list `hosts` or give the rules hosts"
+            ));
+        }
+        for text in listed {
+            match ingress_host(text) {
+                Ok(host) => {
+                    if !out
+                        .iter()
+                        .rev()
+                        .any(|(h, c)| *h == host && Arc::ptr_eq(c, &cert))
+                    {
+                        out.push((host, cert.clone()));
+                    }
+                }
+                Err(e) => problems.push(e),
+            }
+        }
+    }
+}

@@ -1,0 +1,1175 @@
+//! The model against real `k8s_openapi` objects built from JSON, as the API server would
+//! send them; paths and hosts are checked through the real router.
+
+use std::sync::Arc;
+
+use base64::Engine;
+use k8s_openapi::api::core::v1::{Secret, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+use serde_json::{Value, json};
+
+use super::model::{IngressBackend, Model, Objects, Settings, build};
+use crate::config::{HostPattern, PathMatch, UpstreamProtocol};
+use crate::routing::Router;
+
+fn obj<T: serde::de::DeserializeOwned>(v: Value) -> Arc<T> {
+    Arc::new(serde_json::from_value(v).expect("a valid object"))
+}
+
+/// The objects of one test, with our IngressClass registered by default.
+#[derive(Default)]
+struct World {
+    ingresses: Vec<Arc<Ingress>>,
+    classes: Vec<Arc<IngressClass>>,
+    services: Vec<Arc<Service>>,
+    slices: Vec<Arc<EndpointSlice>>,
+    secrets: Vec<Arc<Secret>>,
+}
+
+impl World {
+    fn new() -> Self {
+        World {
+            classes: vec![class("leafgate", "leafgate.io/ingress-controller", false)],
+            ..Default::default()
+        }
+    }
+
+    fn build(&self) -> Model {
+        self.build_with(&settings())
+    }
+
+    fn build_with(&self, settings: &Settings) -> Model {
+        build(
+            &Objects {
+                ingresses: &self.ingresses,
+                classes: &self.classes,
+                services: &self.services,
+                slices: &self.slices,
+                secrets: &self.secrets,
+            },
+            settings,
+        )
+    }
+
+    /// Service `ns/name` with one port `http` 80 and a slice with `ips` ready on 8080.
+    fn web(&mut self, ns: &str, name: &str, ips: &[&str]) {
+        self.services
+            .push(service(ns, name, json!([{"name": "http", "port": 80}])));
+        let endpoints: Vec<Value> = ips
+            .iter()
+            .map(|ip| json!({"addresses": [ip], "conditions": {"ready": true}}))
+            .collect();
+        self.slices.push(slice(
+            ns,
+            name,
+            &format!("{name}-abc"),
+            "IPv4",
+            json!([{"name": "http", "port": 8080}]),
+            json!(endpoints),
+        ));
+    }
+}
+
+fn settings() -> Settings {
+    Settings {
+        class: "leafgate".into(),
+        namespaces: None,
+        tenants: vec![
+            ("team-a".into(), vec!["team-a".into(), "team-a-*".into()]),
+            ("team-b".into(), vec!["team-b".into()]),
+        ],
+    }
+}
+
+fn class(name: &str, controller: &str, default: bool) -> Arc<IngressClass> {
+    let mut v = json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+        "metadata": {"name": name},
+        "spec": {"controller": controller}
+    });
+    if default {
+        v["metadata"]["annotations"] =
+            json!({"ingressclass.kubernetes.io/is-default-class": "true"});
+    }
+    obj(v)
+}
+
+fn service(ns: &str, name: &str, ports: Value) -> Arc<Service> {
+    obj(json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"namespace": ns, "name": name},
+        "spec": {"ports": ports}
+    }))
+}
+
+fn slice(
+    ns: &str,
+    service: &str,
+    name: &str,
+    address_type: &str,
+    ports: Value,
+    endpoints: Value,
+) -> Arc<EndpointSlice> {
+    obj(json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"namespace": ns, "name": name,
+                     "labels": {"kubernetes.io/service-name": service}},
+        "addressType": address_type,
+        "ports": ports,
+        "endpoints": endpoints
+    }))
+}
+
+/// An Ingress of class `leafgate` with `rules` (JSON), created at `created`.
+fn ingress(ns: &str, name: &str, created: &str, spec: Value) -> Value {
+    let mut spec = spec;
+    if spec.get("ingressClassName").is_none() {
+        spec["ingressClassName"] = json!("leafgate");
+    }
+    json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"namespace": ns, "name": name, "uid": format!("uid-{ns}-{name}"),
+                     "resourceVersion": "7", "creationTimestamp": created},
+        "spec": spec
+    })
+}
+
+/// A one-rule spec: `host` (or none), one path to `svc` port `port` (`{"number": 80}`).
+fn rule(host: Option<&str>, paths: &[(&str, &str, &str)], port: Value) -> Value {
+    let paths: Vec<Value> = paths
+        .iter()
+        .map(|(path, ty, svc)| {
+            json!({"path": path, "pathType": ty,
+                   "backend": {"service": {"name": svc, "port": port.clone()}}})
+        })
+        .collect();
+    let mut rule = json!({"http": {"paths": paths}});
+    if let Some(h) = host {
+        rule["host"] = json!(h);
+    }
+    json!({"rules": [rule]})
+}
+
+const T0: &str = "2026-01-01T00:00:00Z";
+const T1: &str = "2026-01-02T00:00:00Z";
+
+fn names(model: &Model) -> Vec<String> {
+    model.routes.iter().map(|r| r.name.clone()).collect()
+}
+
+fn served(model: &Model) -> Vec<String> {
+    model.served.iter().map(ToString::to_string).collect()
+}
+
+fn backends(model: &Model, route: &str) -> Vec<String> {
+    let r = model
+        .routes
+        .iter()
+        .find(|r| r.name == route)
+        .unwrap_or_else(|| panic!("no route {route} in {:?}", names(model)));
+    match &r.backend {
+        IngressBackend::Service { upstream, .. } => {
+            upstream.backends.iter().map(ToString::to_string).collect()
+        }
+        IngressBackend::Unavailable { reason, .. } => vec![format!("503 {reason}")],
+    }
+}
+
+/// The model's routes as a router answering the route's path (`prefix /x`, `exact /x`).
+fn router(model: &Model) -> Router<String> {
+    Router::new(
+        model
+            .routes
+            .iter()
+            .map(|r| (r.host.clone(), r.path.clone(), r.path.to_string())),
+    )
+}
+
+#[test]
+fn ingresses_of_our_class_are_served_and_the_others_ignored() {
+    let mut w = World::new();
+    w.classes.push(class("other", "example.com/other", true));
+    let spec = |class: Option<&str>| {
+        let mut s = rule(
+            Some("a.example"),
+            &[("/", "Prefix", "web")],
+            json!({"number": 80}),
+        );
+        s["ingressClassName"] = class.map_or(Value::Null, |c| json!(c));
+        s
+    };
+    let mut legacy = ingress("ns", "legacy", T0, spec(None));
+    legacy["metadata"]["annotations"] = json!({"kubernetes.io/ingress.class": "leafgate"});
+    let mut legacy_other = ingress("ns", "legacy-other", T0, spec(None));
+    legacy_other["metadata"]["annotations"] = json!({"kubernetes.io/ingress.class": "nginx"});
+    for v in [
+        ingress("ns", "named", T0, spec(Some("leafgate"))),
+        ingress("ns", "other-class", T0, spec(Some("other"))),
+        ingress("ns", "missing-class", T0, spec(Some("nope"))),
+        ingress("ns", "no-class", T0, spec(None)),
+        legacy,
+        legacy_other,
+    ] {
+        w.ingresses.push(obj(v));
+    }
+    let m = w.build();
+    // `other` is the default class, not ours: a class-less Ingress is not ours.
+    assert_eq!(served(&m), ["ns/legacy", "ns/named"]);
+    assert!(m.skipped.is_empty());
+
+    // Our class marked default takes the class-less ones (not those naming a class).
+    w.classes[0] = class("leafgate", "leafgate.io/ingress-controller", true);
+    w.classes.pop();
+    assert_eq!(served(&w.build()), ["ns/legacy", "ns/named", "ns/no-class"]);
+
+    // An IngressClass named like ours but for another controller is not ours.
+    w.classes[0] = class("leafgate", "example.com/other", true);
+    assert_eq!(served(&w.build()), ["ns/legacy"]);
+}
+
+#[test]
+fn only_the_configured_namespaces_are_served() {
+    let mut w = World::new();
+    for ns in ["team-a", "team-a-dev", "web", "kube-system"] {
+        w.ingresses.push(obj(ingress(
+            ns,
+            "app",
+            T0,
+            rule(
+                Some(&format!("{ns}.example")),
+                &[("/", "Prefix", "s")],
+                json!({"number": 80}),
+            ),
+        )));
+    }
+    let mut s = settings();
+    s.namespaces = Some(vec!["team-*".into(), "web".into()]);
+    assert_eq!(
+        served(&w.build_with(&s)),
+        ["team-a/app", "team-a-dev/app", "web/app"]
+    );
+    assert_eq!(w.build().served.len(), 4);
+}
+
+/// (pathType, path) pairs, a request path, and the path expected to serve it.
+type Example = (
+    &'static [(&'static str, &'static str)],
+    &'static str,
+    Option<&'static str>,
+);
+
+/// The Ingress spec's path examples (kubernetes.io, "Ingress: Examples" under path
+/// types), each a set of paths and a request path with the path expected to serve it.
+#[test]
+fn the_spec_path_examples_hold() {
+    let table: &[Example] = &[
+        (&[("Prefix", "/")], "/anything/at/all", Some("prefix /")),
+        (&[("Exact", "/foo")], "/foo", Some("exact /foo")),
+        (&[("Exact", "/foo")], "/bar", None),
+        (&[("Exact", "/foo")], "/foo/", None),
+        (&[("Exact", "/foo/")], "/foo", None),
+        (&[("Prefix", "/foo")], "/foo", Some("prefix /foo")),
+        (&[("Prefix", "/foo")], "/foo/", Some("prefix /foo")),
+        (&[("Prefix", "/foo/")], "/foo", Some("prefix /foo")),
+        (&[("Prefix", "/foo/")], "/foo/", Some("prefix /foo")),
+        (&[("Prefix", "/aaa/bb")], "/aaa/bbb", None),
+        (
+            &[("Prefix", "/aaa/bbb")],
+            "/aaa/bbb",
+            Some("prefix /aaa/bbb"),
+        ),
+        (
+            &[("Prefix", "/aaa/bbb/")],
+            "/aaa/bbb",
+            Some("prefix /aaa/bbb"),
+        ),
+        (
+            &[("Prefix", "/aaa/bbb")],
+            "/aaa/bbb/",
+            Some("prefix /aaa/bbb"),
+        ),
+        (
+            &[("Prefix", "/aaa/bbb")],
+            "/aaa/bbb/ccc",
+            Some("prefix /aaa/bbb"),
+        ),
+        (&[("Prefix", "/aaa/bbb")], "/aaa/bbbxyz", None),
+        (
+            &[("Prefix", "/"), ("Prefix", "/aaa")],
+            "/aaa/ccc",
+            Some("prefix /aaa"),
+        ),
+        (
+            &[("Prefix", "/"), ("Prefix", "/aaa"), ("Prefix", "/aaa/bbb")],
+            "/aaa/bbb",
+            Some("prefix /aaa/bbb"),
+        ),
+        (
+            &[("Prefix", "/"), ("Prefix", "/aaa"), ("Prefix", "/aaa/bbb")],
+            "/ccc",
+            Some("prefix /"),
+        ),
+        (&[("Prefix", "/aaa")], "/ccc", None),
+        (
+            &[("Prefix", "/foo"), ("Exact", "/foo")],
+            "/foo",
+            Some("exact /foo"),
+        ),
+        // The issue's own: `/foo` matches `/foo/` and `/foo/bar`, not `/foobar`.
+        (&[("Prefix", "/foo")], "/foo/bar", Some("prefix /foo")),
+        (&[("Prefix", "/foo")], "/foobar", None),
+        (
+            &[("ImplementationSpecific", "/foo")],
+            "/foo/bar",
+            Some("prefix /foo"),
+        ),
+        (&[("ImplementationSpecific", "/foo")], "/foobar", None),
+    ];
+    for (paths, request, expected) in table {
+        let mut w = World::new();
+        let paths: Vec<(&str, &str, &str)> = paths.iter().map(|(t, p)| (*p, *t, "s")).collect();
+        w.ingresses.push(obj(ingress(
+            "ns",
+            "paths",
+            T0,
+            rule(Some("h.example"), &paths, json!({"number": 80})),
+        )));
+        let m = w.build();
+        assert!(
+            m.problems.iter().all(|p| p.problem.contains("not found")),
+            "{:?}",
+            m.problems
+        );
+        assert_eq!(
+            router(&m).lookup("h.example", request).map(String::as_str),
+            *expected,
+            "paths {paths:?}, request {request}"
+        );
+    }
+}
+
+#[test]
+fn bad_paths_are_problems_and_the_rest_serves() {
+    let mut w = World::new();
+    w.web("ns", "s", &["10.0.0.1"]);
+    w.ingresses.push(obj(ingress(
+        "ns",
+        "bad",
+        T0,
+        rule(
+            Some("h.example"),
+            &[
+                ("relative", "Prefix", "s"),
+                ("/x", "Regex", "s"),
+                ("/ok", "Exact", "s"),
+            ],
+            json!({"number": 80}),
+        ),
+    )));
+    let m = w.build();
+    assert_eq!(names(&m), ["ingress/ns/bad/h.example/exact /ok"]);
+    let problems: Vec<&str> = m.problems.iter().map(|p| p.problem.as_str()).collect();
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(problems[0].contains("`relative` does not start with `/`"));
+    assert!(problems[1].contains("pathType `Regex` is unknown"));
+}
+
+/// The Ingress spec's host examples: `*.foo.com` covers exactly one label.
+#[test]
+fn the_spec_wildcard_host_examples_hold() {
+    let mut w = World::new();
+    w.web("ns", "s", &["10.0.0.1"]);
+    w.ingresses.push(obj(ingress(
+        "ns",
+        "wild",
+        T0,
+        rule(
+            Some("*.foo.com"),
+            &[("/", "Prefix", "s")],
+            json!({"number": 80}),
+        ),
+    )));
+    let m = w.build();
+    assert_eq!(
+        m.routes[0].host,
+        HostPattern::WildcardLabel(".foo.com".into())
+    );
+    assert_eq!(m.routes[0].name, "ingress/ns/wild/*.foo.com/prefix /");
+    let r = router(&m);
+    assert!(r.lookup("bar.foo.com", "/").is_some());
+    assert!(r.lookup("BAR.Foo.com:443", "/x").is_some());
+    assert!(r.lookup("baz.bar.foo.com", "/").is_none());
+    assert!(r.lookup("foo.com", "/").is_none());
+}
+
+#[test]
+fn hosts_are_lowercased_and_no_host_means_any() {
+    let mut w = World::new();
+    w.web("ns", "s", &["10.0.0.1"]);
+    w.ingresses.push(obj(ingress(
+        "ns",
+        "a",
+        T0,
+        json!({"rules": [
+            {"host": "App.Example", "http": {"paths": [
+                {"path": "/", "pathType": "Prefix",
+                 "backend": {"service": {"name": "s", "port": {"number": 80}}}}]}},
+            {"http": {"paths": [
+                {"path": "/any", "pathType": "Prefix",
+                 "backend": {"service": {"name": "s", "port": {"number": 80}}}}]}},
+        ]}),
+    )));
+    let m = w.build();
+    assert_eq!(
+        names(&m),
+        [
+            "ingress/ns/a/*/prefix /any",
+            "ingress/ns/a/app.example/prefix /"
+        ]
+    );
+    assert_eq!(m.routes[0].host, HostPattern::Any);
+    assert!(router(&m).lookup("elsewhere.example", "/any/x").is_some());
+}
+
+#[test]
+fn the_default_backend_is_the_catch_all_and_the_root_of_hosts_without_one() {
+    let mut w = World::new();
+    w.web("ns", "s", &["10.0.0.1"]);
+    w.web("ns", "fallback", &["10.0.0.9"]);
+    w.ingresses.push(obj(ingress(
+        "ns",
+        "d",
+        T0,
+        json!({
+            "defaultBackend": {"service": {"name": "fallback", "port": {"name": "http"}}},
+            "rules": [
+                {"host": "api.example", "http": {"paths": [
+                    {"path": "/v1", "pathType": "Prefix",
+                     "backend": {"service": {"name": "s", "port": {"number": 80}}}}]}},
+                {"host": "www.example", "http": {"paths": [
+                    {"path": "/", "pathType": "Prefix",
+                     "backend": {"service": {"name": "s", "port": {"number": 80}}}}]}},
+            ]
+        }),
+    )));
+    let m = w.build();
+    assert_eq!(
+        names(&m),
+        [
+            "ingress/ns/d/*/prefix /",
+            "ingress/ns/d/api.example/prefix /",
+            "ingress/ns/d/api.example/prefix /v1",
+            "ingress/ns/d/www.example/prefix /",
+        ]
+    );
+    assert_eq!(
+        backends(&m, "ingress/ns/d/*/prefix /"),
+        ["http://10.0.0.9:8080"]
+    );
+    assert_eq!(
+        backends(&m, "ingress/ns/d/api.example/prefix /"),
+        ["http://10.0.0.9:8080"]
+    );
+    assert_eq!(
+        backends(&m, "ingress/ns/d/www.example/prefix /"),
+        ["http://10.0.0.1:8080"]
+    );
+    assert_eq!(m.routes[0].backend.key(), "ns/fallback:http");
+}
+
+#[test]
+fn backends_are_the_ready_endpoints_first_address_of_the_named_port() {
+    let mut w = World::new();
+    w.services.push(service(
+        "ns",
+        "s",
+        json!([{"name": "http", "port": 80}, {"name": "admin", "port": 9000}]),
+    ));
+    w.slices.push(slice(
+        "ns",
+        "s",
+        "s-v4",
+        "IPv4",
+        json!([{"name": "admin", "port": 9001}, {"name": "http", "port": 8080}]),
+        json!([
+            {"addresses": ["10.0.0.2", "10.0.0.99"], "conditions": {"ready": true}},
+            {"addresses": ["10.0.0.1"]},
+            {"addresses": ["10.0.0.3"], "conditions": {"ready": false}},
+        ]),
+    ));
+    w.slices.push(slice(
+        "ns",
+        "s",
+        "s-v6",
+        "IPv6",
+        json!([{"name": "http", "port": 8080}]),
+        json!([{"addresses": ["fd00::1"], "conditions": {"ready": true}}]),
+    ));
+    w.slices.push(slice(
+        "ns",
+        "s",
+        "s-fqdn",
+        "FQDN",
+        json!([{"name": "http", "port": 8080}]),
+        json!([{"addresses": ["pod.example"], "conditions": {"ready": true}}]),
+    ));
+    // Another Service's slice in the namespace, and one of the same name elsewhere.
+    w.web("ns", "other", &["10.9.9.9"]);
+    w.web("elsewhere", "s", &["10.8.8.8"]);
+    w.ingresses.push(obj(ingress(
+        "ns",
+        "a",
+        T0,
+        rule(
+            Some("a.example"),
+            &[("/", "Prefix", "s")],
+            json!({"name": "http"}),
+        ),
+    )));
+    w.ingresses.push(obj(ingress(
+        "ns",
+        "b",
+        T0,
+        rule(
+            Some("b.example"),
+            &[("/", "Prefix", "s")],
+            json!({"number": 9000}),
+        ),
+    )));
+    let m = w.build();
+    assert_eq!(
+        backends(&m, "ingress/ns/a/a.example/prefix /"),
+        [
+            "http://10.0.0.1:8080",
+            "http://10.0.0.2:8080",
+            "http://[fd00::1]:8080"
+        ]
+    );
+    assert_eq!(
+        backends(&m, "ingress/ns/b/b.example/prefix /"),
+        ["http://10.0.0.1:9001", "http://10.0.0.2:9001"]
+    );
+    assert_eq!(m.routes[0].backend.key(), "ns/s:http");
+    assert_eq!(m.routes[1].backend.key(), "ns/s:9000");
+    assert!(m.problems.is_empty(), "{:?}", m.problems);
+}
+
+#[test]
+fn missing_services_ports_and_endpoints_answer_503_with_a_reason() {
+    let mut w = World::new();
+    w.web("web", "s", &[]);
+    w.services.push(obj(json!({
+        "metadata": {"namespace": "web", "name": "ext"},
+        "spec": {"type": "ExternalName", "externalName": "example.org",
+                 "ports": [{"port": 80}]}
+    })));
+    for (name, svc, port) in [
+        ("external", "ext", json!({"number": 80})),
+        ("no-service", "x", json!({"number": 80})),
+        ("no-port-number", "s", json!({"number": 8080})),
+        ("no-port-name", "s", json!({"name": "grpc"})),
+        ("no-endpoints", "s", json!({"number": 80})),
+    ] {
+        w.ingresses.push(obj(ingress(
+            "web",
+            name,
+            T0,
+            rule(
+                Some(&format!("{name}.example")),
+                &[("/", "Prefix", svc)],
+                port,
+            ),
+        )));
+    }
+    let m = w.build();
+    let reasons: Vec<(String, String)> = m
+        .routes
+        .iter()
+        .map(|r| match &r.backend {
+            IngressBackend::Unavailable { key, reason } => (key.clone(), reason.clone()),
+            IngressBackend::Service { key, .. } => panic!("{key} should be unavailable"),
+        })
+        .collect();
+    assert_eq!(reasons[0].0, "web/ext:80");
+    assert!(reasons[0].1.contains("ExternalName"), "{}", reasons[0].1);
+    assert_eq!(
+        reasons[1..],
+        [
+            (
+                "web/s:80".to_string(),
+                "no ready endpoints for web/s:80".to_string()
+            ),
+            ("web/s:grpc".into(), "service web/s has no port grpc".into()),
+            ("web/s:8080".into(), "service web/s has no port 8080".into()),
+            ("web/x:80".into(), "service web/x not found".into()),
+        ]
+    );
+    // All still served; the broken objects (not the empty endpoint set) are problems.
+    assert_eq!(m.served.len(), 5);
+    let problems: Vec<String> = m
+        .problems
+        .iter()
+        .map(|p| format!("{}: {}", p.ingress, p.problem))
+        .collect();
+    assert!(problems[0].starts_with("web/external: service web/ext is of type ExternalName"));
+    assert_eq!(
+        problems[1..],
+        [
+            "web/no-port-name: service web/s has no port grpc",
+            "web/no-port-number: service web/s has no port 8080",
+            "web/no-service: service web/x not found",
+        ]
+    );
+}
+
+#[test]
+fn a_renamed_or_renumbered_service_port_is_followed() {
+    let by_name = rule(
+        Some("a.example"),
+        &[("/", "Prefix", "s")],
+        json!({"name": "http"}),
+    );
+    let by_number = rule(
+        Some("b.example"),
+        &[("/", "Prefix", "s")],
+        json!({"number": 80}),
+    );
+    let mut w = World::new();
+    w.web("ns", "s", &["10.0.0.1"]);
+    w.ingresses.push(obj(ingress("ns", "a", T0, by_name)));
+    w.ingresses.push(obj(ingress("ns", "b", T0, by_number)));
+    let a = "ingress/ns/a/a.example/prefix /";
+    let b = "ingress/ns/b/b.example/prefix /";
+    let m = w.build();
+    assert_eq!(backends(&m, a), ["http://10.0.0.1:8080"]);
+    assert_eq!(backends(&m, b), ["http://10.0.0.1:8080"]);
+
+    // The Service port renumbered 80 -> 81 and the pods moved to 9090: by name follows,
+    // by number loses it.
+    w.services = vec![service("ns", "s", json!([{"name": "http", "port": 81}]))];
+    w.slices = vec![slice(
+        "ns",
+        "s",
+        "s-1",
+        "IPv4",
+        json!([{"name": "http", "port": 9090}]),
+        json!([{"addresses": ["10.0.0.1"]}]),
+    )];
+    let m = w.build();
+    assert_eq!(backends(&m, a), ["http://10.0.0.1:9090"]);
+    assert_eq!(backends(&m, b), ["503 service ns/s has no port 80"]);
+
+    // Renamed http -> web (number 80 again): by number follows (the slice port is matched
+    // by the new name), by name loses it.
+    w.services = vec![service("ns", "s", json!([{"name": "web", "port": 80}]))];
+    w.slices = vec![slice(
+        "ns",
+        "s",
+        "s-1",
+        "IPv4",
+        json!([{"name": "web", "port": 9091}]),
+        json!([{"addresses": ["10.0.0.1"]}]),
+    )];
+    let m = w.build();
+    assert_eq!(backends(&m, a), ["503 service ns/s has no port http"]);
+    assert_eq!(backends(&m, b), ["http://10.0.0.1:9091"]);
+}
+
+#[test]
+fn an_endpoint_turning_not_ready_leaves_the_backends() {
+    let mut w = World::new();
+    w.web("ns", "s", &["10.0.0.1", "10.0.0.2"]);
+    w.ingresses.push(obj(ingress(
+        "ns",
+        "a",
+        T0,
+        rule(
+            Some("app.example"),
+            &[("/", "Prefix", "s")],
+            json!({"number": 80}),
+        ),
+    )));
+    let route = "ingress/ns/a/app.example/prefix /";
+    assert_eq!(
+        backends(&w.build(), route),
+        ["http://10.0.0.1:8080", "http://10.0.0.2:8080"]
+    );
+    w.slices[0] = slice(
+        "ns",
+        "s",
+        "s-abc",
+        "IPv4",
+        json!([{"name": "http", "port": 8080}]),
+        json!([
+            {"addresses": ["10.0.0.1"], "conditions": {"ready": false, "terminating": true}},
+            {"addresses": ["10.0.0.2"], "conditions": {"ready": true}},
+        ]),
+    );
+    assert_eq!(backends(&w.build(), route), ["http://10.0.0.2:8080"]);
+}
+
+#[test]
+fn app_protocol_and_the_annotation_choose_the_backend_protocol() {
+    let mut w = World::new();
+    w.services.push(service(
+        "ns",
+        "s",
+        json!([
+            {"name": "plain", "port": 1},
+            {"name": "h2c", "port": 2, "appProtocol": "kubernetes.io/h2c"},
+            {"name": "tls", "port": 3, "appProtocol": "https"},
+            {"name": "wss", "port": 4, "appProtocol": "kubernetes.io/wss"},
+        ]),
+    ));
+    w.slices.push(slice(
+        "ns",
+        "s",
+        "s-1",
+        "IPv4",
+        json!([{"name": "plain", "port": 81}, {"name": "h2c", "port": 82},
+               {"name": "tls", "port": 83}, {"name": "wss", "port": 84}]),
+        json!([{"addresses": ["10.0.0.1"]}]),
+    ));
+    for port in ["plain", "h2c", "tls", "wss"] {
+        w.ingresses.push(obj(ingress(
+            "ns",
+            port,
+            T0,
+            rule(
+                Some(&format!("{port}.example")),
+                &[("/", "Prefix", "s")],
+                json!({"name": port}),
+            ),
+        )));
+    }
+    let mut overridden = ingress(
+        "ns",
+        "override",
+        T0,
+        rule(
+            Some("o.example"),
+            &[("/", "Prefix", "s")],
+            json!({"name": "plain"}),
+        ),
+    );
+    overridden["metadata"]["annotations"] = json!({"leafgate.io/backend-protocol": "H2"});
+    w.ingresses.push(obj(overridden));
+    let m = w.build();
+    let seen: Vec<(String, UpstreamProtocol, bool, Option<bool>)> = m
+        .routes
+        .iter()
+        .map(|r| match &r.backend {
+            IngressBackend::Service { upstream, .. } => (
+                r.ingress.name.clone(),
+                upstream.protocol,
+                upstream.backends[0].tls,
+                upstream.tls.as_ref().map(|t| t.insecure_skip_verify),
+            ),
+            IngressBackend::Unavailable { reason, .. } => panic!("{reason}"),
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("h2c".into(), UpstreamProtocol::H2, false, None),
+            ("override".into(), UpstreamProtocol::H2, true, Some(true)),
+            ("plain".into(), UpstreamProtocol::Auto, false, None),
+            ("tls".into(), UpstreamProtocol::Auto, true, Some(true)),
+            ("wss".into(), UpstreamProtocol::Auto, true, Some(true)),
+        ]
+    );
+}
+
+#[test]
+fn annotations_set_tenant_bandwidth_and_idle_timeout_and_the_namespace_gives_the_tenant() {
+    let mut w = World::new();
+    w.web("team-a-dev", "s", &["10.0.0.1"]);
+    w.web("team-b", "s", &["10.0.0.2"]);
+    w.web("web", "s", &["10.0.0.3"]);
+    let mut annotated = ingress(
+        "team-a-dev",
+        "annotated",
+        T0,
+        rule(
+            Some("a.example"),
+            &[("/", "Prefix", "s")],
+            json!({"number": 80}),
+        ),
+    );
+    annotated["metadata"]["annotations"] = json!({
+        "leafgate.io/tenant": "team-b",
+        "leafgate.io/bandwidth-per-connection": "1MiB/s",
+        "leafgate.io/bandwidth-total": "10MiB/s",
+        "leafgate.io/upgraded-idle-timeout": "1h",
+        "nginx.ingress.kubernetes.io/rewrite-target": "/",
+    });
+    w.ingresses.push(obj(annotated));
+    w.ingresses.push(obj(ingress(
+        "team-a-dev",
+        "plain",
+        T0,
+        rule(
+            Some("p.example"),
+            &[("/", "Prefix", "s")],
+            json!({"number": 80}),
+        ),
+    )));
+    w.ingresses.push(obj(ingress(
+        "web",
+        "untenanted",
+        T0,
+        rule(
+            Some("w.example"),
+            &[("/", "Prefix", "s")],
+            json!({"number": 80}),
+        ),
+    )));
+    let m = w.build();
+    let a = &m.routes[0];
+    assert_eq!(a.ingress.name, "annotated");
+    assert_eq!(a.tenant.as_deref(), Some("team-b"));
+    assert_eq!(
+        a.bandwidth.per_connection.map(|r| r.rate.0.get()),
+        Some(1 << 20)
+    );
+    assert_eq!(a.bandwidth.total.map(|r| r.rate.0.get()), Some(10 << 20));
+    assert_eq!(a.upgraded_idle, Some(std::time::Duration::from_secs(3600)));
+    assert_eq!(m.routes[1].ingress.name, "plain");
+    assert_eq!(m.routes[1].tenant.as_deref(), Some("team-a"));
+    assert_eq!(m.routes[1].bandwidth, Default::default());
+    assert_eq!(m.routes[1].upgraded_idle, None);
+    assert_eq!(m.routes[2].tenant, None);
+}
+
+#[test]
+fn a_bad_annotation_skips_that_ingress_alone() {
+    let mut w = World::new();
+    w.web("ns", "s", &["10.0.0.1"]);
+    let cases = [
+        ("bad-rate", "leafgate.io/bandwidth-per-connection", "fast"),
+        ("zero-rate", "leafgate.io/bandwidth-total", "0/s"),
+        ("bad-duration", "leafgate.io/upgraded-idle-timeout", "soon"),
+        ("bad-protocol", "leafgate.io/backend-protocol", "grpc"),
+        ("unknown-tenant", "leafgate.io/tenant", "team-z"),
+        ("unknown-key", "leafgate.io/rewrite", "/"),
+    ];
+    for (name, key, value) in cases {
+        let mut v = ingress(
+            "ns",
+            name,
+            T0,
+            rule(
+                Some(&format!("{name}.example")),
+                &[("/", "Prefix", "s")],
+                json!({"number": 80}),
+            ),
+        );
+        v["metadata"]["annotations"] = json!({ key: value });
+        w.ingresses.push(obj(v));
+    }
+    w.ingresses.push(obj(ingress(
+        "ns",
+        "good",
+        T0,
+        rule(
+            Some("good.example"),
+            &[("/", "Prefix", "s")],
+            json!({"number": 80}),
+        ),
+    )));
+    let m = w.build();
+    assert_eq!(served(&m), ["ns/good"]);
+    assert_eq!(names(&m), ["ingress/ns/good/good.example/prefix /"]);
+    assert_eq!(m.skipped.len(), cases.len());
+    for (name, key, value) in cases {
+        let s = m.skipped.iter().find(|s| s.ingress.name == name).unwrap();
+        assert_eq!(s.annotation, key);
+        assert_eq!(s.ingress.uid, format!("uid-ns-{name}"));
+        assert_eq!(s.ingress.resource_version, "7");
+        assert!(
+            s.reason.contains(value) || name == "unknown-key",
+            "{name}: {}",
+            s.reason
+        );
+    }
+    let unknown = m
+        .skipped
+        .iter()
+        .find(|s| s.ingress.name == "unknown-key")
+        .unwrap();
+    assert!(
+        unknown.reason.contains("unknown leafgate annotation"),
+        "{}",
+        unknown.reason
+    );
+}
+
+#[test]
+fn the_oldest_ingress_wins_a_host_and_path_and_the_conflict_is_reported() {
+    let mut w = World::new();
+    w.web("a", "s", &["10.0.0.1"]);
+    w.web("b", "s", &["10.0.0.2"]);
+    w.web("c", "s", &["10.0.0.3"]);
+    let spec = || {
+        rule(
+            Some("app.example"),
+            &[("/", "Prefix", "s"), ("/own", "Prefix", "s")],
+            json!({"number": 80}),
+        )
+    };
+    // Listed youngest first: the order of the store must not matter.
+    let mut c = spec();
+    c["rules"][0]["http"]["paths"][1]["path"] = json!("/c-only");
+    w.ingresses.push(obj(ingress("c", "late", T1, c)));
+    w.ingresses.push(obj(ingress("b", "tie", T0, spec())));
+    w.ingresses.push(obj(ingress("a", "tie", T0, spec())));
+    let m = w.build();
+    assert_eq!(
+        names(&m),
+        [
+            "ingress/a/tie/app.example/prefix /",
+            "ingress/a/tie/app.example/prefix /own",
+            "ingress/c/late/app.example/prefix /c-only",
+        ]
+    );
+    assert_eq!(
+        m.conflicts
+            .iter()
+            .map(|c| (
+                c.host.as_str(),
+                c.path.as_str(),
+                c.winner.as_str(),
+                c.losers.clone()
+            ))
+            .collect::<Vec<_>>(),
+        [
+            (
+                "app.example",
+                "prefix /",
+                "a/tie",
+                vec!["b/tie".to_string(), "c/late".into()]
+            ),
+            (
+                "app.example",
+                "prefix /own",
+                "a/tie",
+                vec!["b/tie".to_string()]
+            ),
+        ]
+    );
+    // Losers are still ours: they get status.
+    assert_eq!(served(&m), ["a/tie", "b/tie", "c/late"]);
+    assert_eq!(
+        backends(&m, "ingress/a/tie/app.example/prefix /"),
+        ["http://10.0.0.1:8080"]
+    );
+
+    // The same objects in another order build the same model.
+    w.ingresses.reverse();
+    let again = w.build();
+    assert_eq!(names(&again), names(&m));
+    assert_eq!(again.conflicts, m.conflicts);
+}
+
+fn tls_secret(ns: &str, name: &str, hosts: &[&str]) -> Arc<Secret> {
+    let key =
+        rcgen::generate_simple_self_signed(hosts.iter().map(|h| h.to_string()).collect::<Vec<_>>())
+            .unwrap();
+    secret(
+        ns,
+        name,
+        "kubernetes.io/tls",
+        key.cert.pem().as_bytes(),
+        key.signing_key.serialize_pem().as_bytes(),
+    )
+}
+
+fn secret(ns: &str, name: &str, ty: &str, crt: &[u8], key: &[u8]) -> Arc<Secret> {
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    obj(json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"namespace": ns, "name": name},
+        "type": ty,
+        "data": {"tls.crt": b64(crt), "tls.key": b64(key)}
+    }))
+}
+
+#[test]
+fn tls_secrets_serve_their_hosts_and_broken_ones_are_problems() {
+    let mut w = World::new();
+    w.web("ns", "s", &["10.0.0.1"]);
+    w.secrets.push(tls_secret("ns", "listed", &["a.example"]));
+    w.secrets.push(tls_secret("ns", "rules", &["b.example"]));
+    w.secrets
+        .push(tls_secret("other", "elsewhere", &["c.example"]));
+    w.secrets.push(secret(
+        "ns",
+        "garbage",
+        "kubernetes.io/tls",
+        b"not pem",
+        b"nor this",
+    ));
+    w.secrets.push(secret("ns", "opaque", "Opaque", b"x", b"y"));
+    let mut spec = json!({
+        "tls": [
+            {"hosts": ["a.example", "*.wild.example"], "secretName": "listed"},
+            {"secretName": "rules"},
+            {"hosts": ["c.example"], "secretName": "elsewhere"},
+            {"hosts": ["d.example"], "secretName": "garbage"},
+            {"hosts": ["e.example"], "secretName": "opaque"},
+        ]
+    });
+    spec["rules"] = rule(
+        Some("b.example"),
+        &[("/", "Prefix", "s")],
+        json!({"number": 80}),
+    )["rules"]
+        .clone();
+    w.ingresses.push(obj(ingress("ns", "tls", T0, spec)));
+    let m = w.build();
+    let hosts: Vec<String> = m.certs.iter().map(|(h, _)| format!("{h:?}")).collect();
+    assert_eq!(
+        hosts,
+        [
+            "Exact(\"a.example\")",
+            "WildcardLabel(\".wild.example\")",
+            "Exact(\"b.example\")",
+        ]
+    );
+    assert!(Arc::ptr_eq(&m.certs[0].1, &m.certs[1].1));
+    assert!(!Arc::ptr_eq(&m.certs[0].1, &m.certs[2].1));
+    let problems: Vec<&str> = m.problems.iter().map(|p| p.problem.as_str()).collect();
+    assert_eq!(problems.len(), 3, "{problems:?}");
+    assert_eq!(problems[0], "secret ns/elsewhere not found");
+    assert!(
+        problems[1].starts_with("secret ns/garbage: tls.crt holds no PEM"),
+        "{}",
+        problems[1]
+    );
+    assert_eq!(
+        problems[2],
+        "secret ns/opaque: type is Opaque, not kubernetes.io/tls"
+    );
+    // Still served: a broken certificate does not drop the routes.
+    assert_eq!(names(&m), ["ingress/ns/tls/b.example/prefix /"]);
+}
+
+#[test]
+fn route_names_are_stable_across_builds() {
+    let mut w = World::new();
+    w.web("ns", "s", &["10.0.0.1"]);
+    w.ingresses.push(obj(ingress(
+        "ns",
+        "a",
+        T0,
+        rule(
+            Some("a.example"),
+            &[("/x", "Exact", "s")],
+            json!({"number": 80}),
+        ),
+    )));
+    let first = w.build();
+    assert_eq!(names(&first), ["ingress/ns/a/a.example/exact /x"]);
+    assert_eq!(first.routes[0].path, PathMatch::Exact("/x".into()));
+    let second = w.build();
+    assert_eq!(names(&first), names(&second));
+}
+
+/// A TLS server on 127.0.0.1:0 with a self-signed certificate for a name nobody dials,
+/// answering every request `200 ok`, as a pod serving https would.
+async fn pod_with_self_signed_tls() -> std::net::SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let key = rcgen::generate_simple_self_signed(vec!["pod.invalid".to_string()]).unwrap();
+    let chain = vec![key.cert.der().clone()];
+    let private =
+        rustls::pki_types::PrivateKeyDer::try_from(key.signing_key.serialize_der()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, private)
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(stream).await else {
+                    return;
+                };
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match tls.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok";
+                let _ = tls.write_all(answer).await;
+                let _ = tls.shutdown().await;
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn https_backends_are_reached_without_verifying_the_pod_certificate() {
+    use http_body_util::{BodyExt, Empty};
+
+    use crate::config::Timeouts;
+    use crate::proxy::upstream::Upstream;
+
+    let pod = pod_with_self_signed_tls().await;
+    let mut w = World::new();
+    w.services.push(service(
+        "ns",
+        "s",
+        json!([{"name": "https", "port": 443, "appProtocol": "https"}]),
+    ));
+    w.slices.push(slice(
+        "ns",
+        "s",
+        "s-1",
+        "IPv4",
+        json!([{"name": "https", "port": pod.port()}]),
+        json!([{"addresses": ["127.0.0.1"]}]),
+    ));
+    w.ingresses.push(obj(ingress(
+        "ns",
+        "a",
+        T0,
+        rule(
+            Some("a.example"),
+            &[("/", "Prefix", "s")],
+            json!({"name": "https"}),
+        ),
+    )));
+    let m = w.build();
+    let IngressBackend::Service { upstream, .. } = &m.routes[0].backend else {
+        panic!("{:?}", m.routes[0].backend);
+    };
+
+    let get = |config: crate::config::UpstreamConfig| async move {
+        let upstream = Upstream::new(&config, Timeouts::default()).unwrap();
+        let req = http::Request::get("/")
+            .header(http::header::HOST, "a.example")
+            .body(Empty::new().map_err(Into::into).boxed_unsync())
+            .unwrap();
+        upstream.send(upstream.pick(), req, Some("a.example")).await
+    };
+    let response = get(upstream.clone()).await.expect("the pod answers");
+    assert_eq!(response.status(), http::StatusCode::OK);
+
+    // The same backend with verification on fails: the flag is what lets it through.
+    let mut verified = upstream.clone();
+    if let Some(tls) = verified.tls.as_mut() {
+        tls.insecure_skip_verify = false;
+    }
+    assert!(get(verified).await.is_err());
+}

@@ -1,0 +1,240 @@
+//! `ingress LEAFGATE INGRESSES ROUNDS`: leafgate as the Ingress controller of a root
+//! cluster holding INGRESSES Ingresses (each its own host `i{n}.bench`, its own Service and
+//! EndpointSlice), measured from outside as users see it.
+//!
+//! Starts a kubesim root and two upstreams (`main`, `alt`) in this process, then LEAFGATE
+//! (`run`, pinned with `taskset` to the CPUs in `LEAFGATE_CPUS`, default `1`). Figures:
+//! - first sync: process start -> the first, middle and last hosts answer from `main`
+//!   (polled every 2 ms), then a sweep checks that every host answers (its time is
+//!   reported apart, it measures the client);
+//! - one change, ROUNDS times each: an Ingress's backend moved to Service `alt` (write ->
+//!   that host answers from `alt`), and a new Ingress (write -> its host answers); p50, p90
+//!   and max. Each write goes straight into the simulator's store, as the API server
+//!   commits it; the time includes the watch event, leafgate's debounce, rebuild and swap.
+//!
+//! No `publish_address`: status writes for every Ingress would load the simulator, which
+//! shares the client's CPU, and are not what is measured. Prints one JSON object.
+
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper_util::rt::TokioIo;
+use kubesim::{Credential, KubeSim};
+use leafgate_tests::TestUpstream;
+use leafgate_tests::ingress::{
+    backend, backend_objects, ingress_class, path, rule, simple_ingress,
+};
+use serde_json::json;
+
+use crate::exec::{Gateway, free_port, round};
+
+const NS: &str = "bench";
+
+pub async fn run(leafgate: &str, ingresses: usize, rounds: usize) {
+    let sim = KubeSim::builder().start().await.unwrap();
+    let main = TestUpstream::start("main").await;
+    let alt = TestUpstream::start("alt").await;
+    sim.create(ingress_class("leafgate", false)).unwrap();
+    for o in backend_objects(NS, "alt", alt.addr) {
+        sim.create(o).unwrap();
+    }
+    let loading = Instant::now();
+    for i in 0..ingresses {
+        let svc = format!("s{i}");
+        for o in backend_objects(NS, &svc, main.addr) {
+            sim.create(o).unwrap();
+        }
+        sim.create(simple_ingress(
+            NS,
+            &format!("i{i}"),
+            "leafgate",
+            &host(i),
+            &svc,
+        ))
+        .unwrap();
+    }
+    eprintln!(
+        "{ingresses} Ingresses, Services and EndpointSlices in the simulator ({:.1} s)",
+        loading.elapsed().as_secs_f64()
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    sim.kubeconfig(
+        &Credential::ClientCert("leafgate".into()),
+        &dir.path().join("root.kubeconfig"),
+    )
+    .unwrap();
+    let (listen, admin) = (free_port(), free_port());
+    let config = dir.path().join("leafgate.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[admin]\nbind = \"127.0.0.1:{admin}\"\n[[listener]]\nname = \"bench\"\nbind = \"127.0.0.1:{listen}\"\n\
+             [kubernetes]\nkubeconfig = \"root.kubeconfig\"\nidentity = \"bench\"\n\
+             [kubernetes.ingress]\nclass = \"leafgate\"\n"
+        ),
+    )
+    .unwrap();
+    let addr: SocketAddr = ([127, 0, 0, 1], listen).into();
+    let cpus = std::env::var("LEAFGATE_CPUS").unwrap_or_else(|_| "1".into());
+    let started = Instant::now();
+    let mut gateway = Gateway(
+        Command::new("taskset")
+            .args(["-c", &cpus, leafgate, "run", "--config"])
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("taskset and leafgate run"),
+    );
+    let probes = [0, ingresses / 2, ingresses - 1];
+    let mut client = Client::new(addr);
+    loop {
+        if let Some(status) = gateway.0.try_wait().unwrap() {
+            panic!("leafgate exited: {status}");
+        }
+        let mut all = true;
+        for &i in &probes {
+            if client.server(&host(i)).await.as_deref() != Some("main") {
+                all = false;
+                break;
+            }
+        }
+        if all {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "the Ingresses were not served within 300 s"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let first_sync = started.elapsed();
+    let sweep_started = Instant::now();
+    for i in 0..ingresses {
+        let got = client.server(&host(i)).await;
+        assert_eq!(
+            got.as_deref(),
+            Some("main"),
+            "{} after the first sync",
+            host(i)
+        );
+    }
+    let sweep = sweep_started.elapsed();
+
+    // One change at a time: a backend moved, then a new Ingress.
+    let mut moved = Vec::with_capacity(rounds);
+    let mut added = Vec::with_capacity(rounds);
+    for r in 0..rounds {
+        let i = (r * 7919) % ingresses;
+        let written = Instant::now();
+        sim.patch(
+            "networking.k8s.io/v1",
+            "Ingress",
+            NS,
+            &format!("i{i}"),
+            &json!({"spec": {"rules": [rule(&host(i), vec![path("/", "Prefix", backend("alt", 80))])]}}),
+            false,
+        )
+        .unwrap();
+        moved.push(until(&mut client, &host(i), "alt", written).await);
+
+        let name = format!("new{r}");
+        let new_host = format!("{name}.bench");
+        let written = Instant::now();
+        sim.create(simple_ingress(NS, &name, "leafgate", &new_host, "alt"))
+            .unwrap();
+        added.push(until(&mut client, &new_host, "alt", written).await);
+    }
+    let ms = |d: Duration| round(d.as_secs_f64() * 1000.0);
+    println!(
+        "{}",
+        json!({
+            "ingresses": ingresses,
+            "first_sync_ms": ms(first_sync),
+            "sweep_all_hosts_ms": ms(sweep),
+            "rounds": rounds,
+            "backend_change_ms": percentiles(moved),
+            "new_ingress_ms": percentiles(added),
+        })
+    );
+}
+
+fn host(i: usize) -> String {
+    format!("i{i}.bench")
+}
+
+/// From `written` until `host` answers from `server`, polled every 200 µs (10 s at most).
+async fn until(client: &mut Client, host: &str, server: &str, written: Instant) -> Duration {
+    loop {
+        if client.server(host).await.as_deref() == Some(server) {
+            return written.elapsed();
+        }
+        assert!(
+            written.elapsed() < Duration::from_secs(10),
+            "{host} not served by {server} within 10 s"
+        );
+        tokio::time::sleep(Duration::from_micros(200)).await;
+    }
+}
+
+fn percentiles(mut took: Vec<Duration>) -> serde_json::Value {
+    took.sort();
+    let pct = |p: f64| {
+        round(took[((took.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1000.0)
+    };
+    json!({"p50": pct(0.5), "p90": pct(0.9), "max": pct(1.0)})
+}
+
+/// One kept-alive HTTP/1.1 connection to the gateway, opened again when it fails, so
+/// polling measures the gateway rather than connection setup.
+struct Client {
+    addr: SocketAddr,
+    sender: Option<hyper::client::conn::http1::SendRequest<Empty<Bytes>>>,
+}
+
+impl Client {
+    fn new(addr: SocketAddr) -> Client {
+        Client { addr, sender: None }
+    }
+
+    /// The upstream that answered `GET /` for `host` (its `server`), None on any other
+    /// answer or failure.
+    async fn server(&mut self, host: &str) -> Option<String> {
+        if self.sender.as_ref().is_none_or(|s| s.is_closed()) {
+            let tcp = tokio::net::TcpStream::connect(self.addr).await.ok()?;
+            let _ = tcp.set_nodelay(true);
+            let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+                .await
+                .ok()?;
+            tokio::spawn(conn);
+            self.sender = Some(sender);
+        }
+        let sender = self.sender.as_mut()?;
+        if sender.ready().await.is_err() {
+            self.sender = None;
+            return None;
+        }
+        let req = http::Request::get("/")
+            .header("host", host)
+            .body(Empty::new())
+            .ok()?;
+        let res = match sender.send_request(req).await {
+            Ok(r) => r,
+            Err(_) => {
+                self.sender = None;
+                return None;
+            }
+        };
+        let ok = res.status() == http::StatusCode::OK;
+        let body = res.into_body().collect().await.ok()?.to_bytes();
+        if !ok {
+            return None;
+        }
+        let v: serde_json::Value = serde_json::from_slice(&body).ok()?;
+        v["server"].as_str().map(str::to_string)
+    }
+}
