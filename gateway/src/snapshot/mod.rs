@@ -19,6 +19,7 @@ pub mod ingress;
 pub mod tls;
 
 use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -343,9 +344,21 @@ fn assemble(
                 .iter()
                 .map(|(rc, _)| ((rc.host.to_string(), &rc.path), rc.name.as_str()))
                 .collect();
+            // One buffer for the written form of every Ingress host, not one String each.
+            let mut host = String::new();
             for (m, r) in ingress.model_routes().iter().zip(&ingress.routes) {
-                let host = m.host.to_string();
-                match claimed.get(&(host, &m.path)) {
+                let shadowing = if claimed.is_empty() {
+                    None
+                } else {
+                    host.clear();
+                    // Writing into a String cannot fail.
+                    let _ = write!(host, "{}", m.host);
+                    let key = (std::mem::take(&mut host), &m.path);
+                    let winner = claimed.get(&key).copied();
+                    host = key.0;
+                    winner
+                };
+                match shadowing {
                     Some(winner) => {
                         if reported.insert(m.name.as_str()) {
                             shadowed.push(Shadowed {

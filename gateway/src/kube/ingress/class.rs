@@ -25,6 +25,13 @@ pub struct ClassSelector<'a> {
     default: bool,
 }
 
+/// Whether our IngressClass exists (naming our controller) and is the default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClassDecision {
+    registered: bool,
+    default: bool,
+}
+
 impl<'a> ClassSelector<'a> {
     pub fn new(classes: &[Arc<IngressClass>], class: &'a str) -> Self {
         let ours = classes.iter().find(|c| {
@@ -41,6 +48,15 @@ impl<'a> ClassSelector<'a> {
                     .and_then(|a| a.get(DEFAULT_CLASS_ANNOTATION))
                     .is_some_and(|v| v == "true")
             }),
+        }
+    }
+
+    /// What this selector decided from the IngressClasses, to tell whether the same
+    /// Ingresses are ours as at another build.
+    pub fn decision(&self) -> ClassDecision {
+        ClassDecision {
+            registered: self.registered,
+            default: self.default,
         }
     }
 

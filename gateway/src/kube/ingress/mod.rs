@@ -6,13 +6,15 @@
 //! - `annotations`: the `leafgate.io/*` annotations, parsed into typed settings.
 //! - `class`: which Ingresses are ours; `rules`: an Ingress's (host, path, backend)
 //!   triples; `backends`: Service port -> ready endpoints;
-//!   `certs`: TLS Secrets -> certificates.
+//!   `certs`: TLS Secrets -> certificates; `incremental`: the provider's [`model::Builder`],
+//!   which translates again only the Ingresses a change concerns.
 //! - `provider`: the reflectors, the debounced rebuild and swap, the leader's writers;
 //!   `status`: `status.loadBalancer` on served Ingresses; `events`: Events on skipped ones.
 
 mod backends;
 mod certs;
 mod class;
+mod incremental;
 mod rules;
 
 #[cfg(test)]

@@ -438,6 +438,8 @@ async fn rebuild_loop(
     models: watch::Sender<Option<Arc<Model>>>,
     stop: CancellationToken,
 ) {
+    // Keeps each Ingress's translation, so a change re-translates only what it concerns.
+    let mut builder = model::Builder::default();
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
@@ -463,6 +465,7 @@ async fn rebuild_loop(
             continue;
         };
         let objects = stores.clone();
+        let mut taken = std::mem::take(&mut builder);
         let built = tokio::task::spawn_blocking(move || {
             let (ingresses, classes, services, slices, secrets) = (
                 objects.ingresses.state(),
@@ -471,7 +474,7 @@ async fn rebuild_loop(
                 objects.slices.state(),
                 objects.secrets.state(),
             );
-            model::build(
+            let model = taken.build(
                 &Objects {
                     ingresses: &ingresses,
                     classes: &classes,
@@ -480,11 +483,16 @@ async fn rebuild_loop(
                     secrets: &secrets,
                 },
                 &settings,
-            )
+            );
+            (taken, model)
         })
         .await;
+        let build_ms = started.elapsed().as_secs_f64() * 1000.0;
         let model = match built {
-            Ok(m) => Arc::new(m),
+            Ok((kept, m)) => {
+                builder = kept;
+                Arc::new(m)
+            }
             Err(e) => {
                 warn!(error = %e, "ingress provider: the model build was interrupted");
                 lock(&provider.report).apply_error = Some(e.to_string());
@@ -514,6 +522,7 @@ async fn rebuild_loop(
                     skipped = model.skipped.len(),
                     routes = model.routes.len(),
                     ms = took.as_secs_f64() * 1000.0,
+                    build_ms,
                     "ingress routes applied"
                 );
                 models.send_replace(Some(model));

@@ -1173,3 +1173,107 @@ async fn https_backends_are_reached_without_verifying_the_pod_certificate() {
     }
     assert!(get(verified).await.is_err());
 }
+
+/// `list[i]` with the next `metadata.resourceVersion`, as the API server stores a write.
+fn bump<T>(list: &mut [Arc<T>], i: usize, version: &mut u64)
+where
+    T: serde::Serialize + serde::de::DeserializeOwned,
+{
+    *version += 1;
+    let mut v = serde_json::to_value(&*list[i]).unwrap();
+    v["metadata"]["resourceVersion"] = json!(version.to_string());
+    list[i] = obj(v);
+}
+
+#[test]
+fn the_incremental_builder_makes_the_model_a_full_build_makes() {
+    use super::model::Builder;
+    let mut w = World::new();
+    for (i, name) in ["a", "b", "c"].iter().enumerate() {
+        w.web("web", name, &[&format!("10.0.0.{}", i + 1)]);
+        w.ingresses.push(obj(ingress(
+            "web",
+            name,
+            T1,
+            rule(
+                Some(&format!("{name}.example")),
+                &[("/", "Prefix", name)],
+                json!({"name": "http"}),
+            ),
+        )));
+    }
+    let mut version = 100;
+    for i in 0..3 {
+        bump(&mut w.services, i, &mut version);
+        bump(&mut w.slices, i, &mut version);
+    }
+    let mut builder = Builder::default();
+    let mut check = |w: &World, settings: &Settings, step: &str| {
+        let objects = Objects {
+            ingresses: &w.ingresses,
+            classes: &w.classes,
+            services: &w.services,
+            slices: &w.slices,
+            secrets: &w.secrets,
+        };
+        let incremental = builder.build(&objects, settings);
+        let full = build(&objects, settings);
+        assert_eq!(format!("{incremental:?}"), format!("{full:?}"), "{step}");
+        incremental
+    };
+    check(&w, &settings(), "first build");
+    check(&w, &settings(), "nothing changed");
+
+    // An endpoint moves: only b's slice has a new version.
+    w.slices[1] = slice(
+        "web",
+        "b",
+        "b-abc",
+        "IPv4",
+        json!([{"name": "http", "port": 8080}]),
+        json!([{"addresses": ["10.0.0.9"]}]),
+    );
+    bump(&mut w.slices, 1, &mut version);
+    let m = check(&w, &settings(), "slice changed");
+    assert_eq!(
+        backends(&m, "ingress/web/b/b.example/prefix /"),
+        ["http://10.0.0.9:8080"]
+    );
+
+    // An older Ingress takes c's host; then a's Service goes away.
+    w.ingresses.push(obj(ingress(
+        "web",
+        "old",
+        T0,
+        rule(
+            Some("c.example"),
+            &[("/", "Prefix", "a")],
+            json!({"name": "http"}),
+        ),
+    )));
+    let m = check(&w, &settings(), "an older Ingress took a host");
+    assert_eq!(m.conflicts.len(), 1);
+    w.services.remove(0);
+    let m = check(&w, &settings(), "a Service deleted");
+    assert!(backends(&m, "ingress/web/a/a.example/prefix /")[0].starts_with("503"));
+
+    // c's own spec changes with its resourceVersion; then the tenants change.
+    let mut spec = ingress(
+        "web",
+        "c",
+        T1,
+        rule(
+            Some("d.example"),
+            &[("/", "Prefix", "c")],
+            json!({"name": "http"}),
+        ),
+    );
+    spec["metadata"]["resourceVersion"] = json!("8");
+    w.ingresses[2] = obj(spec);
+    let m = check(&w, &settings(), "an Ingress changed");
+    assert!(names(&m).contains(&"ingress/web/c/d.example/prefix /".to_string()));
+    let mut other = settings();
+    other.tenants.push(("web".into(), vec!["web".into()]));
+    let m = check(&w, &other, "the tenants changed");
+    assert!(m.routes.iter().all(|r| r.tenant.as_deref() == Some("web")));
+}

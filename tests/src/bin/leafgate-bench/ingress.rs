@@ -12,6 +12,8 @@
 //!   and max. Each write goes straight into the simulator's store, as the API server
 //!   commits it; the time includes the watch event, leafgate's debounce, rebuild and swap.
 //!
+//! `LEAFGATE_LOG=path` keeps leafgate's stderr there.
+//!
 //! No `publish_address`: status writes for every Ingress would load the simulator, which
 //! shares the client's CPU, and are not what is measured. Prints one JSON object.
 
@@ -86,7 +88,7 @@ pub async fn run(leafgate: &str, ingresses: usize, rounds: usize) {
             .args(["-c", &cpus, leafgate, "run", "--config"])
             .arg(&config)
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(leafgate_log())
             .spawn()
             .expect("taskset and leafgate run"),
     );
@@ -161,6 +163,17 @@ pub async fn run(leafgate: &str, ingresses: usize, rounds: usize) {
             "new_ingress_ms": percentiles(added),
         })
     );
+}
+
+/// leafgate's stderr: the file `LEAFGATE_LOG` names (to read the provider's per-apply
+/// timings), else nowhere.
+fn leafgate_log() -> Stdio {
+    match std::env::var_os("LEAFGATE_LOG") {
+        Some(path) => std::fs::File::create(&path)
+            .map(Stdio::from)
+            .unwrap_or_else(|e| panic!("LEAFGATE_LOG {}: {e}", path.to_string_lossy())),
+        None => Stdio::null(),
+    }
 }
 
 fn host(i: usize) -> String {
