@@ -13,7 +13,10 @@
 
 pub mod path;
 
-use std::collections::HashMap;
+// foldhash, not SipHash: the table is looked up on every request and built again at
+// every Ingress change; its per-process random seed still keeps crafted hosts from
+// colliding on purpose.
+use foldhash::{HashMap, HashMapExt};
 
 use crate::config::{HostPattern, PathMatch, one_label_before};
 

@@ -12,7 +12,9 @@
 //! It does not read Kubernetes objects (that is `kube::ingress::model`) and does not
 //! decide when to swap (that is the provider).
 
-use std::collections::HashMap;
+use std::collections::HashMap as StdHashMap;
+
+use foldhash::{HashMap, HashMapExt};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -44,7 +46,7 @@ impl IngressRoutes {
     pub fn compile(
         model: Arc<Model>,
         config: &Config,
-        tenants: &HashMap<String, Arc<Tenant>>,
+        tenants: &StdHashMap<String, Arc<Tenant>>,
         previous: Option<&IngressRoutes>,
     ) -> IngressRoutes {
         let before: HashMap<&str, &Arc<Route>> = previous

@@ -7,12 +7,12 @@
 //! Services and slices are indexed by namespace and name once per build, so resolving
 //! 10,000 backends is 10,000 hash lookups, not a scan each.
 
-use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
 
+use foldhash::HashMap;
 use k8s_openapi::api::core::v1::{Service, ServicePort};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{IngressServiceBackend, ServiceBackendPort};

@@ -9,10 +9,10 @@
 //! from its next version, so whatever depends on one is translated at every build. The
 //! result is always the model [`build`](super::model::build) makes from the same objects.
 
-use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
+use foldhash::HashMap;
 use k8s_openapi::api::networking::v1::Ingress;
 
 use super::backends::Backends;

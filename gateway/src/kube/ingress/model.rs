@@ -13,10 +13,10 @@
 //! It must not talk to the API server, read files or the clock, or know about listeners:
 //! the provider merges its routes with the TOML ones.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
