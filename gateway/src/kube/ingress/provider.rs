@@ -6,7 +6,8 @@
 //! `kubernetes.io/tls` Secrets in memory. Any change that can alter routes wakes the
 //! builder; once every reflector has listed, it waits for a short quiet spell
 //! ([`DEBOUNCE`], at most [`MAX_WAIT`] after the first change), builds the model on a
-//! blocking thread and hands it to the gateway, which swaps it in with the same lock and
+//! blocking thread (a [`model::Builder`] kept across builds, which translates again only
+//! the Ingresses the change concerns) and hands it to the gateway, which swaps it in with the same lock and
 //! store as a config reload. A change to an Ingress's status alone (the leader's own
 //! writes among them) does not rebuild.
 //!
