@@ -16,6 +16,23 @@ pub(super) struct DirectionReport {
     pub(super) throttled: Duration,
 }
 
+impl DirectionReport {
+    /// `n` bytes were read and are about to be written: charges them to `limiter` and
+    /// waits as long as it says, counting the wait as throttled. Bytes waiting on the
+    /// limiter are not idle, so the activity clock is moved to when the wait ends. Both
+    /// copy loops (user space and `splice(2)`) pace through here.
+    pub(super) async fn pace(&mut self, n: usize, limiter: &Limiter, activity: &Activity) {
+        let now = Instant::now();
+        activity.touch(now);
+        let wait = limiter.charge(n);
+        if !wait.is_zero() {
+            activity.touch(now + wait);
+            tokio::time::sleep(wait).await;
+            self.throttled += now.elapsed();
+        }
+    }
+}
+
 pub(super) async fn copy_one<R, W, F>(
     direction: Direction,
     reader: &mut R,
@@ -47,15 +64,7 @@ where
             activity.touch(Instant::now());
             return Ok(report);
         }
-        let now = Instant::now();
-        activity.touch(now);
-        let wait = limiter.charge(n);
-        if !wait.is_zero() {
-            // Bytes waiting on the limiter are not idle: they move when the wait ends.
-            activity.touch(now + wait);
-            tokio::time::sleep(wait).await;
-            report.throttled += now.elapsed();
-        }
+        report.pace(n, limiter, activity).await;
         writer
             .write_all(&buf[..n])
             .await

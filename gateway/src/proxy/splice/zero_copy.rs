@@ -194,15 +194,7 @@ where
                 activity.touch(Instant::now());
                 return Ok(report);
             }
-            let now = Instant::now();
-            activity.touch(now);
-            let wait = limiter.charge(n);
-            if !wait.is_zero() {
-                // Bytes waiting on the limiter are not idle: they move when the wait ends.
-                activity.touch(now + wait);
-                tokio::time::sleep(wait).await;
-                report.throttled += now.elapsed();
-            }
+            report.pace(n, limiter, activity).await;
             carrier
                 .drain(to, n)
                 .await
