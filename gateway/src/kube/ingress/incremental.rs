@@ -75,22 +75,15 @@ impl Builder {
         let mut slots: Vec<Slot<'_>> = Vec::with_capacity(ours.len());
         for ingress in &ours {
             let m = &ingress.metadata;
-            let (uid, version) = match (m.uid.as_deref(), m.resource_version.as_deref()) {
-                (Some(u), Some(v)) if !u.is_empty() && !v.is_empty() => (u, v),
-                _ => {
-                    slots.push(Slot::Fresh(fresh.len()));
-                    fresh.push(translate(
-                        ingress,
-                        &backends,
-                        &certs,
-                        settings,
-                        &mut Reads::default(),
-                    ));
-                    continue;
+            // Without a uid and version, or with the same uid twice in one store, there is
+            // nothing to key a cache by: translated afresh every time.
+            let key = match (m.uid.as_deref(), m.resource_version.as_deref()) {
+                (Some(u), Some(v)) if !u.is_empty() && !v.is_empty() => {
+                    Some((u, v)).filter(|_| !self.entries.contains_key(u))
                 }
+                _ => None,
             };
-            if self.entries.contains_key(uid) {
-                // The same uid twice in one store: nothing to key a cache by.
+            let Some((uid, version)) = key else {
                 slots.push(Slot::Fresh(fresh.len()));
                 fresh.push(translate(
                     ingress,
@@ -100,7 +93,7 @@ impl Builder {
                     &mut Reads::default(),
                 ));
                 continue;
-            }
+            };
             let kept = previous.remove(uid).filter(|e| {
                 e.resource_version == version
                     && versions(&e.reads, &backends, &certs).eq(e.versions.iter().map(|v| Some(*v)))
