@@ -173,8 +173,17 @@ impl NativeRedact {
     }
 
     fn verdicts(&self, batch: &LogBatch) -> Vec<Verdict> {
-        batch
-            .lines()
+        // Lines cut where `memchr` finds newlines, as the SDK's `lines` does in the plugin.
+        let text = batch.text();
+        let mut start = 0;
+        memchr::memchr_iter(b'\n', text.as_bytes())
+            .chain([text.len()])
+            .take(batch.len())
+            .map(|end| {
+                let l = &text[start..end];
+                start = end + 1;
+                l
+            })
             .map(|l| {
                 if !self.literals.iter().any(|f| f.find(l.as_bytes()).is_some()) {
                     return Verdict::Keep;

@@ -78,8 +78,38 @@ pub mod log_filter {
     /// The lines of a batch, in order: `lines` split at each `\n`. A batch always holds at
     /// least one line and a line never contains `\n`, so this yields exactly one item per
     /// line the gateway sent (an empty item is an empty log line).
-    pub fn lines(batch: &str) -> std::str::Split<'_, char> {
-        batch.split('\n')
+    pub fn lines(batch: &str) -> Lines<'_> {
+        Lines {
+            batch,
+            start: 0,
+            newlines: memchr::memchr_iter(b'\n', batch.as_bytes()),
+        }
+    }
+
+    /// The iterator [`lines`] returns. It finds newlines with the `memchr` crate, which
+    /// scans 16 bytes at a time in WebAssembly (`simd128`); `str::split` scans a byte or a
+    /// word at a time there, which costs a log filter more than its own work on clean lines.
+    pub struct Lines<'a> {
+        batch: &'a str,
+        /// Where the next line starts; past the end once the last line was yielded.
+        start: usize,
+        newlines: memchr::Memchr<'a>,
+    }
+
+    impl<'a> Iterator for Lines<'a> {
+        type Item = &'a str;
+
+        fn next(&mut self) -> Option<&'a str> {
+            let start = self.start;
+            let end = match self.newlines.next() {
+                Some(newline) => newline,
+                None if start <= self.batch.len() => self.batch.len(),
+                None => return None,
+            };
+            self.start = end + 1;
+            // Cut at a `\n`, which is never inside a UTF-8 sequence.
+            Some(&self.batch[start..end])
+        }
     }
 
     /// One line's verdict, the way a filter usually thinks of it; [`Verdicts`] collects
