@@ -385,6 +385,20 @@ impl KubeSim {
         Ok(self.shared.store.update(res, &ns, &name, obj, false)?)
     }
 
+    /// Test object API: a JSON merge patch of the `status` subresource of the object
+    /// `api_version`/`kind` `ns`/`name`, as a controller writes it.
+    pub fn patch_status(
+        &self,
+        api_version: &str,
+        kind: &str,
+        ns: &str,
+        name: &str,
+        patch: &Value,
+    ) -> Result<Value, crate::api::ApiError> {
+        let res = crate::api::resource_of(api_version, kind)?;
+        Ok(self.shared.store.patch(res, ns, name, patch, false, true)?)
+    }
+
     /// Test object API: a JSON merge patch (`strategic` = false) or strategic merge patch of
     /// the object `api_version`/`kind` `ns`/`name` (`ns` ignored for cluster-scoped kinds).
     pub fn patch(

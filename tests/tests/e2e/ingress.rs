@@ -601,6 +601,71 @@ async fn the_leader_writes_status_and_the_follower_never_does() {
 }
 
 #[tokio::test]
+async fn a_reload_that_moves_or_removes_the_address_clears_the_old_one() {
+    let sim = root().await;
+    let up = TestUpstream::start("app").await;
+    create(&sim, backend_objects("web", "app", up.addr));
+    create(
+        &sim,
+        [
+            simple_ingress("web", "app", "leafgate", "app.example", "app"),
+            simple_ingress("web", "stale", "nginx", "stale.example", "app"),
+        ],
+    );
+    let lb = |name: &str| {
+        get_object(&sim, NET, "Ingress", "web", name).unwrap()["status"]["loadBalancer"]["ingress"]
+            .clone()
+    };
+    let (old, new) = (
+        json!([{"ip": "203.0.113.7"}]),
+        json!([{"ip": "198.51.100.9"}]),
+    );
+    let gw = gateway(&sim, "gw", "publish_address = \"203.0.113.7\"", "").await;
+    eventually("the first address", APPLIED, || async { lb("app") == old }).await;
+
+    // A reload moves the gateway: the served Ingress gets the new address at once.
+    let config = std::fs::read_to_string(&gw.config).unwrap();
+    let moved = config.replace("203.0.113.7", "198.51.100.9");
+    std::fs::write(&gw.config, &moved).unwrap();
+    gw.gateway.reload().await.unwrap();
+    eventually("the new address", APPLIED, || async { lb("app") == new }).await;
+    // The old address, still on an Ingress this gateway does not serve (a write that
+    // raced the move), is ours to clear; another controller's address is not.
+    sim.patch_status(NET, "Ingress", "web", "stale", &json!({"status": {"loadBalancer": {"ingress": [{"ip": "203.0.113.7"}, {"ip": "10.9.9.9"}]}}}))
+        .unwrap();
+    eventually("the old address cleared", APPLIED, || async {
+        lb("stale").as_array().is_none_or(Vec::is_empty)
+    })
+    .await;
+    sim.patch_status(
+        NET,
+        "Ingress",
+        "web",
+        "stale",
+        &json!({"status": {"loadBalancer": {"ingress": [{"ip": "10.9.9.9"}]}}}),
+    )
+    .unwrap();
+
+    // A reload removes `publish_address`: what the gateway published is cleared.
+    std::fs::write(
+        &gw.config,
+        moved.replace("publish_address = \"198.51.100.9\"", ""),
+    )
+    .unwrap();
+    gw.gateway.reload().await.unwrap();
+    eventually("the address cleared", APPLIED, || async {
+        lb("app").as_array().is_none_or(Vec::is_empty)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        lb("stale"),
+        json!([{"ip": "10.9.9.9"}]),
+        "another controller's address stays"
+    );
+}
+
+#[tokio::test]
 async fn a_websocket_survives_fifty_ingress_updates() {
     let sim = root().await;
     let ws = leafgate_tests::backends::websocket_echo("ws").await;

@@ -635,24 +635,23 @@ async fn term(
         if let Some(model) = model {
             let result = events::emit(client, &mut log, &model, identity).await;
             lock(&provider.report).events_error = result.err();
-            match address {
-                Some(address) => {
-                    let w = match &mut writer {
-                        Some(w) if w.address() == &address => w,
-                        _ => writer.insert(StatusWriter::new(client.clone(), address)),
-                    };
-                    let outcome = w.sync(&ingresses.state(), &model).await;
-                    if outcome.written + outcome.cleared > 0 {
-                        info!(
-                            written = outcome.written,
-                            cleared = outcome.cleared,
-                            failed = outcome.failed,
-                            "ingress statuses written"
-                        );
-                    }
-                    lock(&provider.report).status_error = outcome.error;
+            // A writer lives for the whole term once there was an address: when a reload
+            // changes or removes it, the old one is still to be cleared.
+            if writer.is_none() && address.is_some() {
+                writer = Some(StatusWriter::new(client.clone()));
+            }
+            if let Some(w) = writer.as_mut() {
+                w.publish(address);
+                let outcome = w.sync(&ingresses.state(), &model).await;
+                if outcome.written + outcome.cleared > 0 {
+                    info!(
+                        written = outcome.written,
+                        cleared = outcome.cleared,
+                        failed = outcome.failed,
+                        "ingress statuses written"
+                    );
                 }
-                None => writer = None,
+                lock(&provider.report).status_error = outcome.error;
             }
         }
         tokio::select! {

@@ -2,8 +2,9 @@
 //!
 //! [`plan`] decides, from the Ingresses as the reflector holds them and the last model,
 //! which need writing: a served Ingress whose list is not exactly `[publish_address]` gets
-//! it; an Ingress no longer served whose list still holds that address gets `[]`. Others'
-//! addresses on Ingresses we do not serve are never touched. [`StatusWriter::sync`] sends
+//! it; an Ingress no longer served whose list still holds that address, or one this
+//! gateway published before a reload changed or removed `publish_address`, gets `[]`.
+//! Others' addresses on Ingresses we do not serve are never touched. [`StatusWriter::sync`] sends
 //! the merge patches (on the `status` subresource), a few at a time, and remembers what
 //! it wrote so a patch is not sent again before the watch has shown its result.
 //!
@@ -41,12 +42,37 @@ pub struct StatusWrite {
     pub resource_version: String,
 }
 
+/// The addresses this gateway publishes and has published since it started.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Published {
+    /// What served Ingresses get; `None` once a reload removed `publish_address`.
+    pub current: Option<PublishAddress>,
+    /// Addresses published before a reload changed them: still ours to clear.
+    pub retired: Vec<PublishAddress>,
+}
+
+impl Published {
+    /// Publishes `address` from now on; the one it replaces is retired.
+    pub fn set(&mut self, address: Option<PublishAddress>) {
+        if self.current == address {
+            return;
+        }
+        if let Some(old) = self.current.take()
+            && !self.retired.contains(&old)
+        {
+            self.retired.push(old);
+        }
+        self.retired.retain(|a| Some(a) != address.as_ref());
+        self.current = address;
+    }
+}
+
 /// The writes that bring every Ingress in `ingresses` to what `model` says, skipping those
 /// `pending` shows were written at the resourceVersion the store still holds.
 pub fn plan(
     ingresses: &[Arc<Ingress>],
     model: &Model,
-    address: &PublishAddress,
+    published: &Published,
     pending: &HashMap<(String, String), String>,
 ) -> Vec<StatusWrite> {
     let served: HashSet<(&str, &str)> = model
@@ -54,7 +80,8 @@ pub fn plan(
         .iter()
         .map(|r| (r.namespace.as_str(), r.name.as_str()))
         .collect();
-    let ours = address.to_json();
+    let ours = published.current.as_ref().map(PublishAddress::to_json);
+    let retired: Vec<Value> = published.retired.iter().map(|a| a.to_json()).collect();
     let mut writes = Vec::new();
     for ingress in ingresses {
         let m = &ingress.metadata;
@@ -67,11 +94,13 @@ pub fn plan(
             continue;
         }
         let current = current_addresses(ingress);
-        let publish = served.contains(&(namespace, name));
+        let publish = ours.is_some() && served.contains(&(namespace, name));
         let due = if publish {
-            current.len() != 1 || current[0] != ours
+            current.len() != 1 || Some(&current[0]) != ours.as_ref()
         } else {
-            current.contains(&ours)
+            current
+                .iter()
+                .any(|a| Some(a) == ours.as_ref() || retired.contains(a))
         };
         if due {
             writes.push(StatusWrite {
@@ -108,7 +137,7 @@ fn current_addresses(ingress: &Ingress) -> Vec<Value> {
 /// One leadership term's status writer and what it wrote.
 pub struct StatusWriter {
     client: kube::Client,
-    address: PublishAddress,
+    published: Published,
     /// `(namespace, name)` -> the resourceVersion seen when it was last written.
     pending: HashMap<(String, String), String>,
 }
@@ -124,17 +153,21 @@ pub struct SyncOutcome {
 }
 
 impl StatusWriter {
-    pub fn new(client: kube::Client, address: PublishAddress) -> Self {
+    pub fn new(client: kube::Client) -> Self {
         Self {
             client,
-            address,
+            published: Published::default(),
             pending: HashMap::new(),
         }
     }
 
-    /// The address this writer publishes.
-    pub fn address(&self) -> &PublishAddress {
-        &self.address
+    /// Publishes `address` from the next sync on (`None`: publish nothing, and clear what
+    /// was published). What was written for the old address no longer counts as done.
+    pub fn publish(&mut self, address: Option<PublishAddress>) {
+        if self.published.current != address {
+            self.published.set(address);
+            self.pending.clear();
+        }
     }
 
     /// Writes what [`plan`] asks for. A failed write is tried again at the next sync.
@@ -151,12 +184,11 @@ impl StatusWriter {
             .collect();
         self.pending
             .retain(|(ns, n), _| present.contains(&(ns.as_str(), n.as_str())));
-        let writes = plan(ingresses, model, &self.address, &self.pending);
+        let writes = plan(ingresses, model, &self.published, &self.pending);
         let body = |publish: bool| {
-            let list = if publish {
-                vec![self.address.to_json()]
-            } else {
-                Vec::new()
+            let list = match &self.published.current {
+                Some(address) if publish => vec![address.to_json()],
+                _ => Vec::new(),
             };
             json!({ "status": { "loadBalancer": { "ingress": list } } })
         };
@@ -239,13 +271,19 @@ mod tests {
         }
     }
 
+    fn published(address: &str) -> Published {
+        let mut p = Published::default();
+        p.set(Some(PublishAddress::parse(address).unwrap()));
+        p
+    }
+
     fn names(w: &[StatusWrite]) -> Vec<(&str, bool)> {
         w.iter().map(|w| (w.name.as_str(), w.publish)).collect()
     }
 
     #[test]
     fn served_ingresses_get_exactly_the_address_and_others_lose_only_ours() {
-        let addr = PublishAddress::parse("203.0.113.7").unwrap();
+        let addr = published("203.0.113.7");
         let ingresses = vec![
             ingress("fresh", "1", json!([])),
             ingress("done", "1", json!([{"ip": "203.0.113.7"}])),
@@ -267,7 +305,7 @@ mod tests {
 
     #[test]
     fn a_host_name_address_is_compared_as_a_host_name() {
-        let addr = PublishAddress::parse("lb.example.com").unwrap();
+        let addr = published("lb.example.com");
         let ingresses = vec![
             ingress("a", "1", json!([{"hostname": "lb.example.com"}])),
             ingress("b", "1", json!([{"ip": "203.0.113.7"}])),
@@ -278,7 +316,7 @@ mod tests {
 
     #[test]
     fn a_write_is_not_repeated_until_the_store_shows_a_newer_version() {
-        let addr = PublishAddress::parse("203.0.113.7").unwrap();
+        let addr = published("203.0.113.7");
         let model = served(&["a"]);
         let mut pending = HashMap::new();
         pending.insert(("web".to_string(), "a".to_string()), "5".to_string());
@@ -289,6 +327,46 @@ mod tests {
         assert_eq!(
             names(&plan(&overwritten, &model, &addr, &pending)),
             vec![("a", true)]
+        );
+    }
+
+    #[test]
+    fn a_changed_or_removed_address_is_cleared_where_it_was_published() {
+        let ingresses = vec![
+            ingress("served", "1", json!([{"ip": "203.0.113.7"}])),
+            ingress("left", "1", json!([{"ip": "203.0.113.7"}])),
+            ingress("foreign", "1", json!([{"ip": "10.9.9.9"}])),
+        ];
+        let model = served(&["served"]);
+        let mut addr = published("203.0.113.7");
+        assert_eq!(
+            names(&plan(&ingresses, &model, &addr, &HashMap::new())),
+            vec![("left", false)]
+        );
+        // A reload moves the gateway to a new address: the served Ingress gets it, the
+        // one no longer served loses the old one, the foreign address stays.
+        addr.set(Some(PublishAddress::parse("198.51.100.9").unwrap()));
+        assert_eq!(
+            names(&plan(&ingresses, &model, &addr, &HashMap::new())),
+            vec![("served", true), ("left", false)]
+        );
+        // A reload removes `publish_address`: everything of ours is cleared, served or
+        // not, and nothing is published.
+        addr.set(None);
+        let after = vec![
+            ingress("served", "2", json!([{"ip": "198.51.100.9"}])),
+            ingress("left", "2", json!([{"ip": "203.0.113.7"}])),
+            ingress("foreign", "1", json!([{"ip": "10.9.9.9"}])),
+        ];
+        assert_eq!(
+            names(&plan(&after, &model, &addr, &HashMap::new())),
+            vec![("served", false), ("left", false)]
+        );
+        // Going back to an old address takes it out of the retired list.
+        addr.set(Some(PublishAddress::parse("203.0.113.7").unwrap()));
+        assert_eq!(
+            addr.retired,
+            vec![PublishAddress::parse("198.51.100.9").unwrap()]
         );
     }
 }
