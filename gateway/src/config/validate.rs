@@ -30,7 +30,7 @@ pub(super) struct Validator<'r, 'a> {
 }
 
 impl Validator<'_, '_> {
-    pub(super) fn config(mut self, path: &Path, raw: RawConfig) -> Config {
+    pub(super) fn config(mut self, path: &Path, raw: &RawConfig) -> Config {
         let timeouts = Timeouts::default().overlay(&raw.timeouts);
         let admin = raw.admin.as_ref().and_then(|a| {
             self.socket_addr(&a.bind, "admin.bind")
