@@ -92,6 +92,10 @@ mod tests {
         Config::parse(Path::new("test.toml"), src)
     }
 
+    fn errors(src: &str) -> String {
+        parse(src).unwrap_err().to_string()
+    }
+
     fn first_error(src: &str) -> String {
         parse(src).unwrap_err().0[0].to_string()
     }
@@ -150,6 +154,21 @@ mod tests {
         );
         assert!(
             e.contains("5:8: route[1]: duplicate route") && e.contains("2:8"),
+            "{e}"
+        );
+        let e = errors(
+            "[[route]]\nhost = \"a\"\nbackends = [\"x:1\"]\n[[route]]\nhost = \"b\"\nbackends = [\"x:2\"]\n\
+             [[route]]\nhost = \"A\"\nexact = \"/\"\nbackends = [\"x:3\"]\n[[route]]\nhost = \"a\"\npath = \"/\"\nbackends = [\"x:4\"]\n\
+             [[route]]\nhost = \"a\"\npath = \"/\"\nbackends = [\"x:5\"]\n",
+        );
+        // Each duplicate points at the first of its host and path, not the last seen nor
+        // one with an exact path.
+        assert!(
+            e.contains("13:8: route[3]: duplicate route") && e.contains("at 2:8"),
+            "{e}"
+        );
+        assert!(
+            e.contains("17:8: route[4]: duplicate route") && !e.contains("at 13:8"),
             "{e}"
         );
         let e = first_error("[[route]]\nhost = \"a\"\nbackends = [\"x:1\"]\ntenant = \"nobody\"\n");

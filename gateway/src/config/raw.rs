@@ -25,8 +25,14 @@ pub struct RawConfig {
     pub tenants: Vec<RawTenant>,
     #[serde(default, rename = "leaf")]
     pub leaves: Vec<RawLeaf>,
+    /// Boxed: a raw route is large, and the reloader's parse cache moves thousands of them
+    /// from one file's parse to the next.
     #[serde(default, rename = "route")]
-    pub routes: Vec<RawRoute>,
+    #[allow(
+        clippy::vec_box,
+        reason = "moved between parses by pointer, not by 700 bytes"
+    )]
+    pub routes: Vec<Box<RawRoute>>,
     pub kubernetes: Option<Spanned<super::kubernetes::RawKubernetes>>,
     #[serde(default, rename = "virtual_node")]
     pub virtual_nodes: Vec<Spanned<super::kubernetes::RawVirtualNode>>,
@@ -238,6 +244,12 @@ impl<T: Shift> Shift for Spanned<T> {
             span.start.wrapping_add_signed(delta)..span.end.wrapping_add_signed(delta)
         };
         Spanned::new(span, self.into_inner().shift(delta))
+    }
+}
+
+impl<T: Shift> Shift for Box<T> {
+    fn shift(self, delta: isize) -> Self {
+        Box::new((*self).shift(delta))
     }
 }
 

@@ -3,6 +3,7 @@
 //! its key and line:column, all at once.
 
 use std::collections::{BTreeSet, HashMap};
+use std::hash::BuildHasher;
 use std::net::SocketAddr;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -19,9 +20,6 @@ use super::kubeconfig;
 use super::model::*;
 use super::plugins;
 use super::raw::*;
-
-/// Where a (host, path) pair was routed: the route's listeners and the span of its path.
-type RouteSite = (Option<Vec<String>>, Range<usize>);
 
 pub(super) struct Validator<'r, 'a> {
     pub(super) report: &'r mut Reporter<'a>,
@@ -186,9 +184,8 @@ impl Validator<'_, '_> {
             .collect();
 
         let mut route_names = Names::default();
-        // Per listener (None = all): (host, path) -> where it was first defined.
-        let mut seen: HashMap<(HostPattern, PathMatch), Vec<RouteSite>> = HashMap::new();
-        let mut routes = Vec::new();
+        let mut routes: Vec<RouteConfig> = Vec::with_capacity(raw.routes.len());
+        let mut sites = Sites::default();
         for (i, r) in raw.routes.iter().enumerate() {
             let key = format!("route[{i}]");
             let Some(route) = self.route(r, &key, timeouts, &listener_names, &tenant_names) else {
@@ -202,13 +199,10 @@ impl Validator<'_, '_> {
                 .as_ref()
                 .or(r.path.as_ref())
                 .map_or(r.host.span(), |p| p.span());
-            let same = seen
-                .entry((route.host.clone(), route.path.clone()))
-                .or_default();
-            if let Some((_, first)) = same.iter().find(|(ls, _)| overlaps(ls, &route.listeners)) {
+            if let Some(first) = sites.add(&routes, &route, place.clone()) {
                 let (line, col) = self.report.line_column(first.start);
                 self.report.error(
-                    place.clone(),
+                    place,
                     key.clone(),
                     format!(
                         "duplicate route: host `{}` {} is already routed at {line}:{col}; remove one or change its host or path",
@@ -216,7 +210,6 @@ impl Validator<'_, '_> {
                     ),
                 );
             }
-            same.push((route.listeners.clone(), place));
             routes.push(route);
         }
 
@@ -694,6 +687,59 @@ impl Names {
 
     fn contains(&self, name: &str) -> bool {
         self.0.contains_key(name)
+    }
+}
+
+/// The routes validated so far, by (host, path), to find duplicates: per hash of the pair a
+/// chain of sites, newest first, each pointing into the routes themselves, so that no host
+/// or path is copied per route (a config may have tens of thousands).
+#[derive(Default)]
+struct Sites {
+    heads: HashMap<u64, usize, foldhash::fast::RandomState>,
+    sites: Vec<Site>,
+    hasher: foldhash::fast::RandomState,
+}
+
+struct Site {
+    /// Index into the routes.
+    route: usize,
+    /// The span of the route's path (or host).
+    place: Range<usize>,
+    next: Option<usize>,
+}
+
+impl Sites {
+    /// Records `route`, about to be pushed onto `routes`, defined at `place`; returns the
+    /// place of the first earlier route with the same host and path on a listener it
+    /// shares, if any.
+    fn add(
+        &mut self,
+        routes: &[RouteConfig],
+        route: &RouteConfig,
+        place: Range<usize>,
+    ) -> Option<Range<usize>> {
+        let hash = self.hasher.hash_one((&route.host, &route.path));
+        let mut first = None;
+        let mut at = self.heads.get(&hash).copied();
+        while let Some(s) = at {
+            let site = &self.sites[s];
+            let other = &routes[site.route];
+            if other.host == route.host
+                && other.path == route.path
+                && overlaps(&other.listeners, &route.listeners)
+            {
+                // Newest first: the last match is the first defined.
+                first = Some(site.place.clone());
+            }
+            at = site.next;
+        }
+        let next = self.heads.insert(hash, self.sites.len());
+        self.sites.push(Site {
+            route: routes.len(),
+            place,
+            next,
+        });
+        first
     }
 }
 

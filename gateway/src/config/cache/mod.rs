@@ -32,7 +32,7 @@ pub struct ParseCache {
 /// A section's raw route with spans as parsed, when the section started at byte `at`.
 struct Cached {
     at: usize,
-    route: RawRoute,
+    route: Box<RawRoute>,
 }
 
 /// One `[[route]]` section of the file being parsed: its text and route taken from the
@@ -126,7 +126,8 @@ impl ParseCache {
 
     /// Caches `routes`, the routes of the file whose sections are `sections` and whose
     /// texts are `texts`, in place of everything cached before.
-    fn fill(&mut self, texts: Vec<String>, sections: &[Range<usize>], routes: Vec<RawRoute>) {
+    #[allow(clippy::vec_box, reason = "the routes of a RawConfig, kept boxed")]
+    fn fill(&mut self, texts: Vec<String>, sections: &[Range<usize>], routes: Vec<Box<RawRoute>>) {
         self.routes.clear();
         self.routes.reserve(routes.len());
         for ((text, range), route) in texts.into_iter().zip(sections).zip(routes) {

@@ -84,7 +84,12 @@ pub(crate) fn route_sections(source: &str) -> Option<Vec<Range<usize>>> {
                 depth = depth.checked_sub(1)?;
                 i += 1;
             }
-            _ => i += 1,
+            _ => {
+                i += 1;
+                while i < bytes.len() && !SPECIAL[usize::from(bytes[i])] {
+                    i += 1;
+                }
+            }
         }
     }
     if !seen_header && contains(bytes, b"route") {
@@ -98,6 +103,19 @@ pub(crate) fn route_sections(source: &str) -> Option<Vec<Range<usize>>> {
     }
     Some(sections)
 }
+
+/// The bytes the scanner must look at; a run of any others is skipped at once (they
+/// cannot start a string, comment, header or bracket, nor end a line).
+const SPECIAL: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    let special = b"\n#\"'[]{}";
+    while i < special.len() {
+        table[special[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
 
 enum Header {
     /// `[[route]]`
