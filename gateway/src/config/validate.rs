@@ -3,6 +3,7 @@
 //! its key and line:column, all at once.
 
 use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write as _;
 use std::hash::BuildHasher;
 use std::net::SocketAddr;
 use std::ops::Range;
@@ -186,8 +187,12 @@ impl Validator<'_, '_> {
         let mut route_names = Names::default();
         let mut routes: Vec<RouteConfig> = Vec::with_capacity(raw.routes.len());
         let mut sites = Sites::default();
+        // One buffer for every route's key: it is read only when there is an error.
+        let mut key = String::new();
         for (i, r) in raw.routes.iter().enumerate() {
-            let key = format!("route[{i}]");
+            key.clear();
+            // Writing into a String cannot fail.
+            let _ = write!(key, "route[{i}]");
             let Some(route) = self.route(r, &key, timeouts, &listener_names, &tenant_names) else {
                 continue;
             };
@@ -340,9 +345,7 @@ impl Validator<'_, '_> {
                 );
                 None
             }
-            (Some(d), true) => self
-                .direct(d, &format!("{key}.direct"))
-                .map(RouteAction::Direct),
+            (Some(d), true) => self.direct(d, key).map(RouteAction::Direct),
             (None, false) => self.upstream(r, key).map(RouteAction::Proxy),
         };
 
@@ -506,14 +509,16 @@ impl Validator<'_, '_> {
         })
     }
 
-    fn direct(&mut self, d: &Spanned<RawDirect>, key: &str) -> Option<DirectResponse> {
+    /// A route's `direct` response; `route` is the route's key (`route[3]`), extended here
+    /// only when there is an error to report, since a config may hold thousands of these.
+    fn direct(&mut self, d: &Spanned<RawDirect>, route: &str) -> Option<DirectResponse> {
         let raw = d.get_ref();
         let status = match StatusCode::from_u16(*raw.status.get_ref()) {
             Ok(s) => s,
             Err(_) => {
                 self.report.error(
                     raw.status.span(),
-                    format!("{key}.status"),
+                    format!("{route}.direct.status"),
                     "not an HTTP status code (100-999)",
                 );
                 return None;
@@ -521,7 +526,7 @@ impl Validator<'_, '_> {
         };
         let mut headers = HeaderMap::new();
         for (name, value) in &raw.headers {
-            let header_key = format!("{key}.headers.{name}");
+            let header_key = || format!("{route}.direct.headers.{name}");
             match (
                 HeaderName::try_from(name.as_str()),
                 HeaderValue::try_from(value.get_ref().as_str()),
@@ -531,12 +536,12 @@ impl Validator<'_, '_> {
                 }
                 (Err(_), _) => self.report.error(
                     value.span(),
-                    header_key,
+                    header_key(),
                     format!("`{name}` is not a valid header name"),
                 ),
                 (_, Err(_)) => self.report.error(
                     value.span(),
-                    header_key,
+                    header_key(),
                     "the value has characters a header cannot carry",
                 ),
             }
