@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{error, info, warn};
 
-use crate::config::{Config, ConfigErrors};
+use crate::config::{Config, ConfigErrors, ParseCache};
 use crate::control::{ApplyFuture, Control, ListenerAddr, ReloadFuture, ReloadRecord};
 use crate::metrics::Metrics;
 use crate::runtime::Shared;
@@ -67,6 +67,9 @@ pub struct Gateway {
     admin_stop: CancellationToken,
     /// One reload at a time; the loser of a race waits and then reloads the newest file.
     reloading: tokio::sync::Mutex<()>,
+    /// The raw `[[route]]` sections of the config last read, so a reload parses only the
+    /// sections that changed. Used under `reloading`, on a blocking thread.
+    parse_cache: Arc<Mutex<ParseCache>>,
     last_reload: Mutex<Option<ReloadRecord>>,
     /// The serving threads; dropping the gateway ends them.
     workers: Workers,
@@ -80,7 +83,8 @@ impl Gateway {
     /// Loads `config_path`, binds every listener and starts serving.
     pub async fn start(config_path: &Path) -> Result<Arc<Gateway>, GatewayError> {
         let path = config_path.to_path_buf();
-        let config = load_blocking(path.clone()).await?;
+        let parse_cache = Arc::new(Mutex::new(ParseCache::new()));
+        let config = load_blocking(path.clone(), parse_cache.clone()).await?;
         let metrics = Arc::new(Metrics::new());
         let built = metrics.clone();
         let snapshot =
@@ -123,6 +127,7 @@ impl Gateway {
             draining: CancellationToken::new(),
             admin_stop: CancellationToken::new(),
             reloading: tokio::sync::Mutex::new(()),
+            parse_cache,
             last_reload: Mutex::new(None),
             workers,
             root: std::sync::OnceLock::new(),
@@ -287,7 +292,7 @@ impl Gateway {
     }
 
     async fn reload_locked(&self) -> Result<u64, GatewayError> {
-        let config = load_blocking(self.config_path.clone()).await?;
+        let config = load_blocking(self.config_path.clone(), self.parse_cache.clone()).await?;
         let previous = self.shared.snapshot.load_full();
         let generation = previous.generation + 1;
         let metrics = self.shared.metrics.clone();
@@ -464,8 +469,12 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// Reads and validates the config on a blocking thread: it reads files and may be large.
-async fn load_blocking(path: PathBuf) -> Result<Config, GatewayError> {
-    tokio::task::spawn_blocking(move || Config::load(&path))
+/// `cache` keeps the parsed route sections for the next reload.
+async fn load_blocking(
+    path: PathBuf,
+    cache: Arc<Mutex<ParseCache>>,
+) -> Result<Config, GatewayError> {
+    tokio::task::spawn_blocking(move || Config::load_cached(&path, &mut lock(&cache)))
         .await
         .map_err(|e| GatewayError::Interrupted(e.to_string()))?
         .map_err(GatewayError::from)

@@ -5,6 +5,7 @@
 //! line:column, all at once. Code past this module never sees a raw string that should have
 //! been a type. This module builds nothing that serves traffic: that is `snapshot`.
 
+mod cache;
 pub mod cidr;
 mod error;
 mod kubeconfig;
@@ -19,6 +20,7 @@ mod validate;
 use std::collections::BTreeSet;
 use std::path::Path;
 
+pub use cache::ParseCache;
 pub use error::{ConfigError, ConfigErrors};
 pub use kubernetes::{
     DEFAULT_INGRESS_CLASS, ElectionTimings, IngressConfig, KubernetesConfig, NodeAddressType,
@@ -49,26 +51,34 @@ impl Config {
 
     /// Parses and validates `source`; relative paths in it resolve against `path`'s folder.
     pub fn parse(path: &Path, source: &str) -> Result<Config, ConfigErrors> {
+        let raw = parse_toml(path, source)?;
+        validate(path, source, &raw)
+    }
+}
+
+/// The file as written, or its TOML error (with key and line:column).
+fn parse_toml(path: &Path, source: &str) -> Result<RawConfig, ConfigErrors> {
+    toml::from_str(source).map_err(|e| {
         let mut report = Reporter::new(path, source);
-        let raw: RawConfig = match toml::from_str(source) {
-            Ok(raw) => raw,
-            Err(e) => {
-                report.toml(&e);
-                return Err(ConfigErrors(report.errors));
-            }
-        };
-        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let config = Validator {
-            report: &mut report,
-            base: &base,
-            files: BTreeSet::new(),
-        }
-        .config(path, raw);
-        if report.errors.is_empty() {
-            Ok(config)
-        } else {
-            Err(ConfigErrors(report.errors))
-        }
+        report.toml(&e);
+        ConfigErrors(report.errors)
+    })
+}
+
+/// Checks `raw`, parsed from `source`, into a [`Config`]; every error at once.
+fn validate(path: &Path, source: &str, raw: &RawConfig) -> Result<Config, ConfigErrors> {
+    let mut report = Reporter::new(path, source);
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let config = Validator {
+        report: &mut report,
+        base: &base,
+        files: BTreeSet::new(),
+    }
+    .config(path, raw);
+    if report.errors.is_empty() {
+        Ok(config)
+    } else {
+        Err(ConfigErrors(report.errors))
     }
 }
 
@@ -80,6 +90,10 @@ mod tests {
 
     fn parse(src: &str) -> Result<Config, ConfigErrors> {
         Config::parse(Path::new("test.toml"), src)
+    }
+
+    fn errors(src: &str) -> String {
+        parse(src).unwrap_err().to_string()
     }
 
     fn first_error(src: &str) -> String {
@@ -140,6 +154,21 @@ mod tests {
         );
         assert!(
             e.contains("5:8: route[1]: duplicate route") && e.contains("2:8"),
+            "{e}"
+        );
+        let e = errors(
+            "[[route]]\nhost = \"a\"\nbackends = [\"x:1\"]\n[[route]]\nhost = \"b\"\nbackends = [\"x:2\"]\n\
+             [[route]]\nhost = \"A\"\nexact = \"/\"\nbackends = [\"x:3\"]\n[[route]]\nhost = \"a\"\npath = \"/\"\nbackends = [\"x:4\"]\n\
+             [[route]]\nhost = \"a\"\npath = \"/\"\nbackends = [\"x:5\"]\n",
+        );
+        // Each duplicate points at the first of its host and path, not the last seen nor
+        // one with an exact path.
+        assert!(
+            e.contains("13:8: route[3]: duplicate route") && e.contains("at 2:8"),
+            "{e}"
+        );
+        assert!(
+            e.contains("17:8: route[4]: duplicate route") && !e.contains("at 13:8"),
             "{e}"
         );
         let e = first_error("[[route]]\nhost = \"a\"\nbackends = [\"x:1\"]\ntenant = \"nobody\"\n");

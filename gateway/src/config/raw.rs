@@ -25,8 +25,14 @@ pub struct RawConfig {
     pub tenants: Vec<RawTenant>,
     #[serde(default, rename = "leaf")]
     pub leaves: Vec<RawLeaf>,
+    /// Boxed: a raw route is large, and the reloader's parse cache moves thousands of them
+    /// from one file's parse to the next.
     #[serde(default, rename = "route")]
-    pub routes: Vec<RawRoute>,
+    #[allow(
+        clippy::vec_box,
+        reason = "moved between parses by pointer, not by 700 bytes"
+    )]
+    pub routes: Vec<Box<RawRoute>>,
     pub kubernetes: Option<Spanned<super::kubernetes::RawKubernetes>>,
     #[serde(default, rename = "virtual_node")]
     pub virtual_nodes: Vec<Spanned<super::kubernetes::RawVirtualNode>>,
@@ -220,4 +226,126 @@ fn no_backends() -> Spanned<Vec<Spanned<String>>> {
 
 fn default_status() -> Spanned<u16> {
     Spanned::new(0..0, 200)
+}
+
+/// Moves every span of a raw value by `delta` bytes: a `[[route]]` section parsed at one
+/// offset of an earlier file and reused where it now sits. Defaulted values keep their
+/// empty span `0..0` (they have no place in the file, wherever the section is).
+pub(crate) trait Shift {
+    fn shift(self, delta: isize) -> Self;
+}
+
+impl<T: Shift> Shift for Spanned<T> {
+    fn shift(self, delta: isize) -> Self {
+        let span = self.span();
+        let span = if span == (0..0) {
+            span
+        } else {
+            span.start.wrapping_add_signed(delta)..span.end.wrapping_add_signed(delta)
+        };
+        Spanned::new(span, self.into_inner().shift(delta))
+    }
+}
+
+impl<T: Shift> Shift for Box<T> {
+    fn shift(self, delta: isize) -> Self {
+        Box::new((*self).shift(delta))
+    }
+}
+
+impl<T: Shift> Shift for Option<T> {
+    fn shift(self, delta: isize) -> Self {
+        self.map(|v| v.shift(delta))
+    }
+}
+
+impl<T: Shift> Shift for Vec<T> {
+    fn shift(self, delta: isize) -> Self {
+        self.into_iter().map(|v| v.shift(delta)).collect()
+    }
+}
+
+impl<K: Ord, V: Shift> Shift for BTreeMap<K, V> {
+    fn shift(self, delta: isize) -> Self {
+        self.into_iter().map(|(k, v)| (k, v.shift(delta))).collect()
+    }
+}
+
+/// Values without spans inside.
+macro_rules! unspanned {
+    ($($t:ty),*) => {$(
+        impl Shift for $t {
+            fn shift(self, _: isize) -> Self {
+                self
+            }
+        }
+    )*};
+}
+unspanned!(String, u16);
+
+impl Shift for RawRoute {
+    fn shift(self, delta: isize) -> Self {
+        // Spelled out field by field so that a new spanned field does not compile until it
+        // is shifted too.
+        let RawRoute {
+            name,
+            listeners,
+            host,
+            path,
+            exact,
+            backends,
+            protocol,
+            tls,
+            direct,
+            tenant,
+            bandwidth,
+            timeouts,
+        } = self;
+        RawRoute {
+            name: name.shift(delta),
+            listeners: listeners.shift(delta),
+            host: host.shift(delta),
+            path: path.shift(delta),
+            exact: exact.shift(delta),
+            backends: backends.shift(delta),
+            protocol,
+            tls: tls.shift(delta),
+            direct: direct.shift(delta),
+            tenant: tenant.shift(delta),
+            bandwidth,
+            timeouts,
+        }
+    }
+}
+
+impl Shift for RawUpstreamTls {
+    fn shift(self, delta: isize) -> Self {
+        let RawUpstreamTls {
+            ca,
+            cert,
+            key,
+            server_name,
+        } = self;
+        RawUpstreamTls {
+            ca: ca.shift(delta),
+            cert: cert.shift(delta),
+            key: key.shift(delta),
+            server_name: server_name.shift(delta),
+        }
+    }
+}
+
+impl Shift for RawDirect {
+    fn shift(self, delta: isize) -> Self {
+        let RawDirect {
+            status,
+            body,
+            headers,
+        } = self;
+        RawDirect {
+            status: status.shift(delta),
+            body,
+            headers: headers.shift(delta),
+        }
+    }
 }

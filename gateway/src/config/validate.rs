@@ -3,6 +3,8 @@
 //! its key and line:column, all at once.
 
 use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write as _;
+use std::hash::BuildHasher;
 use std::net::SocketAddr;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -20,9 +22,6 @@ use super::model::*;
 use super::plugins;
 use super::raw::*;
 
-/// Where a (host, path) pair was routed: the route's listeners and the span of its path.
-type RouteSite = (Option<Vec<String>>, Range<usize>);
-
 pub(super) struct Validator<'r, 'a> {
     pub(super) report: &'r mut Reporter<'a>,
     pub(super) base: &'r Path,
@@ -30,7 +29,7 @@ pub(super) struct Validator<'r, 'a> {
 }
 
 impl Validator<'_, '_> {
-    pub(super) fn config(mut self, path: &Path, raw: RawConfig) -> Config {
+    pub(super) fn config(mut self, path: &Path, raw: &RawConfig) -> Config {
         let timeouts = Timeouts::default().overlay(&raw.timeouts);
         let admin = raw.admin.as_ref().and_then(|a| {
             self.socket_addr(&a.bind, "admin.bind")
@@ -186,11 +185,14 @@ impl Validator<'_, '_> {
             .collect();
 
         let mut route_names = Names::default();
-        // Per listener (None = all): (host, path) -> where it was first defined.
-        let mut seen: HashMap<(HostPattern, PathMatch), Vec<RouteSite>> = HashMap::new();
-        let mut routes = Vec::new();
+        let mut routes: Vec<RouteConfig> = Vec::with_capacity(raw.routes.len());
+        let mut sites = Sites::default();
+        // One buffer for every route's key: it is read only when there is an error.
+        let mut key = String::new();
         for (i, r) in raw.routes.iter().enumerate() {
-            let key = format!("route[{i}]");
+            key.clear();
+            // Writing into a String cannot fail.
+            let _ = write!(key, "route[{i}]");
             let Some(route) = self.route(r, &key, timeouts, &listener_names, &tenant_names) else {
                 continue;
             };
@@ -202,13 +204,10 @@ impl Validator<'_, '_> {
                 .as_ref()
                 .or(r.path.as_ref())
                 .map_or(r.host.span(), |p| p.span());
-            let same = seen
-                .entry((route.host.clone(), route.path.clone()))
-                .or_default();
-            if let Some((_, first)) = same.iter().find(|(ls, _)| overlaps(ls, &route.listeners)) {
+            if let Some(first) = sites.add(&routes, &route, place.clone()) {
                 let (line, col) = self.report.line_column(first.start);
                 self.report.error(
-                    place.clone(),
+                    place,
                     key.clone(),
                     format!(
                         "duplicate route: host `{}` {} is already routed at {line}:{col}; remove one or change its host or path",
@@ -216,7 +215,6 @@ impl Validator<'_, '_> {
                     ),
                 );
             }
-            same.push((route.listeners.clone(), place));
             routes.push(route);
         }
 
@@ -347,9 +345,7 @@ impl Validator<'_, '_> {
                 );
                 None
             }
-            (Some(d), true) => self
-                .direct(d, &format!("{key}.direct"))
-                .map(RouteAction::Direct),
+            (Some(d), true) => self.direct(d, key).map(RouteAction::Direct),
             (None, false) => self.upstream(r, key).map(RouteAction::Proxy),
         };
 
@@ -513,14 +509,16 @@ impl Validator<'_, '_> {
         })
     }
 
-    fn direct(&mut self, d: &Spanned<RawDirect>, key: &str) -> Option<DirectResponse> {
+    /// A route's `direct` response; `route` is the route's key (`route[3]`), extended here
+    /// only when there is an error to report, since a config may hold thousands of these.
+    fn direct(&mut self, d: &Spanned<RawDirect>, route: &str) -> Option<DirectResponse> {
         let raw = d.get_ref();
         let status = match StatusCode::from_u16(*raw.status.get_ref()) {
             Ok(s) => s,
             Err(_) => {
                 self.report.error(
                     raw.status.span(),
-                    format!("{key}.status"),
+                    format!("{route}.direct.status"),
                     "not an HTTP status code (100-999)",
                 );
                 return None;
@@ -528,7 +526,7 @@ impl Validator<'_, '_> {
         };
         let mut headers = HeaderMap::new();
         for (name, value) in &raw.headers {
-            let header_key = format!("{key}.headers.{name}");
+            let header_key = || format!("{route}.direct.headers.{name}");
             match (
                 HeaderName::try_from(name.as_str()),
                 HeaderValue::try_from(value.get_ref().as_str()),
@@ -538,12 +536,12 @@ impl Validator<'_, '_> {
                 }
                 (Err(_), _) => self.report.error(
                     value.span(),
-                    header_key,
+                    header_key(),
                     format!("`{name}` is not a valid header name"),
                 ),
                 (_, Err(_)) => self.report.error(
                     value.span(),
-                    header_key,
+                    header_key(),
                     "the value has characters a header cannot carry",
                 ),
             }
@@ -694,6 +692,59 @@ impl Names {
 
     fn contains(&self, name: &str) -> bool {
         self.0.contains_key(name)
+    }
+}
+
+/// The routes validated so far, by (host, path), to find duplicates: per hash of the pair a
+/// chain of sites, newest first, each pointing into the routes themselves, so that no host
+/// or path is copied per route (a config may have tens of thousands).
+#[derive(Default)]
+struct Sites {
+    heads: HashMap<u64, usize, foldhash::fast::RandomState>,
+    sites: Vec<Site>,
+    hasher: foldhash::fast::RandomState,
+}
+
+struct Site {
+    /// Index into the routes.
+    route: usize,
+    /// The span of the route's path (or host).
+    place: Range<usize>,
+    next: Option<usize>,
+}
+
+impl Sites {
+    /// Records `route`, about to be pushed onto `routes`, defined at `place`; returns the
+    /// place of the first earlier route with the same host and path on a listener it
+    /// shares, if any.
+    fn add(
+        &mut self,
+        routes: &[RouteConfig],
+        route: &RouteConfig,
+        place: Range<usize>,
+    ) -> Option<Range<usize>> {
+        let hash = self.hasher.hash_one((&route.host, &route.path));
+        let mut first = None;
+        let mut at = self.heads.get(&hash).copied();
+        while let Some(s) = at {
+            let site = &self.sites[s];
+            let other = &routes[site.route];
+            if other.host == route.host
+                && other.path == route.path
+                && overlaps(&other.listeners, &route.listeners)
+            {
+                // Newest first: the last match is the first defined.
+                first = Some(site.place.clone());
+            }
+            at = site.next;
+        }
+        let next = self.heads.insert(hash, self.sites.len());
+        self.sites.push(Site {
+            route: routes.len(),
+            place,
+            next,
+        });
+        first
     }
 }
 

@@ -26,7 +26,7 @@ use std::time::SystemTime;
 use crate::config::ConfigErrors;
 use crate::config::{
     BandwidthConfig, Config, DirectResponse, HostPattern, ListenerConfig, PathMatch, RouteAction,
-    Timeouts,
+    RouteConfig, Timeouts,
 };
 use crate::kube::{Leaf, LeafError, PodIndex};
 use crate::limit::{self, Limiter, SharedLimits};
@@ -114,6 +114,26 @@ impl Route {
     }
 }
 
+impl Route {
+    /// Whether building `config` would give this route again: same action, limits and
+    /// timeouts, and no tenant (tenants are built afresh on every reload, so a route that
+    /// names one must point at the new one).
+    fn built_from(&self, config: &RouteConfig) -> bool {
+        self.name == config.name
+            && self.tenant.is_none()
+            && config.tenant.is_none()
+            && self.bandwidth == config.bandwidth
+            && self.timeouts == config.timeouts
+            && match (&self.action, &config.action) {
+                (Action::Direct(a), RouteAction::Direct(b)) => {
+                    a.status == b.status && a.headers == b.headers && a.body == b.body
+                }
+                (Action::Proxy(up), RouteAction::Proxy(u)) => up.built_from(u, config.timeouts),
+                _ => false,
+            }
+    }
+}
+
 pub enum Action {
     Direct(DirectResponse),
     /// Shared with the next snapshot when a reload leaves the route's upstream unchanged.
@@ -144,7 +164,8 @@ pub enum BuildError {
 impl Snapshot {
     /// Compiles `config`. Bandwidth totals whose tenant or route and limit are unchanged
     /// from `previous` keep their buckets: a reload neither refills a tenant's budget nor
-    /// lets old and new connections each spend a full one.
+    /// lets old and new connections each spend a full one. Routes of `previous` that
+    /// `config` leaves as they were (and that name no tenant) are kept whole.
     ///
     /// Every plugin is compiled (or found in the process-wide cache by content) and checked
     /// against its world here, on the caller's (blocking) thread; any failure fails the
@@ -182,26 +203,26 @@ impl Snapshot {
                 (t.name.clone(), Arc::new(tenant))
             })
             .collect();
-        let previous_routes: HashMap<&str, &Route> = previous
-            .map(|p| p.routes.iter().map(|r| (r.name.as_str(), &**r)).collect())
+        let previous_routes: HashMap<&str, &Arc<Route>, foldhash::fast::RandomState> = previous
+            .map(|p| p.routes.iter().map(|r| (r.name.as_str(), r)).collect())
             .unwrap_or_default();
 
         let routes = config
             .routes
             .iter()
             .map(|r| {
+                let before = previous_routes.get(r.name.as_str()).copied();
+                if let Some(same) = before.filter(|b| b.built_from(r)) {
+                    // A reload of a large file changes few routes: keep the others whole.
+                    return Ok(same.clone());
+                }
                 let action = match &r.action {
                     RouteAction::Direct(d) => Action::Direct(d.clone()),
                     RouteAction::Proxy(u) => {
-                        let kept =
-                            previous_routes
-                                .get(r.name.as_str())
-                                .and_then(|b| match &b.action {
-                                    Action::Proxy(up) if up.built_from(u, r.timeouts) => {
-                                        Some(up.clone())
-                                    }
-                                    _ => None,
-                                });
+                        let kept = before.and_then(|b| match &b.action {
+                            Action::Proxy(up) if up.built_from(u, r.timeouts) => Some(up.clone()),
+                            _ => None,
+                        });
                         let upstream = match kept {
                             Some(up) => up,
                             None => Arc::new(Upstream::new(u, r.timeouts).map_err(|source| {
@@ -214,7 +235,7 @@ impl Snapshot {
                         Action::Proxy(upstream)
                     }
                 };
-                let totals = match previous_routes.get(r.name.as_str()) {
+                let totals = match before {
                     Some(b) if b.bandwidth.total == r.bandwidth.total => b.totals.clone(),
                     _ => SharedLimits::new(r.bandwidth.total),
                 };
@@ -429,4 +450,71 @@ fn same_certs(
         && a.iter()
             .zip(b)
             .all(|((ha, ca), (hb, cb))| ha == hb && (Arc::ptr_eq(ca, cb) || ca.cert == cb.cert))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    const BASE: &str = "[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n\
+        [[tenant]]\nname = \"t\"\n\
+        [[route]]\nhost = \"a\"\ndirect = { status = 200, body = \"a\" }\n\
+        [[route]]\nhost = \"b\"\nbackends = [\"127.0.0.1:1\"]\n\
+        [[route]]\nhost = \"c\"\ntenant = \"t\"\ndirect = { status = 200, body = \"c\" }\n\
+        [[route]]\nhost = \"d\"\ndirect = { status = 200, body = \"d\", headers = { x = \"1\" } }\n";
+
+    fn build(src: &str, previous: Option<&Snapshot>) -> Snapshot {
+        let config = Config::parse(Path::new("t.toml"), src).unwrap();
+        Snapshot::build(Arc::new(config), 1, previous, &Metrics::new()).unwrap()
+    }
+
+    /// What a route serves, for comparing a reused route with a freshly built one.
+    fn served(s: &Snapshot, host: &str) -> String {
+        let r = s.listeners["web"].router.lookup(host, "/").unwrap();
+        let action = match &r.action {
+            Action::Direct(d) => format!("{} {:?} {:?}", d.status, d.headers, d.body),
+            Action::Proxy(_) => "proxy".to_string(),
+        };
+        let tenant = r.tenant.as_ref().map(|t| t.name.as_str());
+        format!(
+            "{} {action} {tenant:?} {:?} {:?}",
+            r.name, r.bandwidth, r.timeouts
+        )
+    }
+
+    #[tokio::test]
+    async fn unchanged_routes_are_kept_and_serve_as_a_fresh_build_does() {
+        let first = build(BASE, None);
+        let edited = BASE.replace("body = \"d\"", "body = \"d2\"").replace(
+            "[[route]]\nhost = \"a\"",
+            "[[route]]\nhost = \"new\"\ndirect = { status = 204 }\n[[route]]\nhost = \"a\"",
+        );
+        let next = build(&edited, Some(&first));
+        let fresh = build(&edited, None);
+        let same = |a: &Snapshot, b: &Snapshot, host: &str| {
+            Arc::ptr_eq(
+                a.listeners["web"].router.lookup(host, "/").unwrap(),
+                b.listeners["web"].router.lookup(host, "/").unwrap(),
+            )
+        };
+        // Kept: unchanged and no tenant. Built again: changed, new, or naming a tenant
+        // (which must be the new snapshot's tenant).
+        assert!(same(&first, &next, "a") && same(&first, &next, "b"));
+        assert!(!same(&first, &next, "c") && !same(&first, &next, "d"));
+        let c = next.listeners["web"].router.lookup("c", "/").unwrap();
+        assert!(Arc::ptr_eq(c.tenant.as_ref().unwrap(), &next.tenants["t"]));
+        for host in ["new", "a", "b", "c", "d"] {
+            assert_eq!(served(&next, host), served(&fresh, host), "{host}");
+        }
+        assert_eq!(next.routes.len(), fresh.routes.len());
+        let b = next.listeners["web"].router.lookup("b", "/").unwrap();
+        let b_config = fresh.config.routes.iter().find(|r| r.name == "b/").unwrap();
+        match (&b.action, &b_config.action) {
+            (Action::Proxy(up), RouteAction::Proxy(u)) => {
+                assert!(up.built_from(u, b_config.timeouts))
+            }
+            _ => panic!("route b proxies"),
+        }
+    }
 }
