@@ -9,8 +9,12 @@
 #    the configured one (goal: within 2%). Limited connections splice too (pipes lent per
 #    burst), so the 1 GiB/s row measures the limiter, not a user-space copy.
 #
-# leafgate and the iperf3 server run on CPU 1; the load tools, the backend and the iperf3
-# client on CPU 0.
+# leafgate and the iperf3 server run on CPU 1; the pusher, the backend and the iperf3
+# client on CPU 0. On two cores the pusher and the backend share CPU 0 and copy every byte
+# out and in, while iperf3's ends have a core each; each run prints how busy each CPU was,
+# so the bound is visible: leafgate's when CPU 1 is near 100%, the ends' when CPU 0 is.
+# (Zero-copy ends, `vmsplice` and `splice` to /dev/null, were tried: on loopback they
+# moved less than copying ends, as iperf3 -Z does.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -56,8 +60,20 @@ wait_port "$lg"; wait_port "$ip"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 rate_of() { python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["rate"])'; }
-lg_rate=$(taskset -c 0 "$bin/leafgate-bench" push "127.0.0.1:$lg" unlimited.bench "$SECONDS_EACH" | rate_of)
-ip_rate=$(taskset -c 0 iperf3 -c 127.0.0.1 -p "$ip" -t "$SECONDS_EACH" -J \
+# Busy share of each CPU while a command runs, from /proc/stat: which side was the bound.
+cpu_ticks() { awk '/^cpu[01] /{print $1, $2+$3+$4+$7+$8, $5+$6}' /proc/stat; }
+busy_during() {
+  local before after
+  before=$(cpu_ticks); "$@"; after=$(cpu_ticks)
+  python3 - "$before" "$after" >&2 <<'PY'
+import sys
+def parse(t): return {l.split()[0]: tuple(map(int, l.split()[1:])) for l in t.splitlines()}
+a, b = parse(sys.argv[1]), parse(sys.argv[2])
+print("  busy: " + ", ".join(f"{c} {100 * (b[c][0] - a[c][0]) / max(1, (b[c][0] - a[c][0]) + (b[c][1] - a[c][1])):.0f}%" for c in sorted(a)))
+PY
+}
+lg_rate=$(busy_during taskset -c 0 "$bin/leafgate-bench" push "127.0.0.1:$lg" unlimited.bench "$SECONDS_EACH" | rate_of)
+ip_rate=$(busy_during taskset -c 0 iperf3 -c 127.0.0.1 -p "$ip" -t "$SECONDS_EACH" -J \
   | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 8)')
 
 python3 - "$lg_rate" "$ip_rate" <<'PY'
@@ -69,7 +85,7 @@ PY
 
 for spec in "1mib.bench 1048576" "100mib.bench 104857600" "1gib.bench 1073741824"; do
   set -- $spec
-  got=$(taskset -c 0 "$bin/leafgate-bench" push "127.0.0.1:$lg" "$1" "$SECONDS_EACH" | rate_of)
+  got=$(busy_during taskset -c 0 "$bin/leafgate-bench" push "127.0.0.1:$lg" "$1" "$SECONDS_EACH" | rate_of)
   python3 - "$1" "$2" "$got" <<'PY'
 import sys
 name, want, got = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
