@@ -13,7 +13,10 @@
 //! struct Router;
 //! impl Guest for Router {
 //!     fn route(req: RouteRequest) -> RouteDecision {
-//!         RouteDecision::Leaf(req.leaves[0].clone())
+//!         match req.leaves().next() {
+//!             Some(leaf) => RouteDecision::Leaf(leaf.to_string()),
+//!             None => RouteDecision::Default,
+//!         }
 //!     }
 //! }
 //! leafgate_plugin::export_pod_router!(Router);
@@ -37,7 +40,7 @@ pub mod pod_router {
         export_macro_name: "export_pod_router",
         default_bindings_module: "leafgate_plugin::pod_router",
     });
-    pub use leafgate::plugin::types::{Label, Rejection, Verb};
+    pub use leafgate::plugin::types::{Rejection, Verb};
 }
 
 /// Bindings of the `address-rewriter` world.
@@ -199,17 +202,36 @@ pub fn config_or_trap<T: serde::de::DeserializeOwned>() -> T {
 impl pod_router::RouteRequest {
     /// The value of a pod label, when the gateway knows the pod's labels.
     pub fn label(&self, key: &str) -> Option<&str> {
-        self.labels
-            .as_ref()?
-            .iter()
-            .find(|l| l.key == key)
-            .map(|l| l.value.as_str())
+        self.labels()?
+            .find(|(k, _)| *k == key)
+            .map(|(_, value)| value)
+    }
+
+    /// The pod's labels as `(key, value)` pairs sorted by key, read from the request's
+    /// `key=value` lines without copying; `None` when the gateway does not know the pod.
+    pub fn labels(&self) -> Option<impl Iterator<Item = (&str, &str)>> {
+        let text = self.labels.as_deref()?;
+        Some(
+            lines(text).map(|line| line.split_once('=').unwrap_or((line, ""))),
+        )
+    }
+
+    /// The leaves the gateway knows, by name, read from the request's lines without
+    /// copying.
+    pub fn leaves(&self) -> impl Iterator<Item = &str> {
+        lines(&self.leaves)
     }
 
     /// Whether `leaf` is one of the leaves the gateway knows (a `leaf` answer must be).
     pub fn knows_leaf(&self, leaf: &str) -> bool {
-        self.leaves.iter().any(|l| l == leaf)
+        self.leaves().any(|l| l == leaf)
     }
+}
+
+/// The entries of a `\n`-joined list of the pod-router request: none for `""`.
+fn lines(text: &str) -> impl Iterator<Item = &str> {
+    // `split` of an empty text yields one empty item; an empty list has no entries.
+    text.split('\n').filter(move |_| !text.is_empty())
 }
 
 /// Matches `text` against a glob where `*` stands for any run of characters
