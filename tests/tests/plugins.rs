@@ -101,6 +101,56 @@ async fn label_router_routes_by_label_then_namespace_then_default() {
     );
 }
 
+/// Labels and leaves cross as `\n`-joined lines: the SDK must find a label by its whole
+/// key wherever it sits, and know a leaf only by its whole name.
+#[tokio::test]
+async fn label_router_reads_labels_and_leaves_from_their_lines() {
+    let t = one_tenant(&format!(
+        r#"pod_router = {{ path = "{}", config = {{ rules = [
+            {{ label = "site", value = "edge-*", leaf = "leaf-2" }},
+        ], default_leaf = "leaf-1" }} }}"#,
+        path(&plugin("label-router"))
+    ));
+    let route = |labels: &[(&str, &str)], leaves: &[&str]| {
+        let mut req = pod_request("web", "p", labels);
+        req.leaves = leaves.iter().map(|l| l.to_string()).collect();
+        let t = t.clone();
+        async move { t.route_pod(&req).await.unwrap() }
+    };
+    let both = ["leaf-1", "leaf-2"];
+    // The matching label between others, one of them with an empty value.
+    assert_eq!(
+        route(&[("app", ""), ("site", "edge-9"), ("zone", "z=1")], &both).await,
+        PodRoute::Leaf("leaf-2".into())
+    );
+    // `site-old` and `x.site` are other keys; `site` itself does not match the rule.
+    assert_eq!(
+        route(
+            &[
+                ("site", "core"),
+                ("site-old", "edge-1"),
+                ("x.site", "edge-2")
+            ],
+            &both
+        )
+        .await,
+        PodRoute::Leaf("leaf-1".into())
+    );
+    // `leaf-2` is not known when only names that contain it are.
+    match route(&[("site", "edge-1")], &["leaf-1", "leaf-20", "xleaf-2"]).await {
+        PodRoute::Reject { status, message } => {
+            assert_eq!(status, 503);
+            assert!(message.contains("leaf-2"), "{message}");
+        }
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+    // No leaves at all: nothing is known, the default leaf neither.
+    assert!(matches!(
+        route(&[], &[]).await,
+        PodRoute::Reject { status, .. } if status == 503
+    ));
+}
+
 #[tokio::test]
 async fn label_router_without_default_leaves_the_decision_to_the_gateway() {
     let t = one_tenant(&format!(

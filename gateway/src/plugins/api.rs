@@ -271,9 +271,15 @@ impl Serialize for Table {
 
 // ---- to the guest ----
 
-/// Writes the request into `slot`, reusing the strings and lists of the request it held
-/// before: a pod-router is called on every pod request, and a warm instance's calls then
-/// allocate on the host only when a string outgrows the one it replaces.
+/// Writes the request into `slot`, reusing the strings of the request it held before: a
+/// pod-router is called on every pod request, and a warm instance's calls then allocate on
+/// the host only when a string outgrows the one it replaces.
+///
+/// Labels and leaves cross as one text each (see `route-request` in `wit/plugin.wit`):
+/// `key=value` lines and name lines joined by `\n`. An entry that would break that shape is
+/// left out rather than sent garbled: a label whose key holds `=` or `\n` or whose value
+/// holds `\n` (Kubernetes accepts no such label), a leaf name that is empty or holds `\n`
+/// (the config refuses empty names; a plugin cannot answer with a leaf it was not shown).
 pub(crate) fn fill_route_request<'a>(
     slot: &'a mut Option<wit::RouteRequest>,
     tenant: &str,
@@ -293,7 +299,7 @@ pub(crate) fn fill_route_request<'a>(
         container: None,
         verb,
         labels: None,
-        leaves: Vec::new(),
+        leaves: String::new(),
     });
     set(&mut w.tenant, tenant);
     set(&mut w.namespace, &r.namespace);
@@ -306,29 +312,32 @@ pub(crate) fn fill_route_request<'a>(
     w.verb = verb;
     match &r.labels {
         Some(labels) => {
-            let out = w.labels.get_or_insert_with(Vec::new);
-            out.truncate(labels.len());
-            for (i, (key, value)) in labels.iter().enumerate() {
-                match out.get_mut(i) {
-                    Some(l) => {
-                        set(&mut l.key, key);
-                        set(&mut l.value, value);
-                    }
-                    None => out.push(wit::Label {
-                        key: key.clone(),
-                        value: value.clone(),
-                    }),
+            let out = w.labels.get_or_insert_with(String::new);
+            out.clear();
+            let fit = labels
+                .iter()
+                .filter(|(k, v)| !k.contains(['=', '\n']) && !v.contains('\n'));
+            for (key, value) in fit {
+                if !out.is_empty() {
+                    out.push('\n');
                 }
+                out.push_str(key);
+                out.push('=');
+                out.push_str(value);
             }
         }
         None => w.labels = None,
     }
-    w.leaves.truncate(r.leaves.len());
-    for (i, leaf) in r.leaves.iter().enumerate() {
-        match w.leaves.get_mut(i) {
-            Some(l) => set(l, leaf),
-            None => w.leaves.push(leaf.clone()),
+    w.leaves.clear();
+    for leaf in r
+        .leaves
+        .iter()
+        .filter(|l| !l.is_empty() && !l.contains('\n'))
+    {
+        if !w.leaves.is_empty() {
+            w.leaves.push('\n');
         }
+        w.leaves.push_str(leaf);
     }
     w
 }
@@ -561,6 +570,70 @@ mod tests {
         assert_eq!(batch.push("b\nc"), Err(NewlineInLine));
         assert_eq!(batch.text(), "a");
         assert_eq!(batch.len(), 1);
+    }
+
+    fn route(labels: Option<&[(&str, &str)]>, leaves: &[&str]) -> PodRouteRequest {
+        PodRouteRequest {
+            namespace: "shop".into(),
+            pod: "web-1".into(),
+            container: None,
+            verb: Verb::Exec,
+            labels: labels.map(|l| {
+                l.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect()
+            }),
+            leaves: leaves.iter().map(|l| l.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn labels_and_leaves_cross_as_lines() {
+        let mut slot = None;
+        let req = route(
+            Some(&[("site", "edge-3"), ("app", ""), ("example.com/tier", "web")]),
+            &["leaf-1", "leaf-2"],
+        );
+        let w = fill_route_request(&mut slot, "team-a", &req);
+        assert_eq!(w.tenant, "team-a");
+        // Sorted by key, as the pod's label map is.
+        assert_eq!(
+            w.labels.as_deref(),
+            Some("app=\nexample.com/tier=web\nsite=edge-3")
+        );
+        assert_eq!(w.leaves, "leaf-1\nleaf-2");
+
+        // A known pod without labels, and no leaves: both empty, not absent.
+        let w = fill_route_request(&mut slot, "team-a", &route(Some(&[]), &[]));
+        assert_eq!((w.labels.as_deref(), w.leaves.as_str()), (Some(""), ""));
+        let w = fill_route_request(&mut slot, "team-a", &route(None, &["x"]));
+        assert_eq!((w.labels.as_deref(), w.leaves.as_str()), (None, "x"));
+    }
+
+    #[test]
+    fn entries_that_would_break_the_lines_are_left_out() {
+        let mut slot = None;
+        let req = route(
+            Some(&[("a=b", "1"), ("nl\nkey", "2"), ("ok", "3"), ("v", "x\ny")]),
+            &["", "two\nlines", "leaf-1"],
+        );
+        let w = fill_route_request(&mut slot, "t", &req);
+        assert_eq!(w.labels.as_deref(), Some("ok=3"));
+        assert_eq!(w.leaves, "leaf-1");
+    }
+
+    #[test]
+    fn a_warm_request_is_rewritten_in_place() {
+        let mut slot = None;
+        let long = route(Some(&[("site", "edge-333333")]), &["leaf-1", "leaf-2"]);
+        let w = fill_route_request(&mut slot, "team-a", &long);
+        let (labels, leaves) = (w.labels.as_ref().map(|l| l.as_ptr()), w.leaves.as_ptr());
+        let short = route(Some(&[("site", "edge-1")]), &["leaf-2"]);
+        let w = fill_route_request(&mut slot, "team-a", &short);
+        assert_eq!(w.labels.as_deref(), Some("site=edge-1"));
+        assert_eq!(w.leaves, "leaf-2");
+        assert_eq!(w.labels.as_ref().map(|l| l.as_ptr()), labels);
+        assert_eq!(w.leaves.as_ptr(), leaves);
     }
 
     fn answer(actions: Vec<wit::Action>, replacements: &[&str]) -> wit::Verdicts {

@@ -13,7 +13,10 @@
 //! struct Router;
 //! impl Guest for Router {
 //!     fn route(req: RouteRequest) -> RouteDecision {
-//!         RouteDecision::Leaf(req.leaves[0].clone())
+//!         match req.leaves().next() {
+//!             Some(leaf) => RouteDecision::Leaf(leaf.to_string()),
+//!             None => RouteDecision::Default,
+//!         }
 //!     }
 //! }
 //! leafgate_plugin::export_pod_router!(Router);
@@ -37,7 +40,7 @@ pub mod pod_router {
         export_macro_name: "export_pod_router",
         default_bindings_module: "leafgate_plugin::pod_router",
     });
-    pub use leafgate::plugin::types::{Label, Rejection, Verb};
+    pub use leafgate::plugin::types::{Rejection, Verb};
 }
 
 /// Bindings of the `address-rewriter` world.
@@ -229,17 +232,62 @@ pub fn config_or_trap<T: serde::de::DeserializeOwned>() -> T {
 impl pod_router::RouteRequest {
     /// The value of a pod label, when the gateway knows the pod's labels.
     pub fn label(&self, key: &str) -> Option<&str> {
-        self.labels
-            .as_ref()?
-            .iter()
-            .find(|l| l.key == key)
-            .map(|l| l.value.as_str())
+        let text = self.labels.as_deref()?;
+        // Compares each line's head with `key=` in place: no split at `=` of lines whose
+        // key is of another length.
+        Lines(Some(text)).find_map(|line| {
+            let rest = line.strip_prefix(key)?;
+            rest.strip_prefix('=')
+        })
+    }
+
+    /// The pod's labels as `(key, value)` pairs sorted by key, read from the request's
+    /// `key=value` lines without copying; `None` when the gateway does not know the pod.
+    pub fn labels(&self) -> Option<impl Iterator<Item = (&str, &str)>> {
+        let text = self.labels.as_deref()?;
+        Some(Lines(Some(text)).map(|line| match find_byte(line, b'=') {
+            Some(at) => (&line[..at], &line[at + 1..]),
+            None => (line, ""),
+        }))
+    }
+
+    /// The leaves the gateway knows, by name, read from the request's lines without
+    /// copying.
+    pub fn leaves(&self) -> impl Iterator<Item = &str> {
+        Lines(Some(&self.leaves))
     }
 
     /// Whether `leaf` is one of the leaves the gateway knows (a `leaf` answer must be).
     pub fn knows_leaf(&self, leaf: &str) -> bool {
-        self.leaves.iter().any(|l| l == leaf)
+        self.leaves().any(|l| l == leaf)
     }
+}
+
+/// The entries of a `\n`-joined list of the pod-router request; none for `""`.
+///
+/// Not `str::split`: its char searcher costs more in Wasm than the plain byte loop these
+/// short texts need, and a router reads them on every request.
+struct Lines<'a>(Option<&'a str>);
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let text = self.0.take().filter(|t| !t.is_empty())?;
+        match find_byte(text, b'\n') {
+            Some(at) => {
+                // What follows is read on the next call; an empty rest ends the list.
+                self.0 = Some(&text[at + 1..]);
+                Some(&text[..at])
+            }
+            None => Some(text),
+        }
+    }
+}
+
+/// The first `byte` (ASCII) in `text`.
+fn find_byte(text: &str, byte: u8) -> Option<usize> {
+    text.bytes().position(|b| b == byte)
 }
 
 /// Matches `text` against a glob where `*` stands for any run of characters
@@ -265,7 +313,18 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::glob_match;
+    use super::{Lines, glob_match};
+
+    #[test]
+    fn lines_of_a_joined_list() {
+        fn all(t: &str) -> Vec<&str> {
+            Lines(Some(t)).collect()
+        }
+        assert_eq!(all(""), Vec::<&str>::new());
+        assert_eq!(all("a"), ["a"]);
+        assert_eq!(all("a\nbb\nc"), ["a", "bb", "c"]);
+        assert_eq!(all("a\n\nc"), ["a", "", "c"]);
+    }
 
     #[test]
     fn globs() {

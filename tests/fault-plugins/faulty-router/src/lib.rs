@@ -35,9 +35,12 @@ impl Guest for Faulty {
                 std::hint::black_box(&hoard);
             }
         }
-        if pod.starts_with("count-") && !req.leaves.is_empty() {
+        let known = req.leaves().count();
+        if pod.starts_with("count-") && known > 0 {
             let n = SERVED.fetch_add(1, Ordering::Relaxed);
-            return RouteDecision::Leaf(req.leaves[n % req.leaves.len()].clone());
+            if let Some(leaf) = req.leaves().nth(n % known) {
+                return RouteDecision::Leaf(leaf.to_string());
+            }
         }
         if pod.starts_with("chatty-") {
             // A plugin that logs to stderr on every call must not wear its instance out.
@@ -46,8 +49,8 @@ impl Guest for Faulty {
         if pod.starts_with("lost-") {
             return RouteDecision::Leaf("no-such-leaf".into());
         }
-        match req.leaves.first() {
-            Some(leaf) => RouteDecision::Leaf(leaf.clone()),
+        match req.leaves().next() {
+            Some(leaf) => RouteDecision::Leaf(leaf.to_string()),
             None => RouteDecision::Default,
         }
     }
