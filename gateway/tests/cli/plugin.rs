@@ -35,8 +35,21 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// Runs a plugin that is expected to answer. These tests check answers, not deadlines (that
+/// is `run_reports_a_plugin_failure_plainly`), so the deadline is generous: the first call
+/// instantiates the plugin and builds its config (`redact` compiles its regexes), and on a
+/// machine busy with other test binaries the default 10 ms (whose wall-clock cap is 90 ms)
+/// can pass before the process gets the CPU.
 fn run_ok(plugin: &Path, world: &str, config: Option<&str>, stdin: &str) -> String {
-    let mut args = vec!["plugin", "run", plugin.to_str().unwrap(), "--world", world];
+    let mut args = vec![
+        "plugin",
+        "run",
+        plugin.to_str().unwrap(),
+        "--world",
+        world,
+        "--deadline",
+        "2s",
+    ];
     if let Some(c) = config {
         args.extend(["--config", c]);
     }
@@ -191,6 +204,9 @@ fn run_reports_a_plugin_failure_plainly() {
             faulty.to_str().unwrap(),
             "--world",
             "pod-router",
+            // A trap, not the deadline, must end this call even on a busy machine.
+            "--deadline",
+            "2s",
         ],
         &req("trap-1"),
     );
@@ -209,6 +225,8 @@ fn run_reports_a_plugin_failure_plainly() {
         "pod-router",
         "--memory",
         "8MiB",
+        "--deadline",
+        "2s",
     ];
     let out = leafgate(&args, &req("bomb-1"));
     assert!(
