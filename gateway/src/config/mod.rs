@@ -35,18 +35,22 @@ use error::Reporter;
 use raw::RawConfig;
 use validate::Validator;
 
+/// The config file's text, or the error that says it cannot be read.
+fn read_source(path: &Path) -> Result<String, ConfigErrors> {
+    std::fs::read_to_string(path).map_err(|e| {
+        ConfigErrors(vec![ConfigError {
+            file: path.to_path_buf(),
+            position: None,
+            key: String::new(),
+            message: format!("cannot read the config file: {e}"),
+        }])
+    })
+}
+
 impl Config {
     /// Reads, parses and validates the config file, loading every file it names.
     pub fn load(path: &Path) -> Result<Config, ConfigErrors> {
-        let source = std::fs::read_to_string(path).map_err(|e| {
-            ConfigErrors(vec![ConfigError {
-                file: path.to_path_buf(),
-                position: None,
-                key: String::new(),
-                message: format!("cannot read the config file: {e}"),
-            }])
-        })?;
-        Self::parse(path, &source)
+        Self::parse(path, &read_source(path)?)
     }
 
     /// Parses and validates `source`; relative paths in it resolve against `path`'s folder.

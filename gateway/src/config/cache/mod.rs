@@ -21,7 +21,7 @@ use std::ops::Range;
 use std::path::Path;
 
 use super::raw::{RawConfig, RawRoute, Shift};
-use super::{Config, ConfigError, ConfigErrors, parse_toml, validate};
+use super::{Config, ConfigErrors, parse_toml, read_source, validate};
 
 /// The raw `[[route]]` sections of the last file parsed, by their exact text.
 #[derive(Default)]
@@ -145,15 +145,7 @@ impl ParseCache {
 impl Config {
     /// [`Config::load`] through `cache`: the reloader's way to read the file.
     pub fn load_cached(path: &Path, cache: &mut ParseCache) -> Result<Config, ConfigErrors> {
-        let source = std::fs::read_to_string(path).map_err(|e| {
-            ConfigErrors(vec![ConfigError {
-                file: path.to_path_buf(),
-                position: None,
-                key: String::new(),
-                message: format!("cannot read the config file: {e}"),
-            }])
-        })?;
-        Self::parse_cached(path, &source, cache)
+        Self::parse_cached(path, &read_source(path)?, cache)
     }
 
     /// [`Config::parse`], reusing the `[[route]]` sections `cache` holds from the last
