@@ -296,6 +296,17 @@ where
         &activity,
         on_bytes,
     );
+    both_ways(up, down, &activity, opts.idle_timeout).await
+}
+
+/// Runs both directions of a splice to their end: both reach EOF, one fails, or neither
+/// moves a byte for `idle_timeout`; logs how it ended.
+async fn both_ways(
+    up: impl Future<Output = Result<copy::DirectionReport, SpliceError>>,
+    down: impl Future<Output = Result<copy::DirectionReport, SpliceError>>,
+    activity: &copy::Activity,
+    idle_timeout: Duration,
+) -> Result<SpliceReport, SpliceError> {
     // `try_join!` drops the other direction at the first error: one broken side ends it all.
     let result = tokio::select! {
         both = async { tokio::try_join!(up, down) } => both.map(|(up, down)| SpliceReport {
@@ -304,7 +315,7 @@ where
             throttled_up: up.throttled,
             throttled_down: down.throttled,
         }),
-        idle = activity.idle_for(opts.idle_timeout) => Err(SpliceError::Idle { idle }),
+        idle = activity.idle_for(idle_timeout) => Err(SpliceError::Idle { idle }),
     };
     log_end(&result);
     result

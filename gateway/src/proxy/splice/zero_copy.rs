@@ -21,7 +21,7 @@ use tokio::time::Instant;
 
 use super::copy::{Activity, DirectionReport};
 use super::pipes::{self, Lease};
-use super::{Direction, IoOp, SpliceError, SpliceOptions, SpliceReport, log_end};
+use super::{Direction, IoOp, SpliceError, SpliceOptions, SpliceReport, both_ways};
 use crate::limit::{Limiter, MAX_CHUNK};
 
 /// One non-blocking `splice(2)`. A peer that closed makes it fail with `EPIPE` rather
@@ -71,17 +71,7 @@ where
         &activity,
         on_bytes,
     );
-    let result = tokio::select! {
-        both = async { tokio::try_join!(up, down) } => both.map(|(up, down)| SpliceReport {
-            bytes_up: up.bytes,
-            bytes_down: down.bytes,
-            throttled_up: up.throttled,
-            throttled_down: down.throttled,
-        }),
-        idle = activity.idle_for(opts.idle_timeout) => Err(SpliceError::Idle { idle }),
-    };
-    log_end(&result);
-    result
+    both_ways(up, down, &activity, opts.idle_timeout).await
 }
 
 /// Where the bytes of one burst wait between the two sockets.
