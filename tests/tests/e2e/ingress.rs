@@ -657,7 +657,21 @@ async fn a_reload_that_moves_or_removes_the_address_clears_the_old_one() {
         lb("app").as_array().is_none_or(Vec::is_empty)
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Put a retired address back on `app`, after the foreign one went on `stale`: once the
+    // gateway has cleared it again, its watch has shown it `stale`'s write too (one watch,
+    // in order), and that sync left the foreign address alone.
+    sim.patch_status(
+        NET,
+        "Ingress",
+        "web",
+        "app",
+        &json!({"status": {"loadBalancer": {"ingress": [{"ip": "198.51.100.9"}]}}}),
+    )
+    .unwrap();
+    eventually("the retired address cleared again", APPLIED, || async {
+        lb("app").as_array().is_none_or(Vec::is_empty)
+    })
+    .await;
     assert_eq!(
         lb("stale"),
         json!([{"ip": "10.9.9.9"}]),
