@@ -82,38 +82,10 @@ pub mod log_filter {
     /// least one line and a line never contains `\n`, so this yields exactly one item per
     /// line the gateway sent (an empty item is an empty log line).
     pub fn lines(batch: &str) -> Lines<'_> {
-        Lines {
-            batch,
-            start: 0,
-            newlines: memchr::memchr_iter(b'\n', batch.as_bytes()),
-        }
+        Lines::of(batch)
     }
 
-    /// The iterator [`lines`] returns. It finds newlines with the `memchr` crate, which
-    /// scans 16 bytes at a time in WebAssembly (`simd128`); `str::split` scans a byte or a
-    /// word at a time there, which costs a log filter more than its own work on clean lines.
-    pub struct Lines<'a> {
-        batch: &'a str,
-        /// Where the next line starts; past the end once the last line was yielded.
-        start: usize,
-        newlines: memchr::Memchr<'a>,
-    }
-
-    impl<'a> Iterator for Lines<'a> {
-        type Item = &'a str;
-
-        fn next(&mut self) -> Option<&'a str> {
-            let start = self.start;
-            let end = match self.newlines.next() {
-                Some(newline) => newline,
-                None if start <= self.batch.len() => self.batch.len(),
-                None => return None,
-            };
-            self.start = end + 1;
-            // Cut at a `\n`, which is never inside a UTF-8 sequence.
-            Some(&self.batch[start..end])
-        }
-    }
+    pub use crate::Lines;
 
     /// One line's verdict, the way a filter usually thinks of it; [`Verdicts`] collects
     /// them into the compact shape the `filter` export answers.
@@ -235,7 +207,7 @@ impl pod_router::RouteRequest {
         let text = self.labels.as_deref()?;
         // Compares each line's head with `key=` in place: no split at `=` of lines whose
         // key is of another length.
-        Lines(Some(text)).find_map(|line| {
+        entries(text).find_map(|line| {
             let rest = line.strip_prefix(key)?;
             rest.strip_prefix('=')
         })
@@ -245,16 +217,18 @@ impl pod_router::RouteRequest {
     /// `key=value` lines without copying; `None` when the gateway does not know the pod.
     pub fn labels(&self) -> Option<impl Iterator<Item = (&str, &str)>> {
         let text = self.labels.as_deref()?;
-        Some(Lines(Some(text)).map(|line| match find_byte(line, b'=') {
-            Some(at) => (&line[..at], &line[at + 1..]),
-            None => (line, ""),
-        }))
+        Some(
+            entries(text).map(|line| match memchr::memchr(b'=', line.as_bytes()) {
+                Some(at) => (&line[..at], &line[at + 1..]),
+                None => (line, ""),
+            }),
+        )
     }
 
     /// The leaves the gateway knows, by name, read from the request's lines without
     /// copying.
     pub fn leaves(&self) -> impl Iterator<Item = &str> {
-        Lines(Some(&self.leaves))
+        entries(&self.leaves)
     }
 
     /// Whether `leaf` is one of the leaves the gateway knows (a `leaf` answer must be).
@@ -263,31 +237,50 @@ impl pod_router::RouteRequest {
     }
 }
 
-/// The entries of a `\n`-joined list of the pod-router request; none for `""`.
-///
-/// Not `str::split`: its char searcher costs more in Wasm than the plain byte loop these
-/// short texts need, and a router reads them on every request.
-struct Lines<'a>(Option<&'a str>);
+/// The parts of a text cut at each `\n`, as `str::split('\n')` gives them: a log batch's
+/// lines, a pod-router request's lists. It finds newlines with the `memchr` crate, which
+/// scans 16 bytes at a time in WebAssembly (`simd128`); `str::split`'s char searcher scans
+/// a byte or a word at a time there, which costs a plugin more than its own work.
+pub struct Lines<'a> {
+    text: &'a str,
+    /// Where the next part starts; past the end once the last part was yielded.
+    start: usize,
+    newlines: memchr::Memchr<'a>,
+}
+
+impl<'a> Lines<'a> {
+    pub fn of(text: &'a str) -> Self {
+        Lines {
+            text,
+            start: 0,
+            newlines: memchr::memchr_iter(b'\n', text.as_bytes()),
+        }
+    }
+}
 
 impl<'a> Iterator for Lines<'a> {
     type Item = &'a str;
 
     fn next(&mut self) -> Option<&'a str> {
-        let text = self.0.take().filter(|t| !t.is_empty())?;
-        match find_byte(text, b'\n') {
-            Some(at) => {
-                // What follows is read on the next call; an empty rest ends the list.
-                self.0 = Some(&text[at + 1..]);
-                Some(&text[..at])
-            }
-            None => Some(text),
-        }
+        let start = self.start;
+        let end = match self.newlines.next() {
+            Some(newline) => newline,
+            None if start <= self.text.len() => self.text.len(),
+            None => return None,
+        };
+        self.start = end + 1;
+        // Cut at a `\n`, which is never inside a UTF-8 sequence.
+        Some(&self.text[start..end])
     }
 }
 
-/// The first `byte` (ASCII) in `text`.
-fn find_byte(text: &str, byte: u8) -> Option<usize> {
-    text.bytes().position(|b| b == byte)
+/// The entries of a `\n`-joined list of the pod-router request; none for `""` (where a
+/// log batch's `""` is one empty line).
+fn entries(text: &str) -> impl Iterator<Item = &str> {
+    (!text.is_empty())
+        .then(|| Lines::of(text))
+        .into_iter()
+        .flatten()
 }
 
 /// Matches `text` against a glob where `*` stands for any run of characters
@@ -313,12 +306,12 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{Lines, glob_match};
+    use super::{entries, glob_match};
 
     #[test]
     fn lines_of_a_joined_list() {
         fn all(t: &str) -> Vec<&str> {
-            Lines(Some(t)).collect()
+            entries(t).collect()
         }
         assert_eq!(all(""), Vec::<&str>::new());
         assert_eq!(all("a"), ["a"]);
