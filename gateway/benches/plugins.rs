@@ -4,16 +4,18 @@
 //! - `call/<world>/{pooled,per-call}`: one decision with a warm instance, and with a fresh
 //!   instance per call (`isolation = "per-call"`).
 //! - `log-filter/{redact-wasm,redact-native,passthrough-wasm}`: verdicts for a 256-line
-//!   batch from the `redact` plugin, from the same regexes and logic run natively with the
-//!   `regex` crate (a `memmem` scan for the patterns' leading literals first, so a clean
-//!   line runs no regex), and from `redact` with no patterns (the cost of the crossing
-//!   alone). The batch crosses as one newline-joined string, as the gateway sends it.
+//!   batch from the `redact` plugin, from `redact`'s own engine compiled natively (a
+//!   `memmem` scan for the patterns' leading literals first, so a clean line runs no regex,
+//!   then regexes anchored where they were found), and from `redact` with no patterns (the
+//!   cost of the crossing alone). The batch crosses as one newline-joined string, as the gateway sends it.
 //!
 //! The reference plugins are built from `plugins/` first (cargo, wasm32-wasip2, release).
 
 #[path = "../../tests/src/plugins.rs"]
 #[allow(dead_code)]
 mod build;
+#[path = "../../plugins/redact/src/engine.rs"]
+mod redact;
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -24,7 +26,6 @@ use leafgate::plugins::{
     self, AddressRewriteRequest, AddressType, LogBatch, LogContext, NodeAddress, PluginMetrics,
     PodRouteRequest, TableRequest, TenantPlugins, Verb, Verdict,
 };
-use regex::{Regex, RegexSet};
 
 const PATTERNS: [&str; 2] = [r"password=\S+", r"Bearer [A-Za-z0-9._-]+"];
 const DROP: [&str; 1] = [r"GET /healthz"];
@@ -130,70 +131,31 @@ fn calls(c: &mut Criterion) {
     }
 }
 
-/// What `redact` does, natively: the same literal prefilter, the same regexes, the same
-/// logic, the same verdicts (see `plugins/redact`).
-struct NativeRedact {
-    literals: Vec<memchr::memmem::Finder<'static>>,
-    drop: RegexSet,
-    secrets: Regex,
-}
+/// `redact`'s own engine, natively: the same literals, regexes, anchored searches and
+/// verdicts as in the plugin, so the ratio is the sandbox's cost alone.
+struct NativeRedact(redact::Redactor);
 
 impl NativeRedact {
     fn new() -> Self {
-        let joined = PATTERNS
-            .iter()
-            .map(|p| format!("(?:{p})"))
-            .collect::<Vec<_>>()
-            .join("|");
-        let mut extractor = regex_syntax::hir::literal::Extractor::new();
-        extractor.kind(regex_syntax::hir::literal::ExtractKind::Prefix);
-        let mut literals: Vec<Vec<u8>> = DROP
-            .iter()
-            .chain(&PATTERNS)
-            .flat_map(|p| {
-                let hir = regex_syntax::Parser::new().parse(p).unwrap();
-                let seq = extractor.extract(&hir);
-                let found = seq.literals().expect("every pattern has literals");
-                found
-                    .iter()
-                    .map(|l| l.as_bytes().to_vec())
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        literals.sort();
-        literals.dedup();
-        NativeRedact {
-            literals: literals
-                .iter()
-                .map(|l| memchr::memmem::Finder::new(l).into_owned())
-                .collect(),
-            drop: RegexSet::new(DROP).unwrap(),
-            secrets: Regex::new(&joined).unwrap(),
-        }
+        let list = |patterns: &[&str]| patterns.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+        NativeRedact(redact::Redactor::new(&list(&PATTERNS), &list(&DROP), "***".into()).unwrap())
     }
 
     fn verdicts(&self, batch: &LogBatch) -> Vec<Verdict> {
         // Lines cut where `memchr` finds newlines, as the SDK's `lines` does in the plugin.
         let text = batch.text();
         let mut start = 0;
+        let mut starts = redact::Starts::default();
         memchr::memchr_iter(b'\n', text.as_bytes())
             .chain([text.len()])
             .take(batch.len())
             .map(|end| {
-                let l = &text[start..end];
+                let line = &text[start..end];
                 start = end + 1;
-                l
-            })
-            .map(|l| {
-                if !self.literals.iter().any(|f| f.find(l.as_bytes()).is_some()) {
-                    return Verdict::Keep;
-                }
-                if self.drop.is_match(l) {
-                    return Verdict::Drop;
-                }
-                match self.secrets.replace_all(l, "***") {
-                    std::borrow::Cow::Borrowed(_) => Verdict::Keep,
-                    std::borrow::Cow::Owned(text) => Verdict::Replace(text),
+                match self.0.verdict(line, &mut starts) {
+                    redact::Verdict::Keep => Verdict::Keep,
+                    redact::Verdict::Drop => Verdict::Drop,
+                    redact::Verdict::Replace(text) => Verdict::Replace(text),
                 }
             })
             .collect()

@@ -289,6 +289,112 @@ async fn redact_replaces_secrets_and_drops_noise() {
     }
 }
 
+/// `redact` searches anchored where its patterns' literals occur; whatever the line, its
+/// verdict must be the one the `regex` crate gives searching the whole line: `drop` as a
+/// `RegexSet`, then every leftmost-first match of the patterns' alternation replaced.
+#[tokio::test]
+async fn redact_agrees_with_the_regex_crate_on_tricky_lines() {
+    let lines: Vec<String> = [
+        "password=a password=b",
+        "xpassword=a",
+        "Bearer Bearer x",
+        "Bearer  two spaces",
+        "GET /healthz 200",
+        "GET /healthz GET /healthz",
+        "mytoken:abc token:def",
+        "token:",
+        "key=abc password=x key=Z",
+        "пароль password=секрет ok",
+        "passwordpassword=x",
+        "",
+        "plain",
+        "DEBUG: noisy",
+        "debug: noisy",
+    ]
+    .map(String::from)
+    .to_vec();
+    let batch = LogBatch::from_lines(&lines).unwrap();
+    let patterns = [
+        r"password=\S+",
+        r"Bearer [A-Za-z0-9._-]+",
+        r"\btoken:(\w+)",
+        r"key=(?P<v>[a-z]+)",
+    ];
+    let quoted = |list: &[&str]| {
+        list.iter()
+            .map(|p| format!("'{p}'"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    // Literals found (anchored searches); a `drop` pattern with too many literals to look
+    // for (whole-line searches); and a replacement naming groups, counted across patterns.
+    for (drop, replacement) in [
+        (vec![r"GET /healthz$"], "***"),
+        (vec![r"GET /healthz$", r"(?i)debug:"], "***"),
+        (vec![r"GET /healthz$"], "<$1|$2|${v}>"),
+    ] {
+        let t = one_tenant(&format!(
+            r#"log_filter = {{ path = "{}", config = {{ patterns = [{}], drop = [{}], replacement = "{replacement}" }} }}"#,
+            path(&plugin("redact")),
+            quoted(&patterns),
+            quoted(&drop),
+        ));
+        let drops = regex::RegexSet::new(&drop).unwrap();
+        let secrets = regex::Regex::new(
+            &patterns
+                .iter()
+                .map(|p| format!("(?:{p})"))
+                .collect::<Vec<_>>()
+                .join("|"),
+        )
+        .unwrap();
+        let expected: Vec<Verdict> = lines
+            .iter()
+            .map(|line| {
+                if drops.is_match(line) {
+                    return Verdict::Drop;
+                }
+                match secrets.replace_all(line, replacement) {
+                    std::borrow::Cow::Borrowed(_) => Verdict::Keep,
+                    std::borrow::Cow::Owned(text) => Verdict::Replace(text),
+                }
+            })
+            .collect();
+        let got = t
+            .log_verdicts(&LogContext::default(), &batch)
+            .await
+            .unwrap();
+        assert_eq!(got, expected, "drop {drop:?}, replacement {replacement:?}");
+        // The lines that make this test worth having: some replaced, some dropped, some kept.
+        assert!(expected.iter().any(|v| matches!(v, Verdict::Replace(_))));
+        assert!(expected.contains(&Verdict::Drop));
+        assert!(expected.contains(&Verdict::Keep));
+    }
+}
+
+/// A pattern that does not compile fails the call, naming its list and why.
+#[tokio::test]
+async fn redact_with_an_invalid_pattern_fails_its_call_and_says_which() {
+    for (list, other) in [("patterns", "drop"), ("drop", "patterns")] {
+        let t = one_tenant(&format!(
+            r#"log_filter = {{ path = "{}", config = {{ {list} = ['password=('], {other} = ['ok'] }} }}"#,
+            path(&plugin("redact"))
+        ));
+        let batch = LogBatch::from_lines(["password=x"]).unwrap();
+        match t.log_verdicts(&LogContext::default(), &batch).await {
+            Err(PluginError::Call { kind, message, .. }) => {
+                assert_eq!(kind, FaultKind::Trap);
+                assert!(
+                    message.contains(&format!("redact: a `{list}` pattern is invalid"))
+                        && message.contains("unclosed group"),
+                    "{message}"
+                );
+            }
+            other => panic!("expected a failed call, got {other:?}"),
+        }
+    }
+}
+
 fn ago(seconds: u64) -> String {
     let t = std::time::SystemTime::now() - Duration::from_secs(seconds);
     // RFC 3339 by hand: the tests crate has no date library, and this is what the API writes.
