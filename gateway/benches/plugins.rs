@@ -142,23 +142,15 @@ impl NativeRedact {
     }
 
     fn verdicts(&self, batch: &LogBatch) -> Vec<Verdict> {
-        // Lines cut where `memchr` finds newlines, as the SDK's `lines` does in the plugin.
-        let text = batch.text();
-        let mut start = 0;
-        let mut starts = redact::Starts::default();
-        memchr::memchr_iter(b'\n', text.as_bytes())
-            .chain([text.len()])
-            .take(batch.len())
-            .map(|end| {
-                let line = &text[start..end];
-                start = end + 1;
-                match self.0.verdict(line, &mut starts) {
-                    redact::Verdict::Keep => Verdict::Keep,
-                    redact::Verdict::Drop => Verdict::Drop,
-                    redact::Verdict::Replace(text) => Verdict::Replace(text),
-                }
+        let mut out = Vec::with_capacity(batch.len());
+        self.0.filter(batch.text(), |verdict| {
+            out.push(match verdict {
+                redact::Verdict::Keep => Verdict::Keep,
+                redact::Verdict::Drop => Verdict::Drop,
+                redact::Verdict::Replace(text) => Verdict::Replace(text),
             })
-            .collect()
+        });
+        out
     }
 }
 

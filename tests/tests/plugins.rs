@@ -313,7 +313,9 @@ async fn redact_agrees_with_the_regex_crate_on_tricky_lines() {
     ]
     .map(String::from)
     .to_vec();
-    let batch = LogBatch::from_lines(&lines).unwrap();
+    // Forwards and backwards: clean lines first and last, a literal on the first and on
+    // the last line.
+    let reversed: Vec<String> = lines.iter().rev().cloned().collect();
     let patterns = [
         r"password=\S+",
         r"Bearer [A-Za-z0-9._-]+",
@@ -348,27 +350,30 @@ async fn redact_agrees_with_the_regex_crate_on_tricky_lines() {
                 .join("|"),
         )
         .unwrap();
-        let expected: Vec<Verdict> = lines
-            .iter()
-            .map(|line| {
-                if drops.is_match(line) {
-                    return Verdict::Drop;
-                }
-                match secrets.replace_all(line, replacement) {
-                    std::borrow::Cow::Borrowed(_) => Verdict::Keep,
-                    std::borrow::Cow::Owned(text) => Verdict::Replace(text),
-                }
-            })
-            .collect();
-        let got = t
-            .log_verdicts(&LogContext::default(), &batch)
-            .await
-            .unwrap();
-        assert_eq!(got, expected, "drop {drop:?}, replacement {replacement:?}");
-        // The lines that make this test worth having: some replaced, some dropped, some kept.
-        assert!(expected.iter().any(|v| matches!(v, Verdict::Replace(_))));
-        assert!(expected.contains(&Verdict::Drop));
-        assert!(expected.contains(&Verdict::Keep));
+        for lines in [&lines, &reversed] {
+            let expected: Vec<Verdict> = lines
+                .iter()
+                .map(|line| {
+                    if drops.is_match(line) {
+                        return Verdict::Drop;
+                    }
+                    match secrets.replace_all(line, replacement) {
+                        std::borrow::Cow::Borrowed(_) => Verdict::Keep,
+                        std::borrow::Cow::Owned(text) => Verdict::Replace(text),
+                    }
+                })
+                .collect();
+            let batch = LogBatch::from_lines(lines).unwrap();
+            let got = t
+                .log_verdicts(&LogContext::default(), &batch)
+                .await
+                .unwrap();
+            assert_eq!(got, expected, "drop {drop:?}, replacement {replacement:?}");
+            // What makes the lines worth having: some replaced, some dropped, some kept.
+            assert!(expected.iter().any(|v| matches!(v, Verdict::Replace(_))));
+            assert!(expected.contains(&Verdict::Drop));
+            assert!(expected.contains(&Verdict::Keep));
+        }
     }
 }
 

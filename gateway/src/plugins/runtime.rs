@@ -126,6 +126,11 @@ impl Runtime {
             .wasm_component_model(true)
             .epoch_interruption(true)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        // `LEAFGATE_PLUGIN_PROFILE=perfmap`: compiled plugin code is listed in
+        // `/tmp/perf-<pid>.map`, so `perf` names the plugin's functions, not bare addresses.
+        if std::env::var_os("LEAFGATE_PLUGIN_PROFILE").is_some_and(|v| v == "perfmap") {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = Engine::new(&config)?;
 
         let mut linker = Linker::new(&engine);

@@ -4,11 +4,11 @@
 //! `regex-syntax` and `memchr`.
 //!
 //! Every match of every pattern starts with one of a few literals the patterns name
-//! (`password=`, `Bearer `, `GET /healthz`). They are found with `memchr`'s substring
-//! search, which has `simd128` in WebAssembly where the regex engines have no SIMD at all.
-//! A line holding none of them is kept without running a regex; on a line holding some,
-//! the regexes run anchored where the literals were found instead of scanning the line
-//! again for where a match could start.
+//! (`password=`, `Bearer `, `GET /healthz`). Each is looked for across the whole batch with
+//! `memchr`'s substring search, which has `simd128` in WebAssembly where the regex engines
+//! have no SIMD at all. Lines holding none are kept without being cut out or read again;
+//! on a line holding some, the regexes run anchored where the literals were found instead
+//! of scanning the line for where a match could start.
 
 use memchr::memmem::Finder;
 use regex_automata::meta::Regex;
@@ -30,7 +30,7 @@ const MAX_LITERALS: usize = 8;
 /// Where in a line matches may start: where each kind of pattern's literals were found,
 /// ascending. Kept between lines so a batch allocates it once.
 #[derive(Default)]
-pub struct Starts {
+struct Starts {
     drop: Vec<usize>,
     secret: Vec<usize>,
 }
@@ -87,24 +87,75 @@ impl Literals {
             .collect();
         Some(Literals(literals))
     }
+}
 
-    /// Fills `starts` with every place a literal occurs in `line`; `false` when none does.
-    fn find(&self, line: &str, starts: &mut Starts) -> bool {
+/// One batch's search for the literals. Each literal is looked for across the whole batch,
+/// from one occurrence to the next, rather than line by line: a call per occurrence
+/// instead of a call per line, and in WebAssembly the calls cost more than the scanning.
+struct Scan<'a> {
+    literals: &'a [Literal],
+    text: &'a [u8],
+    /// Where each literal next occurs at or after the lines seen so far (`usize::MAX`:
+    /// nowhere).
+    next: Vec<usize>,
+}
+
+impl<'a> Scan<'a> {
+    fn new(literals: &'a Literals, text: &'a str) -> Self {
+        let text = text.as_bytes();
+        Scan {
+            literals: &literals.0,
+            text,
+            next: literals.0.iter().map(|l| l.find_from(text, 0)).collect(),
+        }
+    }
+
+    /// Where the next literal occurs, if any does.
+    fn first(&self) -> Option<usize> {
+        self.next
+            .iter()
+            .copied()
+            .min()
+            .filter(|&at| at != usize::MAX)
+    }
+
+    /// Fills `starts` with every place a literal occurs in the line `start..end`, as
+    /// offsets into the line; `false` when none does. Lines come in order, and the search
+    /// moves past `end` (the line's newline).
+    fn find(&mut self, start: usize, end: usize, starts: &mut Starts) -> bool {
         starts.drop.clear();
         starts.secret.clear();
-        for literal in &self.0 {
-            for at in literal.finder.find_iter(line.as_bytes()) {
-                if literal.drop {
-                    starts.drop.push(at);
+        for (literal, next) in self.literals.iter().zip(&mut self.next) {
+            while *next <= end {
+                let at = *next;
+                // An occurrence across a newline belongs to no line.
+                if at >= start && at + literal.finder.needle().len() <= end {
+                    if literal.drop {
+                        starts.drop.push(at - start);
+                    }
+                    if literal.secret {
+                        starts.secret.push(at - start);
+                    }
                 }
-                if literal.secret {
-                    starts.secret.push(at);
-                }
+                *next = literal.find_from(self.text, at + 1);
             }
         }
-        starts.drop.sort_unstable();
-        starts.secret.sort_unstable();
+        // Each literal's occurrences come in order; only several literals need merging.
+        for list in [&mut starts.drop, &mut starts.secret] {
+            if list.len() > 1 {
+                list.sort_unstable();
+            }
+        }
         !(starts.drop.is_empty() && starts.secret.is_empty())
+    }
+}
+
+impl Literal {
+    /// Where this literal first occurs in `text` at or after `from`.
+    fn find_from(&self, text: &[u8], from: usize) -> usize {
+        text.get(from..)
+            .and_then(|rest| self.finder.find(rest))
+            .map_or(usize::MAX, |at| from + at)
     }
 }
 
@@ -174,13 +225,47 @@ impl Redactor {
         })
     }
 
-    pub fn verdict(&self, line: &str, starts: &mut Starts) -> Verdict {
+    /// Calls `emit` with the verdict on each line of `batch`, in order: a line per newline,
+    /// plus the last.
+    pub fn filter(&self, batch: &str, mut emit: impl FnMut(Verdict)) {
+        let text = batch.as_bytes();
         let Some(literals) = &self.literals else {
-            return self.search_everywhere(line);
+            let mut start = 0;
+            for end in memchr::memchr_iter(b'\n', text).chain([text.len()]) {
+                emit(self.search_everywhere(&batch[start..end]));
+                start = end + 1;
+            }
+            return;
         };
-        if !literals.find(line, starts) {
-            return Verdict::Keep;
+        // Lines without a literal are kept unread: only the lines around the literals'
+        // occurrences are cut out and searched; the ones between are counted.
+        let keep = |lines: &[u8], emit: &mut dyn FnMut(Verdict)| {
+            (0..memchr::memchr_iter(b'\n', lines).count()).for_each(|_| emit(Verdict::Keep))
+        };
+        let mut scan = Scan::new(literals, batch);
+        let mut starts = Starts::default();
+        // Where the first line not yet judged starts.
+        let mut from = 0;
+        while let Some(hit) = scan.first() {
+            let start = memchr::memrchr(b'\n', &text[from..hit]).map_or(from, |i| from + i + 1);
+            let end = memchr::memchr(b'\n', &text[hit..]).map_or(text.len(), |i| hit + i);
+            keep(&text[from..start], &mut emit);
+            emit(if scan.find(start, end, &mut starts) {
+                self.search_at(&batch[start..end], &starts)
+            } else {
+                Verdict::Keep
+            });
+            if end == text.len() {
+                return;
+            }
+            from = end + 1;
         }
+        keep(&text[from..], &mut emit);
+        emit(Verdict::Keep);
+    }
+
+    /// The verdict on a line where the literals occur at `starts`.
+    fn search_at(&self, line: &str, starts: &Starts) -> Verdict {
         let anchored_at = |at: usize| Input::new(line).range(at..).anchored(Anchored::Yes);
         if let Some(drop) = &self.drop
             && starts.drop.iter().any(|&at| drop.is_match(anchored_at(at)))

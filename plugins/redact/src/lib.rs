@@ -12,10 +12,10 @@ mod engine;
 
 use std::sync::OnceLock;
 
-use leafgate_plugin::log_filter::{Guest, LogContext, Verdict, Verdicts, lines};
+use leafgate_plugin::log_filter::{Guest, LogContext, Verdict, Verdicts};
 use serde::Deserialize;
 
-use engine::{Redactor, Starts};
+use engine::Redactor;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -51,14 +51,13 @@ impl Guest for Redact {
         // Sized once: a line per newline, plus the last.
         let mut out =
             Verdicts::with_capacity(memchr::memchr_iter(b'\n', batch.as_bytes()).count() + 1);
-        let mut starts = Starts::default();
-        for line in lines(&batch) {
-            out.push(match redactor.verdict(line, &mut starts) {
+        redactor.filter(&batch, |verdict| {
+            out.push(match verdict {
                 engine::Verdict::Keep => Verdict::Keep,
                 engine::Verdict::Drop => Verdict::Drop,
                 engine::Verdict::Replace(text) => Verdict::Replace(text),
-            });
-        }
+            })
+        });
         out
     }
 }
