@@ -88,6 +88,9 @@ pub struct Tenant {
 
 pub struct Route {
     pub name: String,
+    /// The TOML route this was built from (`None` for an Ingress route): a reload whose
+    /// config hands over the same one (the parse cache reused it) keeps this route as it is.
+    pub source: Option<Arc<RouteConfig>>,
     pub action: Action,
     pub tenant: Option<Arc<Tenant>>,
     pub bandwidth: BandwidthConfig,
@@ -118,7 +121,15 @@ impl Route {
     /// Whether building `config` would give this route again: same action, limits and
     /// timeouts, and no tenant (tenants are built afresh on every reload, so a route that
     /// names one must point at the new one).
-    fn built_from(&self, config: &RouteConfig) -> bool {
+    fn built_from(&self, config: &Arc<RouteConfig>) -> bool {
+        if self.tenant.is_none()
+            && self
+                .source
+                .as_ref()
+                .is_some_and(|source| Arc::ptr_eq(source, config))
+        {
+            return true;
+        }
         self.name == config.name
             && self.tenant.is_none()
             && config.tenant.is_none()
@@ -241,6 +252,7 @@ impl Snapshot {
                 };
                 Ok(Arc::new(Route {
                     name: r.name.clone(),
+                    source: Some(r.clone()),
                     action,
                     tenant: r.tenant.as_ref().and_then(|t| tenants.get(t).cloned()),
                     bandwidth: r.bandwidth,
@@ -343,7 +355,7 @@ fn assemble(
     let mut reported: HashSet<&str> = HashSet::new();
     let mut listeners = HashMap::with_capacity(config.listeners.len());
     for l in &config.listeners {
-        let toml: Vec<(&crate::config::RouteConfig, &Arc<Route>)> = config
+        let toml: Vec<(&Arc<RouteConfig>, &Arc<Route>)> = config
             .routes
             .iter()
             .zip(routes)
