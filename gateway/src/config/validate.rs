@@ -233,7 +233,7 @@ impl Validator<'_, '_> {
             .map_or(&[][..], |p| p.routes);
         let mut route_names = Names::default();
         let mut routes: Vec<Arc<RouteConfig>> = Vec::with_capacity(raw.routes.len());
-        let mut sites = Sites::default();
+        let mut sites = Sites::with_capacity(raw.routes.len());
         // One buffer for the key of every route validated here: it is read only when there
         // is an error.
         let mut key = String::new();
@@ -753,7 +753,6 @@ impl Names {
 /// The routes validated so far, by (host, path), to find duplicates: per hash of the pair a
 /// chain of sites, newest first, each pointing into the routes themselves, so that no host
 /// or path is copied per route (a config may have tens of thousands).
-#[derive(Default)]
 struct Sites {
     heads: HashMap<u64, usize, foldhash::fast::RandomState>,
     sites: Vec<Site>,
@@ -769,6 +768,16 @@ struct Site {
 }
 
 impl Sites {
+    /// Room for `routes` routes, so that the index is not grown route by route.
+    fn with_capacity(routes: usize) -> Self {
+        let hasher = foldhash::fast::RandomState::default();
+        Self {
+            heads: HashMap::with_capacity_and_hasher(routes, hasher.clone()),
+            sites: Vec::with_capacity(routes),
+            hasher,
+        }
+    }
+
     /// Records `route`, about to be pushed onto `routes`, defined at `place`; returns the
     /// place of the first earlier route with the same host and path on a listener it
     /// shares, if any.
