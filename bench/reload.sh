@@ -3,7 +3,8 @@
 # routes) is rewritten 100 times. Prints the requests that failed during the reloads
 # (goal: 0) and the time from the file write to the new route answering (goal: <= 50 ms),
 # then the in-process split of one reload (TOML parse, whole typed parse, the reloader's
-# cached parse with one route changed, snapshot build on the previous snapshot).
+# cached parse with one route changed, snapshot build on the previous snapshot) and the
+# memory the parse cache holds.
 # leafgate runs on CPU 1; wrk and the reload tool on CPU 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -33,7 +33,7 @@ pub use units::{ByteRate, ByteSize, HumanDuration, RateLimit};
 
 use error::Reporter;
 use raw::RawConfig;
-use validate::Validator;
+use validate::{Prior, RouteContext, Validator};
 
 /// The config file's text, or the error that says it cannot be read.
 fn read_source(path: &Path) -> Result<String, ConfigErrors> {
@@ -56,7 +56,7 @@ impl Config {
     /// Parses and validates `source`; relative paths in it resolve against `path`'s folder.
     pub fn parse(path: &Path, source: &str) -> Result<Config, ConfigErrors> {
         let raw = parse_toml(path, source)?;
-        validate(path, source, &raw)
+        validate(path, source, &raw, None).0
     }
 }
 
@@ -69,21 +69,29 @@ fn parse_toml(path: &Path, source: &str) -> Result<RawConfig, ConfigErrors> {
     })
 }
 
-/// Checks `raw`, parsed from `source`, into a [`Config`]; every error at once.
-fn validate(path: &Path, source: &str, raw: &RawConfig) -> Result<Config, ConfigErrors> {
+/// Checks `raw`, parsed from `source`, into a [`Config`]; every error at once. Routes in
+/// `prior` are taken as validated when their context is this file's; the context is
+/// returned for the next reload.
+fn validate(
+    path: &Path,
+    source: &str,
+    raw: &RawConfig,
+    prior: Option<Prior<'_>>,
+) -> (Result<Config, ConfigErrors>, RouteContext) {
     let mut report = Reporter::new(path, source);
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let config = Validator {
+    let (config, context) = Validator {
         report: &mut report,
         base: &base,
         files: BTreeSet::new(),
     }
-    .config(path, raw);
-    if report.errors.is_empty() {
+    .config(path, raw, prior);
+    let config = if report.errors.is_empty() {
         Ok(config)
     } else {
         Err(ConfigErrors(report.errors))
-    }
+    };
+    (config, context)
 }
 
 #[cfg(test)]

@@ -27,7 +27,9 @@ pub struct Config {
     pub listeners: Vec<ListenerConfig>,
     pub tenants: Vec<TenantConfig>,
     pub leaves: Vec<LeafConfig>,
-    pub routes: Vec<RouteConfig>,
+    /// Shared, so that the reloader's parse cache can hand a route that did not change to
+    /// the next config without validating or copying it again.
+    pub routes: Vec<Arc<RouteConfig>>,
     /// `[kubernetes]`: the root cluster virtual nodes are published in.
     pub kubernetes: Option<super::kubernetes::KubernetesConfig>,
     pub virtual_nodes: Vec<super::kubernetes::VirtualNodeConfig>,

@@ -28,8 +28,51 @@ pub(super) struct Validator<'r, 'a> {
     pub(super) files: BTreeSet<PathBuf>,
 }
 
+/// Everything the validation of a route reads besides the route itself: the folder
+/// relative paths resolve against, the default timeouts, and the listener and tenant names
+/// a route may name (sorted). A route validated under an equal context, from the same raw
+/// route, validates the same again (see [`Prior`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct RouteContext {
+    base: PathBuf,
+    timeouts: Timeouts,
+    listeners: Vec<String>,
+    tenants: Vec<String>,
+}
+
+impl RouteContext {
+    fn new(base: &Path, timeouts: Timeouts, listeners: &Names, tenants: &Names) -> Self {
+        let sorted = |names: &Names| {
+            let mut v: Vec<String> = names.0.keys().cloned().collect();
+            v.sort_unstable();
+            v
+        };
+        Self {
+            base: base.to_path_buf(),
+            timeouts,
+            listeners: sorted(listeners),
+            tenants: sorted(tenants),
+        }
+    }
+}
+
+/// Routes validated before (by the reloader's parse cache), one per raw route of the file
+/// being validated: `Some` where the raw route is the one that gave it, and its validation
+/// read nothing but the route and its [`RouteContext`] (no file: no upstream `tls`). They
+/// are taken as they are when `context` equals this file's; otherwise all are validated.
+pub(super) struct Prior<'p> {
+    pub(super) context: &'p RouteContext,
+    pub(super) routes: &'p [Option<Arc<RouteConfig>>],
+}
+
 impl Validator<'_, '_> {
-    pub(super) fn config(mut self, path: &Path, raw: &RawConfig) -> Config {
+    /// The config `raw` says, and the context its routes were validated in.
+    pub(super) fn config(
+        mut self,
+        path: &Path,
+        raw: &RawConfig,
+        prior: Option<Prior<'_>>,
+    ) -> (Config, RouteContext) {
         let timeouts = Timeouts::default().overlay(&raw.timeouts);
         let admin = raw.admin.as_ref().and_then(|a| {
             self.socket_addr(&a.bind, "admin.bind")
@@ -184,20 +227,31 @@ impl Validator<'_, '_> {
             })
             .collect();
 
+        let context = RouteContext::new(self.base, timeouts, &listener_names, &tenant_names);
+        let prior = prior
+            .filter(|p| *p.context == context && p.routes.len() == raw.routes.len())
+            .map_or(&[][..], |p| p.routes);
         let mut route_names = Names::default();
-        let mut routes: Vec<RouteConfig> = Vec::with_capacity(raw.routes.len());
-        let mut sites = Sites::default();
-        // One buffer for every route's key: it is read only when there is an error.
+        let mut routes: Vec<Arc<RouteConfig>> = Vec::with_capacity(raw.routes.len());
+        let mut sites = Sites::with_capacity(raw.routes.len());
+        // One buffer for the key of every route validated here: it is read only when there
+        // is an error.
         let mut key = String::new();
         for (i, r) in raw.routes.iter().enumerate() {
-            key.clear();
-            // Writing into a String cannot fail.
-            let _ = write!(key, "route[{i}]");
-            let Some(route) = self.route(r, &key, timeouts, &listener_names, &tenant_names) else {
-                continue;
+            let route = match prior.get(i) {
+                Some(Some(same)) => same.clone(),
+                _ => {
+                    key.clear();
+                    // Writing into a String cannot fail.
+                    let _ = write!(key, "route[{i}]");
+                    match self.route(r, &key, timeouts, &listener_names, &tenant_names) {
+                        Some(route) => Arc::new(route),
+                        None => continue,
+                    }
+                }
             };
             if let Some(name) = &r.name {
-                route_names.insert(self.report, name, &format!("{key}.name"), "route");
+                route_names.insert(self.report, name, &format!("route[{i}].name"), "route");
             }
             let place = r
                 .exact
@@ -208,7 +262,7 @@ impl Validator<'_, '_> {
                 let (line, col) = self.report.line_column(first.start);
                 self.report.error(
                     place,
-                    key.clone(),
+                    format!("route[{i}]"),
                     format!(
                         "duplicate route: host `{}` {} is already routed at {line}:{col}; remove one or change its host or path",
                         route.host, route.path
@@ -254,7 +308,7 @@ impl Validator<'_, '_> {
             })
             .collect();
 
-        Config {
+        let config = Config {
             path: path.to_path_buf(),
             kubernetes,
             virtual_nodes,
@@ -265,7 +319,8 @@ impl Validator<'_, '_> {
             leaves,
             routes,
             files: self.files,
-        }
+        };
+        (config, context)
     }
 
     fn route(
@@ -698,7 +753,6 @@ impl Names {
 /// The routes validated so far, by (host, path), to find duplicates: per hash of the pair a
 /// chain of sites, newest first, each pointing into the routes themselves, so that no host
 /// or path is copied per route (a config may have tens of thousands).
-#[derive(Default)]
 struct Sites {
     heads: HashMap<u64, usize, foldhash::fast::RandomState>,
     sites: Vec<Site>,
@@ -714,12 +768,22 @@ struct Site {
 }
 
 impl Sites {
+    /// Room for `routes` routes, so that the index is not grown route by route.
+    fn with_capacity(routes: usize) -> Self {
+        let hasher = foldhash::fast::RandomState::default();
+        Self {
+            heads: HashMap::with_capacity_and_hasher(routes, hasher.clone()),
+            sites: Vec::with_capacity(routes),
+            hasher,
+        }
+    }
+
     /// Records `route`, about to be pushed onto `routes`, defined at `place`; returns the
     /// place of the first earlier route with the same host and path on a listener it
     /// shares, if any.
     fn add(
         &mut self,
-        routes: &[RouteConfig],
+        routes: &[Arc<RouteConfig>],
         route: &RouteConfig,
         place: Range<usize>,
     ) -> Option<Range<usize>> {

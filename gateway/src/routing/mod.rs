@@ -86,7 +86,15 @@ impl<T> Router<T> {
     /// Builds the table. Validation already rejected duplicate (host, path) pairs; if one
     /// slips through, the first entry wins.
     pub fn new(entries: impl IntoIterator<Item = (HostPattern, PathMatch, T)>) -> Self {
-        let mut exact: HashMap<String, Paths<T>> = HashMap::new();
+        // Sized for as many exact hosts as there are entries with one (most hosts have one
+        // path), the table is never grown entry by entry: a large config has tens of
+        // thousands. Collecting a `Vec` into a `Vec` moves nothing.
+        let entries: Vec<_> = entries.into_iter().collect();
+        let hosts = entries
+            .iter()
+            .filter(|(host, _, _)| matches!(host, HostPattern::Exact(_)))
+            .count();
+        let mut exact: HashMap<String, Paths<T>> = HashMap::with_capacity(hosts);
         let mut wildcard: HashMap<(String, bool), Paths<T>> = HashMap::new();
         let mut any: Option<Paths<T>> = None;
         for (host, path, value) in entries {

@@ -106,6 +106,7 @@ impl IngressRoutes {
             };
             routes.push(Arc::new(Route {
                 name: r.name.clone(),
+                source: None,
                 action,
                 tenant,
                 bandwidth: r.bandwidth,

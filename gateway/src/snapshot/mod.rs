@@ -88,6 +88,9 @@ pub struct Tenant {
 
 pub struct Route {
     pub name: String,
+    /// The TOML route this was built from (`None` for an Ingress route): a reload whose
+    /// config hands over the same one (the parse cache reused it) keeps this route as it is.
+    pub source: Option<Arc<RouteConfig>>,
     pub action: Action,
     pub tenant: Option<Arc<Tenant>>,
     pub bandwidth: BandwidthConfig,
@@ -118,7 +121,15 @@ impl Route {
     /// Whether building `config` would give this route again: same action, limits and
     /// timeouts, and no tenant (tenants are built afresh on every reload, so a route that
     /// names one must point at the new one).
-    fn built_from(&self, config: &RouteConfig) -> bool {
+    fn built_from(&self, config: &Arc<RouteConfig>) -> bool {
+        if self.tenant.is_none()
+            && self
+                .source
+                .as_ref()
+                .is_some_and(|source| Arc::ptr_eq(source, config))
+        {
+            return true;
+        }
         self.name == config.name
             && self.tenant.is_none()
             && config.tenant.is_none()
@@ -131,6 +142,60 @@ impl Route {
                 (Action::Proxy(up), RouteAction::Proxy(u)) => up.built_from(u, config.timeouts),
                 _ => false,
             }
+    }
+}
+
+/// The routes of the previous snapshot, to find the one a new route replaces: at the same
+/// place (a reload keeps most routes where they were, or shifted by the routes inserted or
+/// removed before them), else the last one of the same name.
+struct PreviousRoutes<'p> {
+    routes: &'p [Arc<Route>],
+    /// How far the routes have moved since the last one found by name.
+    shift: isize,
+    /// Routes looked up by name so far: a few are found by scanning, more by this index.
+    misses: usize,
+    by_name: Option<HashMap<&'p str, usize, foldhash::fast::RandomState>>,
+}
+
+impl<'p> PreviousRoutes<'p> {
+    /// Past this many routes not in place, an index by name beats scanning.
+    const SCANS: usize = 8;
+
+    fn new(routes: &'p [Arc<Route>]) -> Self {
+        Self {
+            routes,
+            shift: 0,
+            misses: 0,
+            by_name: None,
+        }
+    }
+
+    /// The previous route for `config`, the route at `at` in the new config.
+    fn find(&mut self, at: usize, config: &Arc<RouteConfig>) -> Option<&'p Arc<Route>> {
+        let routes = self.routes;
+        let placed = at
+            .checked_add_signed(self.shift)
+            .and_then(|j| routes.get(j))
+            .filter(|r| r.source.as_ref().is_some_and(|s| Arc::ptr_eq(s, config)));
+        if placed.is_some() {
+            return placed;
+        }
+        self.misses += 1;
+        let found = if self.misses <= Self::SCANS {
+            routes.iter().rposition(|r| r.name == config.name)
+        } else {
+            let by_name = self.by_name.get_or_insert_with(|| {
+                // Collecting keeps the last of equal names, as the scan finds it.
+                routes
+                    .iter()
+                    .enumerate()
+                    .map(|(j, r)| (r.name.as_str(), j))
+                    .collect()
+            });
+            by_name.get(config.name.as_str()).copied()
+        }?;
+        self.shift = found as isize - at as isize;
+        routes.get(found)
     }
 }
 
@@ -203,15 +268,14 @@ impl Snapshot {
                 (t.name.clone(), Arc::new(tenant))
             })
             .collect();
-        let previous_routes: HashMap<&str, &Arc<Route>, foldhash::fast::RandomState> = previous
-            .map(|p| p.routes.iter().map(|r| (r.name.as_str(), r)).collect())
-            .unwrap_or_default();
+        let mut previous_routes = PreviousRoutes::new(previous.map_or(&[][..], |p| &p.routes));
 
         let routes = config
             .routes
             .iter()
-            .map(|r| {
-                let before = previous_routes.get(r.name.as_str()).copied();
+            .enumerate()
+            .map(|(i, r)| {
+                let before = previous_routes.find(i, r);
                 if let Some(same) = before.filter(|b| b.built_from(r)) {
                     // A reload of a large file changes few routes: keep the others whole.
                     return Ok(same.clone());
@@ -241,6 +305,7 @@ impl Snapshot {
                 };
                 Ok(Arc::new(Route {
                     name: r.name.clone(),
+                    source: Some(r.clone()),
                     action,
                     tenant: r.tenant.as_ref().and_then(|t| tenants.get(t).cloned()),
                     bandwidth: r.bandwidth,
@@ -343,7 +408,7 @@ fn assemble(
     let mut reported: HashSet<&str> = HashSet::new();
     let mut listeners = HashMap::with_capacity(config.listeners.len());
     for l in &config.listeners {
-        let toml: Vec<(&crate::config::RouteConfig, &Arc<Route>)> = config
+        let toml: Vec<(&Arc<RouteConfig>, &Arc<Route>)> = config
             .routes
             .iter()
             .zip(routes)
@@ -515,6 +580,73 @@ mod tests {
                 assert!(up.built_from(u, b_config.timeouts))
             }
             _ => panic!("route b proxies"),
+        }
+    }
+
+    /// A config of the routes `hosts`, each with a total limit (so that a rebuilt route is
+    /// seen to keep its bucket), `h5`'s body being `body5`.
+    fn hosts_config(hosts: &[String], body5: &str) -> String {
+        let mut text = String::from("[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n");
+        for h in hosts {
+            let body = if h == "h5" { body5 } else { h };
+            text.push_str(&format!(
+                "[[route]]\nhost = \"{h}\"\ndirect = {{ status = 200, body = \"{body}\" }}\nbandwidth = {{ total = \"1MiB/s\" }}\n"
+            ));
+        }
+        text
+    }
+
+    /// What an edit of the route hosts does, and the edit.
+    type Edit = (&'static str, fn(&mut Vec<String>));
+
+    #[tokio::test]
+    async fn routes_reused_by_the_parse_cache_are_found_in_place_or_by_name() {
+        let path = Path::new("t.toml");
+        let metrics = Metrics::new();
+        let mut cache = crate::config::ParseCache::new();
+        let mut hosts: Vec<String> = (0..20).map(|i| format!("h{i}")).collect();
+        let config = Config::parse_cached(path, &hosts_config(&hosts, "h5"), &mut cache).unwrap();
+        let mut previous = Snapshot::build(Arc::new(config), 1, None, &metrics).unwrap();
+        let route = |s: &Snapshot, host: &str| s.listeners["web"].router.lookup(host, "/").cloned();
+        let edits: [Edit; 4] = [
+            ("nothing moved", |_| {}),
+            // More than the routes found by scanning: the index by name takes over.
+            ("routes inserted first", |h| {
+                h.splice(0..0, (0..12).map(|i| format!("new{i}")));
+            }),
+            ("routes removed", |h| {
+                h.retain(|h| h != "h0" && h != "h1" && h != "new3");
+            }),
+            ("a route moved", |h| {
+                let at = h.iter().position(|h| h == "h10").unwrap();
+                let moved = h.remove(at);
+                h.insert(0, moved);
+            }),
+        ];
+        for (round, (what, edit)) in edits.into_iter().enumerate() {
+            edit(&mut hosts);
+            // h5 changes every round: rebuilt, but it keeps its bucket.
+            let text = hosts_config(&hosts, &format!("h5-{round}"));
+            let config = Config::parse_cached(path, &text, &mut cache).unwrap();
+            let next = Snapshot::build(Arc::new(config), 2, Some(&previous), &metrics).unwrap();
+            let fresh = build(&text, None);
+            for h in &hosts {
+                assert_eq!(served(&next, h), served(&fresh, h), "{what}: {h}");
+                let (Some(now), before) = (route(&next, h), route(&previous, h)) else {
+                    panic!("{what}: {h} is not routed");
+                };
+                let Some(before) = before else {
+                    continue;
+                };
+                let totals_kept = Arc::ptr_eq(
+                    now.totals.up.as_ref().unwrap(),
+                    before.totals.up.as_ref().unwrap(),
+                );
+                assert!(totals_kept, "{what}: {h} lost its bucket");
+                assert_eq!(Arc::ptr_eq(&now, &before), h != "h5", "{what}: {h}");
+            }
+            assert_eq!(next.routes.len(), hosts.len(), "{what}");
+            previous = next;
         }
     }
 }

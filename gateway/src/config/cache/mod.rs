@@ -11,29 +11,45 @@
 //!
 //! Any doubt parses the whole file instead: a route the scanner cannot place, a count that
 //! does not match, any TOML or validation error (so errors read exactly as without the
-//! cache). The cache holds raw routes only, never validated ones: what a route means
-//! depends on the rest of the file (tenants, listeners, files on disk).
+//! cache).
+//!
+//! Next to each raw route the cache keeps the route it validated into, when validating it
+//! read nothing but the route's own text and the [`RouteContext`] (default timeouts, the
+//! listener and tenant names, the config's folder): not when it names upstream `tls`,
+//! whose files on disk may change with no change to the config. The next file validated
+//! under an equal context takes those as they are, and checks only what spans routes
+//! (duplicates, route names) again.
 
 mod scan;
 
 use std::collections::HashMap;
 use std::ops::Range;
 use std::path::Path;
+use std::sync::Arc;
 
 use super::raw::{RawConfig, RawRoute, Shift};
-use super::{Config, ConfigErrors, parse_toml, read_source, validate};
+use super::{
+    Config, ConfigErrors, Prior, RouteConfig, RouteContext, parse_toml, read_source, validate,
+};
 
 /// The raw `[[route]]` sections of the last file parsed, by their exact text.
 #[derive(Default)]
 pub struct ParseCache {
     routes: HashMap<String, Cached, foldhash::fast::RandomState>,
+    /// What the validated routes in `routes` were validated in.
+    context: Option<RouteContext>,
 }
 
-/// A section's raw route with spans as parsed, when the section started at byte `at`.
+/// A section's raw route with spans as parsed, when the section started at byte `at`, and
+/// the route it validated into if that can be reused (see the module doc).
 struct Cached {
     at: usize,
     route: Box<RawRoute>,
+    valid: Option<Arc<RouteConfig>>,
 }
+
+/// Per raw route of a file, the validated route the cache holds for it.
+type Validated = Vec<Option<Arc<RouteConfig>>>;
 
 /// One `[[route]]` section of the file being parsed: its text and route taken from the
 /// cache, or `None` when it is to be parsed.
@@ -59,13 +75,14 @@ impl ParseCache {
         self.routes.is_empty()
     }
 
-    /// The raw config of `source` with the cached sections reused, or `None` (the cache
-    /// left as it was) if `toml` rejects the rest or the sections do not add up.
+    /// The raw config of `source` with the cached sections reused, each section's text and
+    /// validated route (if cached), or `None` (the cache left as it was) if `toml` rejects
+    /// the rest or the sections do not add up.
     fn reuse(
         &mut self,
         source: &str,
         sections: &[Range<usize>],
-    ) -> Option<(RawConfig, Vec<String>)> {
+    ) -> Option<(RawConfig, Vec<String>, Validated)> {
         let mut slots = Vec::with_capacity(sections.len());
         let mut blanked: Option<Vec<u8>> = None;
         for range in sections {
@@ -95,10 +112,12 @@ impl ParseCache {
         };
         let mut fresh = std::mem::take(&mut raw.routes).into_iter();
         let mut texts = Vec::with_capacity(sections.len());
+        let mut valid = Vec::with_capacity(sections.len());
         for (slot, range) in slots.into_iter().zip(sections) {
             let route = match slot {
                 Some((text, cached)) => {
                     texts.push(text);
+                    valid.push(cached.valid);
                     let delta = range.start as isize - cached.at as isize;
                     if delta == 0 {
                         cached.route
@@ -108,13 +127,14 @@ impl ParseCache {
                 }
                 None => {
                     texts.push(source[range.clone()].to_owned());
+                    valid.push(None);
                     // Counted above: there is one fresh route per fresh slot.
                     fresh.next()?
                 }
             };
             raw.routes.push(route);
         }
-        Some((raw, texts))
+        Some((raw, texts, valid))
     }
 
     /// Puts back the sections `reuse` took out when it gives up.
@@ -125,20 +145,52 @@ impl ParseCache {
     }
 
     /// Caches `routes`, the routes of the file whose sections are `sections` and whose
-    /// texts are `texts`, in place of everything cached before.
+    /// texts are `texts`, in place of everything cached before, with the validated routes
+    /// `valid` (one per route, or none at all) validated in `context`.
     #[allow(clippy::vec_box, reason = "the routes of a RawConfig, kept boxed")]
-    fn fill(&mut self, texts: Vec<String>, sections: &[Range<usize>], routes: Vec<Box<RawRoute>>) {
+    fn fill(
+        &mut self,
+        texts: Vec<String>,
+        sections: &[Range<usize>],
+        routes: Vec<Box<RawRoute>>,
+        valid: Validated,
+        context: Option<RouteContext>,
+    ) {
         self.routes.clear();
         self.routes.reserve(routes.len());
+        let mut valid = valid.into_iter();
         for ((text, range), route) in texts.into_iter().zip(sections).zip(routes) {
             self.routes.insert(
                 text,
                 Cached {
                     at: range.start,
                     route,
+                    valid: valid.next().flatten(),
                 },
             );
         }
+        self.context = context;
+    }
+
+    /// Forgets everything.
+    fn clear(&mut self) {
+        self.routes.clear();
+        self.context = None;
+    }
+}
+
+/// Per route of `raw`, the route `config` (its validation) holds for it, where a later
+/// file may reuse it: every route of a valid config, in order, except those with upstream
+/// `tls`, whose files may change under the same text. Nothing when `config` is invalid.
+fn reusable(raw: &RawConfig, config: &Result<Config, ConfigErrors>) -> Validated {
+    match config {
+        Ok(c) if c.routes.len() == raw.routes.len() => raw
+            .routes
+            .iter()
+            .zip(&c.routes)
+            .map(|(r, valid)| r.tls.is_none().then(|| valid.clone()))
+            .collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -157,29 +209,36 @@ impl Config {
         cache: &mut ParseCache,
     ) -> Result<Config, ConfigErrors> {
         let Some(sections) = scan::route_sections(source) else {
-            cache.routes.clear();
+            cache.clear();
             return Self::parse(path, source);
         };
         if !cache.is_empty()
-            && let Some((raw, texts)) = cache.reuse(source, &sections)
+            && let Some((raw, texts, valid)) = cache.reuse(source, &sections)
         {
-            let config = validate(path, source, &raw);
+            let context = cache.context.take();
+            let prior = context.as_ref().map(|context| Prior {
+                context,
+                routes: &valid,
+            });
+            let (config, context) = validate(path, source, &raw, prior);
             // The raw routes are right whatever validation says of them: keep them.
-            cache.fill(texts, &sections, raw.routes);
+            let valid = reusable(&raw, &config);
+            cache.fill(texts, &sections, raw.routes, valid, Some(context));
             if config.is_ok() {
                 return config;
             }
         }
         let raw = parse_toml(path, source)?;
-        let config = validate(path, source, &raw);
+        let (config, context) = validate(path, source, &raw, None);
         if raw.routes.len() == sections.len() {
             let texts = sections
                 .iter()
                 .map(|r| source[r.clone()].to_owned())
                 .collect();
-            cache.fill(texts, &sections, raw.routes);
+            let valid = reusable(&raw, &config);
+            cache.fill(texts, &sections, raw.routes, valid, Some(context));
         } else {
-            cache.routes.clear();
+            cache.clear();
         }
         config
     }
