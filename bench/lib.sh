@@ -51,13 +51,19 @@ wrk_run() {
 
 # cpu_ticks PID...: user + system clock ticks used so far by the given processes and their
 # threads (fields 14 and 15 of /proc/PID/stat; the comm field may hold spaces, so the
-# fields are counted after its closing parenthesis).
+# fields are counted after its closing parenthesis). cpu_ticks_split prints the two apart.
 cpu_ticks() {
-  local total=0 pid rest
+  local split
+  split=$(cpu_ticks_split "$@")
+  echo $(( ${split% *} + ${split#* } ))
+}
+
+cpu_ticks_split() {
+  local user=0 system=0 pid rest
   for pid in "$@"; do
     rest=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null) || continue
     set -- $rest
-    total=$(( total + ${12} + ${13} ))
+    user=$(( user + ${12} )); system=$(( system + ${13} ))
   done
-  echo "$total"
+  echo "$user $system"
 }

@@ -10,6 +10,11 @@
 # stime from /proc/PID/stat over the run), then req/s per proxy core and the ratios.
 # Set WRK_DURATION / WRK_CONNECTIONS / WRK_THREADS / RUNS to change the load; LEAFGATE_BIN
 # to measure a binary already built.
+#
+# FLOOR=1 adds a third proxy on the same core: nginx's stream module relaying each client
+# connection to its own upstream connection, bytes only, no HTTP. Every HTTP proxy does at
+# least that socket work per request, so its req/s per core is the ceiling any of them could
+# reach on this benchmark, and the script prints it against nginx's HTTP proxy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -17,6 +22,14 @@ need wrk wrk
 need nginx nginx-light
 need python3 python3
 need taskset util-linux
+FLOOR=${FLOOR:-0}
+stream_module=/usr/lib/nginx/modules/ngx_stream_module.so
+if [ "$FLOOR" = 1 ] && ! [ -f "$stream_module" ]; then
+  sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo
+  $sudo apt-get install -y -q libnginx-mod-stream >/dev/null 2>&1 || {
+    $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q libnginx-mod-stream >/dev/null
+  }
+fi
 
 PROXY_CPU=${PROXY_CPU:-1}
 LOAD_CPU=${LOAD_CPU:-0}
@@ -30,7 +43,7 @@ fi
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
 
-up=$(free_port); nx=$(free_port); lg=$(free_port); admin=$(free_port)
+up=$(free_port); nx=$(free_port); lg=$(free_port); admin=$(free_port); l4=$(free_port)
 
 mkdir -p "$work/logs"
 cat >"$work/upstream.conf" <<CONF
@@ -70,6 +83,16 @@ http {
   }
 }
 CONF
+cat >"$work/relay.conf" <<CONF
+load_module $stream_module;
+worker_processes 1;
+pid $work/relay.pid;
+error_log $work/logs/relay-error.log warn;
+events { worker_connections 4096; }
+stream {
+  server { listen 127.0.0.1:$l4; proxy_pass 127.0.0.1:$up; }
+}
+CONF
 cat >"$work/leafgate.toml" <<CONF
 [admin]
 bind = "127.0.0.1:$admin"
@@ -90,45 +113,90 @@ lg_pid=$!
 wait_port "$up"; wait_port "$nx"; wait_port "$lg"
 # The nginx proxy's CPU is its master's and its worker's.
 nginx_pids=("$nginx_pid" $(pgrep -P "$nginx_pid"))
+if [ "$FLOOR" = 1 ]; then
+  taskset -c "$PROXY_CPU" nginx -p "$work" -c "$work/relay.conf" -g 'daemon off;' 2>>"$work/logs/relay-stderr" &
+  relay_pid=$!
+  wait_port "$l4"
+  relay_pids=("$relay_pid" $(pgrep -P "$relay_pid"))
+fi
 
-# measure NAME URL PID...: one wrk run; stores CPU_S (seconds of CPU the PIDs used) and
-# ELAPSED_S besides wrk_run's REQS, P50_MS and P99_MS.
+# measure NAME URL PID...: one wrk run; stores CPU_S, USER_S and SYSTEM_S (seconds of CPU
+# the PIDs used, in all, in user space and in the kernel) and ELAPSED_S besides wrk_run's
+# REQS, P50_MS and P99_MS.
 measure() {
   local name=$1 url=$2; shift 2
-  local t0 t1 c0 c1
-  c0=$(cpu_ticks "$@"); t0=$(date +%s.%N)
+  local t0 t1 c0 c1 hz
+  hz=$(getconf CLK_TCK)
+  c0=$(cpu_ticks_split "$@"); t0=$(date +%s.%N)
   wrk_run "$name" "$url"
-  c1=$(cpu_ticks "$@"); t1=$(date +%s.%N)
-  CPU_S=$(awk -v a="$c0" -v b="$c1" -v hz="$(getconf CLK_TCK)" 'BEGIN {print (b - a) / hz}')
+  c1=$(cpu_ticks_split "$@"); t1=$(date +%s.%N)
+  USER_S=$(awk -v a="${c0% *}" -v b="${c1% *}" -v hz="$hz" 'BEGIN {print (b - a) / hz}')
+  SYSTEM_S=$(awk -v a="${c0#* }" -v b="${c1#* }" -v hz="$hz" 'BEGIN {print (b - a) / hz}')
+  CPU_S=$(awk -v u="$USER_S" -v s="$SYSTEM_S" 'BEGIN {print u + s}')
   ELAPSED_S=$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')
-  echo "           proxy CPU ${CPU_S}s over ${ELAPSED_S}s"
+  echo "           proxy CPU ${CPU_S}s (user ${USER_S}s, kernel ${SYSTEM_S}s) over ${ELAPSED_S}s"
 }
 
 echo "wrk -t$WRK_THREADS -c$WRK_CONNECTIONS -d$WRK_DURATION on CPU $LOAD_CPU with the upstream; each proxy on CPU $PROXY_CPU; $(nproc) cores"
 # Warm both pools, then measure.
 WRK_DURATION=2s wrk_run warmup "http://127.0.0.1:$nx/" >/dev/null
 WRK_DURATION=2s wrk_run warmup "http://127.0.0.1:$lg/" >/dev/null
-results=()
+[ "$FLOOR" = 1 ] && WRK_DURATION=2s wrk_run warmup "http://127.0.0.1:$l4/" >/dev/null
+results=(); floor=()
 for run in $(seq 1 "$RUNS"); do
   echo "run $run"
   measure nginx "http://127.0.0.1:$nx/" "${nginx_pids[@]}"
-  results+=("$REQS $P50_MS $P99_MS $CPU_S $ELAPSED_S")
+  results+=("$REQS $P50_MS $P99_MS $CPU_S $ELAPSED_S $USER_S $SYSTEM_S")
   measure leafgate "http://127.0.0.1:$lg/" "$lg_pid"
-  results+=("$REQS $P50_MS $P99_MS $CPU_S $ELAPSED_S")
+  results+=("$REQS $P50_MS $P99_MS $CPU_S $ELAPSED_S $USER_S $SYSTEM_S")
+  if [ "$FLOOR" = 1 ]; then
+    measure "L4 relay" "http://127.0.0.1:$l4/" "${relay_pids[@]}"
+    floor+=("$REQS $P50_MS $P99_MS $CPU_S $ELAPSED_S $USER_S $SYSTEM_S")
+  fi
 done
 echo "load after: $(uptime)"
 
-python3 - "${results[@]}" <<'PY'
+python3 - "${results[@]}" -- "${floor[@]}" <<'PY'
 import sys
-rows = [list(map(float, r.split())) for r in sys.argv[1:]]
+args = sys.argv[1:]
+cut = args.index("--")
+# Each row: req/s, p50, p99, CPU s, elapsed s, user s, kernel s.
+rows = [list(map(float, r.split())) for r in args[:cut]]
+floor = [list(map(float, r.split())) for r in args[cut + 1:]]
+
+def per_core(row):
+    """req/s for one fully used core: requests served per CPU-second the proxy used."""
+    reqs, _, _, cpu, elapsed, _, _ = row
+    return reqs * elapsed / cpu
+
+def split_us(row):
+    """(user, kernel) microseconds of the proxy's CPU per request."""
+    reqs, _, _, _, elapsed, user, system = row
+    n = reqs * elapsed
+    return user / n * 1e6, system / n * 1e6
+
 print("run  nginx req/s  leafgate req/s  ratio  nginx/core  leafgate/core  ratio/core  p99 nginx/leafgate ms")
-per_core = []
+ratios = []
 for i in range(0, len(rows), 2):
-    (nr, n50, n99, ncpu, nel), (lr, l50, l99, lcpu, lel) = rows[i], rows[i + 1]
-    # req/s for one fully used core: requests served per CPU-second the proxy used.
-    nc, lc = nr * nel / ncpu, lr * lel / lcpu
-    per_core.append(lc / nc)
-    print(f"{i // 2 + 1:>3}  {nr:11.0f}  {lr:14.0f}  {lr / nr:5.2f}x  {nc:10.0f}  {lc:13.0f}  {lc / nc:9.2f}x"
-          f"  {n99:.2f} / {l99:.2f} ({'no worse' if l99 <= n99 else 'worse'})")
-print(f"ratio per core: {min(per_core):.2f}x .. {max(per_core):.2f}x (goal >= 1.2x, p99 no worse)")
+    ngx, lg = rows[i], rows[i + 1]
+    nc, lc = per_core(ngx), per_core(lg)
+    ratios.append(lc / nc)
+    print(f"{i // 2 + 1:>3}  {ngx[0]:11.0f}  {lg[0]:14.0f}  {lg[0] / ngx[0]:5.2f}x  {nc:10.0f}  {lc:13.0f}  {lc / nc:9.2f}x"
+          f"  {ngx[2]:.2f} / {lg[2]:.2f} ({'no worse' if lg[2] <= ngx[2] else 'worse'})")
+print(f"ratio per core: {min(ratios):.2f}x .. {max(ratios):.2f}x (goal >= 1.2x, p99 no worse)")
+print("CPU per request, user + kernel:")
+for i in range(0, len(rows), 2):
+    line = []
+    for name, row in [("nginx", rows[i]), ("leafgate", rows[i + 1])] + (
+            [("L4 relay", floor[i // 2])] if floor else []):
+        user, kernel = split_us(row)
+        line.append(f"{name} {user:.1f} + {kernel:.1f} us")
+    print(f"{i // 2 + 1:>3}  " + ", ".join(line))
+if floor:
+    # The L4 relay ran right after each run's two proxies: its ceiling against that run's nginx.
+    ceilings = [per_core(relay) / per_core(rows[2 * i]) for i, relay in enumerate(floor)]
+    for i, relay in enumerate(floor):
+        print(f"{i + 1:>3}  L4 relay {relay[0]:.0f} req/s, {per_core(relay):.0f} per core,"
+              f" p99 {relay[2]:.2f} ms: {ceilings[i]:.2f}x nginx's HTTP proxy per core")
+    print(f"ceiling for any HTTP proxy here (L4 relay per core / nginx per core): {min(ceilings):.2f}x .. {max(ceilings):.2f}x")
 PY
