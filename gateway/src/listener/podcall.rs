@@ -137,7 +137,7 @@ impl Call<'_> {
         Exchange {
             route: self.route,
             client: ClientSide {
-                peer: self.client.peer.ip(),
+                peer: &self.client.forwarded_peer,
                 tls: self.client.tls,
                 host: None,
                 trusted: false,

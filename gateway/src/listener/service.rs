@@ -21,7 +21,7 @@ use super::identity::ClientIdentity;
 use super::{kube_api, node_api};
 use crate::config::ListenerKind;
 use crate::metrics::{RequestLabels, RouteLabels};
-use crate::proxy::headers::{self, ClientSide};
+use crate::proxy::headers::{self, ClientSide, Peer};
 use crate::proxy::upgrade::{self, SpliceJob};
 use crate::proxy::{self, Body, Exchange, error_response, full};
 use crate::routing::path::{self, PathError};
@@ -40,6 +40,8 @@ pub struct Client {
     /// connection usually asks the same route and gets the same status, and reusing the
     /// handles saves building, hashing and looking up the label sets per request.
     pub last_series: Mutex<Option<Series>>,
+    /// The peer as the forwarding headers write it, rendered once for all its requests.
+    pub forwarded_peer: Peer,
 }
 
 impl Client {
@@ -57,6 +59,7 @@ impl Client {
             identity,
             shared,
             last_series: Mutex::new(None),
+            forwarded_peer: Peer::new(peer.ip()),
         }
     }
 }
@@ -153,7 +156,7 @@ async fn dispatch(mut req: Request<Incoming>, client: Arc<Client>) -> Response<B
             let exchange = Exchange {
                 route: &route.name,
                 client: ClientSide {
-                    peer: client.peer.ip(),
+                    peer: &client.forwarded_peer,
                     tls: client.tls,
                     host: host.as_deref(),
                     trusted,

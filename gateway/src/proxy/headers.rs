@@ -62,6 +62,11 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap, keep_upgrade: bool) {
             }
         }
     }
+    // Most requests carry none of these: one pass over the names present is cheaper than
+    // hashing all nine for removals that find nothing.
+    if !headers.keys().any(|k| HOP_BY_HOP.contains(k)) {
+        return;
+    }
     let te_trailers = headers
         .get_all(header::TE)
         .iter()
@@ -79,9 +84,41 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap, keep_upgrade: bool) {
     }
 }
 
+/// A connection's peer as the forwarding headers write it, rendered once per connection:
+/// every request on a keep-alive connection comes from the same address.
+pub struct Peer {
+    ip: IpAddr,
+    /// `X-Forwarded-For` and `X-Real-IP`: the address as text.
+    text: HeaderValue,
+    /// `Forwarded`'s node (RFC 7239 §6): IPv6 addresses are bracketed, and so quoted.
+    node: Box<str>,
+}
+
+impl Peer {
+    /// An IPv4 peer on a dual-stack socket (`::ffff:a.b.c.d`) is written as IPv4.
+    pub fn new(ip: IpAddr) -> Peer {
+        let ip = ip.to_canonical();
+        let node = match ip {
+            IpAddr::V4(a) => a.to_string(),
+            IpAddr::V6(a) => format!("\"[{a}]\""),
+        };
+        let text =
+            HeaderValue::try_from(ip.to_string()).expect("an IP address is a valid header value");
+        Peer {
+            ip,
+            text,
+            node: node.into(),
+        }
+    }
+
+    pub fn ip(&self) -> IpAddr {
+        self.ip
+    }
+}
+
 /// What leafgate knows about the client side of a request.
 pub struct ClientSide<'a> {
-    pub peer: IpAddr,
+    pub peer: &'a Peer,
     pub tls: bool,
     /// The host the client asked for, as it sent it (with port if any).
     pub host: Option<&'a str>,
@@ -98,8 +135,11 @@ pub struct ClientSide<'a> {
 /// replaced by leafgate's own: a client cannot make a backend believe another address.
 /// `Via` is appended either way.
 pub fn add_forwarded(headers: &mut HeaderMap, client: &ClientSide<'_>, version: http::Version) {
-    let peer = client.peer.to_canonical();
+    let peer = client.peer;
     let proto = if client.tls { "https" } else { "http" };
+    // Room for the six headers below at once: a parsed request's map is sized to the
+    // headers it came with, and growing it one insert at a time rehashes it twice.
+    headers.reserve(6);
     if !client.trusted {
         let claimed: Vec<HeaderName> = headers
             .keys()
@@ -113,11 +153,20 @@ pub fn add_forwarded(headers: &mut HeaderMap, client: &ClientSide<'_>, version: 
         headers.remove(X_REAL_IP);
     }
 
-    let xff = match joined(headers, &X_FORWARDED_FOR) {
-        Some(prior) => format!("{prior}, {peer}"),
-        None => peer.to_string(),
+    // Only a trusted proxy's own values are left to append to.
+    let prior = |headers: &HeaderMap, name: &HeaderName| {
+        if client.trusted {
+            joined(headers, name)
+        } else {
+            None
+        }
     };
-    set(headers, X_FORWARDED_FOR, &xff);
+    match prior(headers, &X_FORWARDED_FOR) {
+        Some(prior) => set(headers, X_FORWARDED_FOR, &format!("{prior}, {}", peer.ip)),
+        None => {
+            headers.insert(X_FORWARDED_FOR, peer.text.clone());
+        }
+    }
     if !headers.contains_key(X_FORWARDED_PROTO) {
         headers.insert(X_FORWARDED_PROTO, HeaderValue::from_static(proto));
     }
@@ -127,15 +176,19 @@ pub fn add_forwarded(headers: &mut HeaderMap, client: &ClientSide<'_>, version: 
         }
     }
     if !headers.contains_key(X_REAL_IP) {
-        set(headers, X_REAL_IP, &peer.to_string());
+        headers.insert(X_REAL_IP, peer.text.clone());
     }
 
-    let mut element = format!("for={};proto={proto}", forwarded_node(peer));
+    let mut element = String::with_capacity(64);
+    element.push_str("for=");
+    element.push_str(&peer.node);
+    element.push_str(";proto=");
+    element.push_str(proto);
     if let Some(host) = client.host {
         element.push_str(";host=");
-        element.push_str(&quoted(host));
+        push_quoted(&mut element, host);
     }
-    let forwarded = match joined(headers, &header::FORWARDED) {
+    let forwarded = match prior(headers, &header::FORWARDED) {
         Some(prior) => format!("{prior}, {element}"),
         None => element,
     };
@@ -168,24 +221,18 @@ fn set(headers: &mut HeaderMap, name: HeaderName, value: &str) {
     }
 }
 
-/// A `Forwarded` node (RFC 7239 §6): IPv6 addresses are bracketed, and so quoted.
-fn forwarded_node(peer: IpAddr) -> String {
-    match peer {
-        IpAddr::V4(a) => a.to_string(),
-        IpAddr::V6(a) => format!("\"[{a}]\""),
-    }
-}
-
-/// A `Forwarded` value as a token when it is one, else a quoted-string (RFC 9110 §5.6.4).
-fn quoted(value: &str) -> String {
+/// Appends a `Forwarded` value, as a token when it is one, else as a quoted-string (RFC 9110
+/// §5.6.4).
+fn push_quoted(out: &mut String, value: &str) {
     let token = !value.is_empty()
         && value
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
     if token {
-        return value.to_string();
+        out.push_str(value);
+        return;
     }
-    let mut out = String::with_capacity(value.len() + 2);
+    out.reserve(value.len() + 2);
     out.push('"');
     for c in value.chars() {
         if c == '"' || c == '\\' {
@@ -194,7 +241,6 @@ fn quoted(value: &str) -> String {
         out.push(c);
     }
     out.push('"');
-    out
 }
 
 /// Appends `<version> leafgate` to `Via` (RFC 9110 §7.6.3), on requests and responses.
@@ -287,9 +333,9 @@ mod tests {
         ])
     }
 
-    fn client(trusted: bool) -> ClientSide<'static> {
+    fn client(peer: &Peer, trusted: bool) -> ClientSide<'_> {
         ClientSide {
-            peer: "10.0.0.9".parse().unwrap(),
+            peer,
             tls: false,
             host: Some("a.example:8443"),
             trusted,
@@ -299,7 +345,8 @@ mod tests {
     #[test]
     fn a_trusted_proxy_s_forwarding_headers_are_kept_and_appended_to() {
         let mut h = spoofed();
-        add_forwarded(&mut h, &client(true), http::Version::HTTP_11);
+        let peer = Peer::new("10.0.0.9".parse().unwrap());
+        add_forwarded(&mut h, &client(&peer, true), http::Version::HTTP_11);
         assert_eq!(h["x-forwarded-for"], "203.0.113.7, 198.51.100.1, 10.0.0.9");
         assert_eq!(h["x-forwarded-proto"], "https", "the proxy terminated TLS");
         assert_eq!(h["x-forwarded-host"], "bank.example");
@@ -315,7 +362,8 @@ mod tests {
     #[test]
     fn an_untrusted_peer_s_forwarding_headers_are_replaced() {
         let mut h = spoofed();
-        add_forwarded(&mut h, &client(false), http::Version::HTTP_2);
+        let peer = Peer::new("10.0.0.9".parse().unwrap());
+        add_forwarded(&mut h, &client(&peer, false), http::Version::HTTP_2);
         assert_eq!(h.get_all("x-forwarded-for").iter().count(), 1);
         assert_eq!(h["x-forwarded-for"], "10.0.0.9");
         assert_eq!(h["x-forwarded-proto"], "http");
@@ -332,8 +380,8 @@ mod tests {
     #[test]
     fn forwarded_quotes_ipv6_nodes_and_maps_ipv4_peers_back() {
         let mut h = HeaderMap::new();
-        let mut c = client(false);
-        c.peer = "2001:db8::7".parse().unwrap();
+        let v6 = Peer::new("2001:db8::7".parse().unwrap());
+        let mut c = client(&v6, false);
         c.host = Some("plain.example");
         add_forwarded(&mut h, &c, http::Version::HTTP_11);
         assert_eq!(
@@ -342,8 +390,14 @@ mod tests {
         );
 
         let mut h = HeaderMap::new();
-        c.peer = "::ffff:192.0.2.1".parse().unwrap();
+        let mapped = Peer::new("::ffff:192.0.2.1".parse().unwrap());
+        c.peer = &mapped;
         add_forwarded(&mut h, &c, http::Version::HTTP_11);
         assert_eq!(h["x-forwarded-for"], "192.0.2.1");
+        assert_eq!(h["x-real-ip"], "192.0.2.1");
+        assert_eq!(
+            h["forwarded"],
+            "for=192.0.2.1;proto=http;host=plain.example"
+        );
     }
 }
