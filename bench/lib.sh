@@ -5,12 +5,17 @@ need() {
   # need CMD PACKAGE: installs PACKAGE with apt-get when CMD is missing.
   local cmd=$1 pkg=$2
   if ! command -v "$cmd" >/dev/null 2>&1 && ! [ -x "/usr/sbin/$cmd" ]; then
-    local sudo=""
-    [ "$(id -u)" -ne 0 ] && sudo=sudo
-    $sudo apt-get install -y -q "$pkg" >/dev/null 2>&1 || {
-      $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q "$pkg" >/dev/null
-    }
+    install_pkg "$pkg"
   fi
+}
+
+install_pkg() {
+  # install_pkg PACKAGE: apt-get install, refreshing the package lists if it is not found.
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo=sudo
+  $sudo apt-get install -y -q "$1" >/dev/null 2>&1 || {
+    $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q "$1" >/dev/null
+  }
 }
 
 free_port() {

@@ -25,10 +25,7 @@ need taskset util-linux
 FLOOR=${FLOOR:-0}
 stream_module=/usr/lib/nginx/modules/ngx_stream_module.so
 if [ "$FLOOR" = 1 ] && ! [ -f "$stream_module" ]; then
-  sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo
-  $sudo apt-get install -y -q libnginx-mod-stream >/dev/null 2>&1 || {
-    $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q libnginx-mod-stream >/dev/null
-  }
+  install_pkg libnginx-mod-stream
 fi
 
 PROXY_CPU=${PROXY_CPU:-1}
