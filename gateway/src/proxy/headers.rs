@@ -51,6 +51,12 @@ pub fn is_upgrade(headers: &HeaderMap) -> bool {
 /// upgrade request as the client sent it) while the other hop-by-hop headers still go.
 /// `TE: trailers` survives on requests: it is the one TE value meant end to end (gRPC).
 pub fn strip_hop_by_hop(headers: &mut HeaderMap, keep_upgrade: bool) {
+    // Most messages carry none of these, `Connection` included (so it names nothing
+    // either): one pass over the names present is cheaper than hashing all nine for
+    // removals that find nothing.
+    if !headers.keys().any(|k| HOP_BY_HOP.contains(k)) {
+        return;
+    }
     let named: Vec<String> = connection_tokens(headers).collect();
     for name in named {
         if keep_upgrade && name == "upgrade" {
@@ -61,11 +67,6 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap, keep_upgrade: bool) {
                 headers.remove(name);
             }
         }
-    }
-    // Most requests carry none of these: one pass over the names present is cheaper than
-    // hashing all nine for removals that find nothing.
-    if !headers.keys().any(|k| HOP_BY_HOP.contains(k)) {
-        return;
     }
     let te_trailers = headers
         .get_all(header::TE)
