@@ -48,7 +48,7 @@ pub trait Control: Send + Sync + 'static {
     fn reload(&self) -> ReloadFuture<'_>;
     /// Serves `model`'s Ingress routes from now on: one snapshot swap, never at the same
     /// time as a reload, so neither loses the other's change.
-    fn apply_ingress(&self, model: Arc<crate::kube::ingress::model::Model>) -> ApplyFuture<'_>;
+    fn apply_ingress(&self, model: Arc<crate::k8s::ingress::model::Model>) -> ApplyFuture<'_>;
     /// The `ingress` part of `/status`; `None` without `[kubernetes.ingress]`.
     fn ingress_status(&self) -> Option<serde_json::Value> {
         None

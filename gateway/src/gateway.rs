@@ -74,9 +74,9 @@ pub struct Gateway {
     /// The serving threads; dropping the gateway ends them.
     workers: Workers,
     /// The root cluster's election and virtual-node writer, with `[kubernetes]`.
-    root: std::sync::OnceLock<Arc<crate::kube::root::RootState>>,
+    root: std::sync::OnceLock<Arc<crate::k8s::root::RootState>>,
     /// The Ingress provider, with `[kubernetes.ingress]`.
-    ingress: std::sync::OnceLock<Arc<crate::kube::ingress::provider::IngressProvider>>,
+    ingress: std::sync::OnceLock<Arc<crate::k8s::ingress::provider::IngressProvider>>,
 }
 
 impl Gateway {
@@ -149,8 +149,8 @@ impl Gateway {
                 gateway.admin_stop.clone(),
             ));
         }
-        if let Some(root) = crate::kube::root::spawn(gateway.clone(), gateway.stop.clone()) {
-            if let Some(provider) = crate::kube::ingress::provider::spawn(
+        if let Some(root) = crate::k8s::root::spawn(gateway.clone(), gateway.stop.clone()) {
+            if let Some(provider) = crate::k8s::ingress::provider::spawn(
                 gateway.clone(),
                 root.subscribe(),
                 gateway.stop.clone(),
@@ -370,7 +370,7 @@ impl Gateway {
     /// snapshot a finished reload stored.
     pub async fn apply_ingress(
         &self,
-        model: Arc<crate::kube::ingress::model::Model>,
+        model: Arc<crate::k8s::ingress::model::Model>,
     ) -> Result<(), GatewayError> {
         let _one_at_a_time = self.reloading.lock().await;
         let current = self.shared.snapshot.load_full();
@@ -444,7 +444,7 @@ impl Control for Gateway {
         Box::pin(async move { Gateway::reload(self).await.map_err(|e| e.to_string()) })
     }
 
-    fn apply_ingress(&self, model: Arc<crate::kube::ingress::model::Model>) -> ApplyFuture<'_> {
+    fn apply_ingress(&self, model: Arc<crate::k8s::ingress::model::Model>) -> ApplyFuture<'_> {
         Box::pin(async move {
             Gateway::apply_ingress(self, model)
                 .await

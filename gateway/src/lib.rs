@@ -14,7 +14,7 @@ pub mod admin;
 pub mod config;
 pub mod control;
 pub mod gateway;
-pub mod kube;
+pub mod k8s;
 pub mod limit;
 pub mod listener;
 pub mod metrics;

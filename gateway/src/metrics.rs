@@ -315,7 +315,7 @@ impl Metrics {
     }
 
     /// Counts one batch of a tenant's filtered log lines.
-    pub fn count_log_lines(&self, tenant: &str, counts: crate::kube::logs::LogCounts) {
+    pub fn count_log_lines(&self, tenant: &str, counts: crate::k8s::logs::LogCounts) {
         for (verdict, n) in [
             ("kept", counts.kept),
             ("dropped", counts.dropped),

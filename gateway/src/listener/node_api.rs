@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use super::podcall::{Call, choose_leaf, json_response, leaf_failed, status};
 use super::service::Client;
-use crate::kube::kubelet::{self, KubeletRoute, RouteError};
+use crate::k8s::kubelet::{self, KubeletRoute, RouteError};
 use crate::metrics::NodeApiLabels;
 use crate::plugins::Verb;
 use crate::proxy::headers;
@@ -181,7 +181,7 @@ impl Call<'_> {
         if command.is_empty() {
             return text(StatusCode::BAD_REQUEST, "missing cmd");
         }
-        match crate::kube::run::exec_output(self.leaf, self.target, container, &command).await {
+        match crate::k8s::run::exec_output(self.leaf, self.target, container, &command).await {
             Ok(out) if out.exit_code == 0 => {
                 let mut res = Response::new(full(out.output));
                 res.headers_mut().insert(

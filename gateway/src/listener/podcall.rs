@@ -17,9 +17,9 @@ use serde_json::{Value, json};
 
 use super::service::Client;
 use crate::config::{TenantConfig, Timeouts};
-use crate::kube::kubelet::PodTarget;
-use crate::kube::logs::{self, LogBatching, LogCounts};
-use crate::kube::{Held, Leaf};
+use crate::k8s::kubelet::PodTarget;
+use crate::k8s::logs::{self, LogBatching, LogCounts};
+use crate::k8s::{Held, Leaf};
 use crate::limit;
 use crate::plugins::{LogContext, PodRoute, PodRouteRequest, Verb};
 use crate::proxy::headers::{self, ClientSide};

@@ -311,7 +311,7 @@ fn tls_config(
     let builder = match &config.tls {
         Some(t) if t.insecure_skip_verify => builder
             .dangerous()
-            .with_custom_certificate_verifier(crate::kube::leaf_tls::any_server_cert()),
+            .with_custom_certificate_verifier(crate::k8s::leaf_tls::any_server_cert()),
         _ => builder.with_root_certificates(roots),
     };
     let mut tls = match identity {

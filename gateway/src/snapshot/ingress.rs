@@ -9,7 +9,7 @@
 //! totals, and the whole `Arc<Route>` when nothing about it changed. It never fails: an
 //! upstream rustls refuses becomes a 502 route and a problem in `/status`.
 //!
-//! It does not read Kubernetes objects (that is `kube::ingress::model`) and does not
+//! It does not read Kubernetes objects (that is `k8s::ingress::model`) and does not
 //! decide when to swap (that is the provider).
 
 use std::collections::HashMap as StdHashMap;
@@ -21,7 +21,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 
 use crate::config::{Config, DirectResponse, HostPattern, PathMatch, Timeouts};
-use crate::kube::ingress::model::{IngressBackend, IngressRoute, Model};
+use crate::k8s::ingress::model::{IngressBackend, IngressRoute, Model};
 use crate::limit::SharedLimits;
 use crate::proxy::upstream::Upstream;
 
@@ -187,7 +187,7 @@ mod tests {
 
     use super::*;
     use crate::config::{Backend, BandwidthConfig, UpstreamConfig, UpstreamProtocol};
-    use crate::kube::ingress::model::IngressRef;
+    use crate::k8s::ingress::model::IngressRef;
     use crate::metrics::Metrics;
     use crate::snapshot::Snapshot;
 

@@ -28,7 +28,7 @@ use crate::config::{
     BandwidthConfig, Config, DirectResponse, HostPattern, ListenerConfig, PathMatch, RouteAction,
     RouteConfig, Timeouts,
 };
-use crate::kube::{Leaf, LeafError, PodIndex};
+use crate::k8s::{Leaf, LeafError, PodIndex};
 use crate::limit::{self, Limiter, SharedLimits};
 use crate::metrics::Metrics;
 use crate::plugins::TenantPlugins;
@@ -364,7 +364,7 @@ impl Snapshot {
     /// routes) is shared, and Ingress upstreams and routes that did not change are kept.
     pub fn with_ingress(
         &self,
-        model: Arc<crate::kube::ingress::model::Model>,
+        model: Arc<crate::k8s::ingress::model::Model>,
     ) -> Result<Snapshot, BuildError> {
         let ingress = Arc::new(IngressRoutes::compile(
             model,

@@ -11,7 +11,7 @@ use http::Request;
 use http_body_util::{BodyExt, Empty};
 use kubesim::{Credential, KubeSim};
 use leafgate::config::Config;
-use leafgate::kube::Held;
+use leafgate::k8s::Held;
 use leafgate_tests::TestGateway;
 use leafgate_tests::certs::TestCa;
 use leafgate_tests::client::get;

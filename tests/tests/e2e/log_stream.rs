@@ -1,5 +1,5 @@
 //! Container logs through real log-filter plugins: the line cutter and batcher in
-//! `kube::logs` in front of `redact` and of a plugin that breaks its contract.
+//! `k8s::logs` in front of `redact` and of a plugin that breaks its contract.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -7,7 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt, stream};
 use leafgate::config::Config;
-use leafgate::kube::logs::{self, LogBatching, LogCounts, OnLogCounts};
+use leafgate::k8s::logs::{self, LogBatching, LogCounts, OnLogCounts};
 use leafgate::plugins::{self, LogContext, PluginMetrics, TenantPlugins};
 use leafgate_tests::plugins::{fault_plugin, plugin};
 use tokio::sync::mpsc;

@@ -26,7 +26,7 @@ use serde_json::json;
 use super::podcall::{Call, choose_leaf, json_response, status};
 use super::service::Client;
 use crate::config::TenantConfig;
-use crate::kube::kubelet::PodTarget;
+use crate::k8s::kubelet::PodTarget;
 use crate::plugins::Verb;
 use crate::proxy::Body;
 use crate::snapshot::{Snapshot, Tenant};

@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use super::select::{FieldSelector, LabelSelector};
 use super::table::{self, Wanted};
 use super::{Caller, forbidden, method_not_allowed, query_value};
-use crate::kube::kubelet::PodTarget;
+use crate::k8s::kubelet::PodTarget;
 use crate::listener::podcall::{choose_leaf, json_response, status};
 use crate::plugins::Verb;
 use crate::proxy::Body;

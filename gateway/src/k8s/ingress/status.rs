@@ -243,7 +243,7 @@ impl StatusWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::ingress::model::IngressRef;
+    use crate::k8s::ingress::model::IngressRef;
 
     fn ingress(name: &str, rv: &str, lb: Value) -> Arc<Ingress> {
         Arc::new(

@@ -158,7 +158,7 @@ pub async fn emit(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::ingress::model::IngressRef;
+    use crate::k8s::ingress::model::IngressRef;
 
     fn skipped(name: &str, rv: &str, reason: &str) -> Skipped {
         Skipped {
