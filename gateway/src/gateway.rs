@@ -74,9 +74,9 @@ pub struct Gateway {
     /// The serving threads; dropping the gateway ends them.
     workers: Workers,
     /// The root cluster's election and virtual-node writer, with `[kubernetes]`.
-    root: std::sync::OnceLock<Arc<crate::k8s::root::RootState>>,
+    root: std::sync::OnceLock<Arc<crate::controllers::vnodes::RootState>>,
     /// The Ingress provider, with `[kubernetes.ingress]`.
-    ingress: std::sync::OnceLock<Arc<crate::k8s::ingress::provider::IngressProvider>>,
+    ingress: std::sync::OnceLock<Arc<crate::controllers::ingress::IngressProvider>>,
 }
 
 impl Gateway {
@@ -149,8 +149,9 @@ impl Gateway {
                 gateway.admin_stop.clone(),
             ));
         }
-        if let Some(root) = crate::k8s::root::spawn(gateway.clone(), gateway.stop.clone()) {
-            if let Some(provider) = crate::k8s::ingress::provider::spawn(
+        if let Some(root) = crate::controllers::vnodes::spawn(gateway.clone(), gateway.stop.clone())
+        {
+            if let Some(provider) = crate::controllers::ingress::spawn(
                 gateway.clone(),
                 root.subscribe(),
                 gateway.stop.clone(),

@@ -13,6 +13,7 @@
 pub mod admin;
 pub mod config;
 pub mod control;
+pub mod controllers;
 pub mod gateway;
 pub mod k8s;
 pub mod limit;

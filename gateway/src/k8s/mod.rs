@@ -6,10 +6,12 @@
 //! - `index`: the pod index (which leaves hold `ns/name`); `leaf_pods`: the reflector per
 //!   leaf that feeds it.
 //! - `kubelet`, `logs`: the node API's routes and the log filter stream.
-//! - `root` (+ `election`, `vnode`): the root cluster, the elected writer and the virtual
-//!   nodes it publishes there.
+//! - `root`: the root cluster's client; `vnode`: the virtual Node objects (pure).
+//! - `ingress`: the Ingress model (pure) and its status and Event writers.
+//!
+//! Nothing here imports `snapshot`, `control`, `listener` or `controllers`: the drivers
+//! that run on the root cluster are `controllers`, and they use this module.
 
-pub mod election;
 pub mod index;
 pub mod ingress;
 pub mod kubelet;

@@ -8,8 +8,10 @@
 //!   triples; `backends`: Service port -> ready endpoints;
 //!   `certs`: TLS Secrets -> certificates; `incremental`: the provider's [`model::Builder`],
 //!   which translates again only the Ingresses a change concerns.
-//! - `provider`: the reflectors, the debounced rebuild and swap, the leader's writers;
-//!   `status`: `status.loadBalancer` on served Ingresses; `events`: Events on skipped ones.
+//! - `status`: `status.loadBalancer` on served Ingresses; `events`: Events on skipped ones.
+//!
+//! The provider that runs all this (reflectors, rebuild, the leader's writers) is
+//! `controllers::ingress`.
 
 mod backends;
 mod certs;
@@ -23,5 +25,4 @@ mod tests;
 pub mod annotations;
 pub mod events;
 pub mod model;
-pub mod provider;
 pub mod status;

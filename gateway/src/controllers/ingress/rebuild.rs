@@ -1,0 +1,216 @@
+//! The debounced rebuild: once every reflector has listed, each change waits for a short
+//! quiet spell ([`DEBOUNCE`], at most [`MAX_WAIT`] after the first change), the model is
+//! built on a blocking thread (a [`Builder`] kept across builds, which translates again
+//! only the Ingresses the change concerns) and handed to the gateway, which swaps it in
+//! with the same lock and store as a config reload.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use super::reflectors::Stores;
+use super::state::{IngressProvider, lock};
+use crate::config::{Config, IngressConfig};
+use crate::control::Control;
+use crate::k8s::ingress::model::{self, Builder, Model, Objects, Settings};
+use crate::metrics::{IngressBackendLabels, IngressStateLabels};
+
+/// A rebuild starts once no change has come for this long...
+pub const DEBOUNCE: Duration = Duration::from_millis(10);
+/// ...or this long after the first change it covers, whichever is sooner.
+pub const MAX_WAIT: Duration = Duration::from_millis(50);
+
+/// The model's settings from the snapshot's config; `None` once `[kubernetes.ingress]`
+/// is gone from it.
+pub(super) fn settings(config: &Config) -> Option<Settings> {
+    let ingress: &IngressConfig = config.kubernetes.as_ref()?.ingress.as_ref()?;
+    Some(Settings {
+        class: ingress.class.clone(),
+        namespaces: ingress.namespaces.clone(),
+        tenants: config
+            .tenants
+            .iter()
+            .map(|t| (t.name.clone(), t.namespaces.clone()))
+            .collect(),
+    })
+}
+
+/// Waits for changes, debounces them and applies each rebuild, until `stop`.
+pub(super) async fn rebuild_loop(
+    gateway: Arc<dyn Control>,
+    provider: Arc<IngressProvider>,
+    stores: Stores,
+    models: watch::Sender<Option<Arc<Model>>>,
+    stop: CancellationToken,
+) {
+    // Keeps each Ingress's translation, so a change re-translates only what it concerns.
+    let mut builder = Builder::default();
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = provider.changed.notified() => {}
+        }
+        if !provider.synced() {
+            continue;
+        }
+        let first = Instant::now();
+        loop {
+            let left = MAX_WAIT.saturating_sub(first.elapsed());
+            if left.is_zero() {
+                break;
+            }
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(DEBOUNCE.min(left)) => break,
+                _ = provider.changed.notified() => {}
+            }
+        }
+        let started = Instant::now();
+        let Some(settings) = settings(&gateway.snapshot().config) else {
+            continue;
+        };
+        let objects = stores.clone();
+        let mut taken = std::mem::take(&mut builder);
+        let built = tokio::task::spawn_blocking(move || {
+            let (ingresses, classes, services, slices, secrets) = (
+                objects.ingresses.state(),
+                objects.classes.state(),
+                objects.services.state(),
+                objects.slices.state(),
+                objects.secrets.state(),
+            );
+            let model = taken.build(
+                &Objects {
+                    ingresses: &ingresses,
+                    classes: &classes,
+                    services: &services,
+                    slices: &slices,
+                    secrets: &secrets,
+                },
+                &settings,
+            );
+            (taken, model)
+        })
+        .await;
+        let build_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let model = match built {
+            Ok((kept, m)) => {
+                builder = kept;
+                Arc::new(m)
+            }
+            Err(e) => {
+                warn!(error = %e, "ingress provider: the model build was interrupted");
+                lock(&provider.report).apply_error = Some(e.to_string());
+                continue;
+            }
+        };
+        let applied = gateway.apply_ingress(model.clone()).await;
+        let took = started.elapsed();
+        let metrics = &gateway.metrics().ingress;
+        metrics.build_seconds.observe(took.as_secs_f64());
+        {
+            let mut r = lock(&provider.report);
+            r.last_build_ms = Some(took.as_secs_f64() * 1000.0);
+            match &applied {
+                Ok(()) => {
+                    r.applied += 1;
+                    r.apply_error = None;
+                }
+                Err(e) => r.apply_error = Some(e.clone()),
+            }
+        }
+        match applied {
+            Ok(()) => {
+                record_metrics(gateway.metrics(), &model, models.borrow().as_deref());
+                info!(
+                    served = model.served.len(),
+                    skipped = model.skipped.len(),
+                    routes = model.routes.len(),
+                    ms = took.as_secs_f64() * 1000.0,
+                    build_ms,
+                    "ingress routes applied"
+                );
+                models.send_replace(Some(model));
+            }
+            Err(e) => warn!(error = %e, "ingress routes could not be applied"),
+        }
+    }
+}
+
+/// Gauges for the new model; backends gone since `previous` lose their series.
+fn record_metrics(metrics: &crate::metrics::Metrics, model: &Model, previous: Option<&Model>) {
+    let m = &metrics.ingress;
+    m.ingresses
+        .get_or_create(&IngressStateLabels { state: "served" })
+        .set(model.served.len() as i64);
+    m.ingresses
+        .get_or_create(&IngressStateLabels { state: "skipped" })
+        .set(model.skipped.len() as i64);
+    let endpoints = backend_endpoints(model);
+    if let Some(prev) = previous {
+        for key in backend_endpoints(prev).keys() {
+            if !endpoints.contains_key(key) {
+                m.backend_endpoints.remove(&IngressBackendLabels {
+                    backend: key.clone(),
+                });
+            }
+        }
+    }
+    for (backend, n) in endpoints {
+        m.backend_endpoints
+            .get_or_create(&IngressBackendLabels { backend })
+            .set(n as i64);
+    }
+}
+
+/// Ready endpoints per backend key.
+fn backend_endpoints(model: &Model) -> HashMap<String, usize> {
+    model
+        .routes
+        .iter()
+        .map(|r| {
+            let n = match &r.backend {
+                model::IngressBackend::Service { upstream, .. } => upstream.backends.len(),
+                model::IngressBackend::Unavailable { .. } => 0,
+            };
+            (r.backend.key().to_string(), n)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_follow_the_config_and_vanish_without_the_ingress_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let kc = dir.path().join("root.kubeconfig");
+        std::fs::write(
+            &kc,
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:1\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\nusers:\n- name: u\n  user: {}\ncurrent-context: x\n",
+        )
+        .unwrap();
+        let src = |ingress: &str| {
+            format!(
+                "[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n[[tenant]]\nname = \"t\"\nnamespaces = [\"t-*\"]\n[kubernetes]\nkubeconfig = \"{}\"\n{ingress}",
+                kc.display()
+            )
+        };
+        let with = Config::parse(
+            &dir.path().join("a.toml"),
+            &src("[kubernetes.ingress]\nclass = \"edge\"\nnamespaces = [\"web\"]\n"),
+        )
+        .unwrap();
+        let s = settings(&with).unwrap();
+        assert_eq!(s.class, "edge");
+        assert_eq!(s.namespaces, Some(vec!["web".to_string()]));
+        assert_eq!(s.tenants, vec![("t".to_string(), vec!["t-*".to_string()])]);
+        let without = Config::parse(&dir.path().join("b.toml"), &src("")).unwrap();
+        assert!(settings(&without).is_none());
+    }
+}

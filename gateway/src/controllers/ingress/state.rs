@@ -1,0 +1,161 @@
+//! The Ingress provider as `/status` shows it, and the handle the gateway pokes after a
+//! reload: what each reflector, build, apply and leader write last reported.
+//!
+//! It holds reports and wake-ups only; the loops that fill them are `reflectors`,
+//! `rebuild` and `leader`.
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::SystemTime;
+
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+use crate::k8s::ingress::events;
+use crate::snapshot::Snapshot;
+
+/// The provider as `/status` shows it, and the handle the gateway pokes after a reload.
+pub struct IngressProvider {
+    pub(super) report: Mutex<Report>,
+    /// Something that can change the routes happened.
+    pub(super) changed: Notify,
+    /// Some Ingress changed (maybe only its status): the leader checks statuses.
+    pub(super) statuses: Notify,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Report {
+    pub(super) connect_error: Option<String>,
+    pub(super) watches: BTreeMap<&'static str, WatchReport>,
+    pub(super) last_build_ms: Option<f64>,
+    pub(super) applied: u64,
+    pub(super) apply_error: Option<String>,
+    pub(super) status_error: Option<String>,
+    pub(super) events_error: Option<String>,
+}
+
+#[derive(Debug, Default, Clone)]
+pub(super) struct WatchReport {
+    /// The first full list has arrived.
+    pub(super) synced: bool,
+    pub(super) restarts: u64,
+    pub(super) last_error: Option<(SystemTime, String)>,
+}
+
+const KINDS: [&str; 5] = [
+    "ingresses",
+    "ingressclasses",
+    "services",
+    "endpointslices",
+    "secrets",
+];
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl IngressProvider {
+    pub(super) fn new() -> IngressProvider {
+        IngressProvider {
+            report: Mutex::new(Report::default()),
+            changed: Notify::new(),
+            statuses: Notify::new(),
+        }
+    }
+
+    /// Asks for a rebuild: a reload may have changed the tenants or `[kubernetes.ingress]`.
+    pub fn kick(&self) {
+        self.changed.notify_one();
+    }
+
+    pub(super) fn synced(&self) -> bool {
+        let r = lock(&self.report);
+        KINDS
+            .iter()
+            .all(|k| r.watches.get(k).is_some_and(|w| w.synced))
+    }
+
+    /// The `ingress` section of `/status`, with what `snapshot` serves.
+    pub fn status(&self, snapshot: &Snapshot) -> Value {
+        let r = lock(&self.report);
+        let synced = KINDS
+            .iter()
+            .all(|k| r.watches.get(k).is_some_and(|w| w.synced));
+        let model = snapshot.ingress.model.as_deref();
+        let skipped: Vec<Value> = model
+            .map(|m| {
+                m.skipped
+                    .iter()
+                    .map(
+                        |s| json!({"ingress": s.ingress.to_string(), "reason": events::message(s)}),
+                    )
+                    .collect()
+            })
+            .unwrap_or_default();
+        let conflicts: Vec<Value> = model
+            .map(|m| {
+                m.conflicts
+                    .iter()
+                    .map(|c| json!({"host": c.host, "path": c.path, "winner": c.winner, "losers": c.losers}))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut problems: Vec<Value> = model
+            .map(|m| {
+                m.problems
+                    .iter()
+                    .map(|p| json!({"ingress": p.ingress, "problem": p.problem}))
+                    .collect()
+            })
+            .unwrap_or_default();
+        problems.extend(
+            snapshot
+                .ingress
+                .problems
+                .iter()
+                .map(|(i, p)| json!({"ingress": i, "problem": p})),
+        );
+        let shadowed: Vec<Value> = snapshot
+            .shadowed
+            .iter()
+            .map(
+                |s| json!({"ingress": s.ingress, "host": s.host, "path": s.path, "route": s.route}),
+            )
+            .collect();
+        let watches: BTreeMap<&str, Value> = r
+            .watches
+            .iter()
+            .map(|(k, w)| {
+                (
+                    *k,
+                    json!({
+                        "synced": w.synced,
+                        "restarts": w.restarts,
+                        "last_error": w.last_error.as_ref().map(|(_, e)| e),
+                        "last_error_at": w.last_error.as_ref().map(|(at, _)| humantime::format_rfc3339_seconds(*at).to_string()),
+                    }),
+                )
+            })
+            .collect();
+        json!({
+            "synced": synced,
+            "served": model.map_or(0, |m| m.served.len()),
+            "routes": snapshot.ingress.routes.len(),
+            "skipped": skipped,
+            "conflicts": conflicts,
+            "shadowed": shadowed,
+            "problems": problems,
+            "last_build_ms": r.last_build_ms,
+            "applied": r.applied,
+            "connect_error": r.connect_error,
+            "apply_error": r.apply_error,
+            "status_error": r.status_error,
+            "events_error": r.events_error,
+            "watches": watches,
+        })
+    }
+
+    pub(super) fn watch_report(&self, kind: &'static str, f: impl FnOnce(&mut WatchReport)) {
+        f(lock(&self.report).watches.entry(kind).or_default());
+    }
+}

@@ -1,0 +1,15 @@
+//! The root-cluster drivers: long-running tasks that read the snapshot and act through
+//! [`Control`](crate::control::Control), beside `admin` and `watch`.
+//!
+//! - `election`: the leader election on a `coordination.k8s.io` Lease; one replica writes.
+//! - `vnodes`: while this replica leads, the `[[virtual_node]]` Nodes, their status and
+//!   heartbeat Leases in the root cluster.
+//! - `ingress`: the Ingress provider: reflectors, the debounced rebuild that swaps Ingress
+//!   routes into the snapshot, and the leader's status and Event writers.
+//!
+//! The Kubernetes data they work with (leaves, the pod index, the Ingress model, the node
+//! objects) is in `k8s`, which imports nothing from here.
+
+pub mod election;
+pub mod ingress;
+pub mod vnodes;
