@@ -315,7 +315,7 @@ impl Metrics {
     }
 
     /// Counts one batch of a tenant's filtered log lines.
-    pub fn count_log_lines(&self, tenant: &str, counts: crate::k8s::logs::LogCounts) {
+    pub fn count_log_lines(&self, tenant: &str, counts: LogCounts) {
         for (verdict, n) in [
             ("kept", counts.kept),
             ("dropped", counts.dropped),
@@ -344,4 +344,12 @@ impl Metrics {
             .expect("writing to a String cannot fail");
         out
     }
+}
+
+/// What a tenant's log filter did to a batch of lines, counted by [`Metrics::count_log_lines`].
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct LogCounts {
+    pub kept: u64,
+    pub dropped: u64,
+    pub rewritten: u64,
 }

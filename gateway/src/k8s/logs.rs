@@ -22,6 +22,7 @@ use bytes::{Bytes, BytesMut};
 use futures_util::{Stream, StreamExt};
 use tokio::time::Instant;
 
+use crate::metrics::LogCounts;
 use crate::plugins::{LogBatch, LogContext, PluginError, TenantPlugins, Verdict};
 
 /// How lines are grouped into plugin calls.
@@ -44,14 +45,6 @@ impl Default for LogBatching {
             max_line: 64 * 1024,
         }
     }
-}
-
-/// What the filter did, per batch, for the tenant's metrics.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct LogCounts {
-    pub kept: u64,
-    pub dropped: u64,
-    pub rewritten: u64,
 }
 
 /// Called with each batch's counts.
