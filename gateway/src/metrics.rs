@@ -59,9 +59,10 @@ pub struct LeafLabels {
 
 /// Per leaf cluster: its pod watch's health and size. Kept by the leaf's reflector task;
 /// a leaf's series go when the leaf leaves the config.
-/// A node-api request: which tenant's pod, in which leaf, what it did, how it ended.
+/// A pod call (node-api or kube-api): which tenant's pod, in which leaf, what it did, how
+/// it ended.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct NodeApiLabels {
+pub struct PodCallLabels {
     pub tenant: String,
     pub leaf: String,
     pub verb: &'static str,
@@ -110,7 +111,8 @@ pub struct Metrics {
     /// no reload was started.
     pub reloads_skipped_unchanged: Counter,
     pub leaves: LeafMetrics,
-    pub node_api_requests: Family<NodeApiLabels, Counter>,
+    pub node_api_requests: Family<PodCallLabels, Counter>,
+    pub kube_api_requests: Family<PodCallLabels, Counter>,
     pub log_lines: Family<LogLineLabels, Counter>,
     /// 1 while this replica holds the leader Lease and writes virtual nodes.
     pub leader: Gauge,
@@ -192,6 +194,7 @@ impl Metrics {
             reloads_skipped_unchanged: Counter::default(),
             leaves: LeafMetrics::default(),
             node_api_requests: Family::default(),
+            kube_api_requests: Family::default(),
             log_lines: Family::default(),
             leader: Gauge::default(),
             root_writes: Family::default(),
@@ -290,6 +293,11 @@ impl Metrics {
             "node_api_requests",
             "Node API requests on pods, by tenant, leaf, verb and status (streams are also in upgraded_connections with route node-api)",
             m.node_api_requests.clone(),
+        );
+        registry.register(
+            "kube_api_requests",
+            "kube-api requests on pod subresources, by tenant, leaf, verb and status (streams are also in upgraded_connections with route kube-api)",
+            m.kube_api_requests.clone(),
         );
         registry.register(
             "log_lines",

@@ -13,6 +13,8 @@ use std::fmt;
 
 use http::Method;
 
+use crate::plugins::Verb;
+
 /// A streaming or log call on one pod's container.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodTarget {
@@ -173,15 +175,51 @@ impl KubeletRoute {
         }
     }
 
-    /// The verb a `pod-router` plugin is told (`exec`, `attach`, `port-forward`, `logs`).
-    pub fn verb(&self) -> &'static str {
+    /// What the call does to its pod: what a `pod-router` plugin is told and what the
+    /// request metrics count.
+    pub fn verb(&self) -> Verb {
         match self {
-            KubeletRoute::Exec { .. } | KubeletRoute::Run { .. } => "exec",
-            KubeletRoute::Attach { .. } => "attach",
-            KubeletRoute::PortForward { .. } => "port-forward",
-            KubeletRoute::ContainerLogs { .. } => "logs",
-            KubeletRoute::Pods | KubeletRoute::Healthz => "get",
+            KubeletRoute::Exec { .. } | KubeletRoute::Run { .. } => Verb::Exec,
+            KubeletRoute::Attach { .. } => Verb::Attach,
+            KubeletRoute::PortForward { .. } => Verb::PortForward,
+            KubeletRoute::ContainerLogs { .. } => Verb::Logs,
+            KubeletRoute::Pods | KubeletRoute::Healthz => Verb::Get,
         }
+    }
+
+    /// The container the path names (exec, attach, logs, run).
+    pub fn container(&self) -> Option<&str> {
+        match self {
+            KubeletRoute::Exec { container, .. }
+            | KubeletRoute::Attach { container, .. }
+            | KubeletRoute::ContainerLogs { container, .. }
+            | KubeletRoute::Run { container, .. } => Some(container),
+            KubeletRoute::PortForward { .. } | KubeletRoute::Pods | KubeletRoute::Healthz => None,
+        }
+    }
+}
+
+/// A pod subresource of the Kubernetes API (`pods/{name}/{sub}`) the gateway forwards: what
+/// it does and the methods it takes (GET for WebSocket, POST for SPDY; logs GET only).
+pub fn subresource(sub: &str) -> Option<(Verb, &'static [Method])> {
+    const STREAM: &[Method] = &[Method::GET, Method::POST];
+    match sub {
+        "exec" => Some((Verb::Exec, STREAM)),
+        "attach" => Some((Verb::Attach, STREAM)),
+        "portforward" => Some((Verb::PortForward, STREAM)),
+        "log" => Some((Verb::Logs, &[Method::GET])),
+        _ => None,
+    }
+}
+
+/// A verb as metrics and plugins spell it (`exec`, `attach`, `port-forward`, `logs`, `get`).
+pub fn verb_name(verb: Verb) -> &'static str {
+    match verb {
+        Verb::Exec => "exec",
+        Verb::Attach => "attach",
+        Verb::PortForward => "port-forward",
+        Verb::Logs => "logs",
+        Verb::Get => "get",
     }
 }
 

@@ -22,6 +22,7 @@ pub mod leaf_tls;
 pub mod logs;
 pub mod root;
 pub mod run;
+pub mod status;
 pub mod vnode;
 
 pub use index::{Held, LeafName, LeafSlot, PodIndex};

@@ -4,7 +4,8 @@
 //! has certificates) with the snapshot current at accept, then hyper-util's auto server,
 //! which speaks HTTP/1.1 and HTTP/2 on the same port (h2 by ALPN on TLS, prior-knowledge
 //! h2c on plain TCP) and lets a request switch protocols. Each request is dispatched by
-//! [`service::handle`].
+//! [`front::handle`], by the front (routes, node API, kube API) chosen
+//! for the connection when it was accepted.
 //!
 //! Limits: at most `max_connections` connections per listener (one budget shared by the
 //! listener's sockets on every serving thread); at the limit the accept loops wait for a
@@ -19,11 +20,14 @@
 //! closes the socket and asks every connection to finish gracefully: in-flight requests
 //! complete, keep-alive ends. `kill` (the grace period ran out) drops whatever is left.
 
+pub mod client;
+pub mod front;
 pub mod identity;
 pub mod kube_api;
 pub mod node_api;
 pub mod podcall;
-pub mod service;
+pub mod reply;
+pub mod routes;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -37,6 +41,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info, info_span, warn};
 
+use self::client::{Client, Front};
 use self::identity::ClientIdentity;
 use crate::metrics::ListenerLabels;
 use crate::runtime::Shared;
@@ -302,13 +307,12 @@ impl Connection {
             .clone();
         active.inc();
 
-        let (tls, timeouts) = {
+        let (tls, timeouts, front) = {
             let snapshot = self.shared.snapshot.load();
-            let tls = snapshot
-                .listeners
-                .get(&*self.listener)
-                .and_then(|l| l.tls.clone());
-            (tls, snapshot.config.timeouts)
+            let listener = snapshot.listeners.get(&*self.listener);
+            let tls = listener.and_then(|l| l.tls.clone());
+            let front = listener.map_or(Front::Routes, |l| Front::of(l.config.kind));
+            (tls, snapshot.config.timeouts, front)
         };
         // The first byte (ClientHello or request) must come within `first_byte`.
         if !first_byte(&stream, timeouts.first_byte).await {
@@ -317,7 +321,10 @@ impl Connection {
         }
         let idle = timeouts.client_idle;
         match tls {
-            None => self.serve_http(TokioIo::new(stream), None, idle).await,
+            None => {
+                self.serve_http(TokioIo::new(stream), None, idle, front)
+                    .await
+            }
             Some(config) => {
                 let acceptor = tokio_rustls::TlsAcceptor::from(config);
                 match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
@@ -330,7 +337,7 @@ impl Connection {
                             .and_then(|chain| chain.first())
                             .and_then(|leaf| ClientIdentity::from_der(leaf))
                             .map(Arc::new);
-                        self.serve_http(TokioIo::new(tls), Some(identity), idle)
+                        self.serve_http(TokioIo::new(tls), Some(identity), idle, front)
                             .await
                     }
                     Ok(Err(e)) => debug!(error = %e, "TLS handshake failed"),
@@ -348,20 +355,22 @@ impl Connection {
         io: TokioIo<I>,
         tls: Option<Option<Arc<ClientIdentity>>>,
         idle: Duration,
+        front: Front,
     ) where
         I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
-        let client = Arc::new(service::Client::new(
+        let client = Arc::new(Client::new(
             self.listener.clone(),
             self.peer,
             tls.is_some(),
             tls.flatten(),
             self.shared.clone(),
+            front,
         ));
         let in_flight = Arc::new(InFlight::default());
         let counter = in_flight.clone();
         let svc = hyper::service::service_fn(move |req| {
-            counter.track(service::handle(req, client.clone()))
+            counter.track(front::handle(req, client.clone()))
         });
         let conn = self.http.serve_connection_with_upgrades(io, svc);
         tokio::pin!(conn);

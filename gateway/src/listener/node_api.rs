@@ -15,19 +15,18 @@ use http::{HeaderValue, Request, Response, StatusCode, header};
 use hyper::body::Incoming;
 use serde_json::{Value, json};
 
-use super::podcall::{Call, choose_leaf, json_response, leaf_failed, status};
-use super::service::Client;
+use super::client::{Client, Front};
+use super::podcall::{Call, leaf_failed};
+use super::reply::{self, Dialect};
 use crate::k8s::kubelet::{self, KubeletRoute, RouteError};
-use crate::metrics::NodeApiLabels;
-use crate::plugins::Verb;
-use crate::proxy::headers;
-use crate::proxy::{Body, full};
+use crate::k8s::status::Status;
+use crate::proxy::Body;
 use crate::snapshot::Snapshot;
 
 pub use super::podcall::STREAM_IDLE;
 
 /// The route label node-api requests are counted under.
-pub const ROUTE: &str = "node-api";
+pub const ROUTE: &str = Front::NodeApi.label();
 
 /// Answers one node-api request.
 pub async fn serve(
@@ -47,11 +46,10 @@ pub async fn serve(
             .as_ref()
             .and_then(|id| id.common_name.clone())
             .unwrap_or_default();
-        return status(
-            StatusCode::FORBIDDEN,
-            "Forbidden",
-            &format!("client certificate {who:?} is not in this node API's allowed_clients"),
-        );
+        return reply::status(&Status::new(
+            403,
+            format!("client certificate {who:?} is not in this node API's allowed_clients"),
+        ));
     }
     let route = match KubeletRoute::parse(req.method(), req.uri().path()) {
         Ok(route) => route,
@@ -77,61 +75,44 @@ pub async fn serve(
         .iter()
         .find(|t| t.owns(&target.namespace))
     else {
-        return status(
-            StatusCode::FORBIDDEN,
-            "Forbidden",
-            &format!(
+        return reply::status(&Status::new(
+            403,
+            format!(
                 "namespace {:?} belongs to no tenant of this gateway",
                 target.namespace
             ),
-        );
+        ));
     };
     let Some(tenant) = snapshot.tenants.get(&tenant_config.name).cloned() else {
-        return status(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "InternalError",
-            &format!("tenant {:?} is not loaded", tenant_config.name),
-        );
+        return reply::status(&Status::new(
+            500,
+            format!("tenant {:?} is not loaded", tenant_config.name),
+        ));
     };
-    let chosen = match choose_leaf(
+    let verb = route.verb();
+    let call = match Call::to_leaf(
+        client,
         snapshot,
         tenant_config,
         &tenant,
         &target,
-        container_of(&route),
-        verb_of(&route),
+        route.container(),
+        verb,
+        Front::NodeApi,
     )
     .await
     {
-        Ok(chosen) => chosen,
+        Ok(call) => call,
         Err(res) => return res,
     };
-    if let (Some(uid), Some(held)) = (&target.uid, &chosen.held) {
+    if let (Some(uid), Some(held)) = (&target.uid, &call.held) {
         if held.uid() != Some(uid.as_str()) {
             // The kubelet's answer for a pod whose uid changed (it was recreated).
             return text(StatusCode::NOT_FOUND, "pod not found");
         }
     }
-    let call = Call {
-        client,
-        snapshot,
-        tenant: &tenant,
-        leaf: &chosen.leaf,
-        target: &target,
-        route: ROUTE,
-    };
     let res = call.forward(req, &route).await;
-    client
-        .shared
-        .metrics
-        .node_api_requests
-        .get_or_create(&NodeApiLabels {
-            tenant: tenant.name.clone(),
-            leaf: chosen.leaf.name().to_string(),
-            verb: route.verb(),
-            status: res.status().as_u16(),
-        })
-        .inc();
+    call.count(verb, &res);
     res
 }
 
@@ -165,15 +146,8 @@ impl Call<'_> {
             "{}?{leaf_query}",
             kubelet::leaf_path(self.target, subresource)
         );
-        if subresource == "log" {
-            let container = leaf_query.get("container").unwrap_or_default().to_string();
-            return self.logs(req, &path, container).await;
-        }
-        if headers::is_upgrade(req.headers()) {
-            return self.stream(req, &path).await;
-        }
-        // Not an upgrade: the leaf answers it (with its own 400) and we relay that.
-        self.relay(req, &path).await
+        let container = leaf_query.get("container").map(str::to_string);
+        self.send(req, &path, route.verb(), container).await
     }
 
     /// `/run`: runs `command` in the leaf (exec over WebSocket v5) and answers its output.
@@ -181,9 +155,9 @@ impl Call<'_> {
         if command.is_empty() {
             return text(StatusCode::BAD_REQUEST, "missing cmd");
         }
-        match crate::k8s::run::exec_output(self.leaf, self.target, container, &command).await {
+        match crate::k8s::run::exec_output(&self.leaf, self.target, container, &command).await {
             Ok(out) if out.exit_code == 0 => {
-                let mut res = Response::new(full(out.output));
+                let mut res = Response::new(crate::proxy::full(out.output));
                 res.headers_mut().insert(
                     header::CONTENT_TYPE,
                     HeaderValue::from_static("text/plain; charset=utf-8"),
@@ -230,36 +204,10 @@ fn pod_list(snapshot: &Snapshot) -> Response<Body> {
         key(a).cmp(&key(b))
     });
     let list = json!({ "kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items });
-    json_response(StatusCode::OK, &list)
-}
-
-fn container_of(route: &KubeletRoute) -> Option<&str> {
-    match route {
-        KubeletRoute::Exec { container, .. }
-        | KubeletRoute::Attach { container, .. }
-        | KubeletRoute::ContainerLogs { container, .. }
-        | KubeletRoute::Run { container, .. } => Some(container),
-        _ => None,
-    }
-}
-
-fn verb_of(route: &KubeletRoute) -> Verb {
-    match route {
-        KubeletRoute::Exec { .. } | KubeletRoute::Run { .. } => Verb::Exec,
-        KubeletRoute::Attach { .. } => Verb::Attach,
-        KubeletRoute::PortForward { .. } => Verb::PortForward,
-        KubeletRoute::ContainerLogs { .. } => Verb::Logs,
-        KubeletRoute::Pods | KubeletRoute::Healthz => Verb::Get,
-    }
+    reply::json(StatusCode::OK, &list)
 }
 
 /// A plain-text answer, as the kubelet writes its own errors.
 fn text(code: StatusCode, body: &str) -> Response<Body> {
-    let mut res = Response::new(full(body.to_string()));
-    *res.status_mut() = code;
-    res.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    res
+    reply::error(Dialect::Kubelet, code, body)
 }

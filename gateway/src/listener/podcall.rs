@@ -1,7 +1,8 @@
 //! One pod request on its way to its leaf, shared by the node-api and kube-api listeners:
 //! the leaf choice (the tenant's `pod_router`, else the pod index), upgrades forwarded and
 //! spliced under the tenant's limits, plain requests relayed, logs streamed through the
-//! tenant's `log_filter`, and the Kubernetes `Status` answers both fronts give.
+//! tenant's `log_filter` ([`Call::send`] picks which), and the per-tenant request metrics
+//! both fronts count.
 //!
 //! It does not parse either front's paths or queries: each listener turns its own request
 //! into a leaf path (`/api/v1/namespaces/{ns}/pods/{name}/{subresource}?...`) first.
@@ -10,22 +11,23 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderValue, Request, Response, StatusCode, header};
+use http::{Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Empty, StreamBody};
 use hyper::body::{Frame, Incoming};
-use serde_json::{Value, json};
 
-use super::service::Client;
+use super::client::{Client, Front};
+use super::reply::{self, Dialect};
 use crate::config::{TenantConfig, Timeouts};
-use crate::k8s::kubelet::PodTarget;
+use crate::k8s::kubelet::{PodTarget, verb_name};
 use crate::k8s::logs::{self, LogBatching};
+use crate::k8s::status::Status;
 use crate::k8s::{Held, Leaf};
 use crate::limit;
-use crate::metrics::LogCounts;
+use crate::metrics::{LogCounts, PodCallLabels};
 use crate::plugins::{LogContext, PodRoute, PodRouteRequest, Verb};
 use crate::proxy::headers::{self, ClientSide};
 use crate::proxy::upgrade::{self, SpliceJob, Target};
-use crate::proxy::{Body, Exchange, full};
+use crate::proxy::{Body, Exchange};
 use crate::snapshot::{Snapshot, Tenant};
 
 /// How long a hijacked exec, attach or port-forward stream may stay silent: the kubelet's
@@ -76,12 +78,12 @@ pub async fn choose_leaf(
             status: code,
             message,
         }) => {
-            return Err(status(code, reason_of(code), &message));
+            return Err(reply::error(Dialect::Status, code, &message));
         }
         Err(e) => {
-            return Err(status(
+            return Err(reply::error(
+                Dialect::Status,
                 e.status(),
-                reason_of(e.status()),
                 &format!("pod router of tenant {:?}: {e}", tenant.name),
             ));
         }
@@ -90,18 +92,18 @@ pub async fn choose_leaf(
         (Some(name), _) => name,
         (None, [one]) => one.leaf.to_string(),
         (None, []) => {
-            return Err(status(
+            return Err(reply::error(
+                Dialect::Status,
                 StatusCode::NOT_FOUND,
-                "NotFound",
                 &format!("pods {:?} not found", target.pod),
             ));
         }
         (None, several) => {
             let mut names: Vec<&str> = several.iter().map(|h| &*h.leaf).collect();
             names.sort_unstable();
-            return Err(status(
+            return Err(reply::error(
+                Dialect::Status,
                 StatusCode::CONFLICT,
-                "Conflict",
                 &format!(
                     "pod {}/{} is in several leaves ({}); the tenant's pod_router must choose",
                     target.namespace,
@@ -112,9 +114,9 @@ pub async fn choose_leaf(
         }
     };
     let leaf = snapshot.leaves.get(&name).cloned().ok_or_else(|| {
-        status(
+        reply::error(
+            Dialect::Status,
             StatusCode::SERVICE_UNAVAILABLE,
-            "ServiceUnavailable",
             &format!("leaf {name:?} is not connected"),
         )
     })?;
@@ -127,16 +129,50 @@ pub struct Call<'a> {
     pub client: &'a Arc<Client>,
     pub snapshot: &'a Snapshot,
     pub tenant: &'a Arc<Tenant>,
-    pub leaf: &'a Arc<Leaf>,
+    pub leaf: Arc<Leaf>,
+    /// The index's copy of the pod in that leaf, if it has one.
+    pub held: Option<Held>,
     pub target: &'a PodTarget,
-    /// The route label the call is counted and spliced under (`node-api`, `kube-api`).
-    pub route: &'static str,
+    /// The front the call came in on: its route label and request metrics.
+    pub front: Front,
+}
+
+impl<'a> Call<'a> {
+    /// The call for `target`, to the leaf [`choose_leaf`] picks; its `Status` answer when
+    /// none can be.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn to_leaf(
+        client: &'a Arc<Client>,
+        snapshot: &'a Snapshot,
+        config: &TenantConfig,
+        tenant: &'a Arc<Tenant>,
+        target: &'a PodTarget,
+        container: Option<&str>,
+        verb: Verb,
+        front: Front,
+    ) -> Result<Call<'a>, Response<Body>> {
+        let Chosen { leaf, held } =
+            choose_leaf(snapshot, config, tenant, target, container, verb).await?;
+        Ok(Call {
+            client,
+            snapshot,
+            tenant,
+            leaf,
+            held,
+            target,
+            front,
+        })
+    }
 }
 
 impl Call<'_> {
+    fn route(&self) -> &'static str {
+        self.front.label()
+    }
+
     pub fn exchange(&self) -> Exchange<'_> {
         Exchange {
-            route: self.route,
+            route: self.route(),
             client: ClientSide {
                 peer: &self.client.forwarded_peer,
                 tls: self.client.tls,
@@ -145,6 +181,53 @@ impl Call<'_> {
             },
             metrics: &self.client.shared.metrics,
         }
+    }
+
+    /// The tail both fronts end in: logs through the tenant's filter, an upgrade spliced,
+    /// anything else relayed and answered by the leaf (its own `Upgrade request required`
+    /// or 400). `container` is the one asked for; a log call without one names the pod's
+    /// only container to the filter, as kubectl leaves it out for one-container pods.
+    pub async fn send(
+        &self,
+        req: Request<Incoming>,
+        path: &str,
+        verb: Verb,
+        container: Option<String>,
+    ) -> Response<Body> {
+        if verb == Verb::Logs {
+            let container = container
+                .or_else(|| self.only_container())
+                .unwrap_or_default();
+            return self.logs(req, path, container).await;
+        }
+        if headers::is_upgrade(req.headers()) {
+            return self.stream(req, path).await;
+        }
+        self.relay(req, path).await
+    }
+
+    fn only_container(&self) -> Option<String> {
+        let held = self.held.as_ref()?;
+        let mut names = held.containers();
+        let first = names.next()?;
+        names.next().is_none().then(|| first.to_string())
+    }
+
+    /// Counts the answered call in the front's per-tenant request metrics.
+    pub fn count(&self, verb: Verb, res: &Response<Body>) {
+        let metrics = &self.client.shared.metrics;
+        let family = match self.front {
+            Front::KubeApi => &metrics.kube_api_requests,
+            Front::NodeApi | Front::Routes => &metrics.node_api_requests,
+        };
+        family
+            .get_or_create(&PodCallLabels {
+                tenant: self.tenant.name.clone(),
+                leaf: self.leaf.name().to_string(),
+                verb: verb_name(verb),
+                status: res.status().as_u16(),
+            })
+            .inc();
     }
 
     /// `exec`, `attach`, `portForward`: the upgrade goes to the leaf with its headers
@@ -181,14 +264,14 @@ impl Call<'_> {
             tasks: shared.tasks.clone(),
             kill: shared.kill.clone(),
             metrics: shared.metrics.clone(),
-            route: self.route.to_string(),
+            route: self.route().to_string(),
             tenant: self.tenant.name.clone(),
             up,
             down,
         };
         match upgrade::switch(client_upgrade, parts, body, target, &exchange, job).await {
             Ok(res) => res,
-            Err(e) => status(e.status(), reason_of(e.status()), &e.to_string()),
+            Err(e) => reply::error(Dialect::Status, e.status(), &e.to_string()),
         }
     }
 
@@ -272,55 +355,13 @@ pub fn respond(res: Response<Incoming>) -> Response<Body> {
     )
 }
 
-/// The `reason` kube-apiserver gives a status code.
-pub fn reason_of(code: StatusCode) -> &'static str {
-    match code.as_u16() {
-        400 => "BadRequest",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "NotFound",
-        405 => "MethodNotAllowed",
-        409 => "Conflict",
-        422 => "Invalid",
-        429 => "TooManyRequests",
-        503 => "ServiceUnavailable",
-        504 => "Timeout",
-        _ => "InternalError",
-    }
-}
-
-/// A Kubernetes `Status` answer, as the root API server relays it to `kubectl`.
-pub fn status(code: StatusCode, reason: &str, message: &str) -> Response<Body> {
-    let body = json!({
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code.as_u16(),
-    });
-    json_response(code, &body)
-}
-
-pub fn json_response(code: StatusCode, body: &Value) -> Response<Body> {
-    let mut res = Response::new(full(body.to_string()));
-    *res.status_mut() = code;
-    res.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    res
-}
-
 pub fn leaf_failed(reason: &str) -> Response<Body> {
-    status(StatusCode::BAD_GATEWAY, "InternalError", reason)
+    reply::error(Dialect::Status, StatusCode::BAD_GATEWAY, reason)
 }
 
 pub fn bad_path(path: &str) -> Response<Body> {
-    status(
-        StatusCode::BAD_REQUEST,
-        "BadRequest",
-        &format!("{path:?} does not make a valid leaf request"),
-    )
+    reply::status(&Status::new(
+        400,
+        format!("{path:?} does not make a valid leaf request"),
+    ))
 }

@@ -9,7 +9,7 @@
 use http::StatusCode;
 use serde_json::{Value, json};
 
-use super::super::podcall::json_response;
+use crate::listener::reply;
 use crate::proxy::Body;
 
 /// The Kubernetes version leafgate's API front speaks (the pinned kubectl's minor).
@@ -17,7 +17,7 @@ const MAJOR: &str = "1";
 const MINOR: &str = "37";
 
 pub fn version() -> http::Response<Body> {
-    json_response(
+    reply::json(
         StatusCode::OK,
         &json!({
             "major": MAJOR,
@@ -34,7 +34,7 @@ pub fn version() -> http::Response<Body> {
 }
 
 pub fn api_versions() -> http::Response<Body> {
-    json_response(
+    reply::json(
         StatusCode::OK,
         &json!({
             "kind": "APIVersions",
@@ -45,7 +45,7 @@ pub fn api_versions() -> http::Response<Body> {
 }
 
 pub fn api_groups() -> http::Response<Body> {
-    json_response(
+    reply::json(
         StatusCode::OK,
         &json!({ "kind": "APIGroupList", "apiVersion": "v1", "groups": [] }),
     )
@@ -67,7 +67,7 @@ pub fn resources() -> http::Response<Body> {
     pods["categories"] = json!(["all"]);
     let mut namespaces = resource("namespaces", false, "Namespace", &["get", "list"]);
     namespaces["shortNames"] = json!(["ns"]);
-    json_response(
+    reply::json(
         StatusCode::OK,
         &json!({
             "kind": "APIResourceList",

@@ -12,36 +12,31 @@
 //! This module never writes to a leaf and serves no other resource: kubectl sees exactly
 //! what discovery announces.
 
+mod caller;
 mod discovery;
+mod listed;
 mod pods;
+mod query;
 mod select;
 mod table;
 
 use std::sync::Arc;
 
-use http::{Method, Request, Response, StatusCode, header};
+use http::{Method, Request, Response};
 use hyper::body::Incoming;
-use serde_json::json;
 
-use super::podcall::{Call, choose_leaf, json_response, status};
-use super::service::Client;
-use crate::config::TenantConfig;
-use crate::k8s::kubelet::PodTarget;
-use crate::plugins::Verb;
+use self::caller::{Caller, authenticate};
+use self::query::query_value;
+use super::client::{Client, Front};
+use super::podcall::Call;
+use super::reply;
+use crate::k8s::kubelet::{self, PodTarget};
+use crate::k8s::status::Status;
 use crate::proxy::Body;
-use crate::snapshot::{Snapshot, Tenant};
+use crate::snapshot::Snapshot;
 
 /// The route label kube-api requests are counted under.
-pub const ROUTE: &str = "kube-api";
-
-/// Who a request authenticated as.
-pub(crate) struct Caller<'a> {
-    /// The user name kube-apiserver would print: the certificate's CN, or
-    /// `tenant:<name>` for a bearer token.
-    pub user: String,
-    pub config: &'a TenantConfig,
-    pub tenant: Arc<Tenant>,
-}
+pub const ROUTE: &str = Front::KubeApi.label();
 
 /// Answers one kube-api request.
 pub async fn serve(
@@ -50,9 +45,7 @@ pub async fn serve(
     snapshot: &Arc<Snapshot>,
 ) -> Response<Body> {
     let Some(caller) = authenticate(&req, client, snapshot) else {
-        // kube-apiserver's answer to no or unknown credentials, word for word: kubectl
-        // prints `error: You must be logged in to the server (Unauthorized)`.
-        return status(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized");
+        return reply::status(&Status::unauthorized());
     };
     let path = req.uri().path().trim_end_matches('/').to_string();
     let segments: Vec<&str> = path.split('/').skip(1).collect();
@@ -80,7 +73,7 @@ pub async fn serve(
             let sub = sub.to_string();
             subresource(req, client, snapshot, &caller, &target, &sub).await
         }
-        _ => not_found(),
+        _ => reply::status(&Status::no_such_resource()),
     }
 }
 
@@ -90,42 +83,6 @@ fn target(ns: &str, name: &str) -> PodTarget {
         pod: name.to_string(),
         uid: None,
     }
-}
-
-/// Who is calling: the tenant whose `client_names` hold the verified client certificate's
-/// name, else the tenant whose `tokens_file` holds the bearer token, else nobody (401).
-/// Like kube-apiserver's union of authenticators, one that succeeds is enough.
-fn authenticate<'a>(
-    req: &Request<Incoming>,
-    client: &Client,
-    snapshot: &'a Snapshot,
-) -> Option<Caller<'a>> {
-    let tenants = &snapshot.config.tenants;
-    let by_cert = client.identity.as_ref().and_then(|id| {
-        tenants
-            .iter()
-            .find(|t| !t.client_names.is_empty() && id.is_any_of(&t.client_names))
-            .map(|t| (id.common_name.clone().unwrap_or_else(|| t.name.clone()), t))
-    });
-    let by_token = || {
-        let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
-        let (scheme, token) = value.split_once(' ')?;
-        if !scheme.eq_ignore_ascii_case("bearer") {
-            return None;
-        }
-        let token = token.trim();
-        tenants
-            .iter()
-            .find(|t| t.tokens.contains(token))
-            .map(|t| (format!("tenant:{}", t.name), t))
-    };
-    let (user, config) = by_cert.or_else(by_token)?;
-    let tenant = snapshot.tenants.get(&config.name)?.clone();
-    Some(Caller {
-        user,
-        config,
-        tenant,
-    })
 }
 
 /// `exec`, `attach`, `portforward` (GET for WebSocket, POST for SPDY) and `log` (GET): the
@@ -138,15 +95,11 @@ async fn subresource(
     target: &PodTarget,
     sub: &str,
 ) -> Response<Body> {
-    let (verb, methods): (Verb, &[Method]) = match sub {
-        "exec" => (Verb::Exec, &[Method::GET, Method::POST]),
-        "attach" => (Verb::Attach, &[Method::GET, Method::POST]),
-        "portforward" => (Verb::PortForward, &[Method::GET, Method::POST]),
-        "log" => (Verb::Logs, &[Method::GET]),
-        _ => return not_found(),
+    let Some((verb, methods)) = kubelet::subresource(sub) else {
+        return reply::status(&Status::no_such_resource());
     };
     if !methods.contains(req.method()) {
-        return method_not_allowed();
+        return reply::status(&Status::method_not_allowed());
     }
     let rbac_verb = if req.method() == Method::POST {
         "create"
@@ -154,8 +107,7 @@ async fn subresource(
         "get"
     };
     if !caller.config.owns(&target.namespace) {
-        return forbidden(
-            caller,
+        return caller.forbidden(
             rbac_verb,
             &format!("pods/{sub}"),
             Some(&target.pod),
@@ -163,115 +115,35 @@ async fn subresource(
         );
     }
     let container = query_value(req.uri().query(), "container");
-    let chosen = match choose_leaf(
+    let call = match Call::to_leaf(
+        client,
         snapshot,
         caller.config,
         &caller.tenant,
         target,
         container.as_deref(),
         verb,
+        Front::KubeApi,
     )
     .await
     {
-        Ok(chosen) => chosen,
+        Ok(call) => call,
         Err(res) => return res,
     };
-    let call = Call {
-        client,
-        snapshot,
-        tenant: &caller.tenant,
-        leaf: &chosen.leaf,
-        target,
-        route: ROUTE,
-    };
+    // The leaf's API has the same path and query: both pass through untouched.
     let path = match req.uri().path_and_query() {
         Some(pq) => pq.as_str().to_string(),
         None => req.uri().path().to_string(),
     };
-    if verb == Verb::Logs {
-        // The log filter is told the container; kubectl leaves it out for one-container pods.
-        let container = container
-            .or_else(|| {
-                let held = chosen.held.as_ref()?;
-                let mut names = held.containers();
-                let first = names.next()?;
-                names.next().is_none().then(|| first.to_string())
-            })
-            .unwrap_or_default();
-        return call.logs(req, &path, container).await;
-    }
-    if crate::proxy::headers::is_upgrade(req.headers()) {
-        return call.stream(req, &path).await;
-    }
-    // Not an upgrade: the leaf answers it (`Upgrade request required`) and we relay that.
-    call.relay(req, &path).await
-}
-
-/// The first value of `key` in a query string, decoded.
-pub(crate) fn query_value(query: Option<&str>, key: &str) -> Option<String> {
-    form_urlencoded::parse(query?.as_bytes())
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.into_owned())
+    let res = call.send(req, &path, verb, container).await;
+    call.count(verb, &res);
+    res
 }
 
 fn only_get(req: &Request<Incoming>, answer: impl FnOnce() -> Response<Body>) -> Response<Body> {
     if req.method() == Method::GET || req.method() == Method::HEAD {
         answer()
     } else {
-        method_not_allowed()
+        reply::status(&Status::method_not_allowed())
     }
-}
-
-/// kube-apiserver's 404 for a path it does not serve; kubectl prints `the server could not
-/// find the requested resource`.
-pub(crate) fn not_found() -> Response<Body> {
-    let body = json!({
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-        "message": "the server could not find the requested resource",
-        "reason": "NotFound", "details": {}, "code": 404,
-    });
-    json_response(StatusCode::NOT_FOUND, &body)
-}
-
-pub(crate) fn method_not_allowed() -> Response<Body> {
-    let body = json!({
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-        "message": "the server does not allow this method on the requested resource",
-        "reason": "MethodNotAllowed", "details": {}, "code": 405,
-    });
-    json_response(StatusCode::METHOD_NOT_ALLOWED, &body)
-}
-
-/// The RBAC denial as kube-apiserver words it:
-/// `pods "p" is forbidden: User "u" cannot get resource "pods" in API group "" in the
-/// namespace "x"`.
-pub(crate) fn forbidden(
-    caller: &Caller<'_>,
-    verb: &str,
-    resource: &str,
-    name: Option<&str>,
-    namespace: Option<&str>,
-) -> Response<Body> {
-    let kind = resource.split('/').next().unwrap_or(resource);
-    let subject = match name {
-        Some(name) => format!("{kind} {name:?}"),
-        None => kind.to_string(),
-    };
-    let scope = match namespace {
-        Some(ns) => format!("in the namespace {ns:?}"),
-        None => "at the cluster scope".to_string(),
-    };
-    let message = format!(
-        "{subject} is forbidden: User {:?} cannot {verb} resource {resource:?} in API group \"\" {scope}",
-        caller.user
-    );
-    let mut details = json!({ "kind": kind });
-    if let Some(name) = name {
-        details["name"] = json!(name);
-    }
-    let body = json!({
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-        "message": message, "reason": "Forbidden", "details": details, "code": 403,
-    });
-    json_response(StatusCode::FORBIDDEN, &body)
 }

@@ -17,55 +17,26 @@ use bytes::Bytes;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::{Frame, Incoming};
-use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
 
+use super::caller::Caller;
+use super::listed::Listed;
+use super::query::query_value;
 use super::select::{FieldSelector, LabelSelector};
 use super::table::{self, Wanted};
-use super::{Caller, forbidden, method_not_allowed, query_value};
 use crate::k8s::kubelet::PodTarget;
-use crate::listener::podcall::{choose_leaf, json_response, status};
+use crate::k8s::status::Status;
+use crate::listener::podcall::choose_leaf;
+use crate::listener::reply;
 use crate::plugins::Verb;
 use crate::proxy::Body;
 use crate::snapshot::Snapshot;
 
-/// The annotation naming the leaf a listed pod came from (read by `pods-table`).
-pub const LEAF_ANNOTATION: &str = "leafgate.io/leaf";
 /// How often a watch compares the stores with what it sent.
 const WATCH_TICK: Duration = Duration::from_millis(200);
 /// The longest a watch stays open without `timeoutSeconds`, as kube-apiserver's
 /// `--min-request-timeout` default.
 const WATCH_MAX: Duration = Duration::from_secs(1800);
-
-/// One leaf's copy of a pod.
-#[derive(Clone)]
-pub struct Listed {
-    pub leaf: Arc<str>,
-    pub pod: Arc<Pod>,
-}
-
-impl Listed {
-    fn namespace(&self) -> &str {
-        self.pod.metadata.namespace.as_deref().unwrap_or("")
-    }
-
-    fn name(&self) -> &str {
-        self.pod.metadata.name.as_deref().unwrap_or("")
-    }
-
-    fn version(&self) -> &str {
-        self.pod.metadata.resource_version.as_deref().unwrap_or("")
-    }
-
-    /// The pod as the API serves it, with the leaf annotation.
-    pub fn json(&self) -> Value {
-        let mut v = serde_json::to_value(&*self.pod).unwrap_or(Value::Null);
-        v["apiVersion"] = json!("v1");
-        v["kind"] = json!("Pod");
-        v["metadata"]["annotations"][LEAF_ANNOTATION] = json!(&*self.leaf);
-        v
-    }
-}
 
 /// What a list or watch selects.
 struct Filter {
@@ -161,7 +132,7 @@ pub async fn collection(
     namespace: Option<&str>,
 ) -> Response<Body> {
     if req.method() != Method::GET {
-        return method_not_allowed();
+        return reply::status(&Status::method_not_allowed());
     }
     let query = req.uri().query();
     let watching = matches!(query_value(query, "watch").as_deref(), Some("true" | "1"));
@@ -169,11 +140,11 @@ pub async fn collection(
     if let Some(ns) = namespace
         && !caller.config.owns(ns)
     {
-        return forbidden(caller, verb, "pods", None, Some(ns));
+        return caller.forbidden(verb, "pods", None, Some(ns));
     }
     let filter = match Filter::from_query(query, namespace) {
         Ok(f) => f,
-        Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &e),
+        Err(e) => return reply::status(&Status::new(400, e)),
     };
     let wanted = match table::requested(req) {
         Ok(t) => t,
@@ -188,7 +159,7 @@ pub async fn collection(
         Some(wanted) => table::respond(caller, &pods, wanted, &token).await,
         None => {
             let items: Vec<Value> = pods.iter().map(Listed::json).collect();
-            json_response(
+            reply::json(
                 StatusCode::OK,
                 &json!({
                     "kind": "PodList", "apiVersion": "v1",
@@ -209,16 +180,10 @@ pub async fn one(
     target: &PodTarget,
 ) -> Response<Body> {
     if req.method() != Method::GET {
-        return method_not_allowed();
+        return reply::status(&Status::method_not_allowed());
     }
     if !caller.config.owns(&target.namespace) {
-        return forbidden(
-            caller,
-            "get",
-            "pods",
-            Some(&target.pod),
-            Some(&target.namespace),
-        );
+        return caller.forbidden("get", "pods", Some(&target.pod), Some(&target.namespace));
     }
     let wanted = match table::requested(req) {
         Ok(t) => t,
@@ -238,7 +203,7 @@ pub async fn one(
         Err(res) => return res,
     };
     let Some(held) = chosen.held else {
-        return not_found_pod(&target.pod);
+        return reply::status(&Status::not_found("pods", &target.pod));
     };
     let listed = Listed {
         leaf: chosen.leaf.name().into(),
@@ -249,19 +214,8 @@ pub async fn one(
             let version = listed.version().to_string();
             table::respond(caller, std::slice::from_ref(&listed), wanted, &version).await
         }
-        None => json_response(StatusCode::OK, &listed.json()),
+        None => reply::json(StatusCode::OK, &listed.json()),
     }
-}
-
-fn not_found_pod(name: &str) -> Response<Body> {
-    json_response(
-        StatusCode::NOT_FOUND,
-        &json!({
-            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": format!("pods {name:?} not found"), "reason": "NotFound",
-            "details": { "name": name, "kind": "pods" }, "code": 404,
-        }),
-    )
 }
 
 /// `GET /api/v1/namespaces`: the tenant's namespaces, the literal ones from its config
@@ -284,7 +238,7 @@ pub fn namespaces(snapshot: &Snapshot, caller: &Caller<'_>) -> Response<Body> {
     names.sort();
     names.dedup();
     let items: Vec<Value> = names.iter().map(|n| namespace_object(n)).collect();
-    json_response(
+    reply::json(
         StatusCode::OK,
         &json!({ "kind": "NamespaceList", "apiVersion": "v1", "metadata": {}, "items": items }),
     )
@@ -293,9 +247,9 @@ pub fn namespaces(snapshot: &Snapshot, caller: &Caller<'_>) -> Response<Body> {
 /// `GET /api/v1/namespaces/{ns}`: the namespace when the tenant owns it.
 pub fn namespace(caller: &Caller<'_>, name: &str) -> Response<Body> {
     if !caller.config.owns(name) {
-        return forbidden(caller, "get", "namespaces", Some(name), Some(name));
+        return caller.forbidden("get", "namespaces", Some(name), Some(name));
     }
-    json_response(StatusCode::OK, &namespace_object(name))
+    reply::json(StatusCode::OK, &namespace_object(name))
 }
 
 fn namespace_object(name: &str) -> Value {
@@ -324,11 +278,11 @@ fn watch(
         Some(token) => match Versions::parse(&token) {
             Some(v) => Some(v),
             None => {
-                return status(
-                    StatusCode::GONE,
+                return reply::status(&Status::with_reason(
+                    410,
                     "Expired",
-                    &format!("resourceVersion {token:?} is not one this gateway gave; list again"),
-                );
+                    format!("resourceVersion {token:?} is not one this gateway gave; list again"),
+                ));
             }
         },
         None => None,
@@ -424,7 +378,9 @@ async fn diff(
                 match table::build(caller, std::slice::from_ref(&p), wanted, p.version()).await {
                     Ok(t) => (kind, t),
                     // The watch goes on; kubectl prints the error as kube-apiserver's.
-                    Err((code, message)) => ("ERROR", table::status_object(code, &message)),
+                    Err((code, message)) => {
+                        ("ERROR", Status::new(code.as_u16(), message).to_json())
+                    }
                 }
             }
             None => (kind, p.json()),

@@ -11,9 +11,11 @@ use hyper::body::Incoming;
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use serde_json::{Value, json};
 
-use super::pods::Listed;
-use super::{Caller, query_value};
-use crate::listener::podcall::{json_response, reason_of, status};
+use super::caller::Caller;
+use super::listed::Listed;
+use super::query::query_value;
+use crate::k8s::status::Status;
+use crate::listener::reply::{self, Dialect};
 use crate::plugins::TableRequest;
 use crate::proxy::Body;
 
@@ -65,11 +67,10 @@ pub fn requested(req: &Request<Incoming>) -> Result<Option<Wanted>, Response<Bod
         Some("None") => Include::None,
         Some("Object") => Include::Object,
         Some(other) => {
-            return Err(status(
-                StatusCode::BAD_REQUEST,
-                "BadRequest",
-                &format!("includeObject {other:?} is not one of None, Metadata, Object"),
-            ));
+            return Err(reply::status(&Status::new(
+                400,
+                format!("includeObject {other:?} is not one of None, Metadata, Object"),
+            )));
         }
     };
     Ok(Some(Wanted {
@@ -86,17 +87,9 @@ pub async fn respond(
     version: &str,
 ) -> Response<Body> {
     match build(caller, pods, wanted, version).await {
-        Ok(table) => json_response(StatusCode::OK, &table),
-        Err((code, message)) => status(code, reason_of(code), &message),
+        Ok(table) => reply::json(StatusCode::OK, &table),
+        Err((code, message)) => reply::error(Dialect::Status, code, &message),
     }
-}
-
-/// A failure's status and kube-apiserver's `Status` object for it (watch `ERROR` events).
-pub fn status_object(code: StatusCode, message: &str) -> Value {
-    json!({
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-        "message": message, "reason": reason_of(code), "code": code.as_u16(),
-    })
 }
 
 /// The Table of `pods`: columns and cells from the tenant's plugin or the built-in

@@ -1,0 +1,99 @@
+//! One request's first steps, whichever front answers it: the span, the path normalised
+//! (see `routing::path`), the snapshot loaded once (everything downstream uses that copy),
+//! the front the connection was accepted for, and the request counted by route and status
+//! and timed to its response head.
+//!
+//! The three fronts are siblings: `routes` (host and path routes), `node_api` (the kubelet
+//! API of virtual nodes) and `kube_api` (one Kubernetes API endpoint for tenants).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use futures_util::FutureExt;
+use http::{Request, Response, StatusCode};
+use hyper::body::Incoming;
+use tokio::time::Instant;
+use tracing::{Instrument, info_span};
+
+use super::client::{Client, Front};
+use super::{kube_api, node_api, routes};
+use crate::proxy::{Body, error_response};
+use crate::routing::path::{self, PathError};
+
+/// Answers one request. Not an `async fn`: the answer's future is built in place rather
+/// than copied into another one's state, since it is large and built once per request.
+pub fn handle(
+    req: Request<Incoming>,
+    client: Arc<Client>,
+) -> impl Future<Output = Result<Response<Body>, Infallible>> {
+    let span = info_span!(
+        "request",
+        method = %req.method(),
+        path = req.uri().path(),
+        route = tracing::field::Empty,
+        status = tracing::field::Empty,
+    );
+    dispatch(req, client).map(Ok).instrument(span)
+}
+
+async fn dispatch(mut req: Request<Incoming>, client: Arc<Client>) -> Response<Body> {
+    let started = Instant::now();
+    if let Err(e) = normalize_path(&mut req) {
+        let res = error_response(StatusCode::BAD_REQUEST, &e.to_string());
+        client.record("", &res, started);
+        return res;
+    }
+    let snapshot = client.shared.snapshot.load_full();
+    let listener = snapshot.listeners.get(&*client.listener);
+    // The front was chosen at accept. A reload may since have given the listener another
+    // kind on the same socket (or removed it): its connections then follow the config that
+    // is current, never the old front with the new listener's settings (a node-api front
+    // must not run with an HTTP listener's empty `allowed_clients`).
+    let front = match listener {
+        Some(l) if Front::of(l.config.kind) == client.front => client.front,
+        Some(l) => Front::of(l.config.kind),
+        None => Front::Routes,
+    };
+    match (front, listener) {
+        (Front::NodeApi, Some(l)) => {
+            // Boxed, as are the other rare paths: their futures are large, and inline they
+            // would make every proxied request's future as large, copied at each move.
+            let res = Box::pin(node_api::serve(
+                req,
+                &client,
+                &snapshot,
+                &l.config.allowed_clients,
+            ))
+            .await;
+            client.record(node_api::ROUTE, &res, started);
+            res
+        }
+        (Front::KubeApi, Some(_)) => {
+            let res = Box::pin(kube_api::serve(req, &client, &snapshot)).await;
+            client.record(kube_api::ROUTE, &res, started);
+            res
+        }
+        _ => routes::serve(req, &client, listener, started).await,
+    }
+}
+
+/// Routes and forwards the normalised path (see `routing::path`); the query is untouched.
+fn normalize_path<B>(req: &mut Request<B>) -> Result<(), PathError> {
+    let normal = match path::normalize(req.uri().path())? {
+        std::borrow::Cow::Borrowed(_) => return Ok(()),
+        std::borrow::Cow::Owned(p) => p,
+    };
+    let path_and_query = match req.uri().query() {
+        Some(q) => format!("{normal}?{q}"),
+        None => normal,
+    };
+    let mut parts = req.uri().clone().into_parts();
+    parts.path_and_query = Some(
+        path_and_query
+            .parse()
+            .map_err(|_| PathError::BadEncoding(path_and_query.clone()))?,
+    );
+    *req.uri_mut() =
+        http::Uri::from_parts(parts).map_err(|_| PathError::BadEncoding(path_and_query))?;
+    Ok(())
+}

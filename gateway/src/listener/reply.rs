@@ -1,0 +1,62 @@
+//! How the fronts word an error, one type per wire dialect:
+//! - plain text for routes (`proxy::error_response`: `502 Bad Gateway: <why>`);
+//! - the kubelet's own plain text for its routes and queries (`404 page not found`);
+//! - kube-apiserver's [`Status`] object for everything Kubernetes clients read.
+//!
+//! [`error`] maps an internal failure (a code and what went wrong) to the dialect a front
+//! speaks; [`status`] is the one way a `Status` becomes an HTTP answer.
+
+use http::{HeaderValue, Response, StatusCode, header};
+use serde_json::Value;
+
+use crate::k8s::status::Status;
+use crate::proxy::{Body, error_response, full};
+
+/// The error dialects leafgate speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// Routes: `<code> <reason phrase>: <why>`.
+    Plain,
+    /// The kubelet's node API: the text alone, as the kubelet writes it.
+    Kubelet,
+    /// Kubernetes API clients: a `metav1.Status`.
+    Status,
+}
+
+/// An internal failure answered in `dialect`.
+pub fn error(dialect: Dialect, code: StatusCode, message: &str) -> Response<Body> {
+    match dialect {
+        Dialect::Plain => error_response(code, message),
+        Dialect::Kubelet => kubelet(code, message),
+        Dialect::Status => status(&Status::new(code.as_u16(), message)),
+    }
+}
+
+/// A `Status` as an HTTP answer: its code, its object as JSON.
+pub fn status(s: &Status) -> Response<Body> {
+    let code = StatusCode::from_u16(s.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    json(code, &s.to_json())
+}
+
+/// A JSON answer.
+pub fn json(code: StatusCode, body: &Value) -> Response<Body> {
+    let mut res = Response::new(full(body.to_string()));
+    *res.status_mut() = code;
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    res
+}
+
+/// A plain-text answer, as the kubelet writes its own errors (and `ok`, and `/run`'s
+/// output).
+pub fn kubelet(code: StatusCode, body: &str) -> Response<Body> {
+    let mut res = Response::new(full(body.to_string()));
+    *res.status_mut() = code;
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    res
+}

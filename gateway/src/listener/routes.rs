@@ -1,0 +1,101 @@
+//! The routes front: find the route for the request's host and path, and answer from the
+//! route itself (`direct`), from its upstream (`proxy::forward`), or, when the request
+//! switches protocols, through the hijack path (`proxy::upgrade`).
+
+use http::{Request, Response, StatusCode, header};
+use hyper::body::Incoming;
+use tokio::time::Instant;
+
+use super::client::Client;
+use crate::proxy::headers::{self, ClientSide};
+use crate::proxy::upgrade::{self, SpliceJob};
+use crate::proxy::{self, Body, Exchange, error_response, full};
+use crate::snapshot::{Action, ListenerState, Route};
+
+/// The host a request is for: the URI's authority (HTTP/2, absolute-form) or `Host`.
+fn request_host<B>(req: &Request<B>) -> Option<&str> {
+    req.uri().authority().map(|a| a.as_str()).or_else(|| {
+        req.headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+    })
+}
+
+/// Answers one request on a routes listener (`listener` is `None` once a reload removed
+/// it: nothing is routed then) and counts it under its route.
+pub async fn serve(
+    req: Request<Incoming>,
+    client: &Client,
+    listener: Option<&ListenerState>,
+    started: Instant,
+) -> Response<Body> {
+    let host = request_host(&req).map(str::to_owned);
+    let route = listener
+        .and_then(|l| {
+            l.router
+                .lookup(host.as_deref().unwrap_or(""), req.uri().path())
+        })
+        .cloned();
+    let trusted = listener.is_some_and(|l| l.config.trusts(client.peer.ip()));
+
+    let Some(route) = route else {
+        let reason = format!(
+            "no route for host `{}` and path `{}`",
+            host.as_deref().unwrap_or(""),
+            req.uri().path()
+        );
+        let res = error_response(StatusCode::NOT_FOUND, &reason);
+        client.record("", &res, started);
+        return res;
+    };
+    tracing::Span::current().record("route", route.name.as_str());
+
+    let res = match &route.action {
+        Action::Direct(d) => {
+            let mut res = Response::new(full(d.body.clone()));
+            *res.status_mut() = d.status;
+            *res.headers_mut() = d.headers.clone();
+            res
+        }
+        Action::Proxy(upstream) => {
+            let exchange = Exchange {
+                route: &route.name,
+                client: ClientSide {
+                    peer: &client.forwarded_peer,
+                    tls: client.tls,
+                    host: host.as_deref(),
+                    trusted,
+                },
+                metrics: &client.shared.metrics,
+            };
+            let upgrade =
+                headers::is_upgrade(req.headers()) && req.version() <= http::Version::HTTP_11;
+            let result = if upgrade {
+                let job = splice_job(client, &route);
+                Box::pin(upgrade::forward(req, upstream, &exchange, job)).await
+            } else {
+                proxy::forward(req, upstream, &exchange).await
+            };
+            result.unwrap_or_else(|e| e.response())
+        }
+    };
+    client.record(&route.name, &res, started);
+    res
+}
+
+fn splice_job(client: &Client, route: &Route) -> SpliceJob {
+    let (up, down) = route.connection_limiters();
+    SpliceJob {
+        up,
+        down,
+        tasks: client.shared.tasks.clone(),
+        kill: client.shared.kill.clone(),
+        metrics: client.shared.metrics.clone(),
+        route: route.name.clone(),
+        tenant: route
+            .tenant
+            .as_ref()
+            .map(|t| t.name.clone())
+            .unwrap_or_default(),
+    }
+}
