@@ -1,4 +1,4 @@
-//! The Ingress model build: `k8s::ingress::model::build` over 10,000 Ingresses, each with
+//! The Ingress model build: `k8s::ingress::build` over 10,000 Ingresses, each with
 //! one host and one path to its own Service (one named port) and EndpointSlice (two ready
 //! endpoints, one not ready), plus the IngressClass. This is the pure translation the
 //! provider runs on every change before it swaps the snapshot; the issue asks the whole
@@ -19,7 +19,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
-use leafgate::k8s::ingress::model::{Objects, Settings, build};
+use leafgate::k8s::ingress::build;
+use leafgate::k8s::ingress::model::{Objects, Settings};
 use serde_json::json;
 
 const INGRESSES: usize = 10_000;

@@ -16,7 +16,8 @@ use super::reflectors::Stores;
 use super::state::{IngressProvider, lock};
 use crate::config::{Config, IngressConfig};
 use crate::control::Control;
-use crate::k8s::ingress::model::{self, Builder, Model, Objects, Settings};
+use crate::k8s::ingress::Builder;
+use crate::k8s::ingress::model::{self, Model, Objects, Settings};
 use crate::metrics::{IngressBackendLabels, IngressStateLabels};
 
 /// A rebuild starts once no change has come for this long...

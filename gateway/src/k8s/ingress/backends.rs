@@ -18,8 +18,8 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{IngressServiceBackend, ServiceBackendPort};
 
 use super::annotations::BackendProtocol;
-use super::incremental::object_version;
 use super::model::IngressBackend;
+use super::model::object_version;
 use crate::config::{Backend, UpstreamConfig, UpstreamProtocol, UpstreamTls};
 
 /// The label an EndpointSlice names its Service by.

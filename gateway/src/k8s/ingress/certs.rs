@@ -10,7 +10,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Secret;
 use rustls::sign::CertifiedKey;
 
-use super::incremental::object_version;
+use super::model::object_version;
 use crate::config::certified_key_from_pem;
 
 /// A Secret's certificate, or why it has none.

@@ -7,10 +7,7 @@
 //!
 //! An object without a `resourceVersion` (tests build such objects) cannot be told apart
 //! from its next version, so whatever depends on one is translated at every build. The
-//! result is always the model [`build`](super::model::build) makes from the same objects.
-
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
+//! result is always the model [`build`] makes from the same objects.
 
 use foldhash::HashMap;
 use k8s_openapi::api::networking::v1::Ingress;
@@ -18,9 +15,8 @@ use k8s_openapi::api::networking::v1::Ingress;
 use super::backends::Backends;
 use super::certs::Certs;
 use super::class::{ClassDecision, ClassSelector};
-use super::model::{
-    Model, Objects, Reads, Settings, Translated, age_order, merge, namespace_selected, translate,
-};
+use super::model::{Model, Objects, Settings};
+use super::translate::{Reads, Translated, age_order, merge, namespace_selected, translate};
 
 /// Rebuilds the model from the reflectors' objects, reusing the translations of the
 /// Ingresses nothing changed for. One per provider; [`Default`] starts empty.
@@ -51,7 +47,7 @@ enum Slot<'i> {
 }
 
 impl Builder {
-    /// The model of `objects` under `settings`, as [`build`](super::model::build) makes it.
+    /// The model of `objects` under `settings`, as [`build`] makes it.
     pub fn build(&mut self, objects: &Objects<'_>, settings: &Settings) -> Model {
         let classes = ClassSelector::new(objects.classes, &settings.class);
         let backends = Backends::index(objects.services, objects.slices);
@@ -144,15 +140,12 @@ fn versions<'r>(
     services.chain(secrets)
 }
 
-/// A digest of an object's presence and `resourceVersion`: `None` when it has none.
-pub(super) fn object_version(resource_version: Option<Option<&str>>) -> Option<u64> {
-    let mut h = DefaultHasher::new();
-    match resource_version {
-        None => 0u8.hash(&mut h),
-        Some(v) => {
-            1u8.hash(&mut h);
-            v.filter(|v| !v.is_empty())?.hash(&mut h);
-        }
-    }
-    Some(h.finish())
+/// Builds the routes, certificates and report from `objects`. Ingresses that are not ours
+/// (another class, a namespace not configured) are left out entirely: not served, not
+/// skipped. Deterministic: the same objects give the same model in any store order.
+///
+/// The provider keeps a [`Builder`] instead, which translates again only the Ingresses
+/// whose object or referenced objects changed since its last build.
+pub fn build(objects: &Objects<'_>, settings: &Settings) -> Model {
+    Builder::default().build(objects, settings)
 }

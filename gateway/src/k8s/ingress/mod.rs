@@ -1,14 +1,17 @@
 //! leafgate as the Kubernetes ingress controller of its class (`[kubernetes.ingress]`).
 //!
-//! - `model`: the pure translation of Ingress, IngressClass, Service, EndpointSlice and TLS
-//!   Secret objects (as the reflector stores hold them) into routes, certificates and the
-//!   report of what was served, skipped, in conflict or broken. No I/O, no clock.
-//! - `annotations`: the `leafgate.io/*` annotations, parsed into typed settings.
-//! - `class`: which Ingresses are ours; `rules`: an Ingress's (host, path, backend)
-//!   triples; `backends`: Service port -> ready endpoints;
-//!   `certs`: TLS Secrets -> certificates; `incremental`: the provider's [`model::Builder`],
-//!   which translates again only the Ingresses a change concerns.
-//! - `status`: `status.loadBalancer` on served Ingresses; `events`: Events on skipped ones.
+//! The model is a line, each step importing only the ones before it; no I/O, no clock
+//! before `status`/`events`:
+//! - types: `model` (the objects in, the settings, the routes, certificates and report out);
+//! - reading the objects: `annotations` (the `leafgate.io/*` annotations, typed), `class`
+//!   (which Ingresses are ours), `rules` (an Ingress's (host, path, backend) triples),
+//!   `backends` (Service port -> ready endpoints), `certs` (TLS Secrets -> certificates);
+//! - translation: `translate` (one Ingress on its own, then the merge: who wins a host
+//!   and path, the report);
+//! - the incremental builder: `incremental` ([`Builder`], which translates again only the
+//!   Ingresses a change concerns, and [`build`] from scratch);
+//! - writing back: `status` (`status.loadBalancer` on served Ingresses) and `events`
+//!   (Events on skipped ones).
 //!
 //! The provider that runs all this (reflectors, rebuild, the leader's writers) is
 //! `controllers::ingress`.
@@ -18,6 +21,7 @@ mod certs;
 mod class;
 mod incremental;
 mod rules;
+mod translate;
 
 #[cfg(test)]
 mod tests;
@@ -26,3 +30,5 @@ pub mod annotations;
 pub mod events;
 pub mod model;
 pub mod status;
+
+pub use self::incremental::{Builder, build};

@@ -9,7 +9,8 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use serde_json::{Value, json};
 
-use super::model::{IngressBackend, Model, Objects, Settings, build};
+use super::build;
+use super::model::{IngressBackend, Model, Objects, Settings};
 use crate::config::{HostPattern, PathMatch, UpstreamProtocol};
 use crate::routing::Router;
 
@@ -1187,7 +1188,7 @@ where
 
 #[test]
 fn the_incremental_builder_makes_the_model_a_full_build_makes() {
-    use super::model::Builder;
+    use crate::k8s::ingress::Builder;
     let mut w = World::new();
     for (i, name) in ["a", "b", "c"].iter().enumerate() {
         w.web("web", name, &[&format!("10.0.0.{}", i + 1)]);
