@@ -156,14 +156,7 @@ impl Call<'_> {
             return text(StatusCode::BAD_REQUEST, "missing cmd");
         }
         match crate::k8s::run::exec_output(&self.leaf, self.target, container, &command).await {
-            Ok(out) if out.exit_code == 0 => {
-                let mut res = Response::new(crate::proxy::full(out.output));
-                res.headers_mut().insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("text/plain; charset=utf-8"),
-                );
-                res
-            }
+            Ok(out) if out.exit_code == 0 => reply::kubelet(StatusCode::OK, out.output),
             Ok(out) => text(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 &format!(

@@ -6,6 +6,7 @@
 //! [`error`] maps an internal failure (a code and what went wrong) to the dialect a front
 //! speaks; [`status`] is the one way a `Status` becomes an HTTP answer.
 
+use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
 use serde_json::Value;
 
@@ -27,7 +28,7 @@ pub enum Dialect {
 pub fn error(dialect: Dialect, code: StatusCode, message: &str) -> Response<Body> {
     match dialect {
         Dialect::Plain => error_response(code, message),
-        Dialect::Kubelet => kubelet(code, message),
+        Dialect::Kubelet => kubelet(code, message.to_string()),
         Dialect::Status => status(&Status::new(code.as_u16(), message)),
     }
 }
@@ -40,23 +41,19 @@ pub fn status(s: &Status) -> Response<Body> {
 
 /// A JSON answer.
 pub fn json(code: StatusCode, body: &Value) -> Response<Body> {
-    let mut res = Response::new(full(body.to_string()));
-    *res.status_mut() = code;
-    res.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    res
+    answer(code, "application/json", body.to_string())
 }
 
 /// A plain-text answer, as the kubelet writes its own errors (and `ok`, and `/run`'s
 /// output).
-pub fn kubelet(code: StatusCode, body: &str) -> Response<Body> {
-    let mut res = Response::new(full(body.to_string()));
+pub fn kubelet(code: StatusCode, body: impl Into<Bytes>) -> Response<Body> {
+    answer(code, "text/plain; charset=utf-8", body)
+}
+
+fn answer(code: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Response<Body> {
+    let mut res = Response::new(full(body));
     *res.status_mut() = code;
-    res.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
+    res.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     res
 }
