@@ -27,10 +27,11 @@ use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
+use super::error::ConfigErrors;
+use super::load::{parse_toml, read_source, validate};
+use super::model::{Config, RouteConfig};
 use super::raw::{RawConfig, RawRoute, Shift};
-use super::{
-    Config, ConfigErrors, Prior, RouteConfig, RouteContext, parse_toml, read_source, validate,
-};
+use super::validate::{Prior, RouteContext};
 
 /// The raw `[[route]]` sections of the last file parsed, by their exact text.
 #[derive(Default)]

@@ -10,7 +10,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::sign::CertifiedKey;
 use toml::Spanned;
 
-use super::validate::Validator;
+use super::validator::Validator;
 
 /// A certificate chain and its private key from PEM text held in memory (a Kubernetes
 /// `kubernetes.io/tls` Secret's `tls.crt` and `tls.key`). The error says which part is

@@ -17,7 +17,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use secrecy::ExposeSecret;
 use sha2::{Digest, Sha256};
 
-use super::model::{ClientIdentity, LeafAuth, LeafTls};
+use crate::config::model::{ClientIdentity, LeafAuth, LeafTls};
 
 /// Which `[[leaf]]` key a problem is reported at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,8 +1,13 @@
 //! The config file exactly as written: serde shapes with `deny_unknown_fields` everywhere
-//! and spans on every value that validation may need to point at.
+//! and spans on every value that validation may need to point at. The root cluster's
+//! sections are in `kubernetes`, a tenant's plugins in `plugins`.
 //!
 //! Nothing here checks meaning (that is `validate`), and nothing past the config layer
-//! sees these types.
+//! sees these types. Enums that deserialize straight into their typed form
+//! ([`ListenerKind`], [`UpstreamProtocol`], units) are the model's, imported from there.
+
+pub mod kubernetes;
+pub mod plugins;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -11,7 +16,8 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use toml::Spanned;
 
-use super::units::{HumanDuration, RateLimit};
+use crate::config::model::units::{HumanDuration, RateLimit};
+use crate::config::model::{ListenerKind, UpstreamProtocol};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -33,9 +39,9 @@ pub struct RawConfig {
         reason = "moved between parses by pointer, not by 700 bytes"
     )]
     pub routes: Vec<Box<RawRoute>>,
-    pub kubernetes: Option<Spanned<super::kubernetes::RawKubernetes>>,
+    pub kubernetes: Option<Spanned<kubernetes::RawKubernetes>>,
     #[serde(default, rename = "virtual_node")]
-    pub virtual_nodes: Vec<Spanned<super::kubernetes::RawVirtualNode>>,
+    pub virtual_nodes: Vec<Spanned<kubernetes::RawVirtualNode>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -73,19 +79,6 @@ pub struct RawListener {
     pub allowed_clients: Vec<Spanned<String>>,
 }
 
-/// What a listener serves.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ListenerKind {
-    /// Routes (`[[route]]`) by host and path.
-    #[default]
-    Http,
-    /// The kubelet API of virtual nodes, forwarded to the pods' leaf clusters.
-    NodeApi,
-    /// One Kubernetes API endpoint for tenants' `kubectl` across the leaves.
-    KubeApi,
-}
-
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawServerTls {
@@ -111,7 +104,7 @@ pub struct RawTenant {
     #[serde(default)]
     pub bandwidth: RawBandwidth,
     #[serde(default)]
-    pub plugins: super::plugins::RawTenantPlugins,
+    pub plugins: plugins::RawTenantPlugins,
     pub leaves: Option<Vec<Spanned<String>>>,
     /// kube-api front: a file of bearer tokens, one a line, `#` comments.
     pub tokens_file: Option<Spanned<String>>,
@@ -184,20 +177,6 @@ pub struct RawRoute {
     pub bandwidth: Option<RawRouteBandwidth>,
     #[serde(default)]
     pub timeouts: RawTimeouts,
-}
-
-/// How leafgate speaks to a route's backends.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum UpstreamProtocol {
-    /// HTTP/1.1 to plain backends; TLS backends choose HTTP/2 or HTTP/1.1 by ALPN.
-    #[default]
-    Auto,
-    /// HTTP/1.1 only.
-    Http1,
-    /// HTTP/2 only: prior knowledge to plain backends (h2c), ALPN `h2` to TLS ones.
-    #[serde(alias = "h2c")]
-    H2,
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,0 +1,56 @@
+//! The typed config: what a validated file says, with every file it names loaded. Built
+//! by `validate`; read by everything past the config layer, never changed after.
+//!
+//! The bottom layer of `config`: nothing here imports from the rest of it (the raw shapes
+//! and validation import from here, never the reverse). One file per section (listeners,
+//! tenants, leaves, routes, the root cluster, plugins, timeouts), and the value types the
+//! sections share (`units`, `cidr`, `tls`). Each file imports only its siblings.
+
+pub mod cidr;
+mod kubernetes;
+mod leaf;
+mod listener;
+pub mod plugins;
+mod route;
+mod tenant;
+mod timeouts;
+mod tls;
+pub mod units;
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub use kubernetes::*;
+pub use leaf::*;
+pub use listener::*;
+pub use route::*;
+pub use tenant::*;
+pub use timeouts::*;
+pub use tls::*;
+
+/// A validated config: what the file says, with every named file loaded.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file this came from.
+    pub path: PathBuf,
+    pub admin: Option<AdminConfig>,
+    pub timeouts: Timeouts,
+    pub listeners: Vec<ListenerConfig>,
+    pub tenants: Vec<TenantConfig>,
+    pub leaves: Vec<LeafConfig>,
+    /// Shared, so that the reloader's parse cache can hand a route that did not change to
+    /// the next config without validating or copying it again.
+    pub routes: Vec<Arc<RouteConfig>>,
+    /// `[kubernetes]`: the root cluster virtual nodes are published in.
+    pub kubernetes: Option<KubernetesConfig>,
+    pub virtual_nodes: Vec<VirtualNodeConfig>,
+    /// Every file the config names (certificates, keys, kubeconfigs): reload watches them.
+    pub files: BTreeSet<PathBuf>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminConfig {
+    pub bind: SocketAddr,
+}

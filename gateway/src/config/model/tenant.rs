@@ -1,0 +1,118 @@
+//! A `[[tenant]]`, typed: the namespaces it owns, the leaves it may reach, how it
+//! authenticates on the kube-api front, its bandwidth and its plugins; and the namespace
+//! globs and byte-rate limits that routes and the Ingress model share with it.
+
+use std::collections::BTreeSet;
+
+use super::plugins;
+use super::units::RateLimit;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantConfig {
+    pub name: String,
+    pub namespaces: Vec<String>,
+    pub bandwidth: BandwidthConfig,
+    /// The tenant's policy plugins (`[tenant.plugins]`), paths resolved, not yet compiled.
+    pub plugins: plugins::TenantPlugins,
+    /// The leaves the tenant's pods may be reached in; `None`: all.
+    pub leaves: Option<Vec<String>>,
+    /// kube-api front: the bearer tokens read from `tokens_file` (re-read on every reload,
+    /// and the file is watched like every file the config names).
+    pub tokens: Tokens,
+    /// kube-api front: client certificate names (CN, DNS or URI SAN) of this tenant.
+    pub client_names: Vec<String>,
+}
+
+/// A tenant's bearer tokens. Never printed: `Debug` shows only how many there are.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Tokens(BTreeSet<String>);
+
+impl Tokens {
+    /// Parses a tokens file: one token per line, blank lines and `#` comments skipped,
+    /// surrounding whitespace trimmed.
+    pub fn parse(text: &str) -> Tokens {
+        Tokens(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(str::to_string)
+                .collect(),
+        )
+    }
+
+    pub fn contains(&self, token: &str) -> bool {
+        self.0.contains(token)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tokens(<{} redacted>)", self.0.len())
+    }
+}
+
+impl TenantConfig {
+    /// True when one of the tenant's `namespaces` patterns matches `namespace`.
+    pub fn owns(&self, namespace: &str) -> bool {
+        self.namespaces.iter().any(|p| glob_matches(p, namespace))
+    }
+
+    /// True when the tenant may reach `leaf`.
+    pub fn may_reach(&self, leaf: &str) -> bool {
+        self.leaves
+            .as_ref()
+            .is_none_or(|l| l.iter().any(|n| n == leaf))
+    }
+}
+
+/// A namespace pattern: `*` stands for any run of characters (`team-a-*`, `*-prod`, `*`);
+/// everything else matches itself.
+pub fn glob_matches(pattern: &str, text: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or("");
+    let Some(mut rest) = text.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty();
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(i) => rest = &rest[i + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+/// Byte-rate limits applied to both directions of a connection, independently.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BandwidthConfig {
+    /// Each connection on its own.
+    pub per_connection: Option<RateLimit>,
+    /// All connections of the route (or tenant) together.
+    pub total: Option<RateLimit>,
+}
+
+#[cfg(test)]
+mod token_tests {
+    use super::Tokens;
+
+    #[test]
+    fn tokens_files_skip_comments_and_blanks_and_never_print_a_token() {
+        let t = Tokens::parse("# ci\n\n  abc  \ndef\n#ghi\n");
+        assert!(t.contains("abc") && t.contains("def"));
+        assert!(!t.contains("#ghi") && !t.contains("ghi") && !t.contains(""));
+        assert_eq!(t.len(), 2);
+        assert_eq!(format!("{t:?}"), "Tokens(<2 redacted>)");
+    }
+}

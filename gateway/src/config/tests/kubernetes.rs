@@ -1,0 +1,138 @@
+//! `[kubernetes]`, `[kubernetes.ingress]` and `[[virtual_node]]` through `Config::parse`.
+
+use std::path::Path;
+
+use crate::config::{Config, DEFAULT_INGRESS_CLASS, PublishAddress};
+
+const BASE: &str = "[[listener]]\nname = \"kubelet\"\nbind = \"127.0.0.1:0\"\n[[leaf]]\nname = \"leaf-1\"\nkubeconfig = \"/nonexistent\"\n";
+
+fn errors(src: &str) -> String {
+    Config::parse(Path::new("t.toml"), src)
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn errors_point_at_the_key() {
+    let e = errors(&format!(
+        "{BASE}[kubernetes]\nkubeconfig = \"/nonexistent-root\"\ngateway_address = {{ env = \"LEAFGATE_TEST_UNSET_VAR\" }}\nnode_api_listener = \"kubelet\"\npreferred_address_types = [\"InternalIP\", \"Bogus\"]\n"
+    ));
+    assert!(
+        e.contains("t.toml:8:14: kubernetes.kubeconfig: cannot read"),
+        "{e}"
+    );
+    let e = errors(&format!(
+        "{BASE}[kubernetes]\nkubeconfig = \"/proc/self/cmdline\"\ngateway_address = {{ env = \"LEAFGATE_TEST_UNSET_VAR\" }}\nnode_api_listener = \"nope\"\n"
+    ));
+    assert!(e.contains("kubernetes.kubeconfig"), "{e}");
+    let e = errors(&format!(
+        "{BASE}[[virtual_node]]\nleaf = \"leaf-2\"\nmode = \"own\"\ntaints = [\"x\"]\n"
+    ));
+    assert!(
+        e.contains("virtual_node[0]: `mode = \"own\"` needs `name`"),
+        "{e}"
+    );
+    assert!(
+        e.contains("t.toml:8:8: virtual_node[0].leaf: no [[leaf]]"),
+        "{e}"
+    );
+    assert!(e.contains("needs [kubernetes]"), "{e}");
+    let e = errors(&format!(
+        "{BASE}[[virtual_node]]\nleaf = \"leaf-1\"\nmode = \"sideways\"\n"
+    ));
+    assert!(e.contains("t.toml:9:8: virtual_node[0].mode"), "{e}");
+    let twice = "[[virtual_node]]\nname = \"vn\"\nleaf = \"leaf-1\"\nmode = \"own\"\n";
+    let e = errors(&format!("{BASE}{twice}{twice}"));
+    assert!(
+        e.contains(
+            "t.toml:12:8: virtual_node[1].name: duplicate virtual node name `vn` (first at 8:8)"
+        ),
+        "{e}"
+    );
+}
+
+fn root_kubeconfig() -> tempfile::NamedTempFile {
+    let mut f = tempfile::NamedTempFile::new().unwrap();
+    std::io::Write::write_all(
+        &mut f,
+        b"apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:1\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\nusers:\n- name: u\n  user: {}\ncurrent-context: x\n",
+    )
+    .unwrap();
+    f
+}
+
+#[test]
+fn ingress_alone_needs_no_node_keys_and_defaults_its_settings() {
+    let kc = root_kubeconfig();
+    let src = format!(
+        "[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n[[listener]]\nname = \"api\"\nbind = \"127.0.0.1:0\"\nkind = \"kube-api\"\ntls = {{ cert = \"/nonexistent\", key = \"/nonexistent\" }}\n[kubernetes]\nkubeconfig = \"{}\"\n[kubernetes.ingress]\n",
+        kc.path().display()
+    );
+    // The kube-api listener's missing files fail the config; what matters here is
+    // that nothing about [kubernetes] does.
+    let e = errors(&src);
+    assert!(!e.contains("kubernetes"), "{e}");
+    let src = format!(
+        "[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n[kubernetes]\nkubeconfig = \"{}\"\n[kubernetes.ingress]\npublish_address = \"LB.example.com\"\n",
+        kc.path().display()
+    );
+    let c = Config::parse(Path::new("t.toml"), &src).unwrap();
+    let k = c.kubernetes.unwrap();
+    assert_eq!((k.gateway_address, k.node_api_listener), (None, None));
+    let i = k.ingress.unwrap();
+    assert_eq!(i.class, DEFAULT_INGRESS_CLASS);
+    assert_eq!(i.listeners, vec!["web".to_string()]);
+    assert_eq!(i.namespaces, None);
+    assert_eq!(
+        i.publish_address,
+        Some(PublishAddress::Hostname("lb.example.com".into()))
+    );
+}
+
+#[test]
+fn ingress_errors_name_their_key() {
+    let kc = root_kubeconfig();
+    let src = format!(
+        "{BASE}[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n[kubernetes]\nkubeconfig = \"{}\"\n[kubernetes.ingress]\nclass = \"\"\nnamespaces = [\"\"]\nlisteners = [\"web\", \"nope\"]\npublish_address = \"not an address!\"\n",
+        kc.path().display()
+    );
+    let e = errors(&src);
+    assert!(
+        e.contains("t.toml:13:9: kubernetes.ingress.class: must not be empty"),
+        "{e}"
+    );
+    assert!(
+        e.contains("t.toml:14:15: kubernetes.ingress.namespaces[0]"),
+        "{e}"
+    );
+    assert!(
+        e.contains(
+            "t.toml:15:21: kubernetes.ingress.listeners[1]: no [[listener]] is named `nope`"
+        ),
+        "{e}"
+    );
+    assert!(
+        e.contains(
+            "t.toml:16:19: kubernetes.ingress.publish_address: `not an address!` is neither"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn virtual_nodes_need_the_node_keys_reported_at_the_kubernetes_table() {
+    let kc = root_kubeconfig();
+    let src = format!(
+        "{BASE}[kubernetes]\nkubeconfig = \"{}\"\n[[virtual_node]]\nname = \"vn\"\nleaf = \"leaf-1\"\nmode = \"own\"\n",
+        kc.path().display()
+    );
+    let e = errors(&src);
+    assert!(
+        e.contains(":7:1: kubernetes.gateway_address: [[virtual_node]]s need"),
+        "{e}"
+    );
+    assert!(
+        e.contains(":7:1: kubernetes.node_api_listener: [[virtual_node]]s need"),
+        "{e}"
+    );
+}

@@ -1,0 +1,123 @@
+//! Tests of the whole config path (`Config::parse`, `Config::load`): what a file says,
+//! and the key and line:column of every error.
+
+mod kubernetes;
+mod plugins;
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::{Config, ConfigErrors, HostPattern, Timeouts};
+
+fn parse(src: &str) -> Result<Config, ConfigErrors> {
+    Config::parse(Path::new("test.toml"), src)
+}
+
+fn errors(src: &str) -> String {
+    parse(src).unwrap_err().to_string()
+}
+
+fn first_error(src: &str) -> String {
+    parse(src).unwrap_err().0[0].to_string()
+}
+
+#[test]
+fn host_patterns() {
+    assert_eq!(
+        HostPattern::parse("App.Example.com"),
+        Ok(HostPattern::Exact("app.example.com".into()))
+    );
+    let w = HostPattern::parse("*.example.com").unwrap();
+    assert!(w.matches("a.example.com") && w.matches("a.b.EXAMPLE.com"));
+    assert!(!w.matches("example.com") && !w.matches("aexample.com"));
+    assert!(HostPattern::parse("http://x").is_err());
+    assert!(HostPattern::parse("x:80").is_err());
+}
+
+#[test]
+fn ingress_wildcards_match_exactly_one_label() {
+    let w = HostPattern::parse_ingress("*.Foo.com").unwrap();
+    assert_eq!(w, HostPattern::WildcardLabel(".foo.com".into()));
+    assert_eq!(w.to_string(), "*.foo.com");
+    assert!(w.matches("bar.foo.com") && w.matches("BAR.FOO.com"));
+    assert!(!w.matches("baz.bar.foo.com") && !w.matches("foo.com"));
+    assert!(!w.matches(".foo.com") && !w.matches("barfoo.com"));
+    assert_eq!(
+        HostPattern::parse_ingress("App.Example"),
+        Ok(HostPattern::Exact("app.example".into()))
+    );
+    assert!(HostPattern::parse_ingress("a b").is_err());
+}
+
+#[test]
+fn a_minimal_config_validates() {
+    let c = parse(
+        "[admin]\nbind = \"127.0.0.1:0\"\n[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n\
+         [[route]]\nhost = \"*\"\ndirect = { status = 200, body = \"hi\" }\n\
+         [[route]]\nhost = \"a.example\"\npath = \"/api\"\nbackends = [\"127.0.0.1:1\", \"http://localhost:2\"]\ntimeouts = { connect = \"1s\" }\n",
+    )
+    .unwrap();
+    assert_eq!(c.routes.len(), 2);
+    assert_eq!(c.routes[0].name, "*/");
+    assert_eq!(c.routes[1].timeouts.connect, Duration::from_secs(1));
+    assert_eq!(c.routes[1].timeouts.idle, Timeouts::default().idle);
+}
+
+#[test]
+fn errors_name_the_key_and_position() {
+    let e = first_error("[[listener]]\nname = \"a\"\nbind = \"127.0.0.1:0\"\nbogus = 1\n");
+    assert!(e.starts_with("test.toml:4:1: listener[0].bogus: "), "{e}");
+    let e = first_error("[[route]]\nhost = \"a\"\nbackends = [\"x:1\"]\nbandwidth = \"fast\"\n");
+    assert!(e.starts_with("test.toml:4:13: route[0].bandwidth: "), "{e}");
+    let e = first_error(
+        "[[route]]\nhost = \"a\"\nbackends = [\"x:1\"]\n[[route]]\nhost = \"A\"\nbackends = [\"x:2\"]\n",
+    );
+    assert!(
+        e.contains("5:8: route[1]: duplicate route") && e.contains("2:8"),
+        "{e}"
+    );
+    let e = errors(
+        "[[route]]\nhost = \"a\"\nbackends = [\"x:1\"]\n[[route]]\nhost = \"b\"\nbackends = [\"x:2\"]\n\
+         [[route]]\nhost = \"A\"\nexact = \"/\"\nbackends = [\"x:3\"]\n[[route]]\nhost = \"a\"\npath = \"/\"\nbackends = [\"x:4\"]\n\
+         [[route]]\nhost = \"a\"\npath = \"/\"\nbackends = [\"x:5\"]\n",
+    );
+    // Each duplicate points at the first of its host and path, not the last seen nor
+    // one with an exact path.
+    assert!(
+        e.contains("13:8: route[3]: duplicate route") && e.contains("at 2:8"),
+        "{e}"
+    );
+    assert!(
+        e.contains("17:8: route[4]: duplicate route") && !e.contains("at 13:8"),
+        "{e}"
+    );
+    let e = first_error("[[route]]\nhost = \"a\"\nbackends = [\"x:1\"]\ntenant = \"nobody\"\n");
+    assert!(e.contains("4:10: route[0].tenant: no tenant"), "{e}");
+    let e = first_error(
+        "[[listener]]\nname = \"a\"\nbind = \"0.0.0.0:1\"\ntls = { cert = \"missing.pem\", key = \"k.pem\" }\n",
+    );
+    assert!(e.contains("4:16: listener[0].tls.cert: cannot read"), "{e}");
+}
+
+#[test]
+fn validation_reports_every_error_at_once() {
+    let errs = parse(
+        "[[listener]]\nname = \"a\"\nbind = \"nowhere\"\n[[listener]]\nname = \"a\"\nbind = \"127.0.0.1:1\"\n\
+         [[route]]\nhost = \"a b\"\nbackends = [\"ftp://x\"]\n",
+    )
+    .unwrap_err();
+    let text = errs.to_string();
+    assert_eq!(errs.0.len(), 4, "{text}");
+    assert!(
+        text.contains("listener[0].bind")
+            && text.contains("listener[1].name: duplicate listener name")
+    );
+    assert!(text.contains("route[0].host") && text.contains("route[0].backends[0]"));
+}
+
+#[test]
+fn routes_on_different_listeners_may_share_host_and_path() {
+    let src = "[[listener]]\nname = \"a\"\nbind = \"127.0.0.1:0\"\n[[listener]]\nname = \"b\"\nbind = \"127.0.0.1:0\"\n\
+               [[route]]\nlisteners = [\"a\"]\nhost = \"x\"\nbackends = [\"x:1\"]\n[[route]]\nlisteners = [\"b\"]\nhost = \"x\"\nbackends = [\"x:1\"]\n";
+    assert!(parse(src).is_ok());
+}

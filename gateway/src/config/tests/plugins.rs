@@ -1,0 +1,102 @@
+//! `[tenant.plugins]` through `Config::parse`: defaults, overrides, and mistakes at their
+//! key and place.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::config::plugins::{DEFAULT_DEADLINE, DEFAULT_MEMORY, Isolation, OnError};
+use crate::config::{ByteSize, Config};
+
+fn parse(dir: &Path, plugins: &str) -> Result<Config, String> {
+    let path = dir.join("leafgate.toml");
+    let src = format!("[[tenant]]\nname = \"t\"\n[tenant.plugins]\n{plugins}\n");
+    Config::parse(&path, &src).map_err(|e| e.to_string())
+}
+
+fn with_wasm() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.wasm"), b"\0asm").unwrap();
+    dir
+}
+
+#[test]
+fn a_bare_path_takes_the_defaults() {
+    let dir = with_wasm();
+    let config = parse(dir.path(), "log_filter = \"p.wasm\"").unwrap();
+    let p = config.tenants[0].plugins.log_filter.clone().unwrap();
+    assert_eq!(p.path, dir.path().join("p.wasm"));
+    assert_eq!(
+        (p.memory, p.deadline),
+        (ByteSize(DEFAULT_MEMORY), DEFAULT_DEADLINE)
+    );
+    assert_eq!(
+        (p.on_error, p.isolation),
+        (OnError::Reject, Isolation::Pooled)
+    );
+    assert_eq!(p.config_json, "{}");
+    assert_eq!(p.origin.key, "tenant[0].plugins.log_filter");
+    assert_eq!(p.origin.position, Some((4, 14)));
+    assert!(
+        config.files.contains(&p.path),
+        "reload watches plugin files"
+    );
+}
+
+#[test]
+fn the_table_form_overrides_tenant_defaults() {
+    let dir = with_wasm();
+    let config = parse(
+        dir.path(),
+        "memory = \"32MiB\"\ndeadline = \"5ms\"\non_error = \"default\"\n\
+         pod_router = { path = \"p.wasm\", config = { default_leaf = \"leaf-1\", n = 2 }, deadline = \"50ms\", isolation = \"per-call\" }\n\
+         table_formatter = \"p.wasm\"",
+    )
+    .unwrap();
+    let plugins = &config.tenants[0].plugins;
+    let router = plugins.pod_router.as_ref().unwrap();
+    assert_eq!(router.memory, ByteSize(32 << 20));
+    assert_eq!(router.deadline, Duration::from_millis(50));
+    assert_eq!(
+        (router.on_error, router.isolation),
+        (OnError::Default, Isolation::PerCall)
+    );
+    let json: serde_json::Value = serde_json::from_str(&router.config_json).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({ "default_leaf": "leaf-1", "n": 2 })
+    );
+    let table = plugins.table_formatter.as_ref().unwrap();
+    assert_eq!(table.deadline, Duration::from_millis(5));
+    assert!(plugins.address_rewriter.is_none() && plugins.log_filter.is_none());
+}
+
+#[test]
+fn mistakes_name_the_key_and_place() {
+    let dir = with_wasm();
+    let e = parse(
+        dir.path(),
+        "pod_router = { path = \"p.wasm\", memroy = \"1MiB\" }",
+    )
+    .unwrap_err();
+    assert!(e.contains(":4:") && e.contains("memroy"), "{e}");
+    let e = parse(dir.path(), "pod_router = \"missing.wasm\"").unwrap_err();
+    assert!(
+        e.contains("4:14: tenant[0].plugins.pod_router.path: cannot read plugin"),
+        "{e}"
+    );
+    let e = parse(
+        dir.path(),
+        "pod_router = { path = \"p.wasm\", memory = \"4GiB\" }",
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("tenant[0].plugins.pod_router.memory") && e.contains("out of range"),
+        "{e}"
+    );
+    let e = parse(dir.path(), "deadline = \"0s\"\nlog_filter = \"p.wasm\"").unwrap_err();
+    assert!(e.contains("4:12: tenant[0].plugins.deadline"), "{e}");
+    let e = parse(dir.path(), "on_error = \"ignore\"").unwrap_err();
+    assert!(e.contains("ignore"), "{e}");
+    let e = parse(dir.path(), "router = \"p.wasm\"").unwrap_err();
+    assert!(e.contains("unknown field `router`"), "{e}");
+}
