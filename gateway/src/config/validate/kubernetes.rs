@@ -7,6 +7,7 @@
 //! published with an empty address. Nothing here talks to an API server.
 
 use std::ops::Range;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use toml::Spanned;
@@ -73,7 +74,46 @@ impl Validator<'_, '_> {
         listeners: &[ListenerConfig],
         virtual_nodes: bool,
     ) -> Option<KubernetesConfig> {
-        let kubeconfig = match &raw.kubeconfig {
+        let kubeconfig = self.root_kubeconfig(raw, &table)?;
+        // `Some(None)`: written but unusable (reported); the config fails after every key
+        // has been checked.
+        let gateway_address = raw
+            .gateway_address
+            .as_ref()
+            .map(|g| self.value(g, "kubernetes.gateway_address"));
+        self.node_keys(raw, &table, listeners, virtual_nodes);
+        let ingress = raw.ingress.as_ref().map(|i| self.ingress(i, listeners));
+        let identity = match &raw.identity {
+            Some(i) => self.value(i, "kubernetes.identity"),
+            None => Some(default_identity()),
+        };
+        let preferred_address_types = self.preferred_address_types(raw);
+        let election = self.election(raw, table);
+        Some(KubernetesConfig {
+            kubeconfig,
+            context: raw.context.as_ref().map(|c| c.get_ref().clone()),
+            gateway_address: gateway_address.map_or(Some(None), |g| g.map(Some))?,
+            node_api_listener: raw.node_api_listener.as_ref().map(|l| l.get_ref().clone()),
+            namespace: raw
+                .namespace
+                .as_ref()
+                .map_or_else(|| "leafgate".to_string(), |n| n.get_ref().clone()),
+            identity: identity?,
+            preferred_address_types,
+            election,
+            heartbeat: raw.heartbeat.map_or(Duration::from_secs(10), |h| h.0),
+            ingress: ingress.map_or(Some(None), |i| i.map(Some))?,
+        })
+    }
+
+    /// The root cluster's kubeconfig, resolved: `Some(None)` in a pod without one (the
+    /// service account), `None` when it cannot be used (reported).
+    fn root_kubeconfig(
+        &mut self,
+        raw: &RawKubernetes,
+        table: &Range<usize>,
+    ) -> Option<Option<PathBuf>> {
+        match &raw.kubeconfig {
             Some(k) => {
                 let path = self.readable_file(k, "kubernetes.kubeconfig")?;
                 let context = raw.context.as_ref().map(|c| c.get_ref().as_str());
@@ -86,24 +126,29 @@ impl Validator<'_, '_> {
                         .error(span, format!("kubernetes.{field}"), p.message);
                     return None;
                 }
-                Some(path)
+                Some(Some(path))
             }
-            None if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() => None,
+            None if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() => Some(None),
             None => {
                 self.report.error(
                     table.clone(),
                     "kubernetes.kubeconfig",
                     "no `kubeconfig` and not running in a pod (KUBERNETES_SERVICE_HOST is unset): name the root cluster's kubeconfig",
                 );
-                return None;
+                None
             }
-        };
-        // `Some(None)`: written but unusable (reported); the config fails after every key
-        // has been checked.
-        let gateway_address = raw
-            .gateway_address
-            .as_ref()
-            .map(|g| self.value(g, "kubernetes.gateway_address"));
+        }
+    }
+
+    /// `node_api_listener` names a `node-api` listener, and virtual nodes have the keys
+    /// they need.
+    fn node_keys(
+        &mut self,
+        raw: &RawKubernetes,
+        table: &Range<usize>,
+        listeners: &[ListenerConfig],
+        virtual_nodes: bool,
+    ) {
         if let Some(l) = &raw.node_api_listener {
             let listener = l.get_ref();
             match listeners.iter().find(|x| &x.name == listener) {
@@ -132,12 +177,11 @@ impl Validator<'_, '_> {
                 }
             }
         }
-        let ingress = raw.ingress.as_ref().map(|i| self.ingress(i, listeners));
-        let identity = match &raw.identity {
-            Some(i) => self.value(i, "kubernetes.identity"),
-            None => Some(default_identity()),
-        };
-        let preferred_address_types = match &raw.preferred_address_types {
+    }
+
+    /// `preferred_address_types`, kube-apiserver's default when left out.
+    fn preferred_address_types(&mut self, raw: &RawKubernetes) -> Vec<NodeAddressType> {
+        match &raw.preferred_address_types {
             None => NodeAddressType::API_SERVER_DEFAULT.to_vec(),
             Some(types) => types
                 .iter()
@@ -154,7 +198,12 @@ impl Validator<'_, '_> {
                     parsed
                 })
                 .collect(),
-        };
+        }
+    }
+
+    /// `kubernetes.election` over client-go's defaults, in the order that lets a leader
+    /// give up before its lease passes to another.
+    fn election(&mut self, raw: &RawKubernetes, table: Range<usize>) -> ElectionTimings {
         let defaults = ElectionTimings::default();
         let pick = |v: Option<HumanDuration>, d: Duration| v.map_or(d, |h| h.0);
         let election = ElectionTimings {
@@ -174,21 +223,7 @@ impl Validator<'_, '_> {
                 ),
             );
         }
-        Some(KubernetesConfig {
-            kubeconfig,
-            context: raw.context.as_ref().map(|c| c.get_ref().clone()),
-            gateway_address: gateway_address.map_or(Some(None), |g| g.map(Some))?,
-            node_api_listener: raw.node_api_listener.as_ref().map(|l| l.get_ref().clone()),
-            namespace: raw
-                .namespace
-                .as_ref()
-                .map_or_else(|| "leafgate".to_string(), |n| n.get_ref().clone()),
-            identity: identity?,
-            preferred_address_types,
-            election,
-            heartbeat: raw.heartbeat.map_or(Duration::from_secs(10), |h| h.0),
-            ingress: ingress.map_or(Some(None), |i| i.map(Some))?,
-        })
+        election
     }
 
     /// `[kubernetes.ingress]`: every problem reported at its key.
