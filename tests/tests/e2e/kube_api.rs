@@ -691,25 +691,6 @@ async fn a_rewritten_tokens_file_takes_effect_without_a_restart() {
     assert!(err.contains("(Unauthorized)"), "{err}");
 }
 
-#[test]
-fn a_kube_api_listener_without_tls_and_an_unreadable_tokens_file_are_config_errors() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("leafgate.toml");
-    std::fs::write(
-        &config,
-        "[[listener]]\nname = \"kube\"\nbind = \"127.0.0.1:0\"\nkind = \"kube-api\"\n\n[[tenant]]\nname = \"acme\"\nnamespaces = [\"apps\"]\ntokens_file = \"missing.tokens\"\n",
-    )
-    .unwrap();
-    let err = leafgate::config::Config::load(&config)
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("listener[0].kind"), "{err}");
-    assert!(err.contains(":4:"), "the line of `kind`: {err}");
-    assert!(err.contains("needs `tls`"), "{err}");
-    assert!(err.contains("tenant[0].tokens_file"), "{err}");
-    assert!(err.contains("missing.tokens"), "{err}");
-}
-
 impl Bed {
     /// One request as a plain API client sends it: (status, JSON body).
     async fn raw(&self, token: Option<&str>, path: &str, accept: &str) -> (u16, Value) {

@@ -10,7 +10,6 @@ use bytes::Bytes;
 use http::Request;
 use http_body_util::{BodyExt, Empty};
 use kubesim::{Credential, KubeSim};
-use leafgate::config::Config;
 use leafgate::k8s::Held;
 use leafgate_tests::TestGateway;
 use leafgate_tests::certs::TestCa;
@@ -293,45 +292,6 @@ async fn a_wrong_ca_shows_the_tls_reason_and_insecure_skip_verify_is_warned() {
     assert!(
         metrics.contains("leafgate_leaf_up{leaf=\"wrong-ca\"} 0"),
         "{metrics}"
-    );
-}
-
-#[test]
-fn kubeconfig_problems_are_config_errors_at_the_leaf_key() {
-    let dir = tempfile::tempdir().unwrap();
-    let exec = "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:6443\nusers:\n- name: eks\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n      command: aws\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: eks\ncurrent-context: c\n";
-    std::fs::write(dir.path().join("exec.kubeconfig"), exec).unwrap();
-    let path = dir.path().join("leafgate.toml");
-    std::fs::write(
-        &path,
-        "[[leaf]]\nname = \"gone\"\nkubeconfig = \"missing.kubeconfig\"\n\
-         [[leaf]]\nname = \"ctx\"\nkubeconfig = \"exec.kubeconfig\"\ncontext = \"nope\"\n\
-         [[leaf]]\nname = \"exec\"\nkubeconfig = \"exec.kubeconfig\"\n",
-    )
-    .unwrap();
-    // `leafgate check` prints exactly these, one a line.
-    let errors = Config::load(&path).unwrap_err();
-    let lines: Vec<String> = errors.0.iter().map(ToString::to_string).collect();
-    assert_eq!(lines.len(), 3, "{lines:#?}");
-    let file = path.display().to_string();
-    assert!(
-        lines[0].starts_with(&format!("{file}:3:14: leaf[0].kubeconfig: cannot read ")),
-        "{}",
-        lines[0]
-    );
-    assert!(
-        lines[1].starts_with(&format!(
-            "{file}:7:11: leaf[1].context: context `nope` is not in "
-        )),
-        "{}",
-        lines[1]
-    );
-    assert!(
-        lines[2].starts_with(&format!(
-            "{file}:10:14: leaf[2].kubeconfig: users[eks].user.exec: exec credential plugins are not supported"
-        )),
-        "{}",
-        lines[2]
     );
 }
 

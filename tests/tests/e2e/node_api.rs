@@ -703,25 +703,6 @@ async fn a_failing_pod_router_fails_only_its_own_request() {
     assert!(seen(&bed.leaf_b, "/api/v1/namespaces/apps/pods/lost-1/exec").is_empty());
 }
 
-#[test]
-fn a_node_api_listener_without_client_ca_is_a_config_error_at_its_kind() {
-    let dir = tempfile::tempdir().unwrap();
-    let ca = TestCa::new("serving");
-    ca.issue(dir.path(), "srv", &["leafgate.node"]);
-    let config = dir.path().join("leafgate.toml");
-    std::fs::write(
-        &config,
-        "[[listener]]\nname = \"kubelet\"\nbind = \"127.0.0.1:0\"\nkind = \"node-api\"\ntls = { cert = \"srv.pem\", key = \"srv-key.pem\" }\n",
-    )
-    .unwrap();
-    let err = leafgate::config::Config::load(&config)
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("listener[0].kind"), "{err}");
-    assert!(err.contains(":4:"), "the line of `kind`: {err}");
-    assert!(err.contains("client_ca"), "{err}");
-}
-
 fn path(p: &Path) -> String {
     p.display().to_string().replace('\\', "/")
 }

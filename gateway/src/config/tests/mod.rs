@@ -2,6 +2,7 @@
 //! and the key and line:column of every error.
 
 mod kubernetes;
+mod load;
 mod plugins;
 
 use std::path::Path;
