@@ -104,7 +104,7 @@ pub struct BandwidthConfig {
 }
 
 #[cfg(test)]
-mod token_tests {
+mod tests {
     use super::Tokens;
 
     #[test]
