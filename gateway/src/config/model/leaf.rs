@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use rustls::pki_types::{CertificateDer, ServerName};
 
-use super::tls::ClientIdentity;
+use super::tls::ClientCert;
 
 /// A `[[leaf]]`: its kubeconfig read, the context chosen and every file it names loaded.
 /// Only what leafgate supports gets here: `exec`, `auth-provider`, `proxy-url` and the
@@ -49,7 +49,7 @@ pub struct LeafTls {
     /// `tls-server-name`: the name to verify and send as SNI instead of the server's host.
     pub server_name: Option<ServerName<'static>>,
     /// `client-certificate(-data)` + `client-key(-data)`.
-    pub identity: Option<Arc<ClientIdentity>>,
+    pub identity: Option<Arc<ClientCert>>,
 }
 
 /// The `Authorization` a leaf gets, besides (or instead of) a client certificate.

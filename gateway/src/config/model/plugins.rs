@@ -90,14 +90,14 @@ pub struct PluginOrigin {
 
 /// A tenant's plugins, one optional per world.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TenantPlugins {
+pub struct PluginsConfig {
     pub pod_router: Option<PluginConfig>,
     pub address_rewriter: Option<PluginConfig>,
     pub log_filter: Option<PluginConfig>,
     pub table_formatter: Option<PluginConfig>,
 }
 
-impl TenantPlugins {
+impl PluginsConfig {
     pub fn is_empty(&self) -> bool {
         self.pod_router.is_none()
             && self.address_rewriter.is_none()

@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use super::tenant::BandwidthConfig;
 use super::timeouts::Timeouts;
-use super::tls::ClientIdentity;
+use super::tls::ClientCert;
 
 #[derive(Debug, Clone)]
 pub struct RouteConfig {
@@ -187,7 +187,7 @@ pub struct UpstreamTls {
     /// Trusted roots; the public web roots when the config names no CA.
     pub roots: Arc<rustls::RootCertStore>,
     /// Client certificate chain and key for mutual TLS.
-    pub identity: Option<Arc<ClientIdentity>>,
+    pub identity: Option<Arc<ClientCert>>,
     /// The name to verify (and send as SNI) instead of the backend's host.
     pub server_name: Option<ServerName<'static>>,
     /// Accept any server certificate (`roots` and `server_name` are then unused for

@@ -13,7 +13,7 @@ pub struct TenantConfig {
     pub namespaces: Vec<String>,
     pub bandwidth: BandwidthConfig,
     /// The tenant's policy plugins (`[tenant.plugins]`), paths resolved, not yet compiled.
-    pub plugins: plugins::TenantPlugins,
+    pub plugins: plugins::PluginsConfig,
     /// The leaves the tenant's pods may be reached in; `None`: all.
     pub leaves: Option<Vec<String>>,
     /// kube-api front: the bearer tokens read from `tokens_file` (re-read on every reload,

@@ -4,7 +4,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 /// A certificate chain and its private key, presented for mutual TLS.
 #[derive(Debug)]
-pub struct ClientIdentity {
+pub struct ClientCert {
     pub chain: Vec<CertificateDer<'static>>,
     pub key: PrivateKeyDer<'static>,
 }

@@ -17,7 +17,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use secrecy::ExposeSecret;
 use sha2::{Digest, Sha256};
 
-use crate::config::model::{ClientIdentity, LeafAuth, LeafTls};
+use crate::config::model::{ClientCert, LeafAuth, LeafTls};
 
 /// Which `[[leaf]]` key a problem is reported at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,7 +223,7 @@ impl Loader<'_> {
         &mut self,
         user: &AuthInfo,
         at: &str,
-    ) -> Result<(Option<Arc<ClientIdentity>>, LeafAuth), Problem> {
+    ) -> Result<(Option<Arc<ClientCert>>, LeafAuth), Problem> {
         let unsupported = [
             (user.exec.is_some(), "exec", "exec credential plugins"),
             (
@@ -273,7 +273,7 @@ impl Loader<'_> {
                 }
                 let key = PrivateKeyDer::from_pem_slice(&key)
                     .map_err(|e| problem(format!("{at}.client-key: not a PEM private key: {e}")))?;
-                Some(Arc::new(ClientIdentity { chain, key }))
+                Some(Arc::new(ClientCert { chain, key }))
             }
             (None, None) => None,
             (Some(_), None) => {

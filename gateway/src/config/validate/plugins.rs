@@ -1,4 +1,4 @@
-//! A tenant's `[tenant.plugins]` validated into [`TenantPlugins`]: paths resolved against
+//! A tenant's `[tenant.plugins]` validated into [`PluginsConfig`]: paths resolved against
 //! the config's folder and checked readable, sizes and durations within their bounds, the
 //! instance slots of all tenants within the plugin runtime's, and the place of each plugin
 //! key kept so that a plugin that fails to compile later (in `plugins::load`, which
@@ -14,7 +14,7 @@ use crate::config::error::Reporter;
 use crate::config::model::plugins::{
     DEFAULT_DEADLINE, DEFAULT_INSTANCES, DEFAULT_MAX_CALLS, DEFAULT_MEMORY, Isolation,
     MAX_DEADLINE, MAX_INSTANCES, MAX_MAX_CALLS, MAX_MEMORY, OnError, PLUGIN_SLOTS, PluginConfig,
-    PluginOrigin, TenantPlugins,
+    PluginOrigin, PluginsConfig,
 };
 use crate::config::model::units::ByteSize;
 use crate::config::raw::plugins::{RawPlugin, RawTenantPlugins};
@@ -37,7 +37,7 @@ pub(super) fn validate(
     raw: &RawTenantPlugins,
     files: &mut std::collections::BTreeSet<PathBuf>,
     slots: &mut Slots,
-) -> TenantPlugins {
+) -> PluginsConfig {
     let instances = match &raw.instances {
         Some(n) if *n.get_ref() == 0 || *n.get_ref() > MAX_INSTANCES => {
             report.error(
@@ -84,7 +84,7 @@ pub(super) fn validate(
             files,
         )
     };
-    let mut tenant = TenantPlugins {
+    let mut tenant = PluginsConfig {
         pod_router: one("pod_router", &raw.pod_router),
         address_rewriter: one("address_rewriter", &raw.address_rewriter),
         log_filter: one("log_filter", &raw.log_filter),

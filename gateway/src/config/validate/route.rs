@@ -13,7 +13,7 @@ use rustls::pki_types::ServerName;
 use toml::Spanned;
 
 use crate::config::model::{
-    Backend, ClientIdentity, DirectResponse, HostPattern, PathMatch, RouteAction, RouteConfig,
+    Backend, ClientCert, DirectResponse, HostPattern, PathMatch, RouteAction, RouteConfig,
     Timeouts, UpstreamConfig, UpstreamTls,
 };
 use crate::config::raw::{RawConfig, RawDirect, RawRoute, RawUpstreamTls};
@@ -286,7 +286,7 @@ impl Validator<'_, '_> {
             Some((Some(cert), Some(k))) => {
                 let chain = self.certificates(cert, &format!("{key}.cert"))?;
                 let key_der = self.private_key(k, &format!("{key}.key"))?;
-                Some(Arc::new(ClientIdentity {
+                Some(Arc::new(ClientCert {
                     chain,
                     key: key_der,
                 }))
