@@ -84,6 +84,7 @@ pub fn check(root: &Path, layers: &Layers) -> Result<Report, Error> {
     }
     let mut upward_pairs = BTreeSet::new();
     let mut upward_lines = BTreeSet::new();
+    let mut upward_modules = BTreeSet::new();
     for import in &imports {
         let (from, to) = (files[import.from].top(), files[import.to].top());
         if from == "crate" || from == to {
@@ -103,6 +104,7 @@ pub fn check(root: &Path, layers: &Layers) -> Result<Report, Error> {
         };
         upward_pairs.insert((import.from, to));
         upward_lines.insert((import.from, import.line));
+        upward_modules.insert((from, to));
         violations.push(Violation::Upward {
             tie: tie(import),
             from: from.to_string(),
@@ -145,6 +147,7 @@ pub fn check(root: &Path, layers: &Layers) -> Result<Report, Error> {
         file_cycles: file_cycles.len(),
         upward_pairs: upward_pairs.len(),
         upward_lines: upward_lines.len(),
+        upward_modules: upward_modules.len(),
     };
     Ok(Report {
         root: shown.display().to_string(),

@@ -23,6 +23,9 @@ pub struct Numbers {
     pub upward_pairs: usize,
     /// Layer violations by distinct (importing file, line).
     pub upward_lines: usize,
+    /// Layer violations by distinct (importing top-level module, imported one): the
+    /// count issue 22 gives.
+    pub upward_modules: usize,
 }
 
 /// One import: `file:line` -> the file it resolved to, and the path as written.
@@ -141,8 +144,8 @@ impl fmt::Display for Numbers {
         )?;
         write!(
             f,
-            "  upward imports  {} (file -> module), {} lines",
-            self.upward_pairs, self.upward_lines
+            "  upward imports  {} (file -> module), {} lines, {} module -> module",
+            self.upward_pairs, self.upward_lines, self.upward_modules
         )
     }
 }

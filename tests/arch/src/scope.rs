@@ -32,6 +32,8 @@ struct Scope {
 /// Every non-test module scope of the library, by absolute module path (`[]` is lib.rs).
 pub struct Index {
     scopes: HashMap<Vec<String>, Scope>,
+    /// `#[macro_export] macro_rules! m` is `crate::m` wherever it is written.
+    exported_macros: HashMap<String, usize>,
 }
 
 /// Where a path went.
@@ -48,6 +50,7 @@ impl Index {
     pub fn build(files: &[SourceFile]) -> Index {
         let mut index = Index {
             scopes: HashMap::new(),
+            exported_macros: HashMap::new(),
         };
         for (i, file) in files.iter().enumerate() {
             if file.root == Root::Lib {
@@ -93,6 +96,11 @@ impl Index {
                         }
                     }
                 }
+                Item::Macro(m) if m.attrs.iter().any(|a| a.path().is_ident("macro_export")) => {
+                    if let Some(name) = &m.ident {
+                        self.exported_macros.insert(name.to_string(), file);
+                    }
+                }
                 other => {
                     if let Some(name) = item_name(other) {
                         scope.defines.insert(name);
@@ -123,6 +131,9 @@ impl Index {
             let rest = &path[i + 1..];
             if scope.defines.contains(name) || depth >= MAX_DEPTH {
                 return Found::Item(scope.file);
+            }
+            if let (0, Some(&file)) = (i, self.exported_macros.get(name)) {
+                return Found::Item(file);
             }
             if let Some(written) = scope.uses.get(name) {
                 // A re-export: the item lives where the `use` points. One that points

@@ -119,7 +119,11 @@ fn following_re_exports_does_not_invent_a_cycle() {
 fn an_upward_import_fails_naming_file_and_line() {
     let report = run("upward", "top\nleft, right\nlow");
     let n = &report.numbers;
-    assert_eq!((n.upward_pairs, n.upward_lines), (2, 2), "{report}");
+    assert_eq!(
+        (n.upward_pairs, n.upward_lines, n.upward_modules),
+        (2, 2, 2),
+        "{report}"
+    );
     let kinds: Vec<_> = report
         .violations
         .iter()
@@ -168,7 +172,7 @@ fn test_code_is_ignored() {
 }
 
 #[test]
-fn groups_fn_body_uses_and_macro_arguments_are_seen() {
+fn groups_fn_body_uses_macro_arguments_and_exported_macros_are_seen() {
     let report = run("groups", "top\na\nb\nlow");
     assert_eq!(
         edges(&report),
@@ -176,7 +180,8 @@ fn groups_fn_body_uses_and_macro_arguments_are_seen() {
             "a.rs:3 -> b",
             "low.rs:3 -> top",
             "top.rs:1 -> a",
-            "top.rs:1 -> b"
+            "top.rs:1 -> b",
+            "top.rs:3 -> a",
         ]
     );
     let text = printed(&report);
