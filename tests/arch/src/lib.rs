@@ -41,13 +41,33 @@ struct Import {
     written: String,
 }
 
-/// Checks the tree under `root` (which must hold `lib.rs`) against `layers`.
+/// Which written paths are edges of the graph.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Paths {
+    /// Paths that start with `crate::`, `super::` or `self::` (and `leafgate::` in
+    /// main.rs): the graph issue 22 and the architecture test define.
+    #[default]
+    Anchored,
+    /// Also the 2018 relative forms: a child module's bare name (`pub use leaf::Leaf`,
+    /// `runtime::run()` in the parent) and a name a module-level `use` bound to a module
+    /// of the crate (`config::Config` after `use crate::config`). Stricter: a `mod.rs`
+    /// that re-exports or calls its children and defines what they import is a cycle.
+    Relative,
+}
+
+/// Checks the tree under `root` (which must hold `lib.rs`) against `layers`, with the
+/// architecture test's graph ([`Paths::Anchored`]).
 pub fn check(root: &Path, layers: &Layers) -> Result<Report, Error> {
+    check_with(root, layers, Paths::Anchored)
+}
+
+/// [`check`], choosing which paths are edges.
+pub fn check_with(root: &Path, layers: &Layers, paths: Paths) -> Result<Report, Error> {
     let tree = source::read(root)?;
     let files = &tree.files;
     let shown = source::normalize(root);
     let path_of = |i: usize| shown.join(&files[i].rel).display().to_string();
-    let imports = resolve_imports(files);
+    let imports = resolve_imports(files, paths);
 
     let tie = |import: &Import| Tie {
         file: path_of(import.from),
@@ -160,18 +180,19 @@ pub fn check(root: &Path, layers: &Layers) -> Result<Report, Error> {
 }
 
 /// Every import between two different files, once per (file, line, target), in file and
-/// line order. Only anchored paths are edges: `crate::`, `super::`, `self::`, and
-/// `leafgate::` in main.rs; `crate::` in main.rs is the binary's own. A path that starts
-/// with a child module's bare name (`pub use leaf::Leaf`, `runtime::run()` in the parent)
-/// is not an edge, as the brief (issue 22) defines the graph; it is still followed when
-/// it is a re-export.
-fn resolve_imports(files: &[source::SourceFile]) -> Vec<Import> {
+/// line order. `crate::` in main.rs is the binary's own, never an edge. With
+/// [`Paths::Anchored`] a bare child path is not an edge but is still followed when an
+/// anchored path reaches it through a re-export.
+fn resolve_imports(files: &[source::SourceFile], paths: Paths) -> Vec<Import> {
     let index = Index::build(files);
     let mut out = Vec::new();
     for (from, file) in files.iter().enumerate() {
         for written in imports::collect(&file.syntax, &file.module) {
             let absolute = match file.root {
-                Root::Lib => anchored(&written.scope, &written.segments),
+                Root::Lib => match paths {
+                    Paths::Anchored => anchored(&written.scope, &written.segments),
+                    Paths::Relative => index.relative(&written.scope, &written.segments, 0),
+                },
                 Root::Bin => match written.segments.split_first() {
                     Some((first, rest)) if first == LIB_CRATE => Some(rest.to_vec()),
                     _ => None,

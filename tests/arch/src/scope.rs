@@ -168,7 +168,7 @@ impl Index {
     /// A path as written in the scope `at`, made absolute. Besides the anchored forms it
     /// takes the 2018 relative ones a re-export uses: `pub use leaf::Leaf` names the child
     /// module `leaf`, `pub use Imported::*` a name an earlier `use` brought in.
-    fn relative(&self, at: &[String], written: &[String], depth: usize) -> Option<Vec<String>> {
+    pub fn relative(&self, at: &[String], written: &[String], depth: usize) -> Option<Vec<String>> {
         if let Some(absolute) = anchored(at, written) {
             return Some(absolute);
         }

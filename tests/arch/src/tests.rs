@@ -3,13 +3,17 @@
 
 use std::path::PathBuf;
 
-use crate::{Layers, Report, Upward, Violation, check};
+use crate::{Layers, Paths, Report, Upward, Violation, check_with};
 
 fn run(fixture: &str, layers: &str) -> Report {
+    run_with(fixture, layers, Paths::Anchored)
+}
+
+fn run_with(fixture: &str, layers: &str, paths: Paths) -> Report {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
         .join(fixture);
-    check(&root, &Layers::parse(layers).unwrap()).unwrap()
+    check_with(&root, &Layers::parse(layers).unwrap(), paths).unwrap()
 }
 
 /// Every edge as `file.rs:line -> module`, the file relative to the fixture.
@@ -190,4 +194,31 @@ fn groups_fn_body_uses_macro_arguments_and_exported_macros_are_seen() {
         text[0].contains("groups/low.rs:3 -> top (crate::top::t): top is above low"),
         "{text:?}"
     );
+}
+
+#[test]
+fn bare_relative_paths_are_edges_only_when_asked() {
+    // a/mod.rs re-exports and calls its child b by bare name; b imports super::A.
+    let anchored = run("bare", "top\na");
+    assert!(anchored.is_clean(), "{anchored}");
+    assert_eq!(
+        edges(&anchored),
+        ["a/b.rs:1 -> a", "a/b.rs:2 -> a", "top.rs:1 -> a"]
+    );
+
+    let relative = run_with("bare", "top\na", Paths::Relative);
+    assert_eq!(
+        edges(&relative),
+        [
+            "a/b.rs:1 -> a",
+            "a/b.rs:2 -> a",
+            "a/mod.rs:2 -> a::b",
+            "a/mod.rs:4 -> a::b",
+            "top.rs:1 -> a",
+            // `a::B` after `use crate::a`, through a's re-export; `a::f` is a's own.
+            "top.rs:2 -> a::b",
+            "top.rs:2 -> a",
+        ]
+    );
+    assert_eq!(relative.numbers.file_cycles, 1, "{relative}");
 }
