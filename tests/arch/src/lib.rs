@@ -49,8 +49,9 @@ pub enum Paths {
     #[default]
     Anchored,
     /// Also the 2018 relative forms: a child module's bare name (`pub use leaf::Leaf`,
-    /// `runtime::run()` in the parent) and a name a module-level `use` bound to a module
-    /// of the crate (`config::Config` after `use crate::config`). Stricter: a `mod.rs`
+    /// `runtime::run()` in the parent) and a name a module-level `use` bound to a path in
+    /// the crate (`config::Config` after `use crate::config`, `Kind::ALL` after
+    /// `use super::Kind`). Stricter: a `mod.rs`
     /// that re-exports or calls its children and defines what they import is a cycle.
     Relative,
 }
