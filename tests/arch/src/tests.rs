@@ -222,3 +222,14 @@ fn bare_relative_paths_are_edges_only_when_asked() {
     );
     assert_eq!(relative.numbers.file_cycles, 1, "{relative}");
 }
+
+#[test]
+fn an_item_defined_in_lib_rs_is_an_import_of_the_root() {
+    let report = run("root_item", "a");
+    let text = printed(&report);
+    assert_eq!(text.len(), 1, "{text:?}");
+    assert!(
+        text[0].contains("root_item/a.rs:2 -> crate (crate::helper): lib.rs defines nothing"),
+        "{text:?}"
+    );
+}
