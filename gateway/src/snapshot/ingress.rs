@@ -25,7 +25,7 @@ use crate::k8s::ingress::model::{IngressBackend, IngressRoute, Model};
 use crate::limit::SharedLimits;
 use crate::proxy::upstream::Upstream;
 
-use super::{Action, Route, Tenant};
+use super::route::{Action, Route, Tenant};
 
 /// The Ingress routes a snapshot serves.
 #[derive(Default)]

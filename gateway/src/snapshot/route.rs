@@ -1,0 +1,139 @@
+//! A compiled route and what it answers with, the tenant it counts against, and how a
+//! reload finds the route a new one replaces (so unchanged routes and their upstreams are
+//! shared between snapshots).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::config::{BandwidthConfig, DirectResponse, RouteAction, RouteConfig, Timeouts};
+use crate::limit::{self, Limiter, SharedLimits};
+use crate::plugins::TenantPlugins;
+use crate::proxy::upstream::Upstream;
+
+pub struct Tenant {
+    pub name: String,
+    pub bandwidth: BandwidthConfig,
+    /// The tenant's total, shared by all its connections on every route.
+    pub totals: SharedLimits,
+    /// The tenant's policy plugins, compiled and ready.
+    pub plugins: Arc<TenantPlugins>,
+}
+
+pub struct Route {
+    pub name: String,
+    /// The TOML route this was built from (`None` for an Ingress route): a reload whose
+    /// config hands over the same one (the parse cache reused it) keeps this route as it is.
+    pub source: Option<Arc<RouteConfig>>,
+    pub action: Action,
+    pub tenant: Option<Arc<Tenant>>,
+    pub bandwidth: BandwidthConfig,
+    /// The route's total, shared by all its connections.
+    pub totals: SharedLimits,
+    pub timeouts: Timeouts,
+}
+
+impl Route {
+    /// The limiters of a new hijacked connection, `(client -> upstream, upstream ->
+    /// client)`: its own per-connection bucket (the route's setting, else the tenant's),
+    /// then the route's total, then the tenant's total.
+    pub fn connection_limiters(&self) -> (Limiter, Limiter) {
+        let tenant = self.tenant.as_deref();
+        let per_connection = self
+            .bandwidth
+            .per_connection
+            .or(tenant.and_then(|t| t.bandwidth.per_connection));
+        let mut shared = vec![&self.totals];
+        if let Some(t) = tenant {
+            shared.push(&t.totals);
+        }
+        limit::connection_limiters(per_connection, &shared)
+    }
+}
+
+impl Route {
+    /// Whether building `config` would give this route again: same action, limits and
+    /// timeouts, and no tenant (tenants are built afresh on every reload, so a route that
+    /// names one must point at the new one).
+    pub(super) fn built_from(&self, config: &Arc<RouteConfig>) -> bool {
+        if self.tenant.is_none()
+            && self
+                .source
+                .as_ref()
+                .is_some_and(|source| Arc::ptr_eq(source, config))
+        {
+            return true;
+        }
+        self.name == config.name
+            && self.tenant.is_none()
+            && config.tenant.is_none()
+            && self.bandwidth == config.bandwidth
+            && self.timeouts == config.timeouts
+            && match (&self.action, &config.action) {
+                (Action::Direct(a), RouteAction::Direct(b)) => {
+                    a.status == b.status && a.headers == b.headers && a.body == b.body
+                }
+                (Action::Proxy(up), RouteAction::Proxy(u)) => up.built_from(u, config.timeouts),
+                _ => false,
+            }
+    }
+}
+
+/// The routes of the previous snapshot, to find the one a new route replaces: at the same
+/// place (a reload keeps most routes where they were, or shifted by the routes inserted or
+/// removed before them), else the last one of the same name.
+pub(super) struct PreviousRoutes<'p> {
+    routes: &'p [Arc<Route>],
+    /// How far the routes have moved since the last one found by name.
+    shift: isize,
+    /// Routes looked up by name so far: a few are found by scanning, more by this index.
+    misses: usize,
+    by_name: Option<HashMap<&'p str, usize, foldhash::fast::RandomState>>,
+}
+
+impl<'p> PreviousRoutes<'p> {
+    /// Past this many routes not in place, an index by name beats scanning.
+    const SCANS: usize = 8;
+
+    pub(super) fn new(routes: &'p [Arc<Route>]) -> Self {
+        Self {
+            routes,
+            shift: 0,
+            misses: 0,
+            by_name: None,
+        }
+    }
+
+    /// The previous route for `config`, the route at `at` in the new config.
+    pub(super) fn find(&mut self, at: usize, config: &Arc<RouteConfig>) -> Option<&'p Arc<Route>> {
+        let routes = self.routes;
+        let placed = at
+            .checked_add_signed(self.shift)
+            .and_then(|j| routes.get(j))
+            .filter(|r| r.source.as_ref().is_some_and(|s| Arc::ptr_eq(s, config)));
+        if placed.is_some() {
+            return placed;
+        }
+        self.misses += 1;
+        let found = if self.misses <= Self::SCANS {
+            routes.iter().rposition(|r| r.name == config.name)
+        } else {
+            let by_name = self.by_name.get_or_insert_with(|| {
+                // Collecting keeps the last of equal names, as the scan finds it.
+                routes
+                    .iter()
+                    .enumerate()
+                    .map(|(j, r)| (r.name.as_str(), j))
+                    .collect()
+            });
+            by_name.get(config.name.as_str()).copied()
+        }?;
+        self.shift = found as isize - at as isize;
+        routes.get(found)
+    }
+}
+
+pub enum Action {
+    Direct(DirectResponse),
+    /// Shared with the next snapshot when a reload leaves the route's upstream unchanged.
+    Proxy(Arc<Upstream>),
+}
