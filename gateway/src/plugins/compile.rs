@@ -158,10 +158,10 @@ fn artifact_path(engine: &Engine, dir: &std::ffi::OsStr, hash: &[u8; 32]) -> Pat
 }
 
 /// Loads a compiled artifact from the disk cache; `None` (recompile) if it does not load.
-// Loading an artifact is the one way to skip compiling, and wasmtime can only offer it as
-// `unsafe`: the file's native code is run as is. Sound because of what the cache holds
-// (see SAFETY below), so the allowance is this function's alone.
-#[allow(unsafe_code)]
+#[allow(
+    unsafe_code,
+    reason = "wasmtime can only load precompiled code unsafely; the cache holds only what this engine wrote"
+)]
 fn load_artifact(engine: &Engine, path: &Path) -> Option<Component> {
     // SAFETY: deserializing runs native code from the file. The cache directory
     // holds only what this module wrote (`serialize` of a component compiled by

@@ -137,7 +137,9 @@ mod tests {
     #[test]
     fn the_wall_clock_cap_interrupts_a_starved_call_on_its_first_tick() {
         let mut clock = CallClock::new(Duration::from_secs(1));
-        let long_ago = Instant::now() - wall_cap(clock.deadline) - Duration::from_millis(1);
+        let long_ago = Instant::now()
+            .checked_sub(wall_cap(clock.deadline) + Duration::from_millis(1))
+            .expect("the clock started more than seconds ago");
         clock.arm(long_ago);
         assert_eq!(kind(clock.tick()), "interrupt");
         assert!(clock.timed_out);
