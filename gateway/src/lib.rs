@@ -10,6 +10,8 @@
 //! reload, shutdown) and starts `listener`, `admin` and `watch`; admin and the watcher see
 //! it only through the narrow `control::Control` handle, never the gateway itself.
 
+#![deny(unsafe_code)]
+
 pub mod admin;
 pub mod config;
 pub mod control;

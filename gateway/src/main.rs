@@ -1,6 +1,8 @@
 //! The `leafgate` command: run the gateway, check a config, ask a running gateway to reload.
 //! The tracing subscriber is installed here and nowhere else.
 
+#![deny(unsafe_code)]
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;

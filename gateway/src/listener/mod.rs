@@ -60,6 +60,10 @@ const H2_KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 /// The connection limit of a listener that does not set `max_connections`: half the soft
 /// descriptor limit (the rest is for upstream connections, files and the runtime) split
 /// over `listeners`, at least 64.
+#[allow(
+    unsafe_code,
+    reason = "getrlimit(2) has no wrapper in std; it only writes the struct we own"
+)]
 pub fn default_max_connections(listeners: usize) -> usize {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
@@ -76,6 +80,10 @@ pub fn default_max_connections(listeners: usize) -> usize {
 
 /// Raises the soft descriptor limit to the hard one, as nginx and Envoy deployments do, so
 /// the connection limits are not the distribution's default of 1024. Returns (old, new).
+#[allow(
+    unsafe_code,
+    reason = "getrlimit/setrlimit(2) have no wrapper in std; they only touch the struct we own"
+)]
 pub fn raise_nofile_limit() -> std::io::Result<(libc::rlim_t, libc::rlim_t)> {
     let mut limit = libc::rlimit {
         rlim_cur: 0,

@@ -3,7 +3,7 @@
 //! One `bindgen!` per world; the `host` and `types` interfaces are generated once (with
 //! `pod-router`) and shared by the others through `with`, so every world speaks the same
 //! Rust types. Exports are async: calls run on the caller's task and yield at every epoch
-//! tick (see `runtime`). Nothing outside `plugins` sees these types: `api` converts them.
+//! tick (see `engine`). Nothing outside `plugins` sees these types: `convert` converts them.
 
 pub mod pod_router {
     wasmtime::component::bindgen!({

@@ -1,6 +1,6 @@
 //! `leafgate plugin check` and `leafgate plugin run`: the plugin author's tools.
 //!
-//! Both go through the same code as the gateway (`runtime` compile and fit checks, a
+//! Both go through the same code as the gateway (`engine` compile and fit checks, a
 //! `TenantPlugins` with the same sandbox and limits), so what works here works when
 //! loaded. The library functions take readers and writers; [`execute`] is the thin clap
 //! entry the binary calls.
@@ -14,10 +14,13 @@ use crate::config::plugins::{
 };
 use crate::config::units::{ByteSize, HumanDuration};
 
-use super::{
-    AddressRewriteRequest, LogContext, PluginError, PodRouteRequest, TableRequest, TenantPlugins,
-    World, build_hook, runtime,
-};
+use super::api::{AddressRewriteRequest, LogContext, PodRouteRequest, TableRequest};
+use super::engine::runtime;
+use super::error::PluginError;
+use super::load::build_hook;
+use super::metrics::PluginMetrics;
+use super::tenant::TenantPlugins;
+use super::world::World;
 
 /// Lines sent to a log-filter per call, as the gateway batches a log stream.
 pub const LOG_BATCH: usize = 256;
@@ -107,7 +110,7 @@ fn read_config_arg(arg: &str) -> anyhow::Result<String> {
 /// Says which worlds `path` fits (all four are tried when `world` is `None`), or why it
 /// fits none / not the one asked.
 pub fn check(path: &Path, world: Option<World>) -> Result<String, PluginError> {
-    let rt = runtime::runtime().map_err(PluginError::Runtime)?;
+    let rt = runtime().map_err(PluginError::Runtime)?;
     let load = |message| PluginError::Load {
         path: path.to_path_buf(),
         message,
@@ -197,7 +200,7 @@ pub fn run_with(
             key: "--world".into(),
         },
     };
-    let metrics = super::PluginMetrics::default();
+    let metrics = PluginMetrics::default();
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

@@ -227,6 +227,10 @@ fn status_of(port: u16, path: &str) -> Option<u16> {
 }
 
 #[test]
+#[allow(
+    unsafe_code,
+    reason = "std cannot send SIGTERM (Child::kill is SIGKILL); kill(2) on our own child"
+)]
 fn sigterm_turns_readyz_503_while_requests_are_still_served_then_exits() {
     use std::time::{Duration, Instant};
     let dir = tempfile::tempdir().unwrap();

@@ -40,6 +40,10 @@ pub(super) struct Pipe {
 }
 
 impl Pipe {
+    #[allow(
+        unsafe_code,
+        reason = "pipe2 and F_SETPIPE_SZ have no wrapper in std; fds are owned from birth"
+    )]
     fn new() -> io::Result<Pipe> {
         let mut fds: [RawFd; 2] = [-1, -1];
         // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
@@ -50,10 +54,10 @@ impl Pipe {
         let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         // SAFETY: fcntl on an fd we own; failure only leaves the default size.
         let granted = unsafe { libc::fcntl(write.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_SIZE) };
-        // SAFETY: as above; F_GETPIPE_SZ only reads.
         let size = if granted > 0 {
             granted
         } else {
+            // SAFETY: as above; F_GETPIPE_SZ only reads.
             unsafe { libc::fcntl(write.as_raw_fd(), libc::F_GETPIPE_SZ) }
         };
         let capacity = usize::try_from(size)
@@ -204,6 +208,10 @@ mod tests {
     }
 
     #[test]
+    #[allow(
+        unsafe_code,
+        reason = "raw write(2)/read(2) on the pipe's own fds, bypassing the pool"
+    )]
     fn a_pipe_dropped_with_bytes_in_it_is_closed_and_frees_its_slot() {
         let pool = new_pool(1);
         let mut lease = take_from(&pool).unwrap();
@@ -238,6 +246,10 @@ mod tests {
     }
 
     #[test]
+    #[allow(
+        unsafe_code,
+        reason = "F_GETFL has no wrapper in std; it only reads an fd we hold"
+    )]
     fn pipes_are_non_blocking_and_sized_up() {
         let pool = new_pool(1);
         let lease = take_from(&pool).unwrap();

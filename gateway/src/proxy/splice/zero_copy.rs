@@ -26,6 +26,10 @@ use crate::limit::{Limiter, MAX_CHUNK};
 
 /// One non-blocking `splice(2)`. A peer that closed makes it fail with `EPIPE` rather
 /// than kill the process: Rust programs start with `SIGPIPE` ignored.
+#[allow(
+    unsafe_code,
+    reason = "splice(2) has no wrapper in std; it gets plain fds and null offsets, no memory"
+)]
 fn splice_fds(from: RawFd, to: RawFd, len: usize) -> io::Result<usize> {
     // SAFETY: plain fds and null offsets (sockets and pipes have no file position).
     let n = unsafe {

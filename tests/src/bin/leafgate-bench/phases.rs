@@ -98,6 +98,10 @@ struct MallInfo2 {
     keepcost: usize,
 }
 
+#[allow(
+    unsafe_code,
+    reason = "glibc's heap statistics have no Rust API; the signatures match glibc's"
+)]
 unsafe extern "C" {
     fn mallinfo2() -> MallInfo2;
     fn malloc_trim(pad: usize) -> i32;
@@ -105,6 +109,10 @@ unsafe extern "C" {
 
 /// (bytes of heap in use, RSS in KiB), after handing freed memory back to the kernel so
 /// that the RSS follows what is in use.
+#[allow(
+    unsafe_code,
+    reason = "calls the glibc functions declared above; no pointers cross"
+)]
 fn memory() -> (usize, u64) {
     // SAFETY: both are plain glibc calls with no pointer arguments; this binary runs on
     // glibc's malloc (no global allocator is set).
