@@ -5,8 +5,12 @@
 //! "2d"), LEAF (from the `leafgate.io/leaf` annotation the gateway sets); IP and NODE have
 //! priority 1, so kubectl shows them only with `-o wide`, as the API server's own pod
 //! printer does. Any resource but `pods` falls back to the gateway's default table.
+//!
+//! The cells come from `leafgate-k8s-print` (through `leafgate_plugin::k8s`), the printer
+//! the gateway's built-in table uses; this plugin only chooses its columns: upper-case
+//! names, RESTARTS as an integer, LEAF before the wide IP and NODE.
 
-use leafgate_plugin::k8s::{self, ContainerStatus, Pod};
+use leafgate_plugin::k8s::{self, Pod, PodRow, table};
 use leafgate_plugin::table_formatter::{Cell, Column, ColumnType, Guest, Row, Table, TableRequest};
 
 struct PodsTable;
@@ -49,99 +53,20 @@ fn columns() -> Vec<Column> {
     ]
 }
 
-/// Why a container is not simply running, as kubectl words it; `None` when it is.
-fn container_reason(c: &ContainerStatus) -> Option<String> {
-    if let Some(reason) = c.state.waiting.as_ref().and_then(|w| w.reason.clone()) {
-        return Some(reason).filter(|r| !r.is_empty());
-    }
-    let t = c.state.terminated.as_ref()?;
-    Some(match t.reason.as_deref() {
-        Some(r) if !r.is_empty() => r.to_string(),
-        _ if t.signal != 0 => format!("Signal:{}", t.signal),
-        _ => format!("ExitCode:{}", t.exit_code),
-    })
-}
-
-fn status(pod: &Pod) -> String {
-    let mut reason = pod
-        .status
-        .reason
-        .clone()
-        .filter(|r| !r.is_empty())
-        .or_else(|| pod.status.phase.clone())
-        .unwrap_or_else(|| "Unknown".into());
-    let mut initializing = false;
-    for (i, c) in pod.status.init_container_statuses.iter().enumerate() {
-        if let Some(t) = &c.state.terminated
-            && t.exit_code == 0
-        {
-            continue;
-        }
-        initializing = true;
-        let waiting = c.state.waiting.as_ref().and_then(|w| w.reason.as_deref());
-        reason = match (&c.state.terminated, waiting) {
-            (Some(_), _) => format!("Init:{}", container_reason(c).unwrap_or_default()),
-            (None, Some(r)) if !r.is_empty() && r != "PodInitializing" => format!("Init:{r}"),
-            _ => format!("Init:{i}/{}", pod.spec.init_containers.len()),
-        };
-        break;
-    }
-    if !initializing {
-        let mut has_running = false;
-        for c in pod.status.container_statuses.iter().rev() {
-            match container_reason(c) {
-                Some(r) => reason = r,
-                None if c.ready && c.state.running.is_some() => has_running = true,
-                None => {}
-            }
-        }
-        if reason == "Completed" && has_running {
-            reason = "Running".into();
-        }
-    }
-    if pod.metadata.deletion_timestamp.is_some() {
-        reason = if pod.status.reason.as_deref() == Some("NodeLost") {
-            "Unknown".into()
-        } else {
-            "Terminating".into()
-        };
-    }
-    reason
-}
-
+/// A pod's row in this plugin's layout; every cell is worked out by the shared printer
+/// (`leafgate-k8s-print`, the gateway's built-in table's too).
 fn row(pod: &Pod, now: i64) -> Row {
-    let text = |s: Option<&str>| Cell::Text(s.filter(|s| !s.is_empty()).unwrap_or("<none>").into());
-    let ready = pod
-        .status
-        .container_statuses
-        .iter()
-        .filter(|c| c.ready)
-        .count();
-    let restarts: i64 = pod
-        .status
-        .container_statuses
-        .iter()
-        .map(|c| c.restart_count)
-        .sum();
-    let age = pod
-        .metadata
-        .creation_timestamp
-        .as_deref()
-        .and_then(k8s::parse_timestamp)
-        .map_or_else(
-            || "<unknown>".to_string(),
-            |created| k8s::human_age(now - created),
-        );
+    let cells = PodRow::new(pod, now);
     Row {
         cells: vec![
-            Cell::Text(pod.metadata.name.clone()),
-            Cell::Text(format!("{ready}/{}", pod.spec.containers.len())),
-            Cell::Text(status(pod)),
-            Cell::Integer(restarts),
-            Cell::Text(age),
-            text(pod.metadata.leaf()),
-            text(pod.status.pod_ip.as_deref()),
-            text(pod.spec.node_name.as_deref()),
+            Cell::Text(cells.name),
+            Cell::Text(cells.ready),
+            Cell::Text(cells.status),
+            Cell::Integer(cells.restarts),
+            Cell::Text(cells.age),
+            Cell::Text(table::or_none(pod.metadata.leaf())),
+            Cell::Text(cells.ip),
+            Cell::Text(cells.node),
         ],
     }
 }

@@ -8,7 +8,8 @@
 
 use http::{Request, Response, StatusCode, header};
 use hyper::body::Incoming;
-use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use leafgate_k8s_print::{Column, POD_COLUMNS, Pod, PodRow};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::caller::Caller;
@@ -144,7 +145,7 @@ pub async fn build(
                 .collect();
             (columns, rows)
         }
-        None => builtin(pods),
+        None => builtin(pods, &objects)?,
     };
     let rows: Vec<Value> = rows
         .into_iter()
@@ -174,280 +175,117 @@ pub async fn build(
     }))
 }
 
-fn column(name: &str, kind: &str, format: &str, description: &str, priority: i32) -> Value {
-    json!({
-        "name": name, "type": kind, "format": format,
-        "description": description, "priority": priority,
-    })
-}
+/// The column leafgate adds after kube-apiserver's own: which leaf the pod runs in.
+const LEAF_COLUMN: Column = Column {
+    name: "Leaf",
+    kind: "string",
+    format: "",
+    description: "The leaf cluster the pod runs in (leafgate).",
+    priority: 0,
+};
 
-/// kube-apiserver's pod columns (`pkg/printers/internalversion`) plus LEAF.
-fn builtin(pods: &[Listed]) -> (Value, Vec<Value>) {
-    let columns = json!([
-        column(
-            "Name",
-            "string",
-            "name",
-            "Name must be unique within a namespace.",
-            0
-        ),
-        column(
-            "Ready",
-            "string",
-            "",
-            "The aggregate readiness state of this pod for accepting traffic.",
-            0
-        ),
-        column(
-            "Status",
-            "string",
-            "",
-            "The aggregate status of the containers in this pod.",
-            0
-        ),
-        column(
-            "Restarts",
-            "string",
-            "",
-            "The number of times the containers in this pod have been restarted.",
-            0
-        ),
-        column(
-            "Age",
-            "string",
-            "",
-            "CreationTimestamp is a timestamp representing the server time when this object was created.",
-            0
-        ),
-        column("IP", "string", "", "IP address allocated to the pod.", 1),
-        column(
-            "Node",
-            "string",
-            "",
-            "Name of the node where the pod is scheduled.",
-            1
-        ),
-        column(
-            "Nominated Node",
-            "string",
-            "",
-            "Name of the node where the pod is nominated to be scheduled.",
-            1
-        ),
-        column(
-            "Readiness Gates",
-            "string",
-            "",
-            "The readiness gates of the pod.",
-            1
-        ),
-        column(
-            "Leaf",
-            "string",
-            "",
-            "The leaf cluster the pod runs in (leafgate).",
-            0
-        ),
-    ]);
+/// kube-apiserver's pod columns plus LEAF, printed by `leafgate-k8s-print` (the printer the
+/// `pods-table` plugin uses too) from `objects`, the pods' JSON the Table carries anyway.
+fn builtin(
+    pods: &[Listed],
+    objects: &[Value],
+) -> Result<(Value, Vec<Value>), (StatusCode, String)> {
+    let columns = POD_COLUMNS.iter().chain([&LEAF_COLUMN]);
+    let columns = serde_json::to_value(columns.collect::<Vec<_>>()).unwrap_or(Value::Null);
     let now = k8s_openapi::jiff::Timestamp::now().as_second();
-    let rows = pods.iter().map(|p| builtin_row(p, now)).collect();
-    (columns, rows)
-}
-
-fn builtin_row(listed: &Listed, now: i64) -> Value {
-    let pod = &listed.pod;
-    let spec = pod.spec.as_ref();
-    let st = pod.status.as_ref();
-    let statuses: &[ContainerStatus] = st
-        .and_then(|s| s.container_statuses.as_deref())
-        .unwrap_or(&[]);
-    let containers = spec.map_or(0, |s| s.containers.len());
-    let ready = statuses.iter().filter(|c| c.ready).count();
-    let restarts: i32 = statuses.iter().map(|c| c.restart_count).sum();
-    let age = pod.metadata.creation_timestamp.as_ref().map_or_else(
-        || "<unknown>".to_string(),
-        |t| human_age(now - t.0.as_second()),
-    );
-    let none = |s: Option<&str>| s.filter(|s| !s.is_empty()).unwrap_or("<none>").to_string();
-    let gates = spec
-        .and_then(|s| s.readiness_gates.as_ref())
-        .filter(|g| !g.is_empty())
-        .map_or_else(
-            || "<none>".to_string(),
-            |gates| {
-                let conditions = st.and_then(|s| s.conditions.as_deref()).unwrap_or(&[]);
-                let met = gates
-                    .iter()
-                    .filter(|g| {
-                        conditions
-                            .iter()
-                            .any(|c| c.type_ == g.condition_type && c.status == "True")
-                    })
-                    .count();
-                format!("{met}/{}", gates.len())
-            },
-        );
-    json!([
-        pod.metadata.name.as_deref().unwrap_or(""),
-        format!("{ready}/{containers}"),
-        pod_status(pod),
-        restarts.to_string(),
-        age,
-        none(st.and_then(|s| s.pod_ip.as_deref())),
-        none(spec.and_then(|s| s.node_name.as_deref())),
-        none(st.and_then(|s| s.nominated_node_name.as_deref())),
-        gates,
-        &*listed.leaf,
-    ])
-}
-
-/// Why a container is not simply running, as kubectl words it; `None` when it is.
-fn container_reason(c: &ContainerStatus) -> Option<String> {
-    let state = c.state.as_ref()?;
-    if let Some(reason) = state.waiting.as_ref().and_then(|w| w.reason.clone()) {
-        return Some(reason).filter(|r| !r.is_empty());
-    }
-    let t = state.terminated.as_ref()?;
-    Some(match t.reason.as_deref() {
-        Some(r) if !r.is_empty() => r.to_string(),
-        _ if t.signal.unwrap_or(0) != 0 => format!("Signal:{}", t.signal.unwrap_or(0)),
-        _ => format!("ExitCode:{}", t.exit_code),
-    })
-}
-
-/// The STATUS column, by kube-apiserver's printer's reasoning (init containers, waiting
-/// and terminated reasons, Terminating).
-fn pod_status(pod: &Pod) -> String {
-    let st = pod.status.as_ref();
-    let mut reason = st
-        .and_then(|s| s.reason.clone())
-        .filter(|r| !r.is_empty())
-        .or_else(|| st.and_then(|s| s.phase.clone()))
-        .unwrap_or_else(|| "Unknown".into());
-    let inits = st
-        .and_then(|s| s.init_container_statuses.as_deref())
-        .unwrap_or(&[]);
-    let init_count = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.init_containers.as_ref())
-        .map_or(0, Vec::len);
-    let mut initializing = false;
-    for (i, c) in inits.iter().enumerate() {
-        let state = c.state.as_ref();
-        let terminated = state.and_then(|s| s.terminated.as_ref());
-        if terminated.is_some_and(|t| t.exit_code == 0) {
-            continue;
-        }
-        initializing = true;
-        let waiting = state
-            .and_then(|s| s.waiting.as_ref())
-            .and_then(|w| w.reason.as_deref());
-        reason = match (terminated, waiting) {
-            (Some(_), _) => format!("Init:{}", container_reason(c).unwrap_or_default()),
-            (None, Some(r)) if !r.is_empty() && r != "PodInitializing" => format!("Init:{r}"),
-            _ => format!("Init:{i}/{init_count}"),
-        };
-        break;
-    }
-    if !initializing {
-        let mut has_running = false;
-        for c in st
-            .and_then(|s| s.container_statuses.as_deref())
-            .unwrap_or(&[])
-            .iter()
-            .rev()
-        {
-            match container_reason(c) {
-                Some(r) => reason = r,
-                None if c.ready && c.state.as_ref().is_some_and(|s| s.running.is_some()) => {
-                    has_running = true
-                }
-                None => {}
-            }
-        }
-        if reason == "Completed" && has_running {
-            reason = "Running".into();
-        }
-    }
-    if pod.metadata.deletion_timestamp.is_some() {
-        reason = if st.and_then(|s| s.reason.as_deref()) == Some("NodeLost") {
-            "Unknown".into()
-        } else {
-            "Terminating".into()
-        };
-    }
-    reason
-}
-
-/// apimachinery's `duration.HumanDuration`: `45s`, `5m3s`, `3h`, `2d5h`, `1y20d`.
-fn human_age(seconds: i64) -> String {
-    if seconds < -1 {
-        return "<invalid>".into();
-    }
-    let s = seconds.max(0);
-    if s < 120 {
-        return format!("{s}s");
-    }
-    let m = s / 60;
-    if m < 10 {
-        return match s % 60 {
-            0 => format!("{m}m"),
-            r => format!("{m}m{r}s"),
-        };
-    }
-    if m < 180 {
-        return format!("{m}m");
-    }
-    let h = m / 60;
-    if h < 8 {
-        return match m % 60 {
-            0 => format!("{h}h"),
-            r => format!("{h}h{r}m"),
-        };
-    }
-    if h < 48 {
-        return format!("{h}h");
-    }
-    let d = h / 24;
-    if h < 24 * 8 {
-        return match h % 24 {
-            0 => format!("{d}d"),
-            r => format!("{d}d{r}h"),
-        };
-    }
-    if h < 24 * 365 * 2 {
-        return format!("{d}d");
-    }
-    let y = d / 365;
-    if h < 24 * 365 * 8 {
-        return match d % 365 {
-            0 => format!("{y}y"),
-            r => format!("{y}y{r}d"),
-        };
-    }
-    format!("{y}y")
+    let rows = pods
+        .iter()
+        .zip(objects)
+        .map(|(listed, object)| {
+            // Cannot fail for JSON that k8s-openapi wrote: the shape is a subset of its Pod.
+            let pod = Pod::deserialize(object).map_err(|e| {
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!(
+                        "the built-in table cannot read a pod of leaf {:?}: {e}",
+                        listed.leaf
+                    ),
+                )
+            })?;
+            let mut cells: Vec<Value> = PodRow::new(&pod, now)
+                .cells()
+                .into_iter()
+                .map(Value::String)
+                .collect();
+            cells.push(json!(&*listed.leaf));
+            Ok(Value::Array(cells))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok((columns, rows))
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
 
+    /// The built-in table reads each pod from the JSON k8s-openapi writes of it: every
+    /// field the wide columns need survives that trip, and LEAF comes last.
     #[test]
-    fn ages_read_as_kubectl_prints_them() {
-        for (s, want) in [
-            (5, "5s"),
-            (119, "119s"),
-            (303, "5m3s"),
-            (600, "10m"),
-            (3 * 3600 + 60, "3h1m"),
-            (30 * 3600, "30h"),
-            (2 * 86400 + 5 * 3600, "2d5h"),
-            (20 * 86400, "20d"),
-            (3 * 365 * 86400 + 86400, "3y1d"),
-            (-5, "<invalid>"),
-        ] {
-            assert_eq!(human_age(s), want, "{s}");
-        }
+    fn builtin_prints_a_listed_pod_through_its_json() {
+        let pod = serde_json::from_value(json!({
+            "metadata": {
+                "name": "web", "namespace": "apps",
+                "creationTimestamp": "2000-01-01T00:00:00Z",
+            },
+            "spec": {
+                "nodeName": "node-a",
+                "containers": [{ "name": "app" }, { "name": "side" }],
+                "initContainers": [{ "name": "init" }],
+                "readinessGates": [{ "conditionType": "lb" }],
+            },
+            "status": {
+                "phase": "Pending", "podIP": "10.0.0.7", "nominatedNodeName": "node-b",
+                "conditions": [{ "type": "lb", "status": "True" }],
+                "initContainerStatuses": [{
+                    "name": "init", "ready": false, "restartCount": 2, "image": "i", "imageID": "",
+                    "state": { "waiting": { "reason": "CrashLoopBackOff" } },
+                }],
+                "containerStatuses": [{
+                    "name": "app", "ready": false, "restartCount": 1, "image": "a", "imageID": "",
+                    "state": { "waiting": { "reason": "PodInitializing" } },
+                }],
+            },
+        }))
+        .unwrap();
+        let listed = Listed {
+            leaf: Arc::from("leaf-1"),
+            pod: Arc::new(pod),
+        };
+        let (columns, rows) = builtin(std::slice::from_ref(&listed), &[listed.json()]).unwrap();
+        let names: Vec<&str> = columns
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "Name",
+                "Ready",
+                "Status",
+                "Restarts",
+                "Age",
+                "IP",
+                "Node",
+                "Nominated Node",
+                "Readiness Gates",
+                "Leaf"
+            ]
+        );
+        let cells = rows[0].as_array().unwrap();
+        assert_eq!(cells[..4], ["web", "0/2", "Init:CrashLoopBackOff", "1"]);
+        assert!(cells[4].as_str().unwrap().ends_with('y'), "{}", cells[4]);
+        assert_eq!(
+            cells[5..],
+            ["10.0.0.7", "node-a", "node-b", "1/1", "leaf-1"]
+        );
     }
 }
