@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
+// The annotation naming the leaf a listed pod came from (read by `pods-table`).
+use leafgate_k8s_print::LEAF_ANNOTATION;
 use serde_json::{Value, json};
 
-/// The annotation naming the leaf a listed pod came from (read by `pods-table`).
-pub const LEAF_ANNOTATION: &str = "leafgate.io/leaf";
 /// One leaf's copy of a pod.
 #[derive(Clone)]
 pub struct Listed {
