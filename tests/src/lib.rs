@@ -5,10 +5,12 @@
 pub mod backends;
 pub mod certs;
 pub mod client;
+pub mod config;
 pub mod gateway;
 pub mod ingress;
 pub mod plugins;
 pub mod upstream;
 
+pub use config::Config;
 pub use gateway::TestGateway;
 pub use upstream::TestUpstream;
