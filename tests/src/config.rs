@@ -311,9 +311,10 @@ impl Tenant {
         self
     }
 
-    /// `[tenant.plugins]` present, even with nothing in it.
-    pub fn plugins(mut self) -> Tenant {
-        table_in(&mut self.0, "plugins");
+    /// A key of `[tenant.plugins]` that applies to each of its plugins (`on_error`,
+    /// `deadline`, `memory`...).
+    pub fn plugins_default(mut self, key: &str, value: impl Serialize) -> Tenant {
+        table_in(&mut self.0, "plugins").insert(key.into(), self::value(value));
         self
     }
 
@@ -325,48 +326,46 @@ impl Tenant {
     }
 }
 
-/// A tenant's plugin: the bare path, or `{ path, config, on_error }` once either is set.
+/// A tenant's plugin: the bare path, or `{ path, config, on_error, ... }` once any other
+/// key is set.
 #[derive(Clone, Debug)]
 pub struct Plugin {
     path: Value,
-    config: Option<Value>,
-    on_error: Option<String>,
+    keys: Table,
 }
 
 impl Plugin {
     pub fn new(file: impl AsRef<Path>) -> Plugin {
         Plugin {
             path: path(file),
-            config: None,
-            on_error: None,
+            keys: Table::new(),
         }
     }
 
     /// The plugin's own config (handed to it as JSON).
-    pub fn config(mut self, config: impl Serialize) -> Plugin {
-        self.config = Some(value(config));
-        self
+    pub fn config(self, config: impl Serialize) -> Plugin {
+        self.set("config", config)
     }
 
     /// `reject` or `default`: what a failing plugin's request gets.
-    pub fn on_error(mut self, on_error: &str) -> Plugin {
-        self.on_error = Some(on_error.into());
+    pub fn on_error(self, on_error: &str) -> Plugin {
+        self.set("on_error", on_error)
+    }
+
+    /// Any other key of the plugin's table (`memory`, `deadline`, `max_calls`...).
+    pub fn set(mut self, key: &str, value: impl Serialize) -> Plugin {
+        self.keys.insert(key.into(), self::value(value));
         self
     }
 }
 
 impl From<Plugin> for Value {
     fn from(plugin: Plugin) -> Value {
-        if plugin.config.is_none() && plugin.on_error.is_none() {
+        if plugin.keys.is_empty() {
             return plugin.path;
         }
-        let mut table = Table::from_iter([("path".to_string(), plugin.path)]);
-        if let Some(config) = plugin.config {
-            table.insert("config".into(), config);
-        }
-        if let Some(on_error) = plugin.on_error {
-            table.insert("on_error".into(), on_error.into());
-        }
+        let mut table = plugin.keys;
+        table.insert("path".into(), plugin.path);
         Value::Table(table)
     }
 }
@@ -384,6 +383,16 @@ impl Kubernetes {
     /// The root cluster behind `kubeconfig`.
     pub fn new(kubeconfig: impl AsRef<Path>) -> Kubernetes {
         Kubernetes(Table::from_iter([("kubeconfig".into(), path(kubeconfig))]))
+    }
+
+    /// What the root API server dials to reach this replica's node-api listener.
+    pub fn gateway_address(self, address: &str) -> Kubernetes {
+        self.put("gateway_address", address.into())
+    }
+
+    /// The `kind = "node-api"` listener whose port virtual nodes publish.
+    pub fn node_api_listener(self, listener: &str) -> Kubernetes {
+        self.put("node_api_listener", listener.into())
     }
 
     /// This replica's name in the leader Lease.
