@@ -1,5 +1,5 @@
-//! leafgate in-process: a config written to a temporary folder, the gateway started on it,
-//! its real bound addresses read back.
+//! leafgate in-process: a config (usually built with [`crate::Config`]) written to a
+//! temporary folder, the gateway started on it, its real bound addresses read back.
 
 use std::fmt::Display;
 use std::net::SocketAddr;
@@ -40,15 +40,6 @@ impl TestGateway {
 
     pub async fn start(toml: impl Display) -> TestGateway {
         Self::start_in(tempfile::tempdir().unwrap(), toml).await
-    }
-
-    /// Starts with one plain listener named `web` on `127.0.0.1:0`, followed by `rest`
-    /// (routes, tenants).
-    pub async fn web(rest: &str) -> TestGateway {
-        Self::start(&format!(
-            "[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n{rest}"
-        ))
-        .await
     }
 
     pub fn path(&self) -> &Path {
