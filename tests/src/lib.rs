@@ -3,6 +3,7 @@
 //! do. Each test builds what it needs from these parts; nothing here fixes a port.
 
 pub mod backends;
+pub mod binary;
 pub mod certs;
 pub mod client;
 pub mod config;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use kubesim::{Credential, KubeSim};
 use leafgate_tests::certs::TestCa;
 use leafgate_tests::config::{Kubernetes, Leaf, Listener, Plugin, Tenant, VirtualNode};
-use leafgate_tests::plugins::{plugin, repo_root, target_dir};
+use leafgate_tests::plugins::{plugin, repo_root};
 use leafgate_tests::{Config, TestGateway};
 use serde_json::{Value, json};
 
@@ -460,20 +460,6 @@ async fn two_replicas_elect_one_writer_and_hand_over() {
     assert_one_writer_per_term(&root, usize::try_from(term).unwrap() + 1);
 }
 
-/// The `leafgate` binary of this target dir, built when missing (it shares the library
-/// the tests already built, so this is a link).
-fn leafgate_binary() -> PathBuf {
-    let status =
-        std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-            .args(["build", "--quiet", "-p", "leafgate", "--bin", "leafgate"])
-            .current_dir(repo_root())
-            .env("CARGO_TARGET_DIR", target_dir())
-            .status()
-            .expect("cargo runs");
-    assert!(status.success(), "building the leafgate binary failed");
-    target_dir().join("debug").join("leafgate")
-}
-
 fn spawn_leafgate(bin: &Path, dir: &Path) -> tokio::process::Child {
     tokio::process::Command::new(bin)
         .args(["run", "--config"])
@@ -488,7 +474,9 @@ fn spawn_leafgate(bin: &Path, dir: &Path) -> tokio::process::Child {
 
 #[tokio::test]
 async fn sigkill_of_the_leader_process_hands_over_and_the_restarted_one_follows() {
-    let bin = tokio::task::spawn_blocking(leafgate_binary).await.unwrap();
+    let bin = tokio::task::spawn_blocking(leafgate_tests::binary::leafgate)
+        .await
+        .unwrap();
     let root = root_sim(KubeSim::builder()).await;
     let leaf = KubeSim::builder().start().await.unwrap();
     let dirs: Vec<tempfile::TempDir> = ["replica-a", "replica-b"]
