@@ -17,7 +17,7 @@ use toml::{Table, Value};
 
 /// Converts anything serializable (strings, numbers, arrays, `json!` objects, paths) to a
 /// TOML value; panics on what TOML cannot hold (a JSON `null`), a bug in the test.
-pub fn value(v: impl Serialize) -> Value {
+fn value(v: impl Serialize) -> Value {
     Value::try_from(v).unwrap_or_else(|e| panic!("not a TOML value: {e}"))
 }
 
@@ -40,7 +40,7 @@ fn strings<T: fmt::Display>(items: impl IntoIterator<Item = T>) -> Value {
 macro_rules! section {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
-        #[derive(Clone, Debug, Default)]
+        #[derive(Clone, Debug)]
         pub struct $name(Table);
 
         impl $name {
@@ -95,7 +95,14 @@ section! {
     VirtualNode
 }
 
+impl Default for Config {
+    fn default() -> Config {
+        Config(Table::new())
+    }
+}
+
 impl Config {
+    /// An empty config: no admin listener, no listeners.
     pub fn new() -> Config {
         Config::default()
     }
