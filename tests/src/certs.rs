@@ -44,26 +44,41 @@ impl TestCa {
     /// Issues a certificate for `names` (DNS names or IP addresses), usable by servers and
     /// clients, and writes `dir/{stem}.pem` and `dir/{stem}-key.pem`.
     pub fn issue(&self, dir: &Path, stem: &str, names: &[&str]) -> CertFiles {
+        self.issue_to(
+            &dir.join(format!("{stem}.pem")),
+            &dir.join(format!("{stem}-key.pem")),
+            names.first().copied().unwrap_or(stem),
+            names,
+        )
+    }
+
+    /// Issues a certificate named `common_name` for `names` and writes it to `cert` and
+    /// its key to `key`, wherever a config names them.
+    pub fn issue_to(
+        &self,
+        cert: &Path,
+        key: &Path,
+        common_name: &str,
+        names: &[&str],
+    ) -> CertFiles {
         let mut params =
             CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
                 .unwrap();
         params
             .distinguished_name
-            .push(DnType::CommonName, names.first().copied().unwrap_or(stem));
+            .push(DnType::CommonName, common_name);
         params.extended_key_usages = vec![
             rcgen::ExtendedKeyUsagePurpose::ServerAuth,
             rcgen::ExtendedKeyUsagePurpose::ClientAuth,
         ];
-        let key = KeyPair::generate().unwrap();
-        let cert = params.signed_by(&key, &self.issuer).unwrap();
-        let cert_path = dir.join(format!("{stem}.pem"));
-        let key_path = dir.join(format!("{stem}-key.pem"));
-        std::fs::write(&cert_path, cert.pem()).unwrap();
-        std::fs::write(&key_path, key.serialize_pem()).unwrap();
+        let key_pair = KeyPair::generate().unwrap();
+        let issued = params.signed_by(&key_pair, &self.issuer).unwrap();
+        std::fs::write(cert, issued.pem()).unwrap();
+        std::fs::write(key, key_pair.serialize_pem()).unwrap();
         CertFiles {
-            cert: cert_path,
-            key: key_path,
-            der: cert.der().clone(),
+            cert: cert.to_path_buf(),
+            key: key.to_path_buf(),
+            der: issued.der().clone(),
         }
     }
 

@@ -1,6 +1,7 @@
-//! leafgate in-process: a config written to a temporary folder, the gateway started on it,
-//! its real bound addresses read back.
+//! leafgate in-process: a config (usually built with [`crate::Config`]) written to a
+//! temporary folder, the gateway started on it, its real bound addresses read back.
 
+use std::fmt::Display;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,10 +16,11 @@ pub struct TestGateway {
 }
 
 impl TestGateway {
-    /// Writes `toml` as `leafgate.toml` in `dir` and starts the gateway on it.
-    pub async fn start_in(dir: TempDir, toml: &str) -> TestGateway {
+    /// Writes `toml` (a [`Config`](crate::Config) or literal text) as `leafgate.toml` in
+    /// `dir` and starts the gateway on it.
+    pub async fn start_in(dir: TempDir, toml: impl Display) -> TestGateway {
         let config = dir.path().join("leafgate.toml");
-        std::fs::write(&config, toml).unwrap();
+        std::fs::write(&config, toml.to_string()).unwrap();
         Self::start_at(dir, config).await
     }
 
@@ -36,17 +38,8 @@ impl TestGateway {
         }
     }
 
-    pub async fn start(toml: &str) -> TestGateway {
+    pub async fn start(toml: impl Display) -> TestGateway {
         Self::start_in(tempfile::tempdir().unwrap(), toml).await
-    }
-
-    /// Starts with one plain listener named `web` on `127.0.0.1:0`, followed by `rest`
-    /// (routes, tenants).
-    pub async fn web(rest: &str) -> TestGateway {
-        Self::start(&format!(
-            "[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n{rest}"
-        ))
-        .await
     }
 
     pub fn path(&self) -> &Path {

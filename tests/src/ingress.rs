@@ -10,14 +10,12 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use kubesim::{Credential, KubeSim};
+
+use crate::config::Kubernetes;
 use serde_json::{Value, json};
 
 /// The controller name leafgate's IngressClass carries.
 pub const CONTROLLER: &str = "leafgate.io/ingress-controller";
-
-/// Short election timings so a replica leads within a second (the defaults are 15/5/2 s).
-pub const ELECTION: &str =
-    r#"election = { lease_duration = "2s", renew_deadline = "1s", retry_period = "200ms" }"#;
 
 /// An IngressClass `name` for leafgate's controller, marked default when `default`.
 pub fn ingress_class(name: &str, default: bool) -> Value {
@@ -165,12 +163,14 @@ pub fn root_kubeconfig(sim: &KubeSim, dir: &Path, user: &str) {
     .unwrap();
 }
 
-/// The `[kubernetes]` section for the root at `root.kubeconfig`, replica `identity`, and
-/// `[kubernetes.ingress]` with `ingress` inside it (`class`, `publish_address`...).
-pub fn kubernetes_section(identity: &str, ingress: &str) -> String {
-    format!(
-        "[kubernetes]\nkubeconfig = \"root.kubeconfig\"\nidentity = \"{identity}\"\n{ELECTION}\n[kubernetes.ingress]\n{ingress}\n"
-    )
+/// The `[kubernetes]` section for the root at `root.kubeconfig`, replica `identity`, with
+/// short election timings so a replica leads within a second (the defaults are 15/5/2 s),
+/// and `[kubernetes.ingress]` holding `ingress` (`class`, `publish_address`...).
+pub fn kubernetes_section(identity: &str, ingress: Value) -> Kubernetes {
+    Kubernetes::new("root.kubeconfig")
+        .identity(identity)
+        .election("2s", "1s", "200ms")
+        .ingress(ingress)
 }
 
 /// Polls `check` every 20 ms until it holds; returns how long it took. Panics after

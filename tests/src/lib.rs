@@ -3,12 +3,15 @@
 //! do. Each test builds what it needs from these parts; nothing here fixes a port.
 
 pub mod backends;
+pub mod binary;
 pub mod certs;
 pub mod client;
+pub mod config;
 pub mod gateway;
 pub mod ingress;
 pub mod plugins;
 pub mod upstream;
 
+pub use config::Config;
 pub use gateway::TestGateway;
 pub use upstream::TestUpstream;

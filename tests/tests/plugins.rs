@@ -13,13 +13,19 @@ use leafgate::plugins::{
     PluginError, PluginMetrics, PodRoute, PodRouteRequest, TableRequest, TenantPlugins, Verb,
     Verdict, World,
 };
+use leafgate_tests::config::{Plugin, Tenant};
 use leafgate_tests::plugins::{fault_plugin, plugin};
+use serde_json::json;
 
-/// Loads a config whose text names plugins by absolute path; returns tenant -> plugins.
-fn load(toml: &str, metrics: &PluginMetrics) -> BTreeMap<String, Arc<TenantPlugins>> {
+/// Loads a config that names plugins by absolute path; returns tenant -> plugins. (The
+/// builder's `Config` is spelt in full: `Config` here is leafgate's own.)
+fn load(
+    toml: &leafgate_tests::Config,
+    metrics: &PluginMetrics,
+) -> BTreeMap<String, Arc<TenantPlugins>> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("leafgate.toml");
-    std::fs::write(&path, toml).unwrap();
+    std::fs::write(&path, toml.to_string()).unwrap();
     let config = Config::load(&path).unwrap_or_else(|e| panic!("config: {e}"));
     let set = plugins::load(&config, metrics).unwrap_or_else(|e| {
         panic!(
@@ -37,8 +43,9 @@ fn load(toml: &str, metrics: &PluginMetrics) -> BTreeMap<String, Arc<TenantPlugi
         .collect()
 }
 
-fn one_tenant(plugins_toml: &str) -> Arc<TenantPlugins> {
-    let toml = format!("[[tenant]]\nname = \"t\"\n[tenant.plugins]\n{plugins_toml}\n");
+/// The plugins of one tenant `t` whose only plugin is `plugin`, hooked as `world`.
+fn one_tenant(world: &str, plugin: Plugin) -> Arc<TenantPlugins> {
+    let toml = leafgate_tests::Config::new().tenant(Tenant::new("t").plugin(world, plugin));
     load(&toml, &PluginMetrics::default()).remove("t").unwrap()
 }
 
@@ -64,14 +71,17 @@ fn pod_request(namespace: &str, pod: &str, labels: &[(&str, &str)]) -> PodRouteR
 
 #[tokio::test]
 async fn label_router_routes_by_label_then_namespace_then_default() {
-    let t = one_tenant(&format!(
-        r#"pod_router = {{ path = "{}", config = {{ rules = [
-            {{ label = "site", value = "edge-*", leaf = "leaf-2" }},
-            {{ namespace = "batch-*", leaf = "leaf-1" }},
-            {{ namespace = "gone", leaf = "leaf-9" }},
-        ], default_leaf = "leaf-1" }} }}"#,
-        path(&plugin("label-router"))
-    ));
+    let t = one_tenant(
+        "pod_router",
+        Plugin::new(plugin("label-router")).config(json!({
+            "rules": [
+                {"label": "site", "value": "edge-*", "leaf": "leaf-2"},
+                {"namespace": "batch-*", "leaf": "leaf-1"},
+                {"namespace": "gone", "leaf": "leaf-9"},
+            ],
+            "default_leaf": "leaf-1",
+        })),
+    );
     let route = |ns: &'static str, labels: &'static [(&str, &str)]| {
         let t = t.clone();
         async move { t.route_pod(&pod_request(ns, "p", labels)).await.unwrap() }
@@ -105,12 +115,13 @@ async fn label_router_routes_by_label_then_namespace_then_default() {
 /// key wherever it sits, and know a leaf only by its whole name.
 #[tokio::test]
 async fn label_router_reads_labels_and_leaves_from_their_lines() {
-    let t = one_tenant(&format!(
-        r#"pod_router = {{ path = "{}", config = {{ rules = [
-            {{ label = "site", value = "edge-*", leaf = "leaf-2" }},
-        ], default_leaf = "leaf-1" }} }}"#,
-        path(&plugin("label-router"))
-    ));
+    let t = one_tenant(
+        "pod_router",
+        Plugin::new(plugin("label-router")).config(json!({
+            "rules": [{"label": "site", "value": "edge-*", "leaf": "leaf-2"}],
+            "default_leaf": "leaf-1",
+        })),
+    );
     let route = |labels: &[(&str, &str)], leaves: &[&str]| {
         let mut req = pod_request("web", "p", labels);
         req.leaves = leaves.iter().map(|l| l.to_string()).collect();
@@ -153,10 +164,12 @@ async fn label_router_reads_labels_and_leaves_from_their_lines() {
 
 #[tokio::test]
 async fn label_router_without_default_leaves_the_decision_to_the_gateway() {
-    let t = one_tenant(&format!(
-        r#"pod_router = {{ path = "{}", config = {{ rules = [{{ namespace = "edge-*", leaf = "leaf-2" }}] }} }}"#,
-        path(&plugin("label-router"))
-    ));
+    let t = one_tenant(
+        "pod_router",
+        Plugin::new(plugin("label-router")).config(json!({
+            "rules": [{"namespace": "edge-*", "leaf": "leaf-2"}]
+        })),
+    );
     assert_eq!(
         t.route_pod(&pod_request("core", "p", &[])).await.unwrap(),
         PodRoute::Default
@@ -189,10 +202,7 @@ async fn prefer_gateway_puts_the_gateway_first_under_the_preferred_type() {
         gateway_address: "192.0.2.10".into(),
         addresses: addresses.clone(),
     };
-    let t = one_tenant(&format!(
-        "address_rewriter = \"{}\"",
-        path(&plugin("prefer-gateway"))
-    ));
+    let t = one_tenant("address_rewriter", Plugin::new(plugin("prefer-gateway")));
     let out = t.rewrite_addresses(&req).await.unwrap();
     assert_eq!(
         out,
@@ -207,10 +217,10 @@ async fn prefer_gateway_puts_the_gateway_first_under_the_preferred_type() {
         "the gateway's address first, the copy of it removed, the rest kept in order"
     );
 
-    let t = one_tenant(&format!(
-        r#"address_rewriter = {{ path = "{}", config = {{ preferred_type = "ExternalIP" }} }}"#,
-        path(&plugin("prefer-gateway"))
-    ));
+    let t = one_tenant(
+        "address_rewriter",
+        Plugin::new(plugin("prefer-gateway")).config(json!({"preferred_type": "ExternalIP"})),
+    );
     let out = t.rewrite_addresses(&req).await.unwrap();
     assert_eq!(
         out[0],
@@ -224,10 +234,13 @@ async fn prefer_gateway_puts_the_gateway_first_under_the_preferred_type() {
 
 #[tokio::test]
 async fn redact_replaces_secrets_and_drops_noise() {
-    let t = one_tenant(&format!(
-        r#"log_filter = {{ path = "{}", config = {{ patterns = ['password=\S+', 'Bearer [A-Za-z0-9._-]+'], drop = ['GET /healthz'] }} }}"#,
-        path(&plugin("redact"))
-    ));
+    let t = one_tenant(
+        "log_filter",
+        Plugin::new(plugin("redact")).config(json!({
+            "patterns": [r"password=\S+", r"Bearer [A-Za-z0-9._-]+"],
+            "drop": ["GET /healthz"],
+        })),
+    );
     let lines: Vec<String> = [
         "login user=ann password=hunter2 ok",
         "GET /healthz 200",
@@ -322,12 +335,6 @@ async fn redact_agrees_with_the_regex_crate_on_tricky_lines() {
         r"\btoken:(\w+)",
         r"key=(?P<v>[a-z]+)",
     ];
-    let quoted = |list: &[&str]| {
-        list.iter()
-            .map(|p| format!("'{p}'"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     // Literals found (anchored searches); a `drop` pattern with too many literals to look
     // for (whole-line searches); and a replacement naming groups, counted across patterns.
     for (drop, replacement) in [
@@ -335,12 +342,14 @@ async fn redact_agrees_with_the_regex_crate_on_tricky_lines() {
         (vec![r"GET /healthz$", r"(?i)debug:"], "***"),
         (vec![r"GET /healthz$"], "<$1|$2|${v}>"),
     ] {
-        let t = one_tenant(&format!(
-            r#"log_filter = {{ path = "{}", config = {{ patterns = [{}], drop = [{}], replacement = "{replacement}" }} }}"#,
-            path(&plugin("redact")),
-            quoted(&patterns),
-            quoted(&drop),
-        ));
+        let t = one_tenant(
+            "log_filter",
+            Plugin::new(plugin("redact")).config(json!({
+                "patterns": patterns,
+                "drop": drop,
+                "replacement": replacement,
+            })),
+        );
         let drops = regex::RegexSet::new(&drop).unwrap();
         let secrets = regex::Regex::new(
             &patterns
@@ -381,10 +390,10 @@ async fn redact_agrees_with_the_regex_crate_on_tricky_lines() {
 #[tokio::test]
 async fn redact_with_an_invalid_pattern_fails_its_call_and_says_which() {
     for (list, other) in [("patterns", "drop"), ("drop", "patterns")] {
-        let t = one_tenant(&format!(
-            r#"log_filter = {{ path = "{}", config = {{ {list} = ['password=('], {other} = ['ok'] }} }}"#,
-            path(&plugin("redact"))
-        ));
+        let t = one_tenant(
+            "log_filter",
+            Plugin::new(plugin("redact")).config(json!({list: ["password=("], other: ["ok"]})),
+        );
         let batch = LogBatch::from_lines(["password=x"]).unwrap();
         match t.log_verdicts(&LogContext::default(), &batch).await {
             Err(PluginError::Call { kind, message, .. }) => {
@@ -455,10 +464,7 @@ fn pods_json() -> String {
 
 #[tokio::test]
 async fn pods_table_prints_like_kubectl_with_the_leaf() {
-    let t = one_tenant(&format!(
-        "table_formatter = \"{}\"",
-        path(&plugin("pods-table"))
-    ));
+    let t = one_tenant("table_formatter", Plugin::new(plugin("pods-table")));
     let req = TableRequest {
         group: String::new(),
         version: "v1".into(),
@@ -537,11 +543,16 @@ async fn pods_table_prints_like_kubectl_with_the_leaf() {
     assert_eq!(t.format_table(&deployments).await.unwrap(), None);
 }
 
-fn faulty(on_error: &str, extra: &str) -> Arc<TenantPlugins> {
-    one_tenant(&format!(
-        r#"pod_router = {{ path = "{}", on_error = "{on_error}", memory = "16MiB", deadline = "20ms"{extra} }}"#,
-        path(&fault_plugin("faulty-router"))
-    ))
+/// faulty-router under `on_error = "reject"`, a 16 MiB memory cap and a 20 ms deadline.
+fn faulty_router() -> Plugin {
+    Plugin::new(fault_plugin("faulty-router"))
+        .on_error("reject")
+        .set("memory", "16MiB")
+        .set("deadline", "20ms")
+}
+
+fn faulty(router: Plugin) -> Arc<TenantPlugins> {
+    one_tenant("pod_router", router)
 }
 
 fn call_error(r: Result<PodRoute, PluginError>) -> (FaultKind, String) {
@@ -562,7 +573,7 @@ fn call_error(r: Result<PodRoute, PluginError>) -> (FaultKind, String) {
 
 #[tokio::test]
 async fn each_fault_fails_only_its_call_under_reject() {
-    let t = faulty("reject", "");
+    let t = faulty(faulty_router());
     let healthy = pod_request("ns", "ok-1", &[]);
     assert_eq!(
         t.route_pod(&healthy).await.unwrap(),
@@ -643,9 +654,12 @@ async fn each_fault_fails_only_its_call_under_reject() {
 #[tokio::test]
 async fn each_fault_falls_back_to_the_default_decision_under_default() {
     let metrics = PluginMetrics::default();
-    let toml = format!(
-        "[[tenant]]\nname = \"t\"\n[tenant.plugins]\non_error = \"default\"\ndeadline = \"20ms\"\nmemory = \"16MiB\"\npod_router = \"{}\"\n",
-        path(&fault_plugin("faulty-router"))
+    let toml = leafgate_tests::Config::new().tenant(
+        Tenant::new("t")
+            .plugins_default("on_error", "default")
+            .plugins_default("deadline", "20ms")
+            .plugins_default("memory", "16MiB")
+            .plugin("pod_router", Plugin::new(fault_plugin("faulty-router"))),
     );
     let t = load(&toml, &metrics).remove("t").unwrap();
     for pod in ["trap-1", "spin-1", "bomb-1", "lost-1"] {
@@ -673,8 +687,8 @@ async fn each_fault_falls_back_to_the_default_decision_under_default() {
 async fn a_wrong_number_of_verdicts_is_the_plugins_error() {
     let lines = vec!["a".to_string(), "b".to_string()];
     let ctx = LogContext::default();
-    let wrong = path(&fault_plugin("wrong-verdicts"));
-    let t = one_tenant(&format!("log_filter = \"{wrong}\""));
+    let wrong = fault_plugin("wrong-verdicts");
+    let t = one_tenant("log_filter", Plugin::new(&wrong));
     match t.filter_logs(&ctx, lines.clone()).await {
         Err(PluginError::Call {
             kind: FaultKind::InvalidAnswer,
@@ -685,9 +699,7 @@ async fn a_wrong_number_of_verdicts_is_the_plugins_error() {
         }
         other => panic!("expected an invalid answer, got {other:?}"),
     }
-    let t = one_tenant(&format!(
-        "log_filter = {{ path = \"{wrong}\", on_error = \"default\" }}"
-    ));
+    let t = one_tenant("log_filter", Plugin::new(&wrong).on_error("default"));
     assert_eq!(
         t.filter_logs(&ctx, lines.clone()).await.unwrap(),
         lines,
@@ -716,17 +728,17 @@ async fn counted_leaves(t: &TenantPlugins, calls: usize) -> Vec<String> {
 async fn pooled_instances_keep_state_and_per_call_ones_do_not() {
     let leaves = |t: Arc<TenantPlugins>| async move { counted_leaves(&t, 4).await };
     assert_eq!(
-        leaves(faulty("reject", "")).await,
+        leaves(faulty(faulty_router())).await,
         ["leaf-1", "leaf-2", "leaf-1", "leaf-2"]
     );
     assert_eq!(
-        leaves(faulty("reject", ", isolation = \"per-call\"")).await,
+        leaves(faulty(faulty_router().set("isolation", "per-call"))).await,
         ["leaf-1", "leaf-1", "leaf-1", "leaf-1"]
     );
 
     // An instance that trapped is thrown away: the next call starts a fresh one, whose
     // count starts again.
-    let t = faulty("reject", "");
+    let t = faulty(faulty_router());
     let count = pod_request("ns", "count-1", &[]);
     assert_eq!(
         t.route_pod(&count).await.unwrap(),
@@ -750,12 +762,19 @@ async fn pooled_instances_keep_state_and_per_call_ones_do_not() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_tenant_keeps_answering_through_a_storm_of_faults() {
     let metrics = PluginMetrics::default();
-    let toml = format!(
-        "[[tenant]]\nname = \"stormy\"\n[tenant.plugins]\npod_router = {{ path = \"{}\", deadline = \"20ms\", memory = \"16MiB\" }}\n\
-         [[tenant]]\nname = \"calm\"\n[tenant.plugins]\npod_router = {{ path = \"{}\", config = {{ default_leaf = \"leaf-2\" }} }}\n",
-        path(&fault_plugin("faulty-router")),
-        path(&plugin("label-router")),
-    );
+    let toml = leafgate_tests::Config::new()
+        .tenant(
+            Tenant::new("stormy").plugin(
+                "pod_router",
+                Plugin::new(fault_plugin("faulty-router"))
+                    .set("deadline", "20ms")
+                    .set("memory", "16MiB"),
+            ),
+        )
+        .tenant(Tenant::new("calm").plugin(
+            "pod_router",
+            Plugin::new(plugin("label-router")).config(json!({"default_leaf": "leaf-2"})),
+        ));
     let mut tenants = load(&toml, &metrics);
     let (stormy, calm) = (
         tenants.remove("stormy").unwrap(),
@@ -838,10 +857,8 @@ fn check_rejects_a_component_configured_for_the_wrong_world() {
 
 #[test]
 fn compiled_components_are_shared_across_reloads() {
-    let toml = format!(
-        "[[tenant]]\nname = \"t\"\n[tenant.plugins]\nlog_filter = \"{}\"\n",
-        path(&plugin("redact"))
-    );
+    let toml = leafgate_tests::Config::new()
+        .tenant(Tenant::new("t").plugin("log_filter", Plugin::new(plugin("redact"))));
     let metrics = PluginMetrics::default();
     // The serving snapshot's plugins stay alive while the next one loads, as in a reload.
     let mut serving = load(&toml, &metrics); // compiles, or finds it compiled by another test
@@ -871,10 +888,7 @@ fn open_sockets() -> std::collections::BTreeSet<String> {
 
 #[tokio::test]
 async fn a_plugin_cannot_open_a_socket_and_the_host_holds_no_descriptor_for_it() {
-    let t = one_tenant(&format!(
-        r#"pod_router = {{ path = "{}" }}"#,
-        path(&fault_plugin("socket-opener"))
-    ));
+    let t = one_tenant("pod_router", Plugin::new(fault_plugin("socket-opener")));
     // A listener the plugin is told to connect to: reachable, were sockets allowed.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
@@ -907,7 +921,7 @@ async fn a_plugin_cannot_open_a_socket_and_the_host_holds_no_descriptor_for_it()
 
 #[tokio::test]
 async fn a_pooled_instance_is_retired_after_max_calls() {
-    let t = faulty("reject", ", max_calls = 3");
+    let t = faulty(faulty_router().set("max_calls", 3));
     let seen = counted_leaves(&t, 5).await;
     // Three calls on the first instance (its count 0, 1, 2), then a fresh one (0, 1).
     assert_eq!(seen, ["leaf-1", "leaf-2", "leaf-1", "leaf-1", "leaf-2"]);
@@ -946,10 +960,8 @@ fn the_compile_cache_drops_a_component_no_loaded_plugin_references() {
     bytes.push(name.len() as u8);
     bytes.extend_from_slice(name);
     std::fs::write(&unique, &bytes).unwrap();
-    let toml = format!(
-        "[[tenant]]\nname = \"t\"\n[tenant.plugins]\nlog_filter = \"{}\"\n",
-        path(&unique)
-    );
+    let toml = leafgate_tests::Config::new()
+        .tenant(Tenant::new("t").plugin("log_filter", Plugin::new(&unique)));
     let metrics = PluginMetrics::default();
 
     let serving = load(&toml, &metrics);

@@ -4,19 +4,19 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use leafgate_tests::TestGateway;
 use leafgate_tests::certs::{CertFiles, TestCa};
 use leafgate_tests::client::get;
+use leafgate_tests::config::{Listener, Route};
+use leafgate_tests::{Config, TestGateway};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-const HELLO: &str = r#"
-[[route]]
-host = "hello.example"
-direct = { status = 200, body = "hello" }
-"#;
+/// The one route every test here serves: answered by leafgate itself.
+fn hello() -> Route {
+    Route::host("hello.example").direct(200, "hello")
+}
 
 const REQUEST: &[u8] = b"GET / HTTP/1.1\r\nhost: hello.example\r\n\r\n";
 
@@ -58,9 +58,12 @@ async fn read_hello(stream: &mut TcpStream) -> String {
 
 #[tokio::test]
 async fn a_silent_connection_is_closed_after_the_first_byte_timeout() {
-    let gw = TestGateway::start(&format!(
-        "[admin]\nbind = \"127.0.0.1:0\"\n[timeouts]\nfirst_byte = \"300ms\"\n[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n{HELLO}"
-    ))
+    let gw = TestGateway::start(
+        Config::web()
+            .admin()
+            .timeout("first_byte", "300ms")
+            .route(hello()),
+    )
     .await;
     // Both a client listener and the admin listener close a silent connection.
     for addr in [gw.addr("web"), gw.admin()] {
@@ -84,10 +87,7 @@ async fn a_silent_connection_is_closed_after_the_first_byte_timeout() {
 
 #[tokio::test]
 async fn an_idle_keep_alive_connection_is_closed() {
-    let gw = TestGateway::start(&format!(
-        "[timeouts]\nclient_idle = \"300ms\"\n[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n{HELLO}"
-    ))
-    .await;
+    let gw = TestGateway::start(Config::web().timeout("client_idle", "300ms").route(hello())).await;
     let mut client = TcpStream::connect(gw.addr("web")).await.unwrap();
     client.write_all(REQUEST).await.unwrap();
     assert!(read_hello(&mut client).await.starts_with("HTTP/1.1 200"));
@@ -109,9 +109,12 @@ async fn an_idle_keep_alive_connection_is_closed() {
 
 #[tokio::test]
 async fn past_max_connections_a_client_waits_and_is_served_when_one_leaves() {
-    let gw = TestGateway::start(&format!(
-        "[admin]\nbind = \"127.0.0.1:0\"\n[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\nmax_connections = 2\n{HELLO}"
-    ))
+    let gw = TestGateway::start(
+        Config::new()
+            .admin()
+            .listener(Listener::new("web").max_connections(2))
+            .route(hello()),
+    )
     .await;
     let addr = gw.addr("web");
     let mut held = Vec::new();
@@ -167,9 +170,13 @@ async fn max_connections_of_zero_is_a_config_error() {
 
 #[tokio::test]
 async fn draining_reports_not_ready_while_still_serving_for_the_delay() {
-    let gw = TestGateway::start(&format!(
-        "[admin]\nbind = \"127.0.0.1:0\"\n[timeouts]\nshutdown_delay = \"1s\"\nshutdown_grace = \"5s\"\n[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n{HELLO}"
-    ))
+    let gw = TestGateway::start(
+        Config::web()
+            .admin()
+            .timeout("shutdown_delay", "1s")
+            .timeout("shutdown_grace", "5s")
+            .route(hello()),
+    )
     .await;
     let (web, admin) = (gw.addr("web"), gw.admin());
     assert_eq!(get(admin, "admin", "/readyz").await.status, 200);
@@ -217,11 +224,14 @@ async fn mtls_gateway(server_ca: &TestCa, client_ca: &TestCa) -> TestGateway {
     let dir = tempfile::tempdir().unwrap();
     let server = server_ca.issue(dir.path(), "server", &["hello.example"]);
     let ca = client_ca.write(dir.path(), "client-ca.pem");
-    let toml = format!(
-        "[[listener]]\nname = \"tls\"\nbind = \"127.0.0.1:0\"\ntls = {{ cert = {:?}, key = {:?}, client_ca = {:?} }}\n{HELLO}",
-        server.cert, server.key, ca
-    );
-    TestGateway::start_in(dir, &toml).await
+    let config = Config::new()
+        .listener(
+            Listener::new("tls")
+                .tls(&server.cert, &server.key)
+                .client_ca(&ca),
+        )
+        .route(hello());
+    TestGateway::start_in(dir, config).await
 }
 
 /// Connects over TLS (presenting `client` if given), sends [`REQUEST`] and returns the
@@ -306,10 +316,7 @@ async fn an_idle_http2_connection_is_closed() {
     use http_body_util::Empty;
     use hyper_util::rt::{TokioExecutor, TokioIo};
 
-    let gw = TestGateway::start(&format!(
-        "[timeouts]\nclient_idle = \"300ms\"\n[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n{HELLO}"
-    ))
-    .await;
+    let gw = TestGateway::start(Config::web().timeout("client_idle", "300ms").route(hello())).await;
     let io = TokioIo::new(TcpStream::connect(gw.addr("web")).await.unwrap());
     let (mut sender, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
         .await

@@ -4,30 +4,20 @@
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
-use leafgate_tests::TestGateway;
 use leafgate_tests::backends::{self, read_head};
 use leafgate_tests::client::get;
+use leafgate_tests::config::{Route, Tenant};
+use leafgate_tests::{Config, TestGateway};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 
 const MIB: usize = 1 << 20;
 
-fn one_route(backend: std::net::SocketAddr, extra: &str) -> String {
-    format!(
-        r#"
-        [admin]
-        bind = "127.0.0.1:0"
-        [[listener]]
-        name = "web"
-        bind = "127.0.0.1:0"
-        {extra}
-        [[route]]
-        name = "up"
-        host = "*"
-        backends = ["{backend}"]
-        "#
-    )
+fn one_route(backend: std::net::SocketAddr) -> Config {
+    Config::web()
+        .admin()
+        .route(Route::host("*").name("up").backend(backend))
 }
 
 /// Answers an upgrade to `x-echo` with 101, then echoes; `greeting` is sent in the same
@@ -45,7 +35,7 @@ async fn x_echo_backend(greeting: &'static [u8]) -> backends::Backend {
 #[tokio::test]
 async fn websocket_echo_moves_a_mebibyte_each_way_byte_exact() {
     let ws = backends::websocket_echo("ws").await;
-    let gw = TestGateway::start(&one_route(ws.addr, "")).await;
+    let gw = TestGateway::start(one_route(ws.addr)).await;
     let (mut socket, res) =
         tokio_tungstenite::connect_async(format!("ws://{}/socket", gw.addr("web")))
             .await
@@ -89,7 +79,7 @@ async fn websocket_echo_moves_a_mebibyte_each_way_byte_exact() {
 #[tokio::test]
 async fn a_made_up_protocol_keeps_bytes_sent_right_behind_either_head() {
     let backend = x_echo_backend(b"GREETING-FROM-BACKEND;").await;
-    let gw = TestGateway::start(&one_route(backend.addr, "")).await;
+    let gw = TestGateway::start(one_route(backend.addr)).await;
     let mut client = TcpStream::connect(gw.addr("web")).await.unwrap();
     // The client's first bytes of the new protocol go in the same write as its head,
     // before it has seen the 101.
@@ -126,7 +116,7 @@ async fn spdy_upgrade_headers_reach_the_backend_unchanged() {
         backends::echo(stream).await;
     })
     .await;
-    let gw = TestGateway::start(&one_route(backend.addr, "")).await;
+    let gw = TestGateway::start(one_route(backend.addr)).await;
     let mut client = TcpStream::connect(gw.addr("web")).await.unwrap();
     client
         .write_all(
@@ -174,7 +164,7 @@ async fn a_refused_upgrade_is_relayed_with_its_body() {
         stream.write_all(res.as_bytes()).await.unwrap();
     })
     .await;
-    let gw = TestGateway::start(&one_route(backend.addr, "")).await;
+    let gw = TestGateway::start(one_route(backend.addr)).await;
     let mut client = TcpStream::connect(gw.addr("web")).await.unwrap();
     client
         .write_all(
@@ -213,7 +203,7 @@ async fn half_close_still_delivers_what_the_backend_sends_afterwards() {
         stream.shutdown().await.unwrap();
     })
     .await;
-    let gw = TestGateway::start(&one_route(backend.addr, "")).await;
+    let gw = TestGateway::start(one_route(backend.addr)).await;
     let mut client = TcpStream::connect(gw.addr("web")).await.unwrap();
     client
         .write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: x-echo\r\n\r\n")
@@ -281,15 +271,9 @@ async fn drink(web: std::net::SocketAddr, host: &str) -> (usize, Duration) {
 #[tokio::test]
 async fn a_per_connection_limit_of_2_mib_s_moves_6_mib_in_3_s() {
     let backend = firehose(6 * MIB).await;
-    let gw = TestGateway::web(&format!(
-        r#"
-        [[route]]
-        host = "*"
-        backends = ["{}"]
-        bandwidth = "2MiB/s"
-        "#,
-        backend.addr
-    ))
+    let gw = TestGateway::start(
+        Config::web().route(Route::host("*").backend(backend.addr).bandwidth("2MiB/s")),
+    )
     .await;
     let (bytes, took) = drink(gw.addr("web"), "x").await;
     assert_eq!(bytes, 6 * MIB);
@@ -303,22 +287,20 @@ async fn a_per_connection_limit_of_2_mib_s_moves_6_mib_in_3_s() {
 #[tokio::test]
 async fn two_connections_of_one_tenant_share_its_total() {
     let backend = firehose(3 * MIB).await;
-    let gw = TestGateway::web(&format!(
-        r#"
-        [[tenant]]
-        name = "team-a"
-        bandwidth = {{ total = "2MiB/s" }}
-        [[route]]
-        host = "a.example"
-        backends = ["{b}"]
-        tenant = "team-a"
-        [[route]]
-        host = "b.example"
-        backends = ["{b}"]
-        tenant = "team-a"
-        "#,
-        b = backend.addr
-    ))
+    let gw = TestGateway::start(
+        Config::web()
+            .tenant(Tenant::new("team-a").bandwidth("total", "2MiB/s"))
+            .route(
+                Route::host("a.example")
+                    .backend(backend.addr)
+                    .tenant("team-a"),
+            )
+            .route(
+                Route::host("b.example")
+                    .backend(backend.addr)
+                    .tenant("team-a"),
+            ),
+    )
     .await;
     let web = gw.addr("web");
     let started = Instant::now();

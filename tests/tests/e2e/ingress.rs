@@ -14,12 +14,13 @@ use http::StatusCode;
 use kubesim::KubeSim;
 use leafgate_tests::certs::TestCa;
 use leafgate_tests::client::{Answer, get, tls_connect};
+use leafgate_tests::config::{Listener, Route};
 use leafgate_tests::ingress::{
     backend, backend_objects, eventually, get as get_object, ingress, ingress_class,
     kubernetes_section, list, path, root_kubeconfig, rule, service, service_port, simple_ingress,
     slice, tls_secret,
 };
-use leafgate_tests::{TestGateway, TestUpstream};
+use leafgate_tests::{Config, TestGateway, TestUpstream};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -39,14 +40,13 @@ async fn root() -> KubeSim {
 
 /// A gateway on `sim` with a plain listener `web` (and `extra` listeners or routes),
 /// replica `identity`, and `[kubernetes.ingress]` holding `ingress`.
-async fn gateway(sim: &KubeSim, identity: &str, ingress: &str, extra: &str) -> TestGateway {
+async fn gateway(sim: &KubeSim, identity: &str, ingress: Value, extra: Config) -> TestGateway {
     let dir = tempfile::tempdir().unwrap();
     root_kubeconfig(sim, dir.path(), identity);
-    let toml = format!(
-        "[admin]\nbind = \"127.0.0.1:0\"\n[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n{extra}\n{}",
-        kubernetes_section(identity, ingress)
-    );
-    TestGateway::start_in(dir, &toml).await
+    let config = extra
+        .admin()
+        .kubernetes(kubernetes_section(identity, ingress));
+    TestGateway::start_in(dir, config).await
 }
 
 /// Which upstream answered (its `server` name), or the status when it was not a 200.
@@ -120,7 +120,7 @@ async fn endpoints_follow_readiness_and_port_changes() {
             simple_ingress("web", "app", "leafgate", "app.example", "app"),
         ],
     );
-    let gw = gateway(&sim, "gw", "", "").await;
+    let gw = gateway(&sim, "gw", json!({}), Config::web()).await;
     let web = gw.addr("web");
     served(&gw, "app.example", "/", "a").await;
     let mut seen = BTreeSet::new();
@@ -276,12 +276,11 @@ async fn paths_wildcards_default_backend_and_tls_from_secrets() {
     let mut secure = simple_ingress("apps", "secure", "leafgate", "secure.example", "secure");
     secure["spec"]["tls"] = json!([{"hosts": ["secure.example"], "secretName": "secure-tls"}]);
     sim.create(secure).unwrap();
-    let tls_listener = format!(
-        "[[listener]]\nname = \"websecure\"\nbind = \"127.0.0.1:0\"\ntls = {{ cert = \"{}\", key = \"{}\" }}\n",
-        dir.path().join("default.pem").display(),
-        dir.path().join("default-key.pem").display()
+    let tls_listener = Listener::new("websecure").tls(
+        dir.path().join("default.pem"),
+        dir.path().join("default-key.pem"),
     );
-    let gw = gateway(&sim, "gw", "", &tls_listener).await;
+    let gw = gateway(&sim, "gw", json!({}), Config::web().listener(tls_listener)).await;
     let web = gw.addr("web");
     served(&gw, "paths.example", "/foo", "foo").await;
 
@@ -389,11 +388,11 @@ async fn classes_bad_annotations_and_toml_precedence() {
             ),
         ],
     );
-    let route = format!(
-        "[[route]]\nname = \"toml-route\"\nhost = \"toml.example\"\nbackends = [\"{}\"]\n",
-        toml_side.addr
-    );
-    let gw = gateway(&sim, "gw", "publish_address = \"203.0.113.7\"", &route).await;
+    let route = Route::host("toml.example")
+        .name("toml-route")
+        .backend(toml_side.addr);
+    let publish = json!({"publish_address": "203.0.113.7"});
+    let gw = gateway(&sim, "gw", publish, Config::web().route(route)).await;
     let web = gw.addr("web");
     served(&gw, "good.example", "/", "good").await;
     assert_eq!(
@@ -520,9 +519,9 @@ async fn the_leader_writes_status_and_the_follower_never_does() {
             "app",
         )],
     );
-    let publish = "publish_address = \"203.0.113.7\"";
-    let one = gateway(&sim, "replica-1", publish, "").await;
-    let two = gateway(&sim, "replica-2", publish, "").await;
+    let publish = json!({"publish_address": "203.0.113.7"});
+    let one = gateway(&sim, "replica-1", publish.clone(), Config::web()).await;
+    let two = gateway(&sim, "replica-2", publish, Config::web()).await;
     // Both serve; one leads.
     served(&one, "app.example", "/", "app").await;
     served(&two, "app.example", "/", "app").await;
@@ -620,7 +619,8 @@ async fn a_reload_that_moves_or_removes_the_address_clears_the_old_one() {
         json!([{"ip": "203.0.113.7"}]),
         json!([{"ip": "198.51.100.9"}]),
     );
-    let gw = gateway(&sim, "gw", "publish_address = \"203.0.113.7\"", "").await;
+    let publish = json!({"publish_address": "203.0.113.7"});
+    let gw = gateway(&sim, "gw", publish, Config::web()).await;
     eventually("the first address", APPLIED, || async { lb("app") == old }).await;
 
     // A reload moves the gateway: the served Ingress gets the new address at once.
@@ -690,7 +690,7 @@ async fn a_websocket_survives_fifty_ingress_updates() {
         &sim,
         [simple_ingress("web", "ws", "leafgate", "ws.example", "ws")],
     );
-    let gw = gateway(&sim, "gw", "", "").await;
+    let gw = gateway(&sim, "gw", json!({}), Config::web()).await;
     let web = gw.addr("web");
     eventually("the ws route", APPLIED, || async {
         get(web, "ws.example", "/").await.status != StatusCode::NOT_FOUND

@@ -9,10 +9,11 @@ use std::time::Duration;
 use http::StatusCode;
 use kubesim::KubeSim;
 use leafgate_tests::client::get;
+use leafgate_tests::config::Route;
 use leafgate_tests::ingress::{
     backend_objects, eventually, ingress_class, kubernetes_section, root_kubeconfig, simple_ingress,
 };
-use leafgate_tests::{TestGateway, TestUpstream};
+use leafgate_tests::{Config, TestGateway, TestUpstream};
 use serde_json::json;
 
 const APPLIED: Duration = Duration::from_secs(10);
@@ -45,13 +46,10 @@ async fn reloads_and_ingress_changes_keep_each_others_routes() {
 
     let dir = tempfile::tempdir().unwrap();
     root_kubeconfig(&sim, dir.path(), "gw");
-    let config = |routes: &str| {
-        format!(
-            "[admin]\nbind = \"127.0.0.1:0\"\n[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n{routes}\n{}",
-            kubernetes_section("gw", "")
-        )
-    };
-    let gw = TestGateway::start_in(dir, &config("")).await;
+    let config = Config::web()
+        .admin()
+        .kubernetes(kubernetes_section("gw", json!({})));
+    let gw = TestGateway::start_in(dir, &config).await;
     let web = gw.addr("web");
     for host in ["app.example", "other.example"] {
         eventually(&format!("{host} served"), APPLIED, || async {
@@ -62,14 +60,12 @@ async fn reloads_and_ingress_changes_keep_each_others_routes() {
 
     // A reload adds a TOML route for app.example: it wins there at once, and the other
     // Ingress route is still served (the reload started from the Ingress routes).
-    std::fs::write(
-        &gw.config,
-        config(&format!(
-            "[[route]]\nname = \"toml-app\"\nhost = \"app.example\"\nbackends = [\"{}\"]\n",
-            from_toml.addr
-        )),
-    )
-    .unwrap();
+    let with_route = config.route(
+        Route::host("app.example")
+            .name("toml-app")
+            .backend(from_toml.addr),
+    );
+    std::fs::write(&gw.config, with_route.to_string()).unwrap();
     gw.gateway.reload().await.unwrap();
     assert_eq!(who(web, "app.example").await, "toml");
     assert_eq!(who(web, "other.example").await, "ingress");

@@ -11,8 +11,9 @@ use std::time::Duration;
 use kubesim::client::{spdy_exec, spdy_port_forward};
 use kubesim::testkit::{annotate_port, assert_echoes, echo_server, forwarding_from};
 use kubesim::{Credential, KubeSim, Recorded};
-use leafgate_tests::TestGateway;
 use leafgate_tests::certs::TestCa;
+use leafgate_tests::config::{Leaf, Listener, Tenant};
+use leafgate_tests::{Config, TestGateway};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
@@ -59,26 +60,17 @@ async fn chain(pods: &[&str]) -> Chain {
     )
     .unwrap();
     TestCa::new("node-api serving CA").issue(gw_dir.path(), "node-api", &["127.0.0.1"]);
-    let gw = TestGateway::start_in(
-        gw_dir,
-        r#"
-        [admin]
-        bind = "127.0.0.1:0"
-        [[listener]]
-        name = "kubelet"
-        bind = "127.0.0.1:0"
-        kind = "node-api"
-        tls = { cert = "node-api.pem", key = "node-api-key.pem", client_ca = "kubelet-client-ca.pem" }
-        allowed_clients = ["kube-apiserver-kubelet-client"]
-        [[leaf]]
-        name = "leaf-1"
-        kubeconfig = "leaf.kubeconfig"
-        [[tenant]]
-        name = "team-a"
-        namespaces = ["team-a"]
-        "#,
-    )
-    .await;
+    let config = Config::new()
+        .admin()
+        .listener(
+            Listener::node_api("kubelet")
+                .tls("node-api.pem", "node-api-key.pem")
+                .client_ca("kubelet-client-ca.pem")
+                .allowed_clients(["kube-apiserver-kubelet-client"]),
+        )
+        .leaf(Leaf::new("leaf-1", "leaf.kubeconfig"))
+        .tenant(Tenant::new("team-a").namespaces(["team-a"]));
+    let gw = TestGateway::start_in(gw_dir, config).await;
     root.create(json!({
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": "vn-leaf", "labels": {"type": "virtual-kubelet"}},

@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 use kubesim::testkit::{annotate_port, assert_echoes, echo_server, forwarding_from};
 use kubesim::{Credential, KubeSim};
-use leafgate_tests::TestGateway;
 use leafgate_tests::certs::TestCa;
+use leafgate_tests::config::{Leaf, Listener, Plugin, Tenant};
 use leafgate_tests::plugins::plugin;
+use leafgate_tests::{Config, TestGateway};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
@@ -30,6 +31,37 @@ fn pod(ns: &str, name: &str, labels: Value) -> Value {
     })
 }
 
+/// The gateway's config: a kube-api listener over leaves a and b, tenant acme (with the
+/// redact log filter, and `table_plugin` as its table formatter if given) and tenant other.
+fn config(table_plugin: Option<&Path>) -> Config {
+    let mut acme = Tenant::new("acme")
+        .namespaces(["apps", "apps-*"])
+        .tokens_file("acme.tokens")
+        .client_names(["acme-ci"])
+        .plugin(
+            "log_filter",
+            Plugin::new(plugin("redact")).config(json!({"patterns": [r"password=\S+"]})),
+        );
+    if let Some(table) = table_plugin {
+        acme = acme.plugin("table_formatter", Plugin::new(table));
+    }
+    Config::new()
+        .admin()
+        .listener(
+            Listener::kube_api("kube")
+                .tls("kube-api.pem", "kube-api-key.pem")
+                .client_ca("clients-ca.pem"),
+        )
+        .leaf(Leaf::new("leaf-a", "a.kubeconfig"))
+        .leaf(Leaf::new("leaf-b", "b.kubeconfig"))
+        .tenant(acme)
+        .tenant(
+            Tenant::new("other")
+                .namespaces(["other"])
+                .tokens_file("other.tokens"),
+        )
+}
+
 struct Bed {
     gw: TestGateway,
     leaf_a: KubeSim,
@@ -39,7 +71,7 @@ struct Bed {
 }
 
 impl Bed {
-    /// `table_formatter`: a `[tenant.plugins]` line for tenant acme, or "".
+    /// With `with_table_plugin`, acme's `table_formatter` is the `pods-table` plugin.
     async fn start(with_table_plugin: bool) -> Bed {
         let leaf_a = KubeSim::builder().start().await.unwrap();
         let leaf_b = KubeSim::builder().start().await.unwrap();
@@ -60,48 +92,8 @@ impl Bed {
         )
         .unwrap();
         std::fs::write(gw_dir.path().join("other.tokens"), TOKEN_OTHER).unwrap();
-        let table = if with_table_plugin {
-            format!(
-                "table_formatter = \"{}\"",
-                plugin("pods-table")
-                    .display()
-                    .to_string()
-                    .replace('\\', "/")
-            )
-        } else {
-            String::new()
-        };
-        let toml = format!(
-            r#"
-            [admin]
-            bind = "127.0.0.1:0"
-            [[listener]]
-            name = "kube"
-            bind = "127.0.0.1:0"
-            kind = "kube-api"
-            tls = {{ cert = "kube-api.pem", key = "kube-api-key.pem", client_ca = "clients-ca.pem" }}
-            [[leaf]]
-            name = "leaf-a"
-            kubeconfig = "a.kubeconfig"
-            [[leaf]]
-            name = "leaf-b"
-            kubeconfig = "b.kubeconfig"
-            [[tenant]]
-            name = "acme"
-            namespaces = ["apps", "apps-*"]
-            tokens_file = "acme.tokens"
-            client_names = ["acme-ci"]
-            [tenant.plugins]
-            {table}
-            log_filter = {{ path = "{}", config = {{ patterns = ["password=\\S+"] }} }}
-            [[tenant]]
-            name = "other"
-            namespaces = ["other"]
-            tokens_file = "other.tokens"
-            "#,
-            plugin("redact").display().to_string().replace('\\', "/")
-        );
-        let gw = TestGateway::start_in(gw_dir, &toml).await;
+        let table = with_table_plugin.then(|| plugin("pods-table"));
+        let gw = TestGateway::start_in(gw_dir, config(table.as_deref())).await;
         Bed {
             gw,
             leaf_a,
@@ -814,14 +806,7 @@ async fn tables_honour_include_object_and_the_version_asked_for() {
 async fn a_table_formatter_that_answers_a_row_short_fails_the_request() {
     let short = leafgate_tests::plugins::fault_plugin("short-table");
     let bed = Bed::start(false).await;
-    let toml = std::fs::read_to_string(&bed.gw.config).unwrap().replace(
-        "[tenant.plugins]\n",
-        &format!(
-            "[tenant.plugins]\ntable_formatter = \"{}\"\n",
-            short.display().to_string().replace('\\', "/")
-        ),
-    );
-    std::fs::write(&bed.gw.config, toml).unwrap();
+    std::fs::write(&bed.gw.config, config(Some(&short)).to_string()).unwrap();
     bed.gw.gateway.reload().await.unwrap();
     let bed = bed.with_pods().await;
     let accept = "application/json;as=Table;v=v1;g=meta.k8s.io";

@@ -11,9 +11,10 @@ use http::Request;
 use http_body_util::{BodyExt, Empty};
 use kubesim::{Credential, KubeSim};
 use leafgate::k8s::Held;
-use leafgate_tests::TestGateway;
 use leafgate_tests::certs::TestCa;
 use leafgate_tests::client::get;
+use leafgate_tests::config::Leaf;
+use leafgate_tests::{Config, TestGateway};
 use serde_json::{Value, json};
 
 /// Polls until `check` holds; returns how long it took. Panics after `limit`.
@@ -32,13 +33,11 @@ where
 /// A gateway with an admin listener and `leaves` (`(name, kubeconfig file)`), the
 /// kubeconfigs already written in `dir`.
 async fn gateway(dir: tempfile::TempDir, leaves: &[(&str, &str)]) -> TestGateway {
-    let mut toml = String::from("[admin]\nbind = \"127.0.0.1:0\"\n");
+    let mut config = Config::new().admin();
     for (name, kubeconfig) in leaves {
-        toml.push_str(&format!(
-            "[[leaf]]\nname = \"{name}\"\nkubeconfig = \"{kubeconfig}\"\n"
-        ));
+        config = config.leaf(Leaf::new(name, kubeconfig));
     }
-    TestGateway::start_in(dir, &toml).await
+    TestGateway::start_in(dir, config).await
 }
 
 fn pod(ns: &str, name: &str, labels: Value) -> Value {
@@ -465,7 +464,8 @@ async fn a_changed_kubeconfig_rebuilds_the_leaf_and_a_removed_leaf_leaves_the_in
     .await;
 
     // The leaf removed from the config: its pods and its metric series go.
-    std::fs::write(&gw.config, "[admin]\nbind = \"127.0.0.1:0\"\n").unwrap();
+    let admin_only = Config::new().admin();
+    std::fs::write(&gw.config, admin_only.to_string()).unwrap();
     gw.gateway.reload().await.unwrap();
     within(Duration::from_secs(5), "pods gone with the leaf", || {
         gw.gateway.snapshot().pods.is_empty()

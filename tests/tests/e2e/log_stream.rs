@@ -10,16 +10,21 @@ use leafgate::config::Config;
 use leafgate::k8s::logs::{self, LogBatching, OnLogCounts};
 use leafgate::metrics::LogCounts;
 use leafgate::plugins::{self, LogContext, PluginMetrics, TenantPlugins};
+use leafgate_tests::config::{Plugin, Tenant};
 use leafgate_tests::plugins::{fault_plugin, plugin};
+use serde_json::json;
 use tokio::sync::mpsc;
 
 type Chunk = Result<Bytes, std::io::Error>;
 
-fn tenant(log_filter: &str) -> Arc<TenantPlugins> {
+/// Tenant `t`'s plugins, its `log_filter` loaded as the gateway loads it.
+fn tenant(log_filter: Plugin) -> Arc<TenantPlugins> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("leafgate.toml");
-    let toml = format!("[[tenant]]\nname = \"t\"\n[tenant.plugins]\nlog_filter = {log_filter}\n");
-    std::fs::write(&path, toml).unwrap();
+    // The builder's `Config` is spelt in full: `Config` here is leafgate's own.
+    let toml =
+        leafgate_tests::Config::new().tenant(Tenant::new("t").plugin("log_filter", log_filter));
+    std::fs::write(&path, toml.to_string()).unwrap();
     let config = Config::load(&path).unwrap_or_else(|e| panic!("config: {e}"));
     let set = plugins::load(&config, &PluginMetrics::default())
         .unwrap_or_else(|e| panic!("plugins: {e:?}"));
@@ -27,10 +32,10 @@ fn tenant(log_filter: &str) -> Arc<TenantPlugins> {
 }
 
 fn redact() -> Arc<TenantPlugins> {
-    tenant(&format!(
-        r#"{{ path = "{}", config = {{ patterns = ['password=\S+'], drop = ['GET /healthz'] }} }}"#,
-        plugin("redact").display()
-    ))
+    tenant(Plugin::new(plugin("redact")).config(json!({
+        "patterns": [r"password=\S+"],
+        "drop": ["GET /healthz"],
+    })))
 }
 
 fn ctx() -> LogContext {
@@ -110,10 +115,7 @@ async fn a_secret_split_across_chunks_is_redacted_whole_while_the_stream_is_live
 
 #[tokio::test]
 async fn a_failing_filter_under_reject_ends_the_stream_with_one_error_line() {
-    let t = tenant(&format!(
-        r#"{{ path = "{}", on_error = "reject" }}"#,
-        fault_plugin("wrong-verdicts").display()
-    ));
+    let t = tenant(Plugin::new(fault_plugin("wrong-verdicts")).on_error("reject"));
     let body = stream::iter(vec![Ok::<_, std::io::Error>(Bytes::from_static(
         b"one\ntwo\n",
     ))]);
@@ -133,10 +135,7 @@ async fn a_failing_filter_under_reject_ends_the_stream_with_one_error_line() {
 
 #[tokio::test]
 async fn a_failing_filter_under_default_passes_the_batch_unfiltered() {
-    let t = tenant(&format!(
-        r#"{{ path = "{}", on_error = "default" }}"#,
-        fault_plugin("wrong-verdicts").display()
-    ));
+    let t = tenant(Plugin::new(fault_plugin("wrong-verdicts")).on_error("default"));
     let body = stream::iter(vec![Ok::<_, std::io::Error>(Bytes::from_static(
         b"one\ntwo\n",
     ))]);

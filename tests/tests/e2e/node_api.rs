@@ -2,7 +2,6 @@
 //! (TLS with a kubelet-client certificate) and two simulated leaf clusters.
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,9 +11,10 @@ use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::TokioIo;
 use kubesim::{Credential, KubeSim};
-use leafgate_tests::TestGateway;
 use leafgate_tests::certs::TestCa;
+use leafgate_tests::config::{Leaf, Listener, Plugin, Tenant};
 use leafgate_tests::plugins::plugin;
+use leafgate_tests::{Config, TestGateway};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use serde_json::{Value, json};
@@ -38,6 +38,11 @@ fn pod(ns: &str, name: &str, labels: Value) -> Value {
     })
 }
 
+/// The tenant every test here serves: its pods live in `apps` and `apps-*`.
+fn acme() -> Tenant {
+    Tenant::new("acme").namespaces(["apps", "apps-*"])
+}
+
 /// Two leaves, a node-api listener for tenant `acme` (namespace `apps`), and the CA that
 /// signs the callers' certificates.
 struct Bed {
@@ -50,7 +55,8 @@ struct Bed {
 }
 
 impl Bed {
-    async fn start(tenant_plugins: &str) -> Bed {
+    /// Starts the gateway with `tenant` (usually [`acme`] with plugins or limits added).
+    async fn start(tenant: Tenant) -> Bed {
         let leaf_a = KubeSim::builder().start().await.unwrap();
         let leaf_b = KubeSim::builder().start().await.unwrap();
         let dir = tempfile::tempdir().unwrap();
@@ -66,29 +72,18 @@ impl Bed {
         server_ca.issue(gw_dir.path(), "node-api", &["leafgate.node", "127.0.0.1"]);
         let client_ca = TestCa::new("root kubelet-client CA");
         client_ca.write(gw_dir.path(), "client-ca.pem");
-        let toml = format!(
-            r#"
-            [admin]
-            bind = "127.0.0.1:0"
-            [[listener]]
-            name = "kubelet"
-            bind = "127.0.0.1:0"
-            kind = "node-api"
-            tls = {{ cert = "node-api.pem", key = "node-api-key.pem", client_ca = "client-ca.pem" }}
-            allowed_clients = ["{APISERVER}"]
-            [[leaf]]
-            name = "leaf-a"
-            kubeconfig = "a.kubeconfig"
-            [[leaf]]
-            name = "leaf-b"
-            kubeconfig = "b.kubeconfig"
-            [[tenant]]
-            name = "acme"
-            namespaces = ["apps", "apps-*"]
-            {tenant_plugins}
-            "#
-        );
-        let gw = TestGateway::start_in(gw_dir, &toml).await;
+        let config = Config::new()
+            .admin()
+            .listener(
+                Listener::node_api("kubelet")
+                    .tls("node-api.pem", "node-api-key.pem")
+                    .client_ca("client-ca.pem")
+                    .allowed_clients([APISERVER]),
+            )
+            .leaf(Leaf::new("leaf-a", "a.kubeconfig"))
+            .leaf(Leaf::new("leaf-b", "b.kubeconfig"))
+            .tenant(tenant);
+        let gw = TestGateway::start_in(gw_dir, config).await;
         Bed {
             gw,
             leaf_a,
@@ -206,7 +201,7 @@ fn seen(sim: &KubeSim, path: &str) -> Vec<(String, Vec<String>, Option<String>)>
 
 #[tokio::test]
 async fn routes_methods_tenants_and_leaf_choice_answer_as_a_kubelet_does() {
-    let bed = Bed::start("").await;
+    let bed = Bed::start(acme()).await;
     let web = bed.leaf_a.create(pod("apps", "web-0", json!({}))).unwrap();
     bed.leaf_a.create(pod("apps", "twin", json!({}))).unwrap();
     bed.leaf_b.create(pod("apps", "twin", json!({}))).unwrap();
@@ -375,7 +370,7 @@ async fn routes_methods_tenants_and_leaf_choice_answer_as_a_kubelet_does() {
 /// WebSockets on) send it: the upgrade reaches the leaf and the streams come back.
 #[tokio::test]
 async fn a_websocket_exec_is_spliced_to_the_pod_s_leaf() {
-    let bed = Bed::start("").await;
+    let bed = Bed::start(acme()).await;
     bed.leaf_b
         .create(pod("apps-web", "shell", json!({})))
         .unwrap();
@@ -434,16 +429,18 @@ async fn a_websocket_exec_is_spliced_to_the_pod_s_leaf() {
 async fn label_router_picks_the_leaf_and_redact_filters_a_live_log() {
     let label_router = plugin("label-router");
     let redact = plugin("redact");
-    let plugins = format!(
-        r#"
-        [tenant.plugins]
-        pod_router = {{ path = "{}", config = {{ rules = [{{ label = "site", value = "b", leaf = "leaf-b" }}] }} }}
-        log_filter = {{ path = "{}", config = {{ patterns = ["password=\\S+"] }} }}
-        "#,
-        path(&label_router),
-        path(&redact)
-    );
-    let bed = Bed::start(&plugins).await;
+    let tenant = acme()
+        .plugin(
+            "pod_router",
+            Plugin::new(&label_router).config(json!({
+                "rules": [{"label": "site", "value": "b", "leaf": "leaf-b"}]
+            })),
+        )
+        .plugin(
+            "log_filter",
+            Plugin::new(&redact).config(json!({"patterns": [r"password=\S+"]})),
+        );
+    let bed = Bed::start(tenant).await;
     bed.leaf_a
         .create(pod("apps", "api", json!({"site": "b"})))
         .unwrap();
@@ -536,7 +533,7 @@ async fn ws_exec(
 
 #[tokio::test]
 async fn the_tenant_s_bandwidth_limit_holds_on_an_exec_stream() {
-    let bed = Bed::start("[tenant.bandwidth]\nper_connection = \"1MiB/s\"").await;
+    let bed = Bed::start(acme().bandwidth("per_connection", "1MiB/s")).await;
     bed.leaf_a.create(pod("apps", "bulk", json!({}))).unwrap();
     bed.synced().await;
     bed.indexed("apps", "bulk", 1).await;
@@ -572,7 +569,7 @@ async fn the_tenant_s_bandwidth_limit_holds_on_an_exec_stream() {
 
 #[tokio::test]
 async fn a_client_gone_mid_exec_ends_the_leaf_s_exec_within_a_second() {
-    let bed = Bed::start("").await;
+    let bed = Bed::start(acme()).await;
     bed.leaf_a
         .create(pod("apps", "sleeper", json!({})))
         .unwrap();
@@ -622,7 +619,7 @@ async fn a_client_gone_mid_exec_ends_the_leaf_s_exec_within_a_second() {
 /// apply to a request), then a line, which must still arrive.
 #[tokio::test]
 async fn a_follow_silent_for_90_seconds_still_delivers_the_next_line() {
-    let bed = Bed::start("").await;
+    let bed = Bed::start(acme()).await;
     bed.leaf_a.create(pod("apps", "quiet", json!({}))).unwrap();
     bed.synced().await;
     bed.indexed("apps", "quiet", 1).await;
@@ -666,15 +663,10 @@ async fn a_follow_silent_for_90_seconds_still_delivers_the_next_line() {
 #[tokio::test]
 async fn a_failing_pod_router_fails_only_its_own_request() {
     let faulty = leafgate_tests::plugins::fault_plugin("faulty-router");
-    let plugins = format!(
-        r#"
-        leaves = ["leaf-a"]
-        [tenant.plugins]
-        pod_router = {{ path = "{}", on_error = "reject" }}
-        "#,
-        path(&faulty)
-    );
-    let bed = Bed::start(&plugins).await;
+    let tenant = acme()
+        .leaves(["leaf-a"])
+        .plugin("pod_router", Plugin::new(&faulty).on_error("reject"));
+    let bed = Bed::start(tenant).await;
     for name in ["trap-1", "calm", "lost-1"] {
         bed.leaf_a.create(pod("apps", name, json!({}))).unwrap();
     }
@@ -701,8 +693,4 @@ async fn a_failing_pod_router_fails_only_its_own_request() {
         .await;
     assert_eq!(code, StatusCode::BAD_GATEWAY, "{body}");
     assert!(seen(&bed.leaf_b, "/api/v1/namespaces/apps/pods/lost-1/exec").is_empty());
-}
-
-fn path(p: &Path) -> String {
-    p.display().to_string().replace('\\', "/")
 }

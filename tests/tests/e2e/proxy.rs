@@ -10,8 +10,9 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::TokioIo;
 use leafgate_tests::certs::TestCa;
 use leafgate_tests::client::{self, get, get_h2c};
+use leafgate_tests::config::{Listener, Route};
 use leafgate_tests::upstream::{Speaks, closed_port};
-use leafgate_tests::{TestGateway, TestUpstream};
+use leafgate_tests::{Config, TestGateway, TestUpstream};
 use rustls_pki_types::pem::PemObject;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
@@ -26,34 +27,18 @@ async fn two_upstreams() -> (TestUpstream, TestUpstream) {
 #[tokio::test]
 async fn routes_by_exact_host_wildcard_and_path() {
     let (a, b) = two_upstreams().await;
-    let gw = TestGateway::web(&format!(
-        r#"
-
-        [[route]]
-        host = "app.example.com"
-        backends = ["{a}"]
-
-        [[route]]
-        host = "app.example.com"
-        path = "/api"
-        backends = ["{b}"]
-
-        [[route]]
-        host = "app.example.com"
-        exact = "/api/exact"
-        backends = ["{a}"]
-
-        [[route]]
-        host = "*.example.com"
-        backends = ["{b}"]
-
-        [[route]]
-        host = "*.deep.example.com"
-        backends = ["{a}"]
-        "#,
-        a = a.addr,
-        b = b.addr
-    ))
+    let gw = TestGateway::start(
+        Config::web()
+            .route(Route::host("app.example.com").backend(a.addr))
+            .route(Route::host("app.example.com").path("/api").backend(b.addr))
+            .route(
+                Route::host("app.example.com")
+                    .exact("/api/exact")
+                    .backend(a.addr),
+            )
+            .route(Route::host("*.example.com").backend(b.addr))
+            .route(Route::host("*.deep.example.com").backend(a.addr)),
+    )
     .await;
     let web = gw.addr("web");
     let server = |host: &'static str, path: &'static str| async move {
@@ -90,20 +75,11 @@ async fn routes_by_exact_host_wildcard_and_path() {
 #[tokio::test]
 async fn paths_are_normalised_before_routing_and_forwarding() {
     let (a, b) = two_upstreams().await;
-    let gw = TestGateway::web(&format!(
-        r#"
-        [[route]]
-        host = "app.example.com"
-        backends = ["{a}"]
-
-        [[route]]
-        host = "app.example.com"
-        path = "/api"
-        backends = ["{b}"]
-        "#,
-        a = a.addr,
-        b = b.addr
-    ))
+    let gw = TestGateway::start(
+        Config::web()
+            .route(Route::host("app.example.com").backend(a.addr))
+            .route(Route::host("app.example.com").path("/api").backend(b.addr)),
+    )
     .await;
     let web = gw.addr("web");
     // Dot segments do not smuggle a request past a route: `/api/../admin` is `/admin`.
@@ -132,15 +108,9 @@ async fn paths_are_normalised_before_routing_and_forwarding() {
 #[tokio::test]
 async fn strips_hop_by_hop_headers_and_sets_forwarded_ones() {
     let up = TestUpstream::start("alpha").await;
-    let gw = TestGateway::web(&format!(
-        r#"
-        [[route]]
-        host = "app.example.com"
-        backends = ["{}"]
-        "#,
-        up.addr
-    ))
-    .await;
+    let gw =
+        TestGateway::start(Config::web().route(Route::host("app.example.com").backend(up.addr)))
+            .await;
     let req = Request::get("/headers?x=1")
         .header("host", "app.example.com")
         .header("connection", "keep-alive, x-hop")
@@ -208,24 +178,17 @@ async fn forwarding_headers_are_believed_only_from_trusted_proxies() {
             .await;
     })
     .await;
-    let gw = TestGateway::start(&format!(
-        r#"
-        [[listener]]
-        name = "edge"
-        bind = "127.0.0.1:0"
-        [[listener]]
-        name = "behind-lb"
-        bind = "127.0.0.1:0"
-        trusted_proxies = ["10.0.0.0/8", "127.0.0.0/8", "::1"]
-        [[route]]
-        host = "app.example.com"
-        backends = ["{}"]
-        [[route]]
-        host = "ws.example.com"
-        backends = ["{}"]
-        "#,
-        up.addr, raw.addr
-    ))
+    let gw = TestGateway::start(
+        Config::new()
+            .listener(Listener::new("edge"))
+            .listener(Listener::new("behind-lb").trusted_proxies([
+                "10.0.0.0/8",
+                "127.0.0.0/8",
+                "::1",
+            ]))
+            .route(Route::host("app.example.com").backend(up.addr))
+            .route(Route::host("ws.example.com").backend(raw.addr)),
+    )
     .await;
 
     for (listener, trusted) in [("edge", false), ("behind-lb", true)] {
@@ -331,15 +294,7 @@ async fn streams_a_large_body_without_buffering_it() {
     let bound = kernel_buffering_bound(CLIENT_RCVBUF);
     let total: u64 = (50 << 20).max(2 * bound);
     let up = TestUpstream::start("alpha").await;
-    let gw = TestGateway::web(&format!(
-        r#"
-        [[route]]
-        host = "*"
-        backends = ["{}"]
-        "#,
-        up.addr
-    ))
-    .await;
+    let gw = TestGateway::start(Config::web().route(Route::host("*").backend(up.addr))).await;
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(CLIENT_RCVBUF as u32).unwrap();
     let io = TokioIo::new(socket.connect(gw.addr("web")).await.unwrap());
@@ -386,18 +341,11 @@ async fn streams_a_large_body_without_buffering_it() {
 async fn h2_client_to_h1_upstream_and_h1_client_to_h2c_upstream() {
     let h1 = TestUpstream::start_speaking("h1-only", Speaks::Http1).await;
     let h2 = TestUpstream::start_speaking("h2c-only", Speaks::H2c).await;
-    let gw = TestGateway::web(&format!(
-        r#"
-        [[route]]
-        host = "h1.example"
-        backends = ["{}"]
-        [[route]]
-        host = "h2.example"
-        backends = ["{}"]
-        protocol = "h2c"
-        "#,
-        h1.addr, h2.addr
-    ))
+    let gw = TestGateway::start(
+        Config::web()
+            .route(Route::host("h1.example").backend(h1.addr))
+            .route(Route::host("h2.example").backend(h2.addr).protocol("h2c")),
+    )
     .await;
     let web = gw.addr("web");
 
@@ -430,28 +378,15 @@ async fn tls_picks_the_certificate_by_sni() {
     let apps = ca.issue(dir.path(), "apps", &["*.apps.example"]);
     let api = ca.issue(dir.path(), "api", &["api.example"]);
     let up = TestUpstream::start("alpha").await;
-    let toml = format!(
-        r#"
-        [[listener]]
-        name = "tls"
-        bind = "127.0.0.1:0"
-        tls = {{ cert = "default.pem", key = "default-key.pem" }}
-        [[listener.certificate]]
-        hosts = ["*.apps.example"]
-        cert = "apps.pem"
-        key = "apps-key.pem"
-        [[listener.certificate]]
-        hosts = ["api.example"]
-        cert = "api.pem"
-        key = "api-key.pem"
-
-        [[route]]
-        host = "*"
-        backends = ["{}"]
-        "#,
-        up.addr
-    );
-    let gw = TestGateway::start_in(dir, &toml).await;
+    let config = Config::new()
+        .listener(
+            Listener::new("tls")
+                .tls("default.pem", "default-key.pem")
+                .certificate(&["*.apps.example"], "apps.pem", "apps-key.pem")
+                .certificate(&["api.example"], "api.pem", "api-key.pem"),
+        )
+        .route(Route::host("*").backend(up.addr));
+    let gw = TestGateway::start_in(dir, config).await;
     let addr = gw.addr("tls");
 
     let s = client::tls_connect(addr, "web.apps.example", ca.roots(), &[b"http/1.1"]).await;
@@ -481,18 +416,15 @@ async fn refused_backend_is_502_and_stalled_backend_is_504() {
     // A port that was just free: nothing listens there.
     let closed = closed_port();
     let stall = TestUpstream::start("staller").await;
-    let gw = TestGateway::web(&format!(
-        r#"
-        [[route]]
-        host = "down.example"
-        backends = ["{closed}"]
-        [[route]]
-        host = "slow.example"
-        backends = ["{}"]
-        timeouts = {{ response_header = "300ms" }}
-        "#,
-        stall.addr
-    ))
+    let gw = TestGateway::start(
+        Config::web()
+            .route(Route::host("down.example").backend(closed))
+            .route(
+                Route::host("slow.example")
+                    .backend(stall.addr)
+                    .timeout("response_header", "300ms"),
+            ),
+    )
     .await;
     let web = gw.addr("web");
 
@@ -551,15 +483,15 @@ async fn slow_upload(
 #[tokio::test]
 async fn the_response_header_timer_starts_when_the_upload_ends() {
     let up = TestUpstream::start("sink").await;
-    let gw = TestGateway::web(&format!(
-        r#"
-        [[route]]
-        host = "upload.example"
-        backends = ["{}"]
-        timeouts = {{ connect = "500ms", response_header = "1s", idle = "10s" }}
-        "#,
-        up.addr
-    ))
+    let gw = TestGateway::start(
+        Config::web().route(
+            Route::host("upload.example")
+                .backend(up.addr)
+                .timeout("connect", "500ms")
+                .timeout("response_header", "1s")
+                .timeout("idle", "10s"),
+        ),
+    )
     .await;
     let web = gw.addr("web");
 
@@ -600,15 +532,9 @@ async fn the_response_header_timer_starts_when_the_upload_ends() {
 async fn a_refused_backend_is_skipped_while_the_others_serve() {
     let closed = closed_port();
     let up = TestUpstream::start("alive").await;
-    let gw = TestGateway::web(&format!(
-        r#"
-        [[route]]
-        host = "*"
-        backends = ["{closed}", "{}"]
-        "#,
-        up.addr
-    ))
-    .await;
+    let gw =
+        TestGateway::start(Config::web().route(Route::host("*").backend(closed).backend(up.addr)))
+            .await;
     // Bodiless requests are retried on the next backend, and the refused one is skipped.
     for _ in 0..6 {
         let res = get(gw.addr("web"), "x.example", "/").await;
@@ -620,20 +546,12 @@ async fn a_refused_backend_is_skipped_while_the_others_serve() {
 #[tokio::test]
 async fn graceful_shutdown_finishes_an_in_flight_request() {
     let up = TestUpstream::start("slowpoke").await;
-    let gw = TestGateway::start(&format!(
-        r#"
-        [timeouts]
-        shutdown_grace = "10s"
-        shutdown_delay = "0s"
-        [[listener]]
-        name = "web"
-        bind = "127.0.0.1:0"
-        [[route]]
-        host = "*"
-        backends = ["{}"]
-        "#,
-        up.addr
-    ))
+    let gw = TestGateway::start(
+        Config::web()
+            .timeout("shutdown_grace", "10s")
+            .timeout("shutdown_delay", "0s")
+            .route(Route::host("*").backend(up.addr)),
+    )
     .await;
     let web = gw.addr("web");
     let slow = tokio::spawn(async move { get(web, "x.example", "/slow/800").await });
@@ -708,32 +626,18 @@ async fn tls_backends_get_h2_by_alpn_with_the_client_host_as_authority() {
     ca.write(dir.path(), "ca.pem");
     let h2 = alpn_upstream(&ca, dir.path(), "grpc-ish", &[b"h2", b"http/1.1"]).await;
     let h1 = alpn_upstream(&ca, dir.path(), "h1-tls", &[b"http/1.1"]).await;
-    let toml = format!(
-        r#"
-        [[listener]]
-        name = "web"
-        bind = "127.0.0.1:0"
-
-        [[route]]
-        host = "h2.example"
-        backends = ["https://{h2}"]
-        tls = {{ ca = "ca.pem", server_name = "leaf-api.internal" }}
-
-        [[route]]
-        host = "h1.example"
-        backends = ["https://{h1}"]
-        tls = {{ ca = "ca.pem", server_name = "leaf-api.internal" }}
-
-        [[route]]
-        host = "must-h2.example"
-        backends = ["https://{h1}"]
-        protocol = "h2"
-        tls = {{ ca = "ca.pem", server_name = "leaf-api.internal" }}
-        "#,
-        h2 = h2.addr,
-        h1 = h1.addr,
-    );
-    let gw = TestGateway::start_in(dir, &toml).await;
+    // Every route trusts the test CA and checks the backends' certificate for one name.
+    let https = |host: &str, backend: std::net::SocketAddr| {
+        Route::host(host)
+            .backend(format!("https://{backend}"))
+            .tls("ca", "ca.pem")
+            .tls("server_name", "leaf-api.internal")
+    };
+    let config = Config::web()
+        .route(https("h2.example", h2.addr))
+        .route(https("h1.example", h1.addr))
+        .route(https("must-h2.example", h1.addr).protocol("h2"));
+    let gw = TestGateway::start_in(dir, config).await;
     let web = gw.addr("web");
 
     // Connections are kept per serving thread, so each thread opens at most one.
@@ -789,30 +693,27 @@ async fn https_backends_with_a_ca_a_client_certificate_and_an_sni_name() {
     ca.write(dir.path(), "ca.pem");
     ca.issue(dir.path(), "gateway-client", &["leafgate"]);
     let up = mtls_upstream(&ca, dir.path()).await;
-    let toml = format!(
-        r#"
-        [[listener]]
-        name = "web"
-        bind = "127.0.0.1:0"
-
-        [[route]]
-        host = "leaf.example"
-        backends = ["https://{addr}"]
-        tls = {{ ca = "ca.pem", cert = "gateway-client.pem", key = "gateway-client-key.pem", server_name = "leaf-api.internal" }}
-
-        [[route]]
-        host = "no-client-cert.example"
-        backends = ["https://{addr}"]
-        tls = {{ ca = "ca.pem", server_name = "leaf-api.internal" }}
-
-        [[route]]
-        host = "wrong-name.example"
-        backends = ["https://{addr}"]
-        tls = {{ ca = "ca.pem", cert = "gateway-client.pem", key = "gateway-client-key.pem" }}
-        "#,
-        addr = up.addr
-    );
-    let gw = TestGateway::start_in(dir, &toml).await;
+    let https = |host: &str| Route::host(host).backend(format!("https://{}", up.addr));
+    let config = Config::web()
+        .route(
+            https("leaf.example")
+                .tls("ca", "ca.pem")
+                .tls("cert", "gateway-client.pem")
+                .tls("key", "gateway-client-key.pem")
+                .tls("server_name", "leaf-api.internal"),
+        )
+        .route(
+            https("no-client-cert.example")
+                .tls("ca", "ca.pem")
+                .tls("server_name", "leaf-api.internal"),
+        )
+        .route(
+            https("wrong-name.example")
+                .tls("ca", "ca.pem")
+                .tls("cert", "gateway-client.pem")
+                .tls("key", "gateway-client-key.pem"),
+        );
+    let gw = TestGateway::start_in(dir, config).await;
     let web = gw.addr("web");
 
     let res = get(web, "leaf.example", "/api/v1/namespaces").await;

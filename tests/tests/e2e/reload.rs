@@ -9,12 +9,14 @@ use futures_util::{SinkExt, StreamExt};
 use http::StatusCode;
 use leafgate_tests::backends;
 use leafgate_tests::client::get;
-use leafgate_tests::{TestGateway, TestUpstream};
+use leafgate_tests::config::{Listener, Plugin, Route, Tenant};
+use leafgate_tests::{Config, TestGateway, TestUpstream};
+use serde_json::json;
 use tokio_tungstenite::tungstenite::Message;
 
 /// Writes the config the way an editor does: the whole file, in place.
-fn write(gw: &TestGateway, toml: &str) {
-    std::fs::write(&gw.config, toml).unwrap();
+fn write(gw: &TestGateway, toml: impl std::fmt::Display) {
+    std::fs::write(&gw.config, toml.to_string()).unwrap();
 }
 
 /// Polls until `check` holds; returns how long it took. Panics after `limit`.
@@ -31,25 +33,9 @@ where
     started.elapsed()
 }
 
-fn config(admin: bool, stable: &TestUpstream, extra: &str) -> String {
-    let admin = if admin {
-        "[admin]\nbind = \"127.0.0.1:0\"\n"
-    } else {
-        ""
-    };
-    format!(
-        r#"{admin}
-[[listener]]
-name = "web"
-bind = "127.0.0.1:0"
-
-[[route]]
-host = "stable.example"
-backends = ["{}"]
-{extra}
-"#,
-        stable.addr
-    )
+/// One listener `web` and the route `stable.example` every test keeps serving.
+fn config(stable: &TestUpstream) -> Config {
+    Config::web().route(Route::host("stable.example").backend(stable.addr))
 }
 
 #[tokio::test]
@@ -57,7 +43,7 @@ async fn twenty_rewrites_under_load_lose_nothing_and_apply_within_a_second() {
     let stable = TestUpstream::start("stable").await;
     let a = TestUpstream::start("alpha").await;
     let b = TestUpstream::start("beta").await;
-    let gw = TestGateway::start(&config(false, &stable, "")).await;
+    let gw = TestGateway::start(config(&stable)).await;
     let web = gw.addr("web");
 
     // A client hammering the stable route during every reload (bounded in count and time).
@@ -83,11 +69,10 @@ async fn twenty_rewrites_under_load_lose_nothing_and_apply_within_a_second() {
         // Route v{i} appears (alternating backends), v{i-1} disappears, and a changed
         // route `moving.example` flips its backend every time.
         let (to, other) = if i % 2 == 0 { (&a, &b) } else { (&b, &a) };
-        let extra = format!(
-            "[[route]]\nhost = \"v{i}.example\"\nbackends = [\"{}\"]\n\n[[route]]\nhost = \"moving.example\"\nbackends = [\"{}\"]\n",
-            to.addr, other.addr
-        );
-        write(&gw, &config(false, &stable, &extra));
+        let next = config(&stable)
+            .route(Route::host(&format!("v{i}.example")).backend(to.addr))
+            .route(Route::host("moving.example").backend(other.addr));
+        write(&gw, next);
         let host = format!("v{i}.example");
         let took = within(
             Duration::from_secs(1),
@@ -131,13 +116,9 @@ async fn a_websocket_opened_before_a_reload_keeps_echoing() {
     let stable = TestUpstream::start("stable").await;
     let old = backends::websocket_echo("old").await;
     let new = backends::websocket_echo("new").await;
-    let route = |b: &backends::Backend| {
-        format!(
-            "[[route]]\nhost = \"ws.example\"\nbackends = [\"{}\"]\n",
-            b.addr
-        )
-    };
-    let gw = TestGateway::start(&config(false, &stable, &route(&old))).await;
+    let with_ws =
+        |b: &backends::Backend| config(&stable).route(Route::host("ws.example").backend(b.addr));
+    let gw = TestGateway::start(with_ws(&old)).await;
     let url = format!("ws://{}/echo", gw.addr("web"));
     let request = |url: &str| {
         use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -151,7 +132,7 @@ async fn a_websocket_opened_before_a_reload_keeps_echoing() {
         .unwrap();
     assert_eq!(res.headers()["x-backend"], "old");
 
-    write(&gw, &config(false, &stable, &route(&new)));
+    write(&gw, with_ws(&new));
     within(Duration::from_secs(1), "the new route", || async {
         gw.gateway.snapshot().generation >= 2
     })
@@ -182,13 +163,18 @@ async fn a_websocket_opened_before_a_reload_keeps_echoing() {
 #[tokio::test]
 async fn a_broken_config_keeps_the_old_one_and_says_where() {
     let stable = TestUpstream::start("stable").await;
-    let gw = TestGateway::start(&config(true, &stable, "")).await;
+    // Literal text: the error's line:column below counts its lines.
+    let gw = TestGateway::start(format!(
+        "[admin]\nbind = \"127.0.0.1:0\"\n\n[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n\n[[route]]\nhost = \"stable.example\"\nbackends = [\"{}\"]\n\n",
+        stable.addr
+    ))
+    .await;
     let web = gw.addr("web");
     let good = std::fs::read_to_string(&gw.config).unwrap();
     // Line 15 gets a bad bandwidth.
     write(
         &gw,
-        &format!(
+        format!(
             "{good}\n[[route]]\nhost = \"x.example\"\nbandwidth = \"fast\"\nbackends = [\"127.0.0.1:1\"]\n"
         ),
     );
@@ -225,23 +211,19 @@ async fn removing_a_listener_closes_its_port_but_not_its_upgraded_connections() 
     let stable = TestUpstream::start("stable").await;
     let ws = backends::websocket_echo("ws").await;
     let two = |with_second: bool| {
-        let second = if with_second {
-            "[[listener]]\nname = \"second\"\nbind = \"127.0.0.2:0\"\n".to_string()
-        } else {
-            String::new()
-        };
-        format!(
-            "{second}\n[[route]]\nhost = \"*\"\nbackends = [\"{}\"]\n",
-            ws.addr
-        )
+        let mut config = config(&stable);
+        if with_second {
+            config = config.listener(Listener::new("second").bind("127.0.0.2:0"));
+        }
+        config.route(Route::host("*").backend(ws.addr))
     };
-    let gw = TestGateway::start(&config(false, &stable, &two(true))).await;
+    let gw = TestGateway::start(two(true)).await;
     let second = gw.addr("second");
     let (mut open, _) = tokio_tungstenite::connect_async(format!("ws://{second}/"))
         .await
         .unwrap();
 
-    write(&gw, &config(false, &stable, &two(false)));
+    write(&gw, two(false));
     within(
         Duration::from_secs(1),
         "the listener is removed",
@@ -267,14 +249,12 @@ async fn removing_a_listener_closes_its_port_but_not_its_upgraded_connections() 
 #[tokio::test]
 async fn a_plugin_that_does_not_compile_keeps_the_running_config() {
     let stable = TestUpstream::start("stable").await;
-    let gw = TestGateway::start(&config(true, &stable, "")).await;
+    let good = config(&stable).admin();
+    let gw = TestGateway::start(&good).await;
     std::fs::write(gw.path().join("broken.wasm"), b"this is not a component").unwrap();
-    let good = std::fs::read_to_string(&gw.config).unwrap();
     write(
         &gw,
-        &format!(
-            "{good}\n[[tenant]]\nname = \"team-a\"\n[tenant.plugins]\npod_router = \"broken.wasm\"\n"
-        ),
+        good.tenant(Tenant::new("team-a").plugin("pod_router", Plugin::new("broken.wasm"))),
     );
 
     let admin = gw.admin();
@@ -299,23 +279,16 @@ async fn a_plugin_that_does_not_compile_keeps_the_running_config() {
 }
 
 /// The config a route `host` to `to` adds to the stable one.
-fn with_route(stable: &TestUpstream, host: &str, to: &TestUpstream) -> String {
-    config(
-        false,
-        stable,
-        &format!(
-            "[[route]]\nhost = \"{host}\"\nbackends = [\"{}\"]\n",
-            to.addr
-        ),
-    )
+fn with_route(stable: &TestUpstream, host: &str, to: &TestUpstream) -> Config {
+    config(stable).route(Route::host(host).backend(to.addr))
 }
 
 /// Lays out `toml` the way the kubelet mounts a ConfigMap volume: `config.toml ->
 /// ..data/config.toml`, `..data -> ..<timestamp>`; returns the config path.
-fn configmap_volume(dir: &std::path::Path, toml: &str) -> std::path::PathBuf {
+fn configmap_volume(dir: &std::path::Path, toml: &Config) -> std::path::PathBuf {
     let version = dir.join("..2026_11_23_06_00_00.000000001");
     std::fs::create_dir(&version).unwrap();
-    std::fs::write(version.join("config.toml"), toml).unwrap();
+    std::fs::write(version.join("config.toml"), toml.to_string()).unwrap();
     std::os::unix::fs::symlink("..2026_11_23_06_00_00.000000001", dir.join("..data")).unwrap();
     std::os::unix::fs::symlink("..data/config.toml", dir.join("config.toml")).unwrap();
     dir.join("config.toml")
@@ -323,11 +296,11 @@ fn configmap_volume(dir: &std::path::Path, toml: &str) -> std::path::PathBuf {
 
 /// Updates a ConfigMap volume as the kubelet's atomic writer does: a new timestamped
 /// folder, a new `..data_tmp` link renamed over `..data`, the old folder removed.
-fn configmap_update(dir: &std::path::Path, toml: &str) {
+fn configmap_update(dir: &std::path::Path, toml: &Config) {
     let old = std::fs::read_link(dir.join("..data")).unwrap();
     let name = "..2026_11_23_06_00_01.000000002";
     std::fs::create_dir(dir.join(name)).unwrap();
-    std::fs::write(dir.join(name).join("config.toml"), toml).unwrap();
+    std::fs::write(dir.join(name).join("config.toml"), toml.to_string()).unwrap();
     std::os::unix::fs::symlink(name, dir.join("..data_tmp")).unwrap();
     std::fs::rename(dir.join("..data_tmp"), dir.join("..data")).unwrap();
     std::fs::remove_dir_all(dir.join(old)).unwrap();
@@ -346,7 +319,7 @@ async fn a_configmap_data_swap_reloads_within_a_second() {
     let stable = TestUpstream::start("stable").await;
     let fresh = TestUpstream::start("fresh").await;
     let dir = tempfile::tempdir().unwrap();
-    let path = configmap_volume(dir.path(), &config(false, &stable, ""));
+    let path = configmap_volume(dir.path(), &config(&stable));
     let gw = TestGateway::start_at(dir, path).await;
     assert_eq!(
         get(gw.addr("web"), "fresh.example", "/").await.status,
@@ -362,9 +335,13 @@ async fn a_configmap_data_swap_reloads_within_a_second() {
 async fn a_file_renamed_over_the_config_reloads_within_a_second() {
     let stable = TestUpstream::start("stable").await;
     let fresh = TestUpstream::start("fresh").await;
-    let gw = TestGateway::start(&config(false, &stable, "")).await;
+    let gw = TestGateway::start(config(&stable)).await;
     let tmp = gw.path().join(".leafgate.toml.swp");
-    std::fs::write(&tmp, with_route(&stable, "fresh.example", &fresh)).unwrap();
+    std::fs::write(
+        &tmp,
+        with_route(&stable, "fresh.example", &fresh).to_string(),
+    )
+    .unwrap();
     std::fs::rename(&tmp, &gw.config).unwrap();
     route_live(&gw, "fresh.example", "the renamed-over config applies").await;
 }
@@ -373,7 +350,7 @@ async fn a_file_renamed_over_the_config_reloads_within_a_second() {
 async fn a_busy_neighbour_file_does_not_delay_a_reload() {
     let stable = TestUpstream::start("stable").await;
     let fresh = TestUpstream::start("fresh").await;
-    let gw = TestGateway::start(&config(false, &stable, "")).await;
+    let gw = TestGateway::start(config(&stable)).await;
 
     // A neighbour rewritten every millisecond, for at most 5 s (or until the test is done):
     // a debounce that restarts on every event would never fire.
@@ -396,7 +373,7 @@ async fn a_busy_neighbour_file_does_not_delay_a_reload() {
     })
     .await;
 
-    write(&gw, &with_route(&stable, "fresh.example", &fresh));
+    write(&gw, with_route(&stable, "fresh.example", &fresh));
     let took = route_live(
         &gw,
         "fresh.example",
@@ -414,11 +391,11 @@ async fn a_busy_neighbour_file_does_not_delay_a_reload() {
 async fn rewriting_the_same_content_does_not_rebuild() {
     use leafgate::control::Control;
     let stable = TestUpstream::start("stable").await;
-    let gw = TestGateway::start(&config(false, &stable, "")).await;
+    let gw = TestGateway::start(config(&stable)).await;
     let skipped = || gw.gateway.metrics().reloads_skipped_unchanged.get();
     assert_eq!(skipped(), 0);
 
-    write(&gw, &config(false, &stable, ""));
+    write(&gw, config(&stable));
     within(
         Duration::from_secs(1),
         "the watcher saw the write",
@@ -430,7 +407,7 @@ async fn rewriting_the_same_content_does_not_rebuild() {
 
     // And a real change after it still applies: the hash moved on.
     let fresh = TestUpstream::start("fresh").await;
-    write(&gw, &with_route(&stable, "fresh.example", &fresh));
+    write(&gw, with_route(&stable, "fresh.example", &fresh));
     route_live(&gw, "fresh.example", "a real change after an unchanged one").await;
 }
 
@@ -442,14 +419,14 @@ async fn a_replaced_config_folder_reloads_and_is_watched_again() {
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("conf");
     std::fs::create_dir(&conf).unwrap();
-    std::fs::write(conf.join("leafgate.toml"), config(false, &stable, "")).unwrap();
+    std::fs::write(conf.join("leafgate.toml"), config(&stable).to_string()).unwrap();
     let gw = TestGateway::start_at(dir, conf.join("leafgate.toml")).await;
 
     // The whole folder is replaced: a new one renamed into place, the old one moved away.
-    let replace = |toml: String, n: u32| {
+    let replace = |toml: Config, n: u32| {
         let new = gw.path().join(format!("conf.new{n}"));
         std::fs::create_dir(&new).unwrap();
-        std::fs::write(new.join("leafgate.toml"), toml).unwrap();
+        std::fs::write(new.join("leafgate.toml"), toml.to_string()).unwrap();
         std::fs::rename(&conf, gw.path().join(format!("conf.old{n}"))).unwrap();
         std::fs::rename(&new, &conf).unwrap();
     };
@@ -457,7 +434,7 @@ async fn a_replaced_config_folder_reloads_and_is_watched_again() {
     route_live(&gw, "fresh.example", "the replaced folder's config applies").await;
 
     // The new folder is watched: an in-place write inside it applies too.
-    write(&gw, &with_route(&stable, "other.example", &other));
+    write(&gw, with_route(&stable, "other.example", &other));
     route_live(&gw, "other.example", "a write in the new folder applies").await;
 }
 
@@ -469,11 +446,8 @@ async fn a_reload_keeps_an_unchanged_routes_pooled_upstream_connection() {
     use hyper_util::rt::TokioIo;
 
     let up = TestUpstream::start("alpha").await;
-    let route = format!(
-        "[[route]]\nname = \"app\"\nhost = \"*\"\nbackends = [\"{}\"]\n",
-        up.addr
-    );
-    let gw = TestGateway::web(&route).await;
+    let first = Config::web().route(Route::host("*").name("app").backend(up.addr));
+    let gw = TestGateway::start(&first).await;
     // One client connection, so every request is served by the same serving thread (and
     // so the same per-thread pool).
     let stream = tokio::net::TcpStream::connect(gw.addr("web"))
@@ -495,10 +469,12 @@ async fn a_reload_keeps_an_unchanged_routes_pooled_upstream_connection() {
     ask().await;
 
     // Another route appears; `app` is untouched.
-    let next = format!(
-        "[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n{route}\n[[route]]\nname = \"other\"\nhost = \"other.example\"\ndirect = {{ status = 204 }}\n"
+    let next = first.route(
+        Route::host("other.example")
+            .name("other")
+            .set("direct", json!({"status": 204})),
     );
-    std::fs::write(&gw.config, next).unwrap();
+    write(&gw, next);
     let generation = gw.gateway.reload().await.unwrap();
     assert!(generation >= 2);
     ask().await;

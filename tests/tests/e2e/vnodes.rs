@@ -9,14 +9,11 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use kubesim::{Credential, KubeSim};
-use leafgate_tests::TestGateway;
 use leafgate_tests::certs::TestCa;
-use leafgate_tests::plugins::{plugin, repo_root, target_dir};
+use leafgate_tests::config::{Kubernetes, Leaf, Listener, Plugin, Tenant, VirtualNode};
+use leafgate_tests::plugins::{plugin, repo_root};
+use leafgate_tests::{Config, TestGateway};
 use serde_json::{Value, json};
-
-/// Short election timings so takeover tests run in seconds (the defaults are 15/5/2 s).
-const ELECTION: &str =
-    r#"election = { lease_duration = "4s", renew_deadline = "3s", retry_period = "500ms" }"#;
 
 fn get(sim: &KubeSim, api_version: &str, kind: &str, ns: &str, name: &str) -> Option<Value> {
     let res = kubesim::api::resource_of(api_version, kind).ok()?;
@@ -96,47 +93,46 @@ fn gateway_dir(root: &KubeSim, leaf: &KubeSim, user: &str) -> tempfile::TempDir 
     dir
 }
 
-/// A config with a node-api listener, leaf `leaf-1`, tenant `team-a` and `[kubernetes]`
-/// on the root, then `rest` (virtual nodes, plugins).
-fn config(identity: &str, kubernetes: &str, tenant_plugins: &str, rest: &str) -> String {
-    format!(
-        r#"
-[admin]
-bind = "127.0.0.1:0"
-[[listener]]
-name = "kubelet"
-bind = "127.0.0.1:0"
-kind = "node-api"
-tls = {{ cert = "node-api.pem", key = "node-api-key.pem", client_ca = "kubelet-client-ca.pem" }}
-[[leaf]]
-name = "leaf-1"
-kubeconfig = "leaf.kubeconfig"
-[[tenant]]
-name = "team-a"
-namespaces = ["team-a"]
-{tenant_plugins}
-[kubernetes]
-kubeconfig = "root.kubeconfig"
-gateway_address = "127.0.0.1"
-node_api_listener = "kubelet"
-namespace = "leafgate-system"
-identity = "{identity}"
-heartbeat = "1s"
-{ELECTION}
-{kubernetes}
-{rest}
-"#
-    )
+/// `[kubernetes]` on the root for replica `identity`: nodes publish `127.0.0.1` and the
+/// `kubelet` listener's port, the Lease lives in `leafgate-system`, the heartbeat is 1 s
+/// and the election short so takeover tests run in seconds (the defaults are 15/5/2 s).
+fn kubernetes(identity: &str) -> Kubernetes {
+    Kubernetes::new("root.kubeconfig")
+        .gateway_address("127.0.0.1")
+        .node_api_listener("kubelet")
+        .set("namespace", "leafgate-system")
+        .identity(identity)
+        .set("heartbeat", "1s")
+        .election("4s", "3s", "500ms")
 }
 
-const OWN: &str = r#"
-[[virtual_node]]
-name = "vn-leaf-1"
-leaf = "leaf-1"
-mode = "own"
-labels = { "topology.kubernetes.io/zone" = "edge-1" }
-not_ready_after = "3s"
-"#;
+/// Tenant `team-a`, whose pods live in namespace `team-a`.
+fn team_a() -> Tenant {
+    Tenant::new("team-a").namespaces(["team-a"])
+}
+
+/// A config with a node-api listener, leaf `leaf-1`, `tenant`, `kubernetes` and one
+/// virtual node.
+fn config(kubernetes: Kubernetes, tenant: Tenant, node: VirtualNode) -> Config {
+    Config::new()
+        .admin()
+        .listener(
+            Listener::node_api("kubelet")
+                .tls("node-api.pem", "node-api-key.pem")
+                .client_ca("kubelet-client-ca.pem"),
+        )
+        .leaf(Leaf::new("leaf-1", "leaf.kubeconfig"))
+        .tenant(tenant)
+        .kubernetes(kubernetes)
+        .virtual_node(node)
+}
+
+/// The Node `vn-leaf-1` leafgate owns for `leaf-1`, NotReady 3 s after the leaf goes.
+fn own() -> VirtualNode {
+    VirtualNode::own("vn-leaf-1", "leaf-1")
+        .set("labels", json!({"topology.kubernetes.io/zone": "edge-1"}))
+        .set("not_ready_after", "3s")
+}
 
 async fn status(gw: &TestGateway) -> Value {
     leafgate_tests::client::get(gw.admin(), "admin", "/status")
@@ -154,7 +150,7 @@ async fn own_node_appears_renews_its_lease_and_turns_not_ready_only_after_the_gr
     leaf.create(leaf_node("sick", "64", "256Gi", "64", false))
         .unwrap();
     let dir = gateway_dir(&root, &leaf, "replica-a");
-    let gw = TestGateway::start_in(dir, &config("replica-a", "", "", OWN)).await;
+    let gw = TestGateway::start_in(dir, config(kubernetes("replica-a"), team_a(), own())).await;
 
     eventually("the Node is Ready", Duration::from_secs(15), || {
         node(&root, "vn-leaf-1").is_some_and(|n| ready(&n).is_some_and(|(s, _)| s == "True"))
@@ -257,18 +253,16 @@ async fn patch_mode_restores_only_addresses_and_port_and_follows_the_plugin() {
     });
     root.create(kosmos.clone()).unwrap();
     let dir = gateway_dir(&root, &leaf, "replica-a");
-    let rewriter = |preferred: &str| {
-        format!(
-            "[tenant.plugins]\naddress_rewriter = {{ path = \"{}\", config = {{ preferred_type = \"{preferred}\" }} }}",
-            plugin("prefer-gateway").display()
+    let with_rewriter = |preferred: &str| {
+        let rewriter =
+            Plugin::new(plugin("prefer-gateway")).config(json!({"preferred_type": preferred}));
+        config(
+            kubernetes("replica-a"),
+            team_a().plugin("address_rewriter", rewriter),
+            VirtualNode::patch("owner=kosmos", "leaf-1").tenant("team-a"),
         )
     };
-    let patch = "[[virtual_node]]\nleaf = \"leaf-1\"\nmode = \"patch\"\nselector = \"owner=kosmos\"\ntenant = \"team-a\"\n";
-    let gw = TestGateway::start_in(
-        dir,
-        &config("replica-a", "", &rewriter("InternalIP"), patch),
-    )
-    .await;
+    let gw = TestGateway::start_in(dir, with_rewriter("InternalIP")).await;
     let port = gw.addr("kubelet").port();
 
     let first_address = |want: Value| {
@@ -337,11 +331,7 @@ async fn patch_mode_restores_only_addresses_and_port_and_follows_the_plugin() {
     .await;
 
     // A reload changing the plugin's config: the Node follows, the warning goes.
-    std::fs::write(
-        &gw.config,
-        config("replica-a", "", &rewriter("Hostname"), patch),
-    )
-    .unwrap();
+    std::fs::write(&gw.config, with_rewriter("Hostname").to_string()).unwrap();
     gw.gateway.reload().await.unwrap();
     eventually(
         "the Node follows the reloaded plugin",
@@ -411,12 +401,12 @@ async fn two_replicas_elect_one_writer_and_hand_over() {
     let leaf = KubeSim::builder().start().await.unwrap();
     let a = TestGateway::start_in(
         gateway_dir(&root, &leaf, "replica-a"),
-        &config("replica-a", "", "", OWN),
+        config(kubernetes("replica-a"), team_a(), own()),
     )
     .await;
     let b = TestGateway::start_in(
         gateway_dir(&root, &leaf, "replica-b"),
-        &config("replica-b", "", "", OWN),
+        config(kubernetes("replica-b"), team_a(), own()),
     )
     .await;
     eventually("a leader", Duration::from_secs(10), || {
@@ -470,20 +460,6 @@ async fn two_replicas_elect_one_writer_and_hand_over() {
     assert_one_writer_per_term(&root, usize::try_from(term).unwrap() + 1);
 }
 
-/// The `leafgate` binary of this target dir, built when missing (it shares the library
-/// the tests already built, so this is a link).
-fn leafgate_binary() -> PathBuf {
-    let status =
-        std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-            .args(["build", "--quiet", "-p", "leafgate", "--bin", "leafgate"])
-            .current_dir(repo_root())
-            .env("CARGO_TARGET_DIR", target_dir())
-            .status()
-            .expect("cargo runs");
-    assert!(status.success(), "building the leafgate binary failed");
-    target_dir().join("debug").join("leafgate")
-}
-
 fn spawn_leafgate(bin: &Path, dir: &Path) -> tokio::process::Child {
     tokio::process::Command::new(bin)
         .args(["run", "--config"])
@@ -498,14 +474,20 @@ fn spawn_leafgate(bin: &Path, dir: &Path) -> tokio::process::Child {
 
 #[tokio::test]
 async fn sigkill_of_the_leader_process_hands_over_and_the_restarted_one_follows() {
-    let bin = tokio::task::spawn_blocking(leafgate_binary).await.unwrap();
+    let bin = tokio::task::spawn_blocking(leafgate_tests::binary::leafgate)
+        .await
+        .unwrap();
     let root = root_sim(KubeSim::builder()).await;
     let leaf = KubeSim::builder().start().await.unwrap();
     let dirs: Vec<tempfile::TempDir> = ["replica-a", "replica-b"]
         .iter()
         .map(|id| {
             let dir = gateway_dir(&root, &leaf, id);
-            std::fs::write(dir.path().join("leafgate.toml"), config(id, "", "", OWN)).unwrap();
+            std::fs::write(
+                dir.path().join("leafgate.toml"),
+                config(kubernetes(id), team_a(), own()).to_string(),
+            )
+            .unwrap();
             dir
         })
         .collect();
@@ -592,13 +574,10 @@ async fn kubectl_exec_reaches_the_leaf_through_the_node_leafgate_publishes() {
     };
     root.create(pod("vn-leaf-1")).unwrap();
     leaf.create(pod("leaf-node-7")).unwrap();
-    let types = format!(
-        "preferred_address_types = [{}]",
-        order.map(|t| format!("\"{t}\"")).join(", ")
-    );
+    let kubernetes = kubernetes("replica-a").set("preferred_address_types", order);
     let gw = TestGateway::start_in(
         gateway_dir(&root, &leaf, "replica-a"),
-        &config("replica-a", &types, "", OWN),
+        config(kubernetes, team_a(), own()),
     )
     .await;
     eventually("the Node is published", Duration::from_secs(15), || {
@@ -766,7 +745,7 @@ async fn a_leader_that_loses_the_lease_stops_writing_at_once() {
     let leaf = KubeSim::builder().start().await.unwrap();
     let gw = TestGateway::start_in(
         gateway_dir(&root, &leaf, "replica-a"),
-        &config("replica-a", "", "", OWN),
+        config(kubernetes("replica-a"), team_a(), own()),
     )
     .await;
     eventually("replica-a writes", Duration::from_secs(10), || {
