@@ -115,7 +115,7 @@ fn provide(ca: &TestCa, dir: &Path, value: &Value) {
             table.values().for_each(|v| provide(ca, dir, v));
         }
         Value::Array(items) => items.iter().for_each(|v| provide(ca, dir, v)),
-        Value::String(path) if path.ends_with(".wasm") => {
+        Value::String(path) if Path::new(path).extension().is_some_and(|e| e == "wasm") => {
             let stem = Path::new(path).file_stem().unwrap().to_string_lossy();
             std::fs::copy(plugin(&stem.replace('_', "-")), file(dir, path)).unwrap();
         }
