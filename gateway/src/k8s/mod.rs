@@ -1,11 +1,14 @@
-//! The Kubernetes half: the kubelet node API leafgate answers for virtual nodes, the leaf
-//! clusters it forwards to, and the live index of the pods they run.
+//! The Kubernetes data and clients: the leaf clusters leafgate forwards to and the live
+//! index of the pods they run, the kubelet URL grammar, log filtering, the Ingress model,
+//! and kube-apiserver's `Status`.
 //!
 //! - `leaf` (+ `leaf_tls`, `leaf_auth`): one leaf cluster's TLS, credentials, `kube::Client`
 //!   and raw upstream.
 //! - `index`: the pod index (which leaves hold `ns/name`); `leaf_pods`: the reflector per
 //!   leaf that feeds it.
-//! - `kubelet`, `logs`: the node API's routes and the log filter stream.
+//! - `kubelet`, `logs`, `run`: the node API's routes and verbs, the log filter stream, and
+//!   `/run`'s exec over WebSocket.
+//! - `status`: kube-apiserver's `metav1.Status`, the one place its JSON is written.
 //! - `root`: the root cluster's client; `vnode`: the virtual Node objects (pure).
 //! - `ingress`: the Ingress model (pure) and its status and Event writers.
 //!

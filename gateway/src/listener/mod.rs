@@ -7,6 +7,11 @@
 //! [`front::handle`], by the front (routes, node API, kube API) chosen
 //! for the connection when it was accepted.
 //!
+//! The files: `client` (a connection's client end and its front), `front` (a request's
+//! first steps and the choice of front), the fronts `routes`, `node_api` and `kube_api/`,
+//! what both Kubernetes fronts share (`podcall`: the leaf choice and the call's tail;
+//! `reply`: the error dialects), and `identity` (a client certificate's names).
+//!
 //! Limits: at most `max_connections` connections per listener (one budget shared by the
 //! listener's sockets on every serving thread); at the limit the accept loops wait for a
 //! slot, so new clients queue in the kernel backlog (a thread that raced another for the
