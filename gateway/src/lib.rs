@@ -26,6 +26,7 @@ pub mod proxy;
 pub mod routing;
 pub mod runtime;
 pub mod snapshot;
+pub mod tls;
 pub mod watch;
 pub mod workers;
 
