@@ -16,6 +16,7 @@ pub mod admin;
 pub mod config;
 pub mod control;
 pub mod controllers;
+pub mod errors;
 pub mod gateway;
 pub mod k8s;
 pub mod limit;

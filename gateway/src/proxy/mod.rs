@@ -31,6 +31,7 @@ use http_body_util::{BodyExt, Either, Full};
 use hyper::body::Incoming;
 use tracing::{debug, warn};
 
+use crate::errors::{self, Causes};
 use crate::metrics::{Metrics, UpstreamErrorLabels};
 
 use self::body::{BodySent, IdleTimeout, SignalSent};
@@ -264,45 +265,29 @@ fn classify(err: SendError, backend: &str, connect: Duration) -> ProxyError {
             } else {
                 ProxyError::Connect {
                     backend,
-                    reason: root_cause(&e),
+                    reason: errors::describe(&e, Causes::Innermost),
                 }
             }
         }
         SendError::Dial(DialError::Timeout(after)) => ProxyError::ConnectTimeout { backend, after },
         SendError::Dial(e) => ProxyError::Connect {
             backend,
-            reason: root_cause(&e),
+            reason: errors::describe(&e, Causes::Innermost),
         },
         SendError::Pooled(e) => ProxyError::Reset {
             backend,
-            reason: root_cause(&e),
+            reason: errors::describe(&e, Causes::Innermost),
         },
         SendError::Exchange(e) => ProxyError::Reset {
             backend,
-            reason: root_cause(&e),
+            reason: errors::describe(&e, Causes::Innermost),
         },
     }
 }
 
 /// The kind of the first `io::Error` in an error chain, if there is one.
 fn io_kind(err: &(dyn StdError + 'static)) -> Option<std::io::ErrorKind> {
-    let mut cur = Some(err);
-    while let Some(e) = cur {
-        if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            return Some(io.kind());
-        }
-        cur = e.source();
-    }
-    None
-}
-
-/// The innermost message of an error chain: "connection refused" rather than "client error".
-pub fn root_cause(err: &(dyn StdError + 'static)) -> String {
-    let mut cur = err;
-    while let Some(next) = cur.source() {
-        cur = next;
-    }
-    cur.to_string()
+    errors::chain(err).find_map(|e| e.downcast_ref::<std::io::Error>().map(|io| io.kind()))
 }
 
 #[cfg(test)]

@@ -35,12 +35,13 @@ use tower_service::Service;
 use tracing::{Instrument, debug, info_span, warn};
 
 use super::body::IdleTimeout;
+use crate::errors::{self, Causes};
 use crate::limit::Limiter;
 use crate::metrics::{Metrics, SpliceByteLabels, SpliceLabels};
 
 use super::splice::{self, Direction, IoOp, SpliceError, SpliceOptions, SpliceReport};
 use super::upstream::{Connector, Upstream};
-use super::{Body, Exchange, ProxyError, headers, root_cause};
+use super::{Body, Exchange, ProxyError, headers};
 use crate::config::Timeouts;
 
 /// Forwards an upgrade request to one of the route's backends. On 101 the splice runs on
@@ -105,7 +106,7 @@ pub async fn switch(
         Ok(Err(e)) => {
             let err = ProxyError::Connect {
                 backend: label,
-                reason: root_cause(e.as_ref()),
+                reason: errors::describe(e.as_ref(), Causes::Innermost),
             };
             exchange.count_error(&err);
             return Err(err);
@@ -124,7 +125,7 @@ pub async fn switch(
         .await
         .map_err(|e| ProxyError::Upgrade {
             backend: label.clone(),
-            reason: root_cause(&e),
+            reason: errors::describe(&e, Causes::Innermost),
         })?;
     // Drives the backend connection until it is upgraded (then hands its I/O over) or closed.
     tokio::spawn(
@@ -154,7 +155,7 @@ pub async fn switch(
             Ok(Err(e)) => {
                 let err = ProxyError::Reset {
                     backend: label,
-                    reason: root_cause(&e),
+                    reason: errors::describe(&e, Causes::Innermost),
                 };
                 exchange.count_error(&err);
                 return Err(err);

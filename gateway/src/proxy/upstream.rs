@@ -9,8 +9,8 @@
 //! on its own).
 //! It must not know about requests' meaning; `proxy` decides what to send.
 
-use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use http::{Request, Response, Uri};
