@@ -13,7 +13,16 @@
 //! Requests that switch protocols take another path (`upgrade`). Every failure is a
 //! [`ProxyError`], which alone decides the status code and the reason the client reads.
 
+//!
+//! Files, each importing only the ones listed before it: `body` (the body type and its
+//! wrappers), `error` (every failure and its status), `headers` (pure header rules),
+//! `exchange` (a request's surroundings), `h2` and `http1` (connections to backends),
+//! `upstream` (a route's backends), `splice` (the byte pump), `upgrade` (the hijack path).
+//! This file uses them and none of them uses it.
+
 pub mod body;
+pub mod error;
+pub mod exchange;
 pub mod h2;
 pub mod headers;
 pub mod http1;
@@ -21,127 +30,25 @@ pub mod splice;
 pub mod upgrade;
 pub mod upstream;
 
-use std::error::Error as StdError;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{Request, Response, StatusCode, header};
-use http_body_util::combinators::UnsyncBoxBody;
-use http_body_util::{BodyExt, Either, Full};
+use http::{Request, Response, header};
+use http_body_util::{BodyExt, Either};
 use hyper::body::Incoming;
 use tracing::{debug, warn};
 
-use crate::errors::{self, Causes};
-use crate::metrics::{Metrics, UpstreamErrorLabels};
+pub use self::body::{Body, BoxError, full};
+pub use self::error::{ProxyError, error_response};
+pub use self::exchange::Exchange;
 
 use self::body::{BodySent, IdleTimeout, SignalSent};
-use self::h2::DialError;
-use self::headers::ClientSide;
+use self::error::{SendError, classify};
 use self::http1::PooledBody;
-use self::upstream::{BackendState, SendError, Upstream};
+use self::upstream::{BackendState, Upstream};
 
 /// A backend's response body: from our HTTP/1.1 pool, or from hyper (HTTP/2, TLS).
 type UpstreamBody = Either<PooledBody, Incoming>;
-
-pub type BoxError = Box<dyn StdError + Send + Sync>;
-
-/// The body type of every request and response leafgate sends.
-pub type Body = UnsyncBoxBody<Bytes, BoxError>;
-
-/// A body with all its bytes in hand.
-pub fn full(bytes: impl Into<Bytes>) -> Body {
-    Full::new(bytes.into())
-        .map_err(|never| match never {})
-        .boxed_unsync()
-}
-
-/// Why a request could not be answered by its upstream. `status` maps each to a code.
-#[derive(Debug, thiserror::Error)]
-pub enum ProxyError {
-    #[error("connecting to {backend} failed: {reason}")]
-    Connect { backend: String, reason: String },
-    #[error("connecting to {backend} timed out after {after:?}")]
-    ConnectTimeout { backend: String, after: Duration },
-    #[error("{backend} sent no response head within {after:?}")]
-    ResponseTimeout { backend: String, after: Duration },
-    #[error("{backend} closed or reset the connection before answering: {reason}")]
-    Reset { backend: String, reason: String },
-    #[error("the upgrade to {backend} failed: {reason}")]
-    Upgrade { backend: String, reason: String },
-}
-
-impl ProxyError {
-    pub fn status(&self) -> StatusCode {
-        match self {
-            ProxyError::ConnectTimeout { .. } | ProxyError::ResponseTimeout { .. } => {
-                StatusCode::GATEWAY_TIMEOUT
-            }
-            ProxyError::Connect { .. } | ProxyError::Reset { .. } | ProxyError::Upgrade { .. } => {
-                StatusCode::BAD_GATEWAY
-            }
-        }
-    }
-
-    /// The `kind` label of `upstream_errors`.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            ProxyError::Connect { .. } => "connect",
-            ProxyError::ConnectTimeout { .. } | ProxyError::ResponseTimeout { .. } => "timeout",
-            ProxyError::Reset { .. } => "reset",
-            ProxyError::Upgrade { .. } => "upgrade",
-        }
-    }
-
-    pub fn backend(&self) -> &str {
-        match self {
-            ProxyError::Connect { backend, .. }
-            | ProxyError::ConnectTimeout { backend, .. }
-            | ProxyError::ResponseTimeout { backend, .. }
-            | ProxyError::Reset { backend, .. }
-            | ProxyError::Upgrade { backend, .. } => backend,
-        }
-    }
-
-    /// The answer the client gets: the status and a one-line reason.
-    pub fn response(&self) -> Response<Body> {
-        error_response(self.status(), &self.to_string())
-    }
-}
-
-/// A plain-text error answer from leafgate itself.
-pub fn error_response(status: StatusCode, reason: &str) -> Response<Body> {
-    let text = format!(
-        "{} {}: {reason}\n",
-        status.as_u16(),
-        status.canonical_reason().unwrap_or("")
-    );
-    Response::builder()
-        .status(status)
-        .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
-        .header(header::CACHE_CONTROL, "no-store")
-        .body(full(text))
-        .expect("static parts make a valid response")
-}
-
-/// Everything about the request's surroundings the proxy needs.
-pub struct Exchange<'a> {
-    pub route: &'a str,
-    pub client: ClientSide<'a>,
-    pub metrics: &'a Metrics,
-}
-
-impl Exchange<'_> {
-    fn count_error(&self, err: &ProxyError) {
-        self.metrics
-            .upstream_errors
-            .get_or_create(&UpstreamErrorLabels {
-                route: self.route.to_string(),
-                backend: err.backend().to_string(),
-                kind: err.kind(),
-            })
-            .inc();
-    }
-}
 
 /// Sends an ordinary (non-upgrade) request to `upstream` and returns its response.
 pub async fn forward(
@@ -249,69 +156,4 @@ fn respond(res: Response<UpstreamBody>, idle: Duration) -> Response<Body> {
     headers::strip_hop_by_hop(&mut parts.headers, false);
     headers::add_via(&mut parts.headers, parts.version);
     Response::from_parts(parts, IdleTimeout::new(body, idle).boxed_unsync())
-}
-
-/// Sorts a failed exchange into what happened, for the status and the reason.
-fn classify(err: SendError, backend: &str, connect: Duration) -> ProxyError {
-    let backend = backend.to_string();
-    match err {
-        SendError::Pooled(e) if e.is_connect() => {
-            // hyper-util reports its connect timeout as an io::Error of kind TimedOut.
-            if io_kind(&e) == Some(std::io::ErrorKind::TimedOut) {
-                ProxyError::ConnectTimeout {
-                    backend,
-                    after: connect,
-                }
-            } else {
-                ProxyError::Connect {
-                    backend,
-                    reason: errors::describe(&e, Causes::Innermost),
-                }
-            }
-        }
-        SendError::Dial(DialError::Timeout(after)) => ProxyError::ConnectTimeout { backend, after },
-        SendError::Dial(e) => ProxyError::Connect {
-            backend,
-            reason: errors::describe(&e, Causes::Innermost),
-        },
-        SendError::Pooled(e) => ProxyError::Reset {
-            backend,
-            reason: errors::describe(&e, Causes::Innermost),
-        },
-        SendError::Exchange(e) => ProxyError::Reset {
-            backend,
-            reason: errors::describe(&e, Causes::Innermost),
-        },
-    }
-}
-
-/// The kind of the first `io::Error` in an error chain, if there is one.
-fn io_kind(err: &(dyn StdError + 'static)) -> Option<std::io::ErrorKind> {
-    errors::chain(err).find_map(|e| e.downcast_ref::<std::io::Error>().map(|io| io.kind()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// An error that wraps another, as hyper-util's connect errors wrap the io::Error.
-    #[derive(Debug, thiserror::Error)]
-    #[error("tcp connect error")]
-    struct Wrapper(#[source] std::io::Error);
-
-    #[test]
-    fn the_io_kind_is_found_anywhere_in_the_chain() {
-        let timed_out = Wrapper(std::io::Error::new(
-            std::io::ErrorKind::TimedOut,
-            "whatever the message says",
-        ));
-        assert_eq!(io_kind(&timed_out), Some(std::io::ErrorKind::TimedOut));
-        let refused = Wrapper(std::io::ErrorKind::ConnectionRefused.into());
-        assert_eq!(
-            io_kind(&refused),
-            Some(std::io::ErrorKind::ConnectionRefused)
-        );
-        let plain = std::fmt::Error;
-        assert_eq!(io_kind(&plain), None);
-    }
 }

@@ -39,9 +39,12 @@ use crate::errors::{self, Causes};
 use crate::limit::Limiter;
 use crate::metrics::{Metrics, SpliceByteLabels, SpliceLabels};
 
+use super::body::{Body, full};
+use super::error::ProxyError;
+use super::exchange::Exchange;
+use super::headers;
 use super::splice::{self, Direction, IoOp, SpliceError, SpliceOptions, SpliceReport};
 use super::upstream::{Connector, Upstream};
-use super::{Body, Exchange, ProxyError, headers};
 use crate::config::Timeouts;
 
 /// Forwards an upgrade request to one of the route's backends. On 101 the splice runs on
@@ -205,10 +208,7 @@ pub async fn switch(
 
     // The client gets the backend's 101 head as it came: hyper writes what it is handed.
     let (parts, _) = res.into_parts();
-    Ok(Response::from_parts(
-        parts,
-        super::full(bytes::Bytes::new()),
-    ))
+    Ok(Response::from_parts(parts, full(Bytes::new())))
 }
 
 /// What a hijacked connection needs once both sides said 101: the task tracker that

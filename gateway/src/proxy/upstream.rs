@@ -23,8 +23,9 @@ use crate::config::{Backend, Timeouts, UpstreamConfig, UpstreamProtocol, Upstrea
 use crate::tls::{self, Verify};
 use crate::workers;
 
-use super::Body;
-use super::h2::{DialError, Dialed, H2Conns, H2Dialer};
+use super::body::Body;
+use super::error::SendError;
+use super::h2::{Dialed, H2Conns, H2Dialer};
 use super::http1::{Http1Pool, PooledBody};
 
 /// How long a backend that refused a connection is skipped.
@@ -68,17 +69,6 @@ pub struct BackendState {
 const UNKNOWN: u8 = 0;
 const HTTP1: u8 = 1;
 const H2: u8 = 2;
-
-/// Why a request got no response head from a backend.
-#[derive(Debug, thiserror::Error)]
-pub enum SendError {
-    #[error(transparent)]
-    Pooled(#[from] hyper_util::client::legacy::Error),
-    #[error(transparent)]
-    Dial(#[from] DialError),
-    #[error(transparent)]
-    Exchange(#[from] hyper::Error),
-}
 
 /// Why an upstream could not be built (a TLS setting rustls refuses).
 #[derive(Debug, thiserror::Error)]
