@@ -61,14 +61,7 @@ pub async fn forward(
     headers::strip_hop_by_hop(&mut parts.headers, false);
     headers::add_forwarded(&mut parts.headers, &exchange.client, parts.version);
     if let Some(host) = exchange.client.host {
-        // HTTP/2 clients name the host in `:authority`; upstreams read `Host`. An HTTP/1.1
-        // request's `Host` already says it and is kept as it is.
-        let same = parts.headers.get(header::HOST).map(|h| h.as_bytes()) == Some(host.as_bytes());
-        if !same {
-            if let Ok(v) = http::HeaderValue::from_str(host) {
-                parts.headers.insert(header::HOST, v);
-            }
-        }
+        set_host(&mut parts.headers, host);
     }
     let timeouts = upstream.timeouts;
     let (body, mut sent) = SignalSent::new(IdleTimeout::new(body, timeouts.idle));
@@ -145,6 +138,21 @@ async fn exchange_head(
         .map_err(|_| deadline)
 }
 
+/// Makes `host` the request's one `Host`. HTTP/2 clients name the host in `:authority`;
+/// upstreams read `Host`. An HTTP/1.1 request whose only `Host` already says it is kept as
+/// it is (no header value built). A second `Host` line goes: the route was chosen by the
+/// first, and a backend reading another would serve a host nobody routed.
+fn set_host(headers: &mut http::HeaderMap, host: &str) {
+    let mut lines = headers.get_all(header::HOST).iter();
+    let first = lines.next().map(|h| h.as_bytes());
+    if first == Some(host.as_bytes()) && lines.next().is_none() {
+        return;
+    }
+    if let Ok(v) = http::HeaderValue::from_str(host) {
+        headers.insert(header::HOST, v);
+    }
+}
+
 fn empty() -> Body {
     full(Bytes::new())
 }
@@ -156,4 +164,37 @@ fn respond(res: Response<UpstreamBody>, idle: Duration) -> Response<Body> {
     headers::strip_hop_by_hop(&mut parts.headers, false);
     headers::add_via(&mut parts.headers, parts.version);
     Response::from_parts(parts, IdleTimeout::new(body, idle).boxed_unsync())
+}
+
+#[cfg(test)]
+mod tests {
+    use http::HeaderValue;
+    use http::header::{HOST, HeaderMap};
+
+    use super::set_host;
+
+    fn hosts(h: &HeaderMap) -> Vec<&str> {
+        h.get_all(HOST)
+            .iter()
+            .map(|v| v.to_str().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn the_routed_host_is_the_only_host_the_backend_reads() {
+        let mut h = HeaderMap::new();
+        set_host(&mut h, "a.example");
+        assert_eq!(hosts(&h), ["a.example"], "HTTP/2: from :authority");
+
+        h.insert(HOST, HeaderValue::from_static("a.example"));
+        set_host(&mut h, "a.example");
+        assert_eq!(hosts(&h), ["a.example"]);
+
+        h.append(HOST, HeaderValue::from_static("b.example"));
+        set_host(&mut h, "a.example");
+        assert_eq!(hosts(&h), ["a.example"], "a second Host line goes");
+
+        set_host(&mut h, "bad\nhost");
+        assert_eq!(hosts(&h), ["a.example"], "an invalid host changes nothing");
+    }
 }
