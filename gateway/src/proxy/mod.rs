@@ -1,8 +1,9 @@
 //! Forwards a routed request to its upstream and streams the answer back.
 //!
 //! Phases of a proxied request, in order:
-//! 1. `prepare`: drop hop-by-hop headers, add `X-Forwarded-*` and `Via`, keep the client's
-//!    `Host`, aim the URI at the chosen backend.
+//! 1. `prepare`: drop hop-by-hop headers, add `X-Forwarded-*` and `Via`, make the client's
+//!    host the one `Host` (the same preparation as upgrades and pod calls); `Upstream::send`
+//!    aims the URI at the chosen backend.
 //! 2. `send`: pick a backend (round-robin, skipping ones that just refused), send over the
 //!    pooled client, wait for the response head within `response_header`. A refused
 //!    connection marks the backend failed and, when the request has no body to replay,
@@ -12,13 +13,13 @@
 //!
 //! Requests that switch protocols take another path (`upgrade`). Every failure is a
 //! [`ProxyError`], which alone decides the status code and the reason the client reads.
-
 //!
 //! Files, each importing only the ones listed before it: `body` (the body type and its
 //! wrappers), `error` (every failure and its status), `headers` (pure header rules),
-//! `exchange` (a request's surroundings), `h2` and `http1` (connections to backends),
-//! `upstream` (a route's backends), `splice` (the byte pump), `upgrade` (the hijack path).
-//! This file uses them and none of them uses it.
+//! `prepare` (the one preparation of a request's head, and of its answer's), `exchange`
+//! (a request's surroundings), `h2` and `http1` (connections to backends), `upstream` (a
+//! route's backends), `splice` (the byte pump), `upgrade` (the hijack path). This file
+//! uses them and none of them uses it.
 
 pub mod body;
 pub mod error;
@@ -26,6 +27,7 @@ pub mod exchange;
 pub mod h2;
 pub mod headers;
 pub mod http1;
+pub mod prepare;
 pub mod splice;
 pub mod upgrade;
 pub mod upstream;
@@ -33,7 +35,7 @@ pub mod upstream;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{Request, Response, header};
+use http::{Request, Response};
 use http_body_util::{BodyExt, Either};
 use hyper::body::Incoming;
 use tracing::{debug, warn};
@@ -41,6 +43,7 @@ use tracing::{debug, warn};
 pub use self::body::{Body, BoxError, full};
 pub use self::error::{ProxyError, error_response};
 pub use self::exchange::Exchange;
+pub use self::prepare::{Hops, prepare, prepare_response};
 
 use self::body::{BodySent, IdleTimeout, SignalSent};
 use self::error::{SendError, classify};
@@ -58,11 +61,7 @@ pub async fn forward(
 ) -> Result<Response<Body>, ProxyError> {
     let (mut parts, body) = req.into_parts();
     let replayable = http_body::Body::is_end_stream(&body);
-    headers::strip_hop_by_hop(&mut parts.headers, false);
-    headers::add_forwarded(&mut parts.headers, &exchange.client, parts.version);
-    if let Some(host) = exchange.client.host {
-        set_host(&mut parts.headers, host);
-    }
+    prepare(&mut parts, Hops::DropAll, Some(&exchange.client));
     let timeouts = upstream.timeouts;
     let (body, mut sent) = SignalSent::new(IdleTimeout::new(body, timeouts.idle));
     let mut body = Some(body.boxed_unsync());
@@ -138,21 +137,6 @@ async fn exchange_head(
         .map_err(|_| deadline)
 }
 
-/// Makes `host` the request's one `Host`. HTTP/2 clients name the host in `:authority`;
-/// upstreams read `Host`. An HTTP/1.1 request whose only `Host` already says it is kept as
-/// it is (no header value built). A second `Host` line goes: the route was chosen by the
-/// first, and a backend reading another would serve a host nobody routed.
-fn set_host(headers: &mut http::HeaderMap, host: &str) {
-    let mut lines = headers.get_all(header::HOST).iter();
-    let first = lines.next().map(|h| h.as_bytes());
-    if first == Some(host.as_bytes()) && lines.next().is_none() {
-        return;
-    }
-    if let Ok(v) = http::HeaderValue::from_str(host) {
-        headers.insert(header::HOST, v);
-    }
-}
-
 fn empty() -> Body {
     full(Bytes::new())
 }
@@ -161,40 +145,6 @@ fn empty() -> Body {
 /// streamed under the idle timeout.
 fn respond(res: Response<UpstreamBody>, idle: Duration) -> Response<Body> {
     let (mut parts, body) = res.into_parts();
-    headers::strip_hop_by_hop(&mut parts.headers, false);
-    headers::add_via(&mut parts.headers, parts.version);
+    prepare_response(&mut parts);
     Response::from_parts(parts, IdleTimeout::new(body, idle).boxed_unsync())
-}
-
-#[cfg(test)]
-mod tests {
-    use http::HeaderValue;
-    use http::header::{HOST, HeaderMap};
-
-    use super::set_host;
-
-    fn hosts(h: &HeaderMap) -> Vec<&str> {
-        h.get_all(HOST)
-            .iter()
-            .map(|v| v.to_str().unwrap())
-            .collect()
-    }
-
-    #[test]
-    fn the_routed_host_is_the_only_host_the_backend_reads() {
-        let mut h = HeaderMap::new();
-        set_host(&mut h, "a.example");
-        assert_eq!(hosts(&h), ["a.example"], "HTTP/2: from :authority");
-
-        h.insert(HOST, HeaderValue::from_static("a.example"));
-        set_host(&mut h, "a.example");
-        assert_eq!(hosts(&h), ["a.example"]);
-
-        h.append(HOST, HeaderValue::from_static("b.example"));
-        set_host(&mut h, "a.example");
-        assert_eq!(hosts(&h), ["a.example"], "a second Host line goes");
-
-        set_host(&mut h, "bad\nhost");
-        assert_eq!(hosts(&h), ["a.example"], "an invalid host changes nothing");
-    }
 }

@@ -42,7 +42,7 @@ use crate::metrics::{Metrics, SpliceByteLabels, SpliceLabels};
 use super::body::{Body, full};
 use super::error::ProxyError;
 use super::exchange::Exchange;
-use super::headers;
+use super::prepare::{Hops, prepare, prepare_response};
 use super::splice::{self, Direction, IoOp, SpliceError, SpliceOptions, SpliceReport};
 use super::upstream::{Connector, Upstream};
 use crate::config::Timeouts;
@@ -58,13 +58,7 @@ pub async fn forward(
 ) -> Result<Response<Body>, ProxyError> {
     let client_upgrade = hyper::upgrade::on(&mut req);
     let (mut parts, body) = req.into_parts();
-    headers::strip_hop_by_hop(&mut parts.headers, true);
-    headers::add_forwarded(&mut parts.headers, &exchange.client, parts.version);
-    if let Some(host) = exchange.client.host {
-        if let Ok(v) = http::HeaderValue::from_str(host) {
-            parts.headers.insert(http::header::HOST, v);
-        }
-    }
+    prepare(&mut parts, Hops::KeepUpgrade, Some(&exchange.client));
     let backend = upstream.pick();
     parts.uri = Upstream::uri(&backend.backend, parts.uri.path_and_query());
     let target = Target {
@@ -176,8 +170,7 @@ pub async fn switch(
     if res.status() != StatusCode::SWITCHING_PROTOCOLS {
         debug!(status = %res.status(), "backend declined the upgrade; relaying its answer");
         let (mut parts, body) = res.into_parts();
-        headers::strip_hop_by_hop(&mut parts.headers, false);
-        headers::add_via(&mut parts.headers, parts.version);
+        prepare_response(&mut parts);
         return Ok(Response::from_parts(
             parts,
             IdleTimeout::new(body, timeouts.idle).boxed_unsync(),
@@ -227,6 +220,29 @@ pub struct SpliceJob {
 }
 
 impl SpliceJob {
+    /// The job of one hijacked connection of `route` (the route's name, or a front's label
+    /// such as `node-api`) for `tenant` (`None`: counted under an empty tenant label), under
+    /// `limiters` (client -> upstream, upstream -> client). `tasks`, `kill` and `metrics`
+    /// are the gateway's: what shutdown waits on, what ends it, what counts it.
+    pub fn new(
+        tasks: &TaskTracker,
+        kill: &CancellationToken,
+        metrics: &Arc<Metrics>,
+        route: &str,
+        tenant: Option<&str>,
+        (up, down): (Limiter, Limiter),
+    ) -> SpliceJob {
+        SpliceJob {
+            tasks: tasks.clone(),
+            kill: kill.clone(),
+            metrics: metrics.clone(),
+            route: route.to_string(),
+            tenant: tenant.unwrap_or_default().to_string(),
+            up,
+            down,
+        }
+    }
+
     async fn run(self, client: Upgraded, backend: Upgraded, idle: Duration) {
         let labels = SpliceLabels {
             route: self.route.clone(),
