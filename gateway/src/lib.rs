@@ -16,6 +16,7 @@ pub mod admin;
 pub mod config;
 pub mod control;
 pub mod controllers;
+pub mod errors;
 pub mod gateway;
 pub mod k8s;
 pub mod limit;
@@ -26,6 +27,7 @@ pub mod proxy;
 pub mod routing;
 pub mod runtime;
 pub mod snapshot;
+pub mod tls;
 pub mod watch;
 pub mod workers;
 

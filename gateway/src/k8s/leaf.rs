@@ -30,12 +30,13 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tracing::warn;
 
 use crate::config::{LeafAuth, LeafConfig};
+use crate::errors::{self, Causes};
 use crate::metrics::LeafMetrics;
 use crate::workers;
 
 use super::index::PodIndex;
 use super::leaf_auth::{Credentials, TokenError};
-use super::leaf_pods::{LeafPods, WatchState, causes};
+use super::leaf_pods::{LeafPods, WatchState};
 use super::leaf_tls::{self, LeafConnector};
 
 /// Errors from the leaf's transport and middleware, boxed as hyper and tower expect.
@@ -289,7 +290,7 @@ impl Transport {
             .await
             .map_err(|e| LeafError::Request {
                 leaf: self.name.clone(),
-                reason: causes(&e),
+                reason: errors::describe(&e, Causes::All),
             })
     }
 }

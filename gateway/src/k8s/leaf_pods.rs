@@ -18,6 +18,7 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
 use tracing::{info, warn};
 
+use crate::errors::{self, Causes};
 use crate::metrics::LeafLabels;
 
 use super::index::LeafSlot;
@@ -149,7 +150,7 @@ async fn run(
                 Some(true)
             }
             Some(Err(e)) => {
-                let reason = causes(&e);
+                let reason = errors::describe(&e, Causes::All);
                 warn!(leaf = %slot.name(), error = %reason, "leaf pod watch failed; retrying after backoff");
                 let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
                 s.synced = false;
@@ -176,20 +177,4 @@ async fn run(
             m.pods.get_or_create(&labels).set(s.pods as i64);
         }
     }
-}
-
-/// An error and its causes, each once: `list failed: client error (Connect): invalid peer
-/// certificate: UnknownIssuer`.
-pub fn causes(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let text = s.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = s.source();
-    }
-    out
 }

@@ -84,18 +84,13 @@ pub async fn serve(
 }
 
 fn splice_job(client: &Client, route: &Route) -> SpliceJob {
-    let (up, down) = route.connection_limiters();
-    SpliceJob {
-        up,
-        down,
-        tasks: client.shared.tasks.clone(),
-        kill: client.shared.kill.clone(),
-        metrics: client.shared.metrics.clone(),
-        route: route.name.clone(),
-        tenant: route
-            .tenant
-            .as_ref()
-            .map(|t| t.name.clone())
-            .unwrap_or_default(),
-    }
+    let shared = &client.shared;
+    SpliceJob::new(
+        &shared.tasks,
+        &shared.kill,
+        &shared.metrics,
+        &route.name,
+        route.tenant.as_ref().map(|t| t.name.as_str()),
+        route.connection_limiters(),
+    )
 }

@@ -1,5 +1,8 @@
-//! A body wrapper that fails a stream which stops moving: no frame for `idle` is an error,
-//! so a stalled upstream (or client) cannot hold a connection and its buffers forever.
+//! Bodies: [`Body`], the one type of every request and response leafgate sends, and the
+//! wrappers the proxy puts around streamed bodies. [`IdleTimeout`] fails a stream which
+//! stops moving: no frame for `idle` is an error, so a stalled upstream (or client) cannot
+//! hold a connection and its buffers forever. [`SignalSent`] tells when a request body has
+//! been sent whole.
 //!
 //! The timer is re-armed lazily: frames only record the time they arrived, and the sleep is
 //! pushed back when it fires early. A body moving at line rate costs one `Instant::now()` per
@@ -10,11 +13,23 @@ use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body::{Body, Frame, SizeHint};
+use http_body::{Body as HttpBody, Frame, SizeHint};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full};
 use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep};
 
-use super::BoxError;
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The body type of every request and response leafgate sends.
+pub type Body = UnsyncBoxBody<Bytes, BoxError>;
+
+/// A body with all its bytes in hand.
+pub fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed_unsync()
+}
 
 /// The error an [`IdleTimeout`] body ends with.
 #[derive(Debug, thiserror::Error)]
@@ -44,9 +59,9 @@ impl<B> IdleTimeout<B> {
     }
 }
 
-impl<B> Body for IdleTimeout<B>
+impl<B> HttpBody for IdleTimeout<B>
 where
-    B: Body<Data = Bytes>,
+    B: HttpBody<Data = Bytes>,
     B::Error: Into<BoxError>,
 {
     type Data = Bytes;
@@ -110,7 +125,7 @@ impl BodySent {
     }
 }
 
-impl<B: Body> SignalSent<B> {
+impl<B: HttpBody> SignalSent<B> {
     pub fn new(inner: B) -> (Self, BodySent) {
         if inner.is_end_stream() {
             return (Self { inner, done: None }, BodySent(None));
@@ -126,7 +141,7 @@ impl<B: Body> SignalSent<B> {
     }
 }
 
-impl<B: Body> Body for SignalSent<B> {
+impl<B: HttpBody> HttpBody for SignalSent<B> {
     type Data = B::Data;
     type Error = B::Error;
 

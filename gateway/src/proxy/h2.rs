@@ -20,20 +20,8 @@ use tokio::sync::Mutex;
 use crate::config::Backend;
 use crate::workers;
 
-use super::Body;
-
-/// Why no HTTP/2 connection to a backend could be had.
-#[derive(Debug, thiserror::Error)]
-pub enum DialError {
-    #[error("{0}")]
-    Io(#[from] std::io::Error),
-    #[error("no connection within {0:?}")]
-    Timeout(Duration),
-    #[error("the backend did not agree to HTTP/2 by ALPN (it offered {0})")]
-    NoH2(String),
-    #[error("HTTP/2 handshake: {0}")]
-    Handshake(#[from] hyper::Error),
-}
+use super::body::Body;
+use super::error::DialError;
 
 /// What dialling found: an HTTP/2 connection, or a TLS backend that chose HTTP/1.1.
 pub enum Dialed {

@@ -33,9 +33,8 @@ use tracing::debug;
 use crate::config::Backend;
 use crate::workers;
 
-use super::Body;
-use super::h2::DialError;
-use super::upstream::SendError;
+use super::body::Body;
+use super::error::{DialError, SendError};
 
 /// Idle connections kept per serving thread and backend; more are closed when they come
 /// back. Enough for the keep-alive connections of a busy thread (nginx's `keepalive` is
@@ -354,7 +353,7 @@ mod tests {
     }
 
     fn get() -> Request<Body> {
-        let mut req = Request::new(super::super::full(Bytes::new()));
+        let mut req = Request::new(crate::proxy::body::full(Bytes::new()));
         *req.uri_mut() = "http://ignored.example/path?q=1".parse().unwrap();
         req
     }

@@ -1,8 +1,9 @@
 //! Forwards a routed request to its upstream and streams the answer back.
 //!
 //! Phases of a proxied request, in order:
-//! 1. `prepare`: drop hop-by-hop headers, add `X-Forwarded-*` and `Via`, keep the client's
-//!    `Host`, aim the URI at the chosen backend.
+//! 1. `prepare`: drop hop-by-hop headers, add `X-Forwarded-*` and `Via`, make the client's
+//!    host the one `Host` (the same preparation as upgrades and pod calls); `Upstream::send`
+//!    aims the URI at the chosen backend.
 //! 2. `send`: pick a backend (round-robin, skipping ones that just refused), send over the
 //!    pooled client, wait for the response head within `response_header`. A refused
 //!    connection marks the backend failed and, when the request has no body to replay,
@@ -12,135 +13,45 @@
 //!
 //! Requests that switch protocols take another path (`upgrade`). Every failure is a
 //! [`ProxyError`], which alone decides the status code and the reason the client reads.
+//!
+//! Files, each importing only the ones listed before it: `body` (the body type and its
+//! wrappers), `error` (every failure and its status), `headers` (pure header rules),
+//! `prepare` (the one preparation of a request's head, and of its answer's), `exchange`
+//! (a request's surroundings), `h2` and `http1` (connections to backends), `upstream` (a
+//! route's backends), `splice` (the byte pump), `upgrade` (the hijack path). This file
+//! uses them and none of them uses it.
 
 pub mod body;
+pub mod error;
+pub mod exchange;
 pub mod h2;
 pub mod headers;
 pub mod http1;
+pub mod prepare;
 pub mod splice;
 pub mod upgrade;
 pub mod upstream;
 
-use std::error::Error as StdError;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{Request, Response, StatusCode, header};
-use http_body_util::combinators::UnsyncBoxBody;
-use http_body_util::{BodyExt, Either, Full};
+use http::{Request, Response};
+use http_body_util::{BodyExt, Either};
 use hyper::body::Incoming;
 use tracing::{debug, warn};
 
-use crate::metrics::{Metrics, UpstreamErrorLabels};
+pub use self::body::{Body, BoxError, full};
+pub use self::error::{ProxyError, error_response};
+pub use self::exchange::Exchange;
+pub use self::prepare::{Hops, prepare, prepare_response};
 
 use self::body::{BodySent, IdleTimeout, SignalSent};
-use self::h2::DialError;
-use self::headers::ClientSide;
+use self::error::{SendError, classify};
 use self::http1::PooledBody;
-use self::upstream::{BackendState, SendError, Upstream};
+use self::upstream::{BackendState, Upstream};
 
 /// A backend's response body: from our HTTP/1.1 pool, or from hyper (HTTP/2, TLS).
 type UpstreamBody = Either<PooledBody, Incoming>;
-
-pub type BoxError = Box<dyn StdError + Send + Sync>;
-
-/// The body type of every request and response leafgate sends.
-pub type Body = UnsyncBoxBody<Bytes, BoxError>;
-
-/// A body with all its bytes in hand.
-pub fn full(bytes: impl Into<Bytes>) -> Body {
-    Full::new(bytes.into())
-        .map_err(|never| match never {})
-        .boxed_unsync()
-}
-
-/// Why a request could not be answered by its upstream. `status` maps each to a code.
-#[derive(Debug, thiserror::Error)]
-pub enum ProxyError {
-    #[error("connecting to {backend} failed: {reason}")]
-    Connect { backend: String, reason: String },
-    #[error("connecting to {backend} timed out after {after:?}")]
-    ConnectTimeout { backend: String, after: Duration },
-    #[error("{backend} sent no response head within {after:?}")]
-    ResponseTimeout { backend: String, after: Duration },
-    #[error("{backend} closed or reset the connection before answering: {reason}")]
-    Reset { backend: String, reason: String },
-    #[error("the upgrade to {backend} failed: {reason}")]
-    Upgrade { backend: String, reason: String },
-}
-
-impl ProxyError {
-    pub fn status(&self) -> StatusCode {
-        match self {
-            ProxyError::ConnectTimeout { .. } | ProxyError::ResponseTimeout { .. } => {
-                StatusCode::GATEWAY_TIMEOUT
-            }
-            ProxyError::Connect { .. } | ProxyError::Reset { .. } | ProxyError::Upgrade { .. } => {
-                StatusCode::BAD_GATEWAY
-            }
-        }
-    }
-
-    /// The `kind` label of `upstream_errors`.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            ProxyError::Connect { .. } => "connect",
-            ProxyError::ConnectTimeout { .. } | ProxyError::ResponseTimeout { .. } => "timeout",
-            ProxyError::Reset { .. } => "reset",
-            ProxyError::Upgrade { .. } => "upgrade",
-        }
-    }
-
-    pub fn backend(&self) -> &str {
-        match self {
-            ProxyError::Connect { backend, .. }
-            | ProxyError::ConnectTimeout { backend, .. }
-            | ProxyError::ResponseTimeout { backend, .. }
-            | ProxyError::Reset { backend, .. }
-            | ProxyError::Upgrade { backend, .. } => backend,
-        }
-    }
-
-    /// The answer the client gets: the status and a one-line reason.
-    pub fn response(&self) -> Response<Body> {
-        error_response(self.status(), &self.to_string())
-    }
-}
-
-/// A plain-text error answer from leafgate itself.
-pub fn error_response(status: StatusCode, reason: &str) -> Response<Body> {
-    let text = format!(
-        "{} {}: {reason}\n",
-        status.as_u16(),
-        status.canonical_reason().unwrap_or("")
-    );
-    Response::builder()
-        .status(status)
-        .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
-        .header(header::CACHE_CONTROL, "no-store")
-        .body(full(text))
-        .expect("static parts make a valid response")
-}
-
-/// Everything about the request's surroundings the proxy needs.
-pub struct Exchange<'a> {
-    pub route: &'a str,
-    pub client: ClientSide<'a>,
-    pub metrics: &'a Metrics,
-}
-
-impl Exchange<'_> {
-    fn count_error(&self, err: &ProxyError) {
-        self.metrics
-            .upstream_errors
-            .get_or_create(&UpstreamErrorLabels {
-                route: self.route.to_string(),
-                backend: err.backend().to_string(),
-                kind: err.kind(),
-            })
-            .inc();
-    }
-}
 
 /// Sends an ordinary (non-upgrade) request to `upstream` and returns its response.
 pub async fn forward(
@@ -150,18 +61,7 @@ pub async fn forward(
 ) -> Result<Response<Body>, ProxyError> {
     let (mut parts, body) = req.into_parts();
     let replayable = http_body::Body::is_end_stream(&body);
-    headers::strip_hop_by_hop(&mut parts.headers, false);
-    headers::add_forwarded(&mut parts.headers, &exchange.client, parts.version);
-    if let Some(host) = exchange.client.host {
-        // HTTP/2 clients name the host in `:authority`; upstreams read `Host`. An HTTP/1.1
-        // request's `Host` already says it and is kept as it is.
-        let same = parts.headers.get(header::HOST).map(|h| h.as_bytes()) == Some(host.as_bytes());
-        if !same {
-            if let Ok(v) = http::HeaderValue::from_str(host) {
-                parts.headers.insert(header::HOST, v);
-            }
-        }
-    }
+    prepare(&mut parts, Hops::DropAll, Some(&exchange.client));
     let timeouts = upstream.timeouts;
     let (body, mut sent) = SignalSent::new(IdleTimeout::new(body, timeouts.idle));
     let mut body = Some(body.boxed_unsync());
@@ -245,88 +145,6 @@ fn empty() -> Body {
 /// streamed under the idle timeout.
 fn respond(res: Response<UpstreamBody>, idle: Duration) -> Response<Body> {
     let (mut parts, body) = res.into_parts();
-    headers::strip_hop_by_hop(&mut parts.headers, false);
-    headers::add_via(&mut parts.headers, parts.version);
+    prepare_response(&mut parts);
     Response::from_parts(parts, IdleTimeout::new(body, idle).boxed_unsync())
-}
-
-/// Sorts a failed exchange into what happened, for the status and the reason.
-fn classify(err: SendError, backend: &str, connect: Duration) -> ProxyError {
-    let backend = backend.to_string();
-    match err {
-        SendError::Pooled(e) if e.is_connect() => {
-            // hyper-util reports its connect timeout as an io::Error of kind TimedOut.
-            if io_kind(&e) == Some(std::io::ErrorKind::TimedOut) {
-                ProxyError::ConnectTimeout {
-                    backend,
-                    after: connect,
-                }
-            } else {
-                ProxyError::Connect {
-                    backend,
-                    reason: root_cause(&e),
-                }
-            }
-        }
-        SendError::Dial(DialError::Timeout(after)) => ProxyError::ConnectTimeout { backend, after },
-        SendError::Dial(e) => ProxyError::Connect {
-            backend,
-            reason: root_cause(&e),
-        },
-        SendError::Pooled(e) => ProxyError::Reset {
-            backend,
-            reason: root_cause(&e),
-        },
-        SendError::Exchange(e) => ProxyError::Reset {
-            backend,
-            reason: root_cause(&e),
-        },
-    }
-}
-
-/// The kind of the first `io::Error` in an error chain, if there is one.
-fn io_kind(err: &(dyn StdError + 'static)) -> Option<std::io::ErrorKind> {
-    let mut cur = Some(err);
-    while let Some(e) = cur {
-        if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            return Some(io.kind());
-        }
-        cur = e.source();
-    }
-    None
-}
-
-/// The innermost message of an error chain: "connection refused" rather than "client error".
-pub fn root_cause(err: &(dyn StdError + 'static)) -> String {
-    let mut cur = err;
-    while let Some(next) = cur.source() {
-        cur = next;
-    }
-    cur.to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// An error that wraps another, as hyper-util's connect errors wrap the io::Error.
-    #[derive(Debug, thiserror::Error)]
-    #[error("tcp connect error")]
-    struct Wrapper(#[source] std::io::Error);
-
-    #[test]
-    fn the_io_kind_is_found_anywhere_in_the_chain() {
-        let timed_out = Wrapper(std::io::Error::new(
-            std::io::ErrorKind::TimedOut,
-            "whatever the message says",
-        ));
-        assert_eq!(io_kind(&timed_out), Some(std::io::ErrorKind::TimedOut));
-        let refused = Wrapper(std::io::ErrorKind::ConnectionRefused.into());
-        assert_eq!(
-            io_kind(&refused),
-            Some(std::io::ErrorKind::ConnectionRefused)
-        );
-        let plain = std::fmt::Error;
-        assert_eq!(io_kind(&plain), None);
-    }
 }

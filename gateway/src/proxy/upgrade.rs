@@ -35,12 +35,16 @@ use tower_service::Service;
 use tracing::{Instrument, debug, info_span, warn};
 
 use super::body::IdleTimeout;
+use crate::errors::{self, Causes};
 use crate::limit::Limiter;
 use crate::metrics::{Metrics, SpliceByteLabels, SpliceLabels};
 
+use super::body::{Body, full};
+use super::error::ProxyError;
+use super::exchange::Exchange;
+use super::prepare::{Hops, prepare, prepare_response};
 use super::splice::{self, Direction, IoOp, SpliceError, SpliceOptions, SpliceReport};
 use super::upstream::{Connector, Upstream};
-use super::{Body, Exchange, ProxyError, headers, root_cause};
 use crate::config::Timeouts;
 
 /// Forwards an upgrade request to one of the route's backends. On 101 the splice runs on
@@ -54,13 +58,7 @@ pub async fn forward(
 ) -> Result<Response<Body>, ProxyError> {
     let client_upgrade = hyper::upgrade::on(&mut req);
     let (mut parts, body) = req.into_parts();
-    headers::strip_hop_by_hop(&mut parts.headers, true);
-    headers::add_forwarded(&mut parts.headers, &exchange.client, parts.version);
-    if let Some(host) = exchange.client.host {
-        if let Ok(v) = http::HeaderValue::from_str(host) {
-            parts.headers.insert(http::header::HOST, v);
-        }
-    }
+    prepare(&mut parts, Hops::KeepUpgrade, Some(&exchange.client));
     let backend = upstream.pick();
     parts.uri = Upstream::uri(&backend.backend, parts.uri.path_and_query());
     let target = Target {
@@ -105,7 +103,7 @@ pub async fn switch(
         Ok(Err(e)) => {
             let err = ProxyError::Connect {
                 backend: label,
-                reason: root_cause(e.as_ref()),
+                reason: errors::describe(e.as_ref(), Causes::Innermost),
             };
             exchange.count_error(&err);
             return Err(err);
@@ -124,7 +122,7 @@ pub async fn switch(
         .await
         .map_err(|e| ProxyError::Upgrade {
             backend: label.clone(),
-            reason: root_cause(&e),
+            reason: errors::describe(&e, Causes::Innermost),
         })?;
     // Drives the backend connection until it is upgraded (then hands its I/O over) or closed.
     tokio::spawn(
@@ -154,7 +152,7 @@ pub async fn switch(
             Ok(Err(e)) => {
                 let err = ProxyError::Reset {
                     backend: label,
-                    reason: root_cause(&e),
+                    reason: errors::describe(&e, Causes::Innermost),
                 };
                 exchange.count_error(&err);
                 return Err(err);
@@ -172,8 +170,7 @@ pub async fn switch(
     if res.status() != StatusCode::SWITCHING_PROTOCOLS {
         debug!(status = %res.status(), "backend declined the upgrade; relaying its answer");
         let (mut parts, body) = res.into_parts();
-        headers::strip_hop_by_hop(&mut parts.headers, false);
-        headers::add_via(&mut parts.headers, parts.version);
+        prepare_response(&mut parts);
         return Ok(Response::from_parts(
             parts,
             IdleTimeout::new(body, timeouts.idle).boxed_unsync(),
@@ -204,10 +201,7 @@ pub async fn switch(
 
     // The client gets the backend's 101 head as it came: hyper writes what it is handed.
     let (parts, _) = res.into_parts();
-    Ok(Response::from_parts(
-        parts,
-        super::full(bytes::Bytes::new()),
-    ))
+    Ok(Response::from_parts(parts, full(Bytes::new())))
 }
 
 /// What a hijacked connection needs once both sides said 101: the task tracker that
@@ -226,6 +220,29 @@ pub struct SpliceJob {
 }
 
 impl SpliceJob {
+    /// The job of one hijacked connection of `route` (the route's name, or a front's label
+    /// such as `node-api`) for `tenant` (`None`: counted under an empty tenant label), under
+    /// `limiters` (client -> upstream, upstream -> client). `tasks`, `kill` and `metrics`
+    /// are the gateway's: what shutdown waits on, what ends it, what counts it.
+    pub fn new(
+        tasks: &TaskTracker,
+        kill: &CancellationToken,
+        metrics: &Arc<Metrics>,
+        route: &str,
+        tenant: Option<&str>,
+        (up, down): (Limiter, Limiter),
+    ) -> SpliceJob {
+        SpliceJob {
+            tasks: tasks.clone(),
+            kill: kill.clone(),
+            metrics: metrics.clone(),
+            route: route.to_string(),
+            tenant: tenant.unwrap_or_default().to_string(),
+            up,
+            down,
+        }
+    }
+
     async fn run(self, client: Upgraded, backend: Upgraded, idle: Duration) {
         let labels = SpliceLabels {
             route: self.route.clone(),

@@ -9,29 +9,29 @@
 //! on its own).
 //! It must not know about requests' meaning; `proxy` decides what to send.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use http::{Request, Response, Uri};
 use http_body_util::Either;
 use hyper::body::Incoming;
-use hyper_rustls::{FixedServerNameResolver, HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use crate::config::{Backend, Timeouts, UpstreamConfig, UpstreamProtocol, UpstreamTls};
+use crate::tls::{self, Verify};
 use crate::workers;
 
-use super::Body;
-use super::h2::{DialError, Dialed, H2Conns, H2Dialer};
+use super::body::Body;
+use super::error::SendError;
+use super::h2::{Dialed, H2Conns, H2Dialer};
 use super::http1::{Http1Pool, PooledBody};
 
 /// How long a backend that refused a connection is skipped.
 pub const EJECT_FOR: Duration = Duration::from_secs(10);
 
-pub type Connector = HttpsConnector<HttpConnector>;
+pub type Connector = tls::HttpsConnector;
 
 /// A route's backends and the client that reaches them.
 pub struct Upstream {
@@ -69,17 +69,6 @@ pub struct BackendState {
 const UNKNOWN: u8 = 0;
 const HTTP1: u8 = 1;
 const H2: u8 = 2;
-
-/// Why a request got no response head from a backend.
-#[derive(Debug, thiserror::Error)]
-pub enum SendError {
-    #[error(transparent)]
-    Pooled(#[from] hyper_util::client::legacy::Error),
-    #[error(transparent)]
-    Dial(#[from] DialError),
-    #[error(transparent)]
-    Exchange(#[from] hyper::Error),
-}
 
 /// Why an upstream could not be built (a TLS setting rustls refuses).
 #[derive(Debug, thiserror::Error)]
@@ -283,41 +272,18 @@ fn same_tls(a: &UpstreamTls, b: &UpstreamTls) -> bool {
         && a.insecure_skip_verify == b.insecure_skip_verify
 }
 
-/// The public web roots, built once: a config with thousands of routes must not copy them
-/// thousands of times.
-fn web_roots() -> Arc<rustls::RootCertStore> {
-    static ROOTS: OnceLock<Arc<rustls::RootCertStore>> = OnceLock::new();
-    ROOTS
-        .get_or_init(|| {
-            Arc::new(rustls::RootCertStore {
-                roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-            })
-        })
-        .clone()
-}
-
 /// The route's rustls client settings (roots, client certificate) offering `alpn`.
 fn tls_config(
     config: &UpstreamConfig,
     alpn: &[&[u8]],
 ) -> Result<rustls::ClientConfig, UpstreamBuildError> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?;
-    let (roots, identity) = match &config.tls {
-        Some(t) => (t.roots.clone(), t.identity.clone()),
-        None => (web_roots(), None),
+    let verify = match &config.tls {
+        Some(t) if t.insecure_skip_verify => Verify::Nothing,
+        Some(t) => Verify::Roots(t.roots.clone()),
+        None => Verify::Roots(tls::web_roots()),
     };
-    let builder = match &config.tls {
-        Some(t) if t.insecure_skip_verify => builder
-            .dangerous()
-            .with_custom_certificate_verifier(crate::k8s::leaf_tls::any_server_cert()),
-        _ => builder.with_root_certificates(roots),
-    };
-    let mut tls = match identity {
-        Some(id) => builder.with_client_auth_cert(id.chain.clone(), id.key.clone_key())?,
-        None => builder.with_no_client_auth(),
-    };
+    let identity = config.tls.as_ref().and_then(|t| t.identity.as_ref());
+    let mut tls = tls::client_config(verify, identity.map(|id| (&id.chain[..], &id.key)))?;
     tls.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     Ok(tls)
 }
@@ -325,19 +291,10 @@ fn tls_config(
 /// An HTTPS-or-HTTP connector for HTTP/1.1 with the route's TLS settings: the pooled client
 /// of ordinary requests, and upgrades (a protocol switch exists only in HTTP/1.1).
 fn connector(config: &UpstreamConfig, timeouts: Timeouts) -> Result<Connector, UpstreamBuildError> {
-    let mut http = HttpConnector::new();
-    http.enforce_http(false);
-    http.set_nodelay(true);
-    http.set_connect_timeout(Some(timeouts.connect));
-
-    let https = HttpsConnectorBuilder::new()
-        // `enable_http1` below sets the ALPN list (http/1.1) itself.
-        .with_tls_config(tls_config(config, &[])?)
-        .https_or_http();
     let server_name = config.tls.as_ref().and_then(|t| t.server_name.clone());
-    let https = match server_name {
-        Some(name) => https.with_server_name_resolver(FixedServerNameResolver::new(name)),
-        None => https,
-    };
-    Ok(https.enable_http1().wrap_connector(http))
+    Ok(tls::https_connector(
+        tls_config(config, &[])?,
+        server_name,
+        timeouts.connect,
+    ))
 }

@@ -22,8 +22,9 @@ use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use crate::errors::{self, Causes};
+
 use super::state::IngressProvider;
-use crate::k8s::leaf_pods::causes;
 
 /// The reflectors' stores.
 #[derive(Clone)]
@@ -171,7 +172,7 @@ where
                     provider.statuses.notify_one();
                 }
                 Err(e) => {
-                    let reason = causes(&e);
+                    let reason = errors::describe(&e, Causes::All);
                     warn!(kind, error = %reason, "ingress provider: watch failed; retrying after backoff");
                     provider.watch_report(kind, |w| {
                         w.restarts += 1;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 
-use super::{Direction, IoOp, SpliceError};
+use super::terms::{Direction, IoOp, SpliceError, SpliceReport};
 use crate::limit::{Limiter, MAX_CHUNK};
 
 #[derive(Debug, Default)]
@@ -117,5 +117,46 @@ impl Activity {
             }
             tokio::time::sleep_until(deadline).await;
         }
+    }
+}
+
+/// Runs both directions of a splice to their end: both reach EOF, one fails, or neither
+/// moves a byte for `idle_timeout`; logs how it ended.
+pub(super) async fn both_ways(
+    up: impl Future<Output = Result<DirectionReport, SpliceError>>,
+    down: impl Future<Output = Result<DirectionReport, SpliceError>>,
+    activity: &Activity,
+    idle_timeout: Duration,
+) -> Result<SpliceReport, SpliceError> {
+    // `try_join!` drops the other direction at the first error: one broken side ends it all.
+    let result = tokio::select! {
+        both = async { tokio::try_join!(up, down) } => both.map(|(up, down)| SpliceReport {
+            bytes_up: up.bytes,
+            bytes_down: down.bytes,
+            throttled_up: up.throttled,
+            throttled_down: down.throttled,
+        }),
+        idle = activity.idle_for(idle_timeout) => Err(SpliceError::Idle { idle }),
+    };
+    log_end(&result);
+    result
+}
+
+fn log_end(result: &Result<SpliceReport, SpliceError>) {
+    match result {
+        Ok(report) => tracing::debug!(
+            bytes_up = report.bytes_up,
+            bytes_down = report.bytes_down,
+            "splice finished: both directions reached EOF"
+        ),
+        Err(SpliceError::Io {
+            side,
+            op,
+            direction,
+            source,
+        }) => {
+            tracing::debug!(%side, %op, %direction, error = %source, "splice ended by an I/O error")
+        }
+        Err(SpliceError::Idle { idle }) => tracing::debug!(?idle, "splice ended: idle"),
     }
 }

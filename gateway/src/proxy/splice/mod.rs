@@ -34,158 +34,18 @@
 mod copy;
 #[cfg(target_os = "linux")]
 mod pipes;
+mod terms;
 #[cfg(test)]
 mod tests;
 #[cfg(target_os = "linux")]
 mod zero_copy;
 
-use std::fmt;
-use std::io;
-use std::time::Duration;
-
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
-use crate::limit::Limiter;
+pub use self::terms::{Direction, IoOp, Side, SpliceError, SpliceOptions, SpliceReport};
 
-use self::copy::{Activity, copy_one};
-
-/// Which way bytes move.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Direction {
-    ClientToUpstream,
-    UpstreamToClient,
-}
-
-impl Direction {
-    /// The value of a `direction` metrics label.
-    pub fn label(self) -> &'static str {
-        match self {
-            Direction::ClientToUpstream => "client_to_upstream",
-            Direction::UpstreamToClient => "upstream_to_client",
-        }
-    }
-
-    /// The side this direction reads from.
-    pub fn source(self) -> Side {
-        match self {
-            Direction::ClientToUpstream => Side::Client,
-            Direction::UpstreamToClient => Side::Upstream,
-        }
-    }
-
-    /// The side this direction writes to.
-    pub fn sink(self) -> Side {
-        match self {
-            Direction::ClientToUpstream => Side::Upstream,
-            Direction::UpstreamToClient => Side::Client,
-        }
-    }
-}
-
-impl fmt::Display for Direction {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Direction::ClientToUpstream => "client->upstream",
-            Direction::UpstreamToClient => "upstream->client",
-        })
-    }
-}
-
-/// One of the two connections of a splice.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Side {
-    Client,
-    Upstream,
-}
-
-impl fmt::Display for Side {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Side::Client => "client",
-            Side::Upstream => "upstream",
-        })
-    }
-}
-
-/// The I/O operation that failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum IoOp {
-    Read,
-    /// Writing or flushing.
-    Write,
-    /// Shutting down the write half after the other side's EOF.
-    Shutdown,
-}
-
-impl fmt::Display for IoOp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            IoOp::Read => "read",
-            IoOp::Write => "write",
-            IoOp::Shutdown => "shutdown",
-        })
-    }
-}
-
-/// How a splice is run.
-#[derive(Clone, Debug)]
-pub struct SpliceOptions {
-    /// End the splice when no byte has moved either way for this long.
-    pub idle_timeout: Duration,
-    /// Charged for bytes going client -> upstream.
-    pub up: Limiter,
-    /// Charged for bytes going upstream -> client.
-    pub down: Limiter,
-}
-
-/// What a finished splice moved.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SpliceReport {
-    pub bytes_up: u64,
-    pub bytes_down: u64,
-    /// Time client -> upstream chunks waited on the limiter.
-    pub throttled_up: Duration,
-    /// Time upstream -> client chunks waited on the limiter.
-    pub throttled_down: Duration,
-}
-
-/// Why a splice ended before both directions reached EOF.
-#[derive(Debug, thiserror::Error)]
-pub enum SpliceError {
-    #[error("no bytes moved either way for {idle:?}: closing the upgraded connection")]
-    Idle { idle: Duration },
-    #[error("{op} on the {side} connection failed while copying {direction}: {source}")]
-    Io {
-        side: Side,
-        op: IoOp,
-        direction: Direction,
-        #[source]
-        source: io::Error,
-    },
-}
-
-impl SpliceError {
-    /// The side whose I/O failed, or `None` for an idle timeout.
-    pub fn side(&self) -> Option<Side> {
-        match self {
-            SpliceError::Idle { .. } => None,
-            SpliceError::Io { side, .. } => Some(*side),
-        }
-    }
-
-    fn io(direction: Direction, op: IoOp) -> impl FnOnce(io::Error) -> SpliceError {
-        move |source| SpliceError::Io {
-            side: match op {
-                IoOp::Read => direction.source(),
-                IoOp::Write | IoOp::Shutdown => direction.sink(),
-            },
-            op,
-            direction,
-            source,
-        }
-    }
-}
+use self::copy::{Activity, both_ways, copy_one};
 
 /// Copies bytes both ways between `client` and `upstream` until both directions have seen
 /// EOF, an I/O error ends either, or nothing moves for `opts.idle_timeout`.
@@ -297,45 +157,4 @@ where
         on_bytes,
     );
     both_ways(up, down, &activity, opts.idle_timeout).await
-}
-
-/// Runs both directions of a splice to their end: both reach EOF, one fails, or neither
-/// moves a byte for `idle_timeout`; logs how it ended.
-async fn both_ways(
-    up: impl Future<Output = Result<copy::DirectionReport, SpliceError>>,
-    down: impl Future<Output = Result<copy::DirectionReport, SpliceError>>,
-    activity: &copy::Activity,
-    idle_timeout: Duration,
-) -> Result<SpliceReport, SpliceError> {
-    // `try_join!` drops the other direction at the first error: one broken side ends it all.
-    let result = tokio::select! {
-        both = async { tokio::try_join!(up, down) } => both.map(|(up, down)| SpliceReport {
-            bytes_up: up.bytes,
-            bytes_down: down.bytes,
-            throttled_up: up.throttled,
-            throttled_down: down.throttled,
-        }),
-        idle = activity.idle_for(idle_timeout) => Err(SpliceError::Idle { idle }),
-    };
-    log_end(&result);
-    result
-}
-
-fn log_end(result: &Result<SpliceReport, SpliceError>) {
-    match result {
-        Ok(report) => tracing::debug!(
-            bytes_up = report.bytes_up,
-            bytes_down = report.bytes_down,
-            "splice finished: both directions reached EOF"
-        ),
-        Err(SpliceError::Io {
-            side,
-            op,
-            direction,
-            source,
-        }) => {
-            tracing::debug!(%side, %op, %direction, error = %source, "splice ended by an I/O error")
-        }
-        Err(SpliceError::Idle { idle }) => tracing::debug!(?idle, "splice ended: idle"),
-    }
 }

@@ -1,11 +1,13 @@
 //! The splice's tests: byte-exact copies, half-close, idle, limits, errors; and the
 //! measurements (ignored by default) the module header quotes.
 
+use std::io;
 use std::num::NonZeroU64;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -13,7 +15,7 @@ use tokio::time::Instant;
 
 use super::*;
 use crate::config::units::{ByteRate, RateLimit};
-use crate::limit::{SharedLimits, connection_limiters};
+use crate::limit::{Limiter, SharedLimits, connection_limiters};
 
 const MIB: usize = 1 << 20;
 

@@ -19,9 +19,9 @@ use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-use super::copy::{Activity, DirectionReport};
+use super::copy::{Activity, DirectionReport, both_ways};
 use super::pipes::{self, Lease};
-use super::{Direction, IoOp, SpliceError, SpliceOptions, SpliceReport, both_ways};
+use super::terms::{Direction, IoOp, SpliceError, SpliceOptions, SpliceReport};
 use crate::limit::{Limiter, MAX_CHUNK};
 
 /// One non-blocking `splice(2)`. A peer that closed makes it fail with `EPIPE` rather
