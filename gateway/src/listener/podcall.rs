@@ -27,7 +27,7 @@ use crate::metrics::{LogCounts, PodCallLabels};
 use crate::plugins::{LogContext, PodRoute, PodRouteRequest, Verb};
 use crate::proxy::headers::{self, ClientSide};
 use crate::proxy::upgrade::{self, SpliceJob, Target};
-use crate::proxy::{Body, Exchange};
+use crate::proxy::{Body, Exchange, Hops, prepare, prepare_response};
 use crate::snapshot::{Snapshot, Tenant};
 
 /// How long a hijacked exec, attach or port-forward stream may stay silent: the kubelet's
@@ -236,9 +236,8 @@ impl Call<'_> {
     pub async fn stream(&self, mut req: Request<Incoming>, path: &str) -> Response<Body> {
         let client_upgrade = hyper::upgrade::on(&mut req);
         let (mut parts, body) = req.into_parts();
-        headers::strip_hop_by_hop(&mut parts.headers, true);
         let exchange = self.exchange();
-        headers::add_forwarded(&mut parts.headers, &exchange.client, parts.version);
+        prepare(&mut parts, Hops::KeepUpgrade, Some(&exchange.client));
         parts.uri = match path.parse() {
             Ok(uri) => uri,
             Err(_) => return bad_path(path),
@@ -255,20 +254,18 @@ impl Call<'_> {
             label: format!("leaf {}", self.leaf.name()),
             timeouts,
         };
-        let (up, down) = limit::connection_limiters(
-            self.tenant.bandwidth.per_connection,
-            &[&self.tenant.totals],
-        );
         let shared = &self.client.shared;
-        let job = SpliceJob {
-            tasks: shared.tasks.clone(),
-            kill: shared.kill.clone(),
-            metrics: shared.metrics.clone(),
-            route: self.route().to_string(),
-            tenant: self.tenant.name.clone(),
-            up,
-            down,
-        };
+        let job = SpliceJob::new(
+            &shared.tasks,
+            &shared.kill,
+            &shared.metrics,
+            self.route(),
+            Some(&self.tenant.name),
+            limit::connection_limiters(
+                self.tenant.bandwidth.per_connection,
+                &[&self.tenant.totals],
+            ),
+        );
         match upgrade::switch(client_upgrade, parts, body, target, &exchange, job).await {
             Ok(res) => res,
             Err(e) => reply::error(Dialect::Status, e.status(), &e.to_string()),
@@ -279,7 +276,7 @@ impl Call<'_> {
     /// leaf's answer.
     pub async fn relay(&self, req: Request<Incoming>, path: &str) -> Response<Body> {
         let (mut parts, body) = req.into_parts();
-        headers::strip_hop_by_hop(&mut parts.headers, false);
+        prepare(&mut parts, Hops::DropAll, None);
         parts.uri = match path.parse() {
             Ok(uri) => uri,
             Err(_) => return bad_path(path),
@@ -299,7 +296,7 @@ impl Call<'_> {
         container: String,
     ) -> Response<Body> {
         let (mut parts, _) = req.into_parts();
-        headers::strip_hop_by_hop(&mut parts.headers, false);
+        prepare(&mut parts, Hops::DropAll, None);
         parts.uri = match path.parse() {
             Ok(uri) => uri,
             Err(_) => return bad_path(path),
@@ -346,8 +343,7 @@ impl Call<'_> {
 /// The leaf's answer, relayed: hop-by-hop headers out, `Via` in.
 pub fn respond(res: Response<Incoming>) -> Response<Body> {
     let (mut parts, body) = res.into_parts();
-    headers::strip_hop_by_hop(&mut parts.headers, false);
-    headers::add_via(&mut parts.headers, parts.version);
+    prepare_response(&mut parts);
     Response::from_parts(
         parts,
         body.map_err(|e| Box::new(e) as crate::proxy::BoxError)
