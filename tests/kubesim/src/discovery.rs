@@ -1,5 +1,7 @@
 //! Discovery documents: `/version`, `/api`, `/api/v1`, `/apis`, `/apis/{group}/{version}`.
 //! Served unaggregated (plain lists, `application/json`), which kubectl accepts silently.
+//! `authorization.k8s.io` is listed beside the stored groups: its one resource,
+//! `subjectaccessreviews`, is only created (answered by `access`), never stored.
 
 use serde_json::{Value, json};
 
@@ -27,13 +29,16 @@ fn group_doc(name: &str) -> Value {
            "preferredVersion": {"groupVersion": gv, "version": "v1"}})
 }
 
+/// The group of the access reviews (`access`), served without storage.
+const AUTHORIZATION: &str = "authorization.k8s.io";
+
 pub fn apis() -> Value {
     json!({"kind": "APIGroupList", "apiVersion": "v1",
-           "groups": GROUPS.iter().map(|g| group_doc(g)).collect::<Vec<_>>()})
+           "groups": GROUPS.iter().chain([&AUTHORIZATION]).map(|g| group_doc(g)).collect::<Vec<_>>()})
 }
 
 pub fn group(name: &str) -> Option<Value> {
-    GROUPS.contains(&name).then(|| {
+    (GROUPS.contains(&name) || name == AUTHORIZATION).then(|| {
         let mut g = group_doc(name);
         g["kind"] = json!("APIGroup");
         g["apiVersion"] = json!("v1");
@@ -43,6 +48,13 @@ pub fn group(name: &str) -> Option<Value> {
 
 /// The `APIResourceList` of a group version (`group` empty for core), None if not served.
 pub fn resources(group: &str, version: &str) -> Option<Value> {
+    if group == AUTHORIZATION && version == "v1" {
+        return Some(json!({
+            "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "authorization.k8s.io/v1",
+            "resources": [{"name": "subjectaccessreviews", "singularName": "subjectaccessreview",
+                           "namespaced": false, "kind": "SubjectAccessReview", "verbs": ["create"]}]
+        }));
+    }
     if version != "v1" || !(group.is_empty() || GROUPS.contains(&group)) {
         return None;
     }

@@ -7,6 +7,7 @@
 //!
 //! - `server`: `KubeSim` (TLS, authentication, start/stop/restart, kubeconfigs, request record).
 //! - `api`: the router (discovery, CRUD, list/watch, Table, logs, streaming hand-off).
+//! - `access`: `SubjectAccessReview`, answered from a policy the test sets.
 //! - `store`: objects, resourceVersions, watch history, log buffers.
 //! - `select`, `patch`, `table` (+ `printers` for Ingress and Event columns), `discovery`, `resources`, `query`: the pieces they use.
 //! - `kubectl`: which real kubectl binaries tests run against.
@@ -18,6 +19,7 @@
 //! - `client`: exec and port-forward clients (SPDY, WebSocket) for tests.
 //! - `http1`, `tls`: hand-written HTTP/1.1 heads for upgrades; rustls configs from PEM.
 
+pub mod access;
 pub mod api;
 pub mod client;
 pub mod discovery;

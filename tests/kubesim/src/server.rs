@@ -23,6 +23,7 @@ use tokio::net::TcpSocket;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::access::{AccessPolicy, AccessRule};
 use crate::nodeproxy::{KubeletClient, KubeletClientCert};
 use crate::store::Store;
 
@@ -87,6 +88,8 @@ pub(crate) struct Shared {
     /// How the apiserver role reaches kubelets.
     pub kubelet: KubeletClient,
     pub role: Role,
+    /// `SubjectAccessReview`s: the policy and what was asked.
+    pub access: AccessPolicy,
 }
 
 struct Running {
@@ -198,6 +201,7 @@ impl KubeSimBuilder {
             } else {
                 Role::ApiServer
             },
+            access: AccessPolicy::default(),
         });
         let mut sim = KubeSim {
             ca_pem: ca.pem.clone(),
@@ -326,6 +330,21 @@ impl KubeSim {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// Adds a `SubjectAccessReview` rule: `user` (or `*`) doing `verb` (or `*`) is allowed
+    /// or denied; the first matching rule decides (see `access`).
+    pub fn access_rule(&self, user: &str, verb: &str, allowed: bool) {
+        self.shared.access.push(AccessRule {
+            user: user.to_string(),
+            verb: verb.to_string(),
+            allowed,
+        });
+    }
+
+    /// The `spec` of every `SubjectAccessReview` answered so far, in order.
+    pub fn access_reviews(&self) -> Vec<Value> {
+        self.shared.access.reviews()
     }
 
     /// Issues a client certificate and key (PEM) for `cn` from the client CA.

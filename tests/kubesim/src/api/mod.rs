@@ -247,6 +247,13 @@ async fn route(shared: &Shared, req: Request<Incoming>) -> Result<Response<Body>
                 .map(|d| json_response(200, &d))
                 .ok_or_else(no_such_resource);
         }
+        ["apis", "authorization.k8s.io", "v1", "subjectaccessreviews"] => {
+            if req.method() != Method::POST {
+                return Err(method_not_allowed());
+            }
+            let review = shared.access.review(read_json(req).await?)?;
+            return Ok(json_response(201, &review));
+        }
         ["apis", g, v] if get => {
             return crate::discovery::resources(g, v)
                 .map(|d| json_response(200, &d))

@@ -881,3 +881,57 @@ async fn cp_both_ways() {
         }
     }
 }
+
+/// A `SubjectAccessReview` created with kubectl comes back with kube-apiserver's shape:
+/// the spec as sent and `status.allowed` (with `denied` and `reason` when a rule denies).
+/// kubesim serves no OpenAPI, so client-side validation is off (`--validate=false`).
+#[tokio::test]
+async fn subject_access_review_answers_the_policy() {
+    let f = fixture().await;
+    f.sim.access_rule("ops", "get", true);
+    f.sim.access_rule("intruder", "*", false);
+    let sar = |user: &str, verb: &str| {
+        format!(
+            "apiVersion: authorization.k8s.io/v1\nkind: SubjectAccessReview\nspec:\n  user: {user}\n  groups: [\"system:authenticated\"]\n  resourceAttributes:\n    verb: {verb}\n    resource: nodes\n    subresource: proxy\n    name: vn-leaf-1\n"
+        )
+    };
+    for bin in kubesim::kubectl::all() {
+        for (user, verb, want) in [
+            ("ops", "get", "allowed: true"),
+            ("intruder", "get", "denied: true"),
+            ("ops", "create", "allowed: false"),
+        ] {
+            let file = f.dir.path().join(format!("sar-{user}-{verb}.yaml"));
+            std::fs::write(&file, sar(user, verb)).unwrap();
+            let (ok, out, err) = kubectl(
+                &bin,
+                &f.kubeconfig,
+                &[
+                    "create",
+                    "--validate=false",
+                    "-f",
+                    file.to_str().unwrap(),
+                    "-o",
+                    "yaml",
+                ],
+            )
+            .await;
+            assert!(ok, "{err}");
+            assert_clean(&bin, &err);
+            assert!(
+                out.contains("kind: SubjectAccessReview")
+                    && out.contains(&format!("user: {user}"))
+                    && out.contains("subresource: proxy")
+                    && out.contains(want),
+                "{user} {verb}: {out}"
+            );
+        }
+    }
+    let reviews = f.sim.access_reviews();
+    assert!(
+        reviews
+            .iter()
+            .all(|r| r["resourceAttributes"]["name"] == "vn-leaf-1")
+    );
+    assert_eq!(reviews.len(), 3 * kubesim::kubectl::all().len());
+}
