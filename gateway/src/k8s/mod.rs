@@ -9,12 +9,14 @@
 //! - `kubelet`, `logs`, `run`: the node API's routes and verbs, the log filter stream, and
 //!   `/run`'s exec over WebSocket.
 //! - `status`: kube-apiserver's `metav1.Status`, the one place its JSON is written.
+//! - `access`: SubjectAccessReviews at the root cluster (who may call the node API), cached.
 //! - `root`: the root cluster's client; `vnode`: the virtual Node objects (pure).
 //! - `ingress`: the Ingress model (pure) and its status and Event writers.
 //!
 //! Nothing here imports `snapshot`, `control`, `listener` or `controllers`: the drivers
 //! that run on the root cluster are `controllers`, and they use this module.
 
+pub mod access;
 pub mod index;
 pub mod ingress;
 pub mod kubelet;

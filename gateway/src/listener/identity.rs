@@ -2,9 +2,16 @@
 //! its DNS and URI subject alternative names, as kube-apiserver and the kubelet read a
 //! client certificate. Parsed once per connection, after the handshake verified the chain
 //! against the listener's `client_ca`; nothing here verifies anything.
+//!
+//! Two matchers, one per front: node-api's `allowed_clients` reads the subject only (CN,
+//! and O when the entry names one), as the kubelet reads a caller; SANs never count there,
+//! since every certificate the client CA signs (users', nodes', CSR-issued ones) could
+//! carry any name. kube-api's tenant `client_names` keeps its own rule (`is_any_of`).
 
 use x509_parser::extensions::GeneralName;
 use x509_parser::prelude::{FromDer, X509Certificate};
+
+use crate::config::AllowedClient;
 
 /// The names a verified client certificate carries.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -51,8 +58,22 @@ impl ClientIdentity {
         })
     }
 
-    /// Whether any of `allowed` is this client's common name, one of its DNS names or one
-    /// of its URIs (exact, case-sensitive, as the names are issued).
+    /// node-api: whether any `allowed_clients` entry is this client's subject: its common
+    /// name, and one of its organizations when the entry names one (exact, case-sensitive).
+    pub fn is_allowed_client(&self, allowed: &[AllowedClient]) -> bool {
+        let Some(cn) = self.common_name.as_deref() else {
+            return false;
+        };
+        allowed.iter().any(|a| {
+            a.common_name == cn
+                && a.organization
+                    .as_ref()
+                    .is_none_or(|o| self.organizations.contains(o))
+        })
+    }
+
+    /// kube-api `client_names`: whether any of `allowed` is this client's common name, one
+    /// of its DNS names or one of its URIs (exact, case-sensitive, as the names are issued).
     pub fn is_any_of(&self, allowed: &[String]) -> bool {
         allowed.iter().any(|a| {
             self.common_name.as_deref() == Some(a.as_str())
@@ -110,6 +131,43 @@ mod tests {
         assert!(id.is_any_of(&["other".into(), "api.root.example".into()]));
         assert!(!id.is_any_of(&["Apiserver".into(), "root.example".into()]));
         assert!(!id.is_any_of(&[]));
+    }
+
+    #[test]
+    fn an_allowed_client_is_the_subject_never_an_alternative_name() {
+        let allowed = |entries: &[&str]| -> Vec<AllowedClient> {
+            entries
+                .iter()
+                .map(|e| AllowedClient::parse(e).unwrap())
+                .collect()
+        };
+        let impostor = ClientIdentity::from_der(&cert(
+            "intruder",
+            Some("system:masters"),
+            vec![
+                SanType::DnsName("kube-apiserver-kubelet-client".try_into().unwrap()),
+                SanType::URI("kube-apiserver-kubelet-client".try_into().unwrap()),
+            ],
+        ))
+        .unwrap();
+        assert!(!impostor.is_allowed_client(&allowed(&["kube-apiserver-kubelet-client"])));
+        let apiserver = ClientIdentity::from_der(&cert(
+            "kube-apiserver-kubelet-client",
+            Some("kubeadm:cluster-admins"),
+            vec![],
+        ))
+        .unwrap();
+        assert!(apiserver.is_allowed_client(&allowed(&["other", "kube-apiserver-kubelet-client"])));
+        assert!(apiserver.is_allowed_client(&allowed(&[
+            "kube-apiserver-kubelet-client/kubeadm:cluster-admins"
+        ])));
+        assert!(
+            !apiserver
+                .is_allowed_client(&allowed(&["kube-apiserver-kubelet-client/system:masters"]))
+        );
+        assert!(!apiserver.is_allowed_client(&allowed(&["Kube-Apiserver-Kubelet-Client"])));
+        assert!(!apiserver.is_allowed_client(&[]));
+        assert!(!ClientIdentity::default().is_allowed_client(&allowed(&["x"])));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The node-api listener: the kubelet API of virtual nodes, answered for the root cluster's
 //! API server and forwarded to the leaf cluster that runs each pod.
 //!
-//! A request goes through, in order: the client certificate (`allowed_clients`), the
+//! A request goes through, in order: the caller's authorization (`authorize`), the
 //! kubelet's routes and methods (404, 405), the tenant owning the pod's namespace (403), the
 //! leaf chosen by the tenant's `pod_router` or the pod index (404, 409), the pod uid when
 //! the path carries one (404), and the translation of the kubelet's query to the leaf API's
@@ -18,6 +18,8 @@ use serde_json::{Value, json};
 use super::client::{Client, Front};
 use super::podcall::{Call, leaf_failed};
 use super::reply::{self, Dialect};
+use crate::config::{AllowedClient, VirtualNodeKind};
+use crate::k8s::access::Attributes;
 use crate::k8s::kubelet::{self, KubeletRoute, RouteError};
 use crate::k8s::status::Status;
 use crate::proxy::Body;
@@ -33,23 +35,10 @@ pub async fn serve(
     req: Request<Incoming>,
     client: &Arc<Client>,
     snapshot: &Arc<Snapshot>,
-    allowed_clients: &[String],
+    allowed_clients: &[AllowedClient],
 ) -> Response<Body> {
-    if !allowed_clients.is_empty()
-        && !client
-            .identity
-            .as_ref()
-            .is_some_and(|id| id.is_any_of(allowed_clients))
-    {
-        let who = client
-            .identity
-            .as_ref()
-            .and_then(|id| id.common_name.clone())
-            .unwrap_or_default();
-        return reply::status(&Status::new(
-            403,
-            format!("client certificate {who:?} is not in this node API's allowed_clients"),
-        ));
+    if let Err(refused) = authorize(&req, client, snapshot, allowed_clients).await {
+        return refused;
     }
     let route = match KubeletRoute::parse(req.method(), req.uri().path()) {
         Ok(route) => route,
@@ -114,6 +103,90 @@ pub async fn serve(
     let res = call.forward(req, &route).await;
     call.count(verb, &res);
     res
+}
+
+/// Who may call, before anything else is read (every path, `/healthz` and `/pods`
+/// included, as the kubelet filters every request). With `allowed_clients`: a certificate
+/// whose subject one of them names (CN, and O when given; never a SAN), else a 403 Status.
+/// Without: the root cluster decides, by a SubjectAccessReview on `nodes/proxy` for the
+/// certificate's CN and O (cached in `k8s::access`), answered in the kubelet's words: 401
+/// `Unauthorized` for a certificate with no CN, 403 `Forbidden (user=..., verb=...,
+/// resource=nodes, subresource=proxy)`, 500 `Authorization error (...)` when the review
+/// could not be asked. A denied caller sees nothing, `/pods` included.
+async fn authorize(
+    req: &Request<Incoming>,
+    client: &Client,
+    snapshot: &Snapshot,
+    allowed_clients: &[AllowedClient],
+) -> Result<(), Response<Body>> {
+    let identity = client.identity.as_deref();
+    if !allowed_clients.is_empty() {
+        if identity.is_some_and(|id| id.is_allowed_client(allowed_clients)) {
+            return Ok(());
+        }
+        let who = identity
+            .and_then(|id| id.common_name.clone())
+            .unwrap_or_default();
+        return Err(reply::status(&Status::new(
+            403,
+            format!("client certificate {who:?} is not in this node API's allowed_clients"),
+        )));
+    }
+    let Some((id, user)) = identity.and_then(|id| {
+        id.common_name
+            .as_deref()
+            .filter(|cn| !cn.is_empty())
+            .map(|cn| (id, cn))
+    }) else {
+        return Err(text(StatusCode::UNAUTHORIZED, "Unauthorized"));
+    };
+    let attrs = Attributes::node_proxy(
+        user,
+        &id.organizations,
+        req.method(),
+        served_node(snapshot, &client.listener).unwrap_or(""),
+    );
+    let words = format!(
+        "(user={}, verb={}, resource={}, subresource={})",
+        attrs.user, attrs.verb, attrs.resource, attrs.subresource
+    );
+    // Validation requires a root cluster here; a snapshot without one refuses, never lets in.
+    let decided = match &snapshot.access {
+        Some(access) => access.allowed(&attrs).await.map_err(|e| e.to_string()),
+        None => Err("no root cluster to ask".to_string()),
+    };
+    match decided {
+        Ok(true) => Ok(()),
+        Ok(false) => {
+            tracing::debug!(%user, verb = attrs.verb, "node-api: forbidden by the root cluster");
+            Err(text(StatusCode::FORBIDDEN, &format!("Forbidden {words}")))
+        }
+        Err(why) => {
+            tracing::warn!(%user, error = %why, "node-api: authorization error");
+            Err(text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &format!("Authorization error {words}"),
+            ))
+        }
+    }
+}
+
+/// The virtual node `listener` answers for, when one is known: the listener is
+/// `[kubernetes] node_api_listener` and the config owns exactly one Node (a patched Node is
+/// known only by selector, and with several the request does not say which was dialled).
+fn served_node<'a>(snapshot: &'a Snapshot, listener: &str) -> Option<&'a str> {
+    let config = &snapshot.config;
+    let kubernetes = config.kubernetes.as_ref()?;
+    if kubernetes.node_api_listener.as_deref() != Some(listener) {
+        return None;
+    }
+    match config.virtual_nodes.as_slice() {
+        [only] => match &only.mode {
+            VirtualNodeKind::Own { name, .. } => Some(name),
+            VirtualNodeKind::Patch { .. } => None,
+        },
+        _ => None,
+    }
 }
 
 /// The kubelet's request turned into the leaf API's, then sent the way its kind asks.

@@ -26,6 +26,7 @@ use std::time::SystemTime;
 
 use crate::config::ConfigErrors;
 use crate::config::{Config, HostPattern, ListenerConfig, PathMatch, RouteAction, RouteConfig};
+use crate::k8s::access::AccessReviews;
 use crate::k8s::{Leaf, LeafError, PodIndex};
 use crate::limit::SharedLimits;
 use crate::metrics::Metrics;
@@ -57,6 +58,9 @@ pub struct Snapshot {
     /// Ingress routes not served because a TOML route claims the same host and path on
     /// an ingress listener.
     pub shadowed: Vec<Shadowed>,
+    /// SubjectAccessReviews at the root cluster, for node-api listeners without
+    /// `allowed_clients`; kept (with their cached answers) while the root stays the same.
+    pub access: Option<Arc<AccessReviews>>,
 }
 
 /// An Ingress route a TOML route wins over.
@@ -216,6 +220,18 @@ impl Snapshot {
                 Ok((l.name.clone(), leaf))
             })
             .collect::<Result<HashMap<_, _>, BuildError>>()?;
+        let reviewed = config.listeners.iter().any(|l| {
+            l.kind == crate::config::ListenerKind::NodeApi && l.allowed_clients.is_empty()
+        });
+        let access = match &config.kubernetes {
+            Some(k) if reviewed => Some(
+                previous
+                    .and_then(|p| p.access.clone())
+                    .filter(|a| a.built_from(k))
+                    .unwrap_or_else(|| Arc::new(AccessReviews::new(k))),
+            ),
+            _ => None,
+        };
 
         Ok(Snapshot {
             generation,
@@ -228,6 +244,7 @@ impl Snapshot {
             pods,
             ingress,
             shadowed,
+            access,
         })
     }
 
@@ -256,6 +273,7 @@ impl Snapshot {
             pods: self.pods.clone(),
             ingress,
             shadowed,
+            access: self.access.clone(),
         })
     }
 }

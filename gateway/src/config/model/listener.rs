@@ -34,8 +34,54 @@ pub struct ListenerConfig {
     /// Peers whose `X-Forwarded-*`, `Forwarded` and `X-Real-IP` are kept and appended to;
     /// from any other peer they are replaced by leafgate's own.
     pub trusted_proxies: Vec<Cidr>,
-    /// Client certificate names (CN, DNS or URI SAN) let in; empty: any the CA signed.
-    pub allowed_clients: Vec<String>,
+    /// node-api: the client certificates let in, by subject (never by SAN). Empty: each
+    /// caller is authorized by a SubjectAccessReview at the root cluster (validation
+    /// makes sure `[kubernetes]` names one).
+    pub allowed_clients: Vec<AllowedClient>,
+}
+
+/// One `allowed_clients` entry, `CN` or `CN/O`: a client certificate whose subject's common
+/// name is `common_name` and, when the entry names one, whose organizations include
+/// `organization`. Exact and case-sensitive, as kube-apiserver and the kubelet read a
+/// certificate's user (CN) and groups (O); subject alternative names never count, since
+/// any certificate the CA signs may carry any of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllowedClient {
+    pub common_name: String,
+    pub organization: Option<String>,
+}
+
+impl AllowedClient {
+    /// Reads `CN` or `CN/O` (split at the first `/`; a CN never holds one).
+    pub fn parse(entry: &str) -> Result<AllowedClient, String> {
+        let (cn, org) = match entry.split_once('/') {
+            Some((cn, org)) => (cn, Some(org)),
+            None => (entry, None),
+        };
+        if cn.is_empty() {
+            return Err(format!(
+                "{entry:?} names no common name: write `CN` or `CN/O`, e.g. \"kube-apiserver-kubelet-client\" or \"kube-apiserver-kubelet-client/kubeadm:cluster-admins\""
+            ));
+        }
+        if org.is_some_and(str::is_empty) {
+            return Err(format!(
+                "{entry:?} ends with `/` but names no organization: write `CN` or `CN/O`"
+            ));
+        }
+        Ok(AllowedClient {
+            common_name: cn.to_string(),
+            organization: org.map(str::to_string),
+        })
+    }
+}
+
+impl std::fmt::Display for AllowedClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.organization {
+            Some(o) => write!(f, "{}/{o}", self.common_name),
+            None => f.write_str(&self.common_name),
+        }
+    }
 }
 
 impl ListenerConfig {
@@ -55,4 +101,24 @@ pub struct ServerTls {
     /// With `client_ca`: a client may also come without a certificate (kube-api, where
     /// bearer tokens authenticate too). One that presents a certificate is still verified.
     pub client_cert_optional: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AllowedClient;
+
+    #[test]
+    fn an_allowed_client_is_a_cn_or_a_cn_and_an_organization() {
+        let cn = AllowedClient::parse("kube-apiserver-kubelet-client").unwrap();
+        assert_eq!(cn.organization, None);
+        let both = AllowedClient::parse("apiserver/kubeadm:cluster-admins").unwrap();
+        assert_eq!(
+            (both.common_name.as_str(), both.organization.as_deref()),
+            ("apiserver", Some("kubeadm:cluster-admins"))
+        );
+        assert_eq!(both.to_string(), "apiserver/kubeadm:cluster-admins");
+        assert!(AllowedClient::parse("").is_err());
+        assert!(AllowedClient::parse("/system:masters").is_err());
+        assert!(AllowedClient::parse("apiserver/").is_err());
+    }
 }

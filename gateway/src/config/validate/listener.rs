@@ -1,6 +1,8 @@
 //! `[[listener]]`s validated: each address bound once (the admin's included), the rules of
-//! each kind (a `node-api` listener needs a client CA, a `kube-api` one needs TLS), the
-//! certificates loaded, connection limits and trusted proxy ranges typed.
+//! each kind (a `node-api` listener needs a client CA and someone to authorize its callers:
+//! `allowed_clients` or the root cluster of `[kubernetes]`; a `kube-api` one needs TLS),
+//! the certificates loaded, `allowed_clients` entries, connection limits and trusted proxy
+//! ranges typed.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -8,7 +10,9 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use crate::config::model::cidr::Cidr;
-use crate::config::model::{AdminConfig, HostPattern, ListenerConfig, ListenerKind, ServerTls};
+use crate::config::model::{
+    AdminConfig, AllowedClient, HostPattern, ListenerConfig, ListenerKind, ServerTls,
+};
 use crate::config::raw::{RawConfig, RawListener};
 
 use super::names::Names;
@@ -29,22 +33,25 @@ impl Validator<'_, '_> {
         if let (Some(a), Some(raw_admin)) = (admin, &raw.admin) {
             binds.insert(a.bind, ("admin.bind".into(), raw_admin.bind.span()));
         }
+        let root = raw.kubernetes.is_some();
         let mut names = Names::default();
         let mut listeners = Vec::with_capacity(raw.listeners.len());
         for (i, l) in raw.listeners.iter().enumerate() {
             let key = format!("listener[{i}]");
             names.insert(self.report, &l.name, &format!("{key}.name"), "listener");
-            listeners.extend(self.listener(l, &key, &mut binds));
+            listeners.extend(self.listener(l, &key, &mut binds, root));
         }
         (listeners, names)
     }
 
     /// One listener; `None` when its address is not one (nothing else is checked then).
+    /// `root`: the config names a root cluster (`[kubernetes]`).
     fn listener(
         &mut self,
         l: &RawListener,
         key: &str,
         binds: &mut Binds,
+        root: bool,
     ) -> Option<ListenerConfig> {
         let bind = self.socket_addr(&l.bind, &format!("{key}.bind"))?;
         if bind.port() != 0 {
@@ -63,7 +70,8 @@ impl Validator<'_, '_> {
             tls.client_cert_optional = kind == ListenerKind::KubeApi;
             tls
         });
-        self.kind_rules(l, key, kind);
+        self.kind_rules(l, key, kind, root);
+        let allowed_clients = self.allowed_clients(l, key);
         let max_connections = self.max_connections(l, key);
         let trusted_proxies = self.trusted_proxies(l, key);
         Some(ListenerConfig {
@@ -73,16 +81,29 @@ impl Validator<'_, '_> {
             tls,
             max_connections,
             trusted_proxies,
-            allowed_clients: l
-                .allowed_clients
-                .iter()
-                .map(|c| c.get_ref().clone())
-                .collect(),
+            allowed_clients,
         })
     }
 
-    /// What each kind of listener requires of its `tls` and `allowed_clients`.
-    fn kind_rules(&mut self, l: &RawListener, key: &str, kind: ListenerKind) {
+    /// `allowed_clients`, each entry that reads as `CN` or `CN/O`.
+    fn allowed_clients(&mut self, l: &RawListener, key: &str) -> Vec<AllowedClient> {
+        l.allowed_clients
+            .iter()
+            .enumerate()
+            .filter_map(|(j, entry)| {
+                AllowedClient::parse(entry.get_ref())
+                    .map_err(|why| {
+                        self.report
+                            .error(entry.span(), format!("{key}.allowed_clients[{j}]"), why);
+                    })
+                    .ok()
+            })
+            .collect()
+    }
+
+    /// What each kind of listener requires of its `tls` and `allowed_clients`; `root`:
+    /// the config has `[kubernetes]`, a root cluster to ask SubjectAccessReviews.
+    fn kind_rules(&mut self, l: &RawListener, key: &str, kind: ListenerKind, root: bool) {
         let client_ca = l.tls.as_ref().is_some_and(|t| t.client_ca.is_some());
         if kind == ListenerKind::NodeApi && !client_ca {
             let span = l.kind.as_ref().map_or(l.name.span(), |k| k.span());
@@ -90,6 +111,17 @@ impl Validator<'_, '_> {
                 span,
                 format!("{key}.kind"),
                 "a `node-api` listener needs `tls` with `client_ca` (the root API server's kubelet-client CA): the kubelet API is never served to anonymous clients",
+            );
+        }
+        if kind == ListenerKind::NodeApi && l.allowed_clients.is_empty() && !root {
+            // Every certificate the client CA signs reaches the listener (in kubeadm
+            // clusters that CA also signs users', nodes' and CSR-issued ones): someone
+            // must decide who among them may exec into pods.
+            let span = l.kind.as_ref().map_or(l.name.span(), |k| k.span());
+            self.report.error(
+                span,
+                format!("{key}.allowed_clients"),
+                "a `node-api` listener needs `allowed_clients` (the root API server's kubelet-client CN, e.g. [\"kube-apiserver-kubelet-client\"]) or a root cluster in `[kubernetes]` to authorize each caller with a SubjectAccessReview on nodes/proxy, as the kubelet does; without either, any certificate the CA signed would reach every pod",
             );
         }
         if kind == ListenerKind::KubeApi && l.tls.is_none() {
