@@ -163,7 +163,8 @@ impl AccessReviews {
 
     /// Whether `attrs` is allowed: from the cache, else asked of the root cluster.
     pub async fn allowed(&self, attrs: &Attributes) -> Result<bool, AccessError> {
-        if let Some(allowed) = self.lock().get(attrs, Instant::now()) {
+        let cached = self.lock().get(attrs, Instant::now());
+        if let Some(allowed) = cached {
             return Ok(allowed);
         }
         let review = attrs.review();
