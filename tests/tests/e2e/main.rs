@@ -5,6 +5,7 @@
 mod connections;
 mod examples;
 mod hijack;
+mod hostile;
 mod ingress;
 mod ingress_smoke;
 mod kosmos;

@@ -1,0 +1,5 @@
+//! The hostile suite: each module tries one area of tenant isolation the way a hostile
+//! tenant, Ingress author or client certificate would (issue 23), over real sockets and TLS
+//! against the simulator, and proves the hole closed.
+
+mod leaf_calls;
