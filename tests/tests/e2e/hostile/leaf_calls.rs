@@ -149,7 +149,11 @@ impl Bed {
             .append_log("team-a", "web-0", "app", "team-a line");
         bed.leaf_1
             .append_log("team-b", "db-0", "app", "team-b password=hunter2");
-        for (ns, name) in [("team-a", "web-0"), ("team-a", "stray-0"), ("team-b", "db-0")] {
+        for (ns, name) in [
+            ("team-a", "web-0"),
+            ("team-a", "stray-0"),
+            ("team-b", "db-0"),
+        ] {
             bed.indexed(ns, name).await;
         }
         bed
@@ -234,7 +238,10 @@ impl Bed {
             .into_client_request()
             .unwrap();
         let h = request.headers_mut();
-        h.insert("sec-websocket-protocol", "v5.channel.k8s.io".parse().unwrap());
+        h.insert(
+            "sec-websocket-protocol",
+            "v5.channel.k8s.io".parse().unwrap(),
+        );
         if listener == "kube" {
             h.insert(
                 "authorization",
@@ -271,8 +278,7 @@ fn last_at(sim: &KubeSim, path: &str) -> Recorded {
 
 /// Every header the leaf saw is one it may see; the caller's own never came through.
 fn assert_only_allowed(r: &Recorded) {
-    let refused: Vec<&(String, String)> =
-        r.headers.iter().filter(|(k, _)| !allowed(k)).collect();
+    let refused: Vec<&(String, String)> = r.headers.iter().filter(|(k, _)| !allowed(k)).collect();
     assert!(refused.is_empty(), "{} got {refused:?}", r.path);
     for (k, v) in &r.headers {
         assert!(
@@ -379,7 +385,10 @@ async fn impersonate_headers_are_refused_with_the_apiservers_403_and_never_forwa
             "kube",
             Method::GET,
             "/api/v1/namespaces/team-a/pods",
-            &[("impersonate-group", "system:masters"), ("impersonate-user", "x")],
+            &[
+                ("impersonate-group", "system:masters"),
+                ("impersonate-user", "x"),
+            ],
         )
         .await;
     assert_eq!(code, StatusCode::FORBIDDEN);
@@ -411,14 +420,30 @@ async fn encoded_names_are_refused_before_any_leaf_request() {
             "/api/v1/namespaces/team-a/pods/x%2F..%2F..%2F..%2Fteam-b%2Fpods%2Fdb-0/log",
             400,
         ),
-        ("/api/v1/namespaces/team-a/pods/..%2F..%2Fteam-b%2Fpods%2Fdb-0/exec?stdout=true", 400),
-        ("/api/v1/namespaces/team-a/pods/../log", 400),
-        ("/api/v1/namespaces/team-a-x%2F..%2F..%2Fteam-b/pods/db-0/log", 404),
+        (
+            "/api/v1/namespaces/team-a/pods/..%2F..%2Fteam-b%2Fpods%2Fdb-0/exec?stdout=true",
+            400,
+        ),
+        ("/api/v1/namespaces/team-a/pods/web-0%25/log", 400),
+        // A dot segment, literal or encoded, is resolved before routing: no pod path is
+        // left.
+        ("/api/v1/namespaces/team-a/pods/../log", 404),
+        ("/api/v1/namespaces/team-a/pods/%2E%2E/log", 404),
+        (
+            "/api/v1/namespaces/team-a-x%2F..%2F..%2Fteam-b/pods/db-0/log",
+            404,
+        ),
         ("/api/v1/namespaces/team-a-x%2F../pods/db-0/log", 404),
         ("/api/v1/namespaces/team-a-X/pods/db-0/log", 404),
         ("/api/v1/namespaces/team-a/pods/Web-0/log", 404),
-        ("/api/v1/namespaces/team-a/pods/web-0/log?container=..%2F..%2Fx", 400),
-        ("/api/v1/namespaces/team-a-x%2F..%2F..%2Fteam-b/pods/db-0", 404),
+        (
+            "/api/v1/namespaces/team-a/pods/web-0/log?container=..%2F..%2Fx",
+            400,
+        ),
+        (
+            "/api/v1/namespaces/team-a-x%2F..%2F..%2Fteam-b/pods/db-0",
+            404,
+        ),
         ("/api/v1/namespaces/team-a-x%2F..%2F..%2Fteam-b/pods", 404),
     ];
     for (path, want) in kube {
@@ -434,7 +459,14 @@ async fn encoded_names_are_refused_before_any_leaf_request() {
         status["message"],
         r#"Name parameter invalid: "x/../../../team-b/pods/db-0": may not contain '/'"#
     );
-    let (_, body) = bed.call("kube", Method::GET, kube[3].0, &[]).await;
+    let (_, body) = bed
+        .call(
+            "kube",
+            Method::GET,
+            "/api/v1/namespaces/team-a-x%2F..%2F..%2Fteam-b/pods/db-0/log",
+            &[],
+        )
+        .await;
     let status: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(
         status["message"],
@@ -460,10 +492,7 @@ async fn encoded_names_are_refused_before_any_leaf_request() {
         "pod \"x%2F..%2F..%2F..%2Fteam-b%2Fpods%2Fdb-0\" does not exist\n"
     );
     let (_, body) = bed.call("kubelet", Method::GET, node[2], &[]).await;
-    assert_eq!(
-        body,
-        "container \"app%2F..\" not found in pod \"web-0\"\n"
-    );
+    assert_eq!(body, "container \"app%2F..\" not found in pod \"web-0\"\n");
 
     let (one, two) = (pod_calls(&bed.leaf_1), pod_calls(&bed.leaf_2));
     assert!(one.is_empty() && two.is_empty(), "{one:?} {two:?}");
