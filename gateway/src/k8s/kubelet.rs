@@ -6,13 +6,16 @@
 //! `tty` = `"1"`; `port=80,443`; `v1.PodLogOptions`) and the leaf API's
 //! (`stdin=true`...; repeated `ports`), so the node-api listener can answer 404, 405 and
 //! 400 the way a kubelet does and forward everything else to
-//! `/api/v1/namespaces/{ns}/pods/{pod}/{subresource}`. It does no I/O and knows nothing of
-//! tenants, leaves or plugins.
+//! `/api/v1/namespaces/{ns}/pods/{pod}/{subresource}`. A route's namespace, pod and container
+//! are valid Kubernetes names (`super::names`) or the route is the kubelet's 404, so no
+//! other name reaches a leaf path. It does no I/O and knows nothing of tenants, leaves or
+//! plugins.
 
 use std::fmt;
 
 use http::Method;
 
+use super::names;
 use crate::plugins::Verb;
 
 /// A streaming or log call on one pod's container.
@@ -52,11 +55,22 @@ pub enum KubeletRoute {
     Healthz,
 }
 
-/// Why a request has no route: the kubelet's 404 and 405.
+/// Why a request has no route: the kubelet's 404 and 405, and its 404s for a pod or
+/// container that cannot exist (a name no Kubernetes object can have), worded as the
+/// kubelet words a pod or container it does not run (`pkg/kubelet/server/server.go`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RouteError {
     #[error("404 page not found")]
     NotFound,
+    /// `containerLogs` words it with the pod's name and a line end; the streaming routes
+    /// without either.
+    #[error("{}", match logs {
+        true => format!("pod {pod:?} does not exist\n"),
+        false => "pod does not exist".to_string(),
+    })]
+    NoSuchPod { pod: String, logs: bool },
+    #[error("container {container:?} not found in pod {pod:?}\n")]
+    NoSuchContainer { container: String, pod: String },
     #[error("{method} is not allowed on {path}; allowed: {allowed}")]
     MethodNotAllowed {
         method: Method,
@@ -73,7 +87,10 @@ impl KubeletRoute {
     /// The route `path` names, if `method` is one the kubelet serves it with.
     ///
     /// Path segments are taken as they come (the kubelet's router does not decode `%2F`
-    /// into a separator either); empty segments never match.
+    /// into a separator either); empty segments never match. Then the names: a namespace
+    /// or container that is not a DNS-1123 label, or a pod name that is not a DNS-1123
+    /// subdomain (any `%`, `/` or dot segment among them), is [`RouteError::NoSuchPod`] or
+    /// [`RouteError::NoSuchContainer`], after the method is checked as the kubelet checks it.
     pub fn parse(method: &Method, path: &str) -> Result<KubeletRoute, RouteError> {
         let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
         if segments.iter().any(|s| s.is_empty()) {
@@ -152,14 +169,34 @@ impl KubeletRoute {
             }
             _ => return Err(RouteError::NotFound),
         };
-        if allowed.contains(method) {
-            Ok(route)
-        } else {
-            Err(RouteError::MethodNotAllowed {
+        if !allowed.contains(method) {
+            return Err(RouteError::MethodNotAllowed {
                 method: method.clone(),
                 path: path.to_string(),
                 allowed: allowed_text(allowed),
-            })
+            });
+        }
+        route.check_names()?;
+        Ok(route)
+    }
+
+    /// The route's names as the API validates them; the kubelet's 404 for one that no
+    /// pod or container can have.
+    fn check_names(&self) -> Result<(), RouteError> {
+        let Some(target) = self.target() else {
+            return Ok(());
+        };
+        let container = self.container();
+        match names::check_pod_call(&target.namespace, &target.pod, container) {
+            Ok(()) => Ok(()),
+            Err(e) if e.part == names::Part::Container => Err(RouteError::NoSuchContainer {
+                container: e.name,
+                pod: target.pod.clone(),
+            }),
+            Err(_) => Err(RouteError::NoSuchPod {
+                pod: target.pod.clone(),
+                logs: matches!(self, KubeletRoute::ContainerLogs { .. }),
+            }),
         }
     }
 
@@ -445,8 +482,11 @@ pub fn run_command(query: Option<&str>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The leaf API path of a pod subresource.
+/// The leaf API path of a pod subresource, built from the target's names, which both
+/// fronts validated before the target was made (a `%`, `/` or dot segment never gets this
+/// far: see `super::names`); `debug_assert`ed here.
 pub fn leaf_path(target: &PodTarget, subresource: &str) -> String {
+    debug_assert!(names::check_pod_call(&target.namespace, &target.pod, None).is_ok());
     format!(
         "/api/v1/namespaces/{}/pods/{}/{subresource}",
         target.namespace, target.pod
@@ -541,6 +581,47 @@ mod tests {
                 "{path}"
             );
         }
+    }
+
+    #[test]
+    fn names_no_pod_can_have_are_the_kubelets_404() {
+        let no_pod = |path: &str| route(Method::GET, path).unwrap_err();
+        assert_eq!(
+            no_pod("/containerLogs/team-a/x%2F..%2F..%2Fteam-b%2Fpods%2Fdb-0/app"),
+            RouteError::NoSuchPod {
+                pod: "x%2F..%2F..%2Fteam-b%2Fpods%2Fdb-0".into(),
+                logs: true
+            }
+        );
+        assert_eq!(
+            no_pod("/containerLogs/team-a/../app").to_string(),
+            "pod \"..\" does not exist\n"
+        );
+        for path in [
+            "/exec/team-a-x%2F../db-0/app",
+            "/exec/Team-a/db-0/app",
+            "/attach/team-a/./app",
+            "/portForward/team-a/web-0%2F..",
+            "/portForward/team.a/web-0",
+        ] {
+            let e = no_pod(path);
+            assert!(
+                matches!(e, RouteError::NoSuchPod { logs: false, .. }),
+                "{path}"
+            );
+            assert_eq!(e.to_string(), "pod does not exist");
+        }
+        assert_eq!(
+            no_pod("/exec/team-a/web-0/app%2F..").to_string(),
+            "container \"app%2F..\" not found in pod \"web-0\"\n"
+        );
+        // The method is checked first, as the kubelet's router does.
+        assert!(matches!(
+            route(Method::DELETE, "/exec/team-a/../app"),
+            Err(RouteError::MethodNotAllowed { .. })
+        ));
+        // Dotted pod names are subdomains, and valid.
+        assert!(route(Method::GET, "/containerLogs/team-a/web.0/app").is_ok());
     }
 
     #[test]

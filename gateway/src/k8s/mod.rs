@@ -8,6 +8,8 @@
 //!   leaf that feeds it.
 //! - `kubelet`, `logs`, `run`: the node API's routes and verbs, the log filter stream, and
 //!   `/run`'s exec over WebSocket.
+//! - `names`: namespace, pod and container names as the API validates them, checked before
+//!   anything uses a name from a request.
 //! - `status`: kube-apiserver's `metav1.Status`, the one place its JSON is written.
 //! - `access`: SubjectAccessReviews at the root cluster (who may call the node API), cached.
 //! - `root`: the root cluster's client; `vnode`: the virtual Node objects (pure).
@@ -25,6 +27,7 @@ mod leaf_auth;
 pub mod leaf_pods;
 pub mod leaf_tls;
 pub mod logs;
+pub mod names;
 pub mod root;
 pub mod run;
 pub mod status;

@@ -2,12 +2,15 @@
 //! API server and forwarded to the leaf cluster that runs each pod.
 //!
 //! A request goes through, in order: the caller's authorization (`authorize`), the
-//! kubelet's routes and methods (404, 405), the tenant owning the pod's namespace (403), the
-//! leaf chosen by the tenant's `pod_router` or the pod index (404, 409), the pod uid when
-//! the path carries one (404), and the translation of the kubelet's query to the leaf API's
+//! kubelet's routes and methods (404, 405), the names in the path (valid Kubernetes names,
+//! else the kubelet's 404), the caller's `Impersonate-*` headers (kube-apiserver's 403),
+//! the tenant owning the pod's namespace (403), the leaf chosen by the tenant's
+//! `pod_router` or the pod index (404, 409, 502), the pod uid when the path carries one
+//! (404), and the translation of the kubelet's query to the leaf API's
 //! (400, 422). Streams (`exec`, `attach`, `portForward`) then go out through the same
 //! hijack and splice core as routes, under the tenant's bandwidth limits; logs through the
-//! tenant's `log_filter`. The leaf's own credentials replace the caller's.
+//! tenant's `log_filter`. Only the headers the leaf needs go to it, and the leaf's own
+//! credentials replace the caller's.
 
 use std::sync::Arc;
 
@@ -16,7 +19,7 @@ use hyper::body::Incoming;
 use serde_json::{Value, json};
 
 use super::client::{Client, Front};
-use super::podcall::{Call, leaf_failed};
+use super::podcall::{Call, impersonation, leaf_failed};
 use super::reply::{self, Dialect};
 use crate::config::{AllowedClient, VirtualNodeKind};
 use crate::k8s::access::Attributes;
@@ -49,7 +52,20 @@ pub async fn serve(
                 .insert(header::ALLOW, HeaderValue::from_static(allowed));
             return res;
         }
+        // A namespace, pod or container name no object can have: refused before the
+        // namespace globs, the pod router or a leaf see it.
+        Err(e @ (RouteError::NoSuchPod { .. } | RouteError::NoSuchContainer { .. })) => {
+            return text(StatusCode::NOT_FOUND, &e.to_string());
+        }
     };
+    let caller = client
+        .identity
+        .as_ref()
+        .and_then(|id| id.common_name.as_deref())
+        .unwrap_or_default();
+    if let Some(refusal) = impersonation(req.headers(), caller) {
+        return reply::status(&refusal);
+    }
     let target = match &route {
         KubeletRoute::Healthz => return text(StatusCode::OK, "ok"),
         KubeletRoute::Pods => return pod_list(snapshot),

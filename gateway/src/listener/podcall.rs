@@ -4,14 +4,17 @@
 //! tenant's `log_filter` ([`Call::send`] picks which), and the per-tenant request metrics
 //! both fronts count.
 //!
-//! It does not parse either front's paths or queries: each listener turns its own request
-//! into a leaf path (`/api/v1/namespaces/{ns}/pods/{name}/{subresource}?...`) first.
+//! It does not parse either front's paths or queries: each listener validates the names
+//! and turns its own request into a leaf path (`/api/v1/namespaces/{ns}/pods/{name}/
+//! {subresource}?...`) first. What goes to the leaf is only what the leaf needs
+//! ([`leaf_headers`]); a caller asking to impersonate is refused by both fronts with
+//! kube-apiserver's 403 ([`impersonation`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{Request, Response, StatusCode, header};
+use http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Empty, StreamBody};
 use hyper::body::{Frame, Incoming};
 
@@ -20,6 +23,7 @@ use super::reply::{self, Dialect};
 use crate::config::{TenantConfig, Timeouts};
 use crate::k8s::kubelet::{PodTarget, verb_name};
 use crate::k8s::logs::{self, LogBatching};
+use crate::k8s::names;
 use crate::k8s::status::Status;
 use crate::k8s::{Held, Leaf};
 use crate::limit;
@@ -42,6 +46,12 @@ pub struct Chosen {
 
 /// Asks the tenant's `pod_router`, or, when it has none or it says `default`, the pod
 /// index: exactly one reachable leaf holding the pod wins.
+///
+/// The router's answer is checked before it is followed: a leaf the tenant may reach (the
+/// plugin runtime checks that) and, when some leaf's index holds the pod, one of those (a
+/// router cannot send a call for a known pod to a leaf where that name may be someone
+/// else's). The names were validated
+/// by the front; they are checked again here, as nothing below may see another.
 pub async fn choose_leaf(
     snapshot: &Snapshot,
     config: &TenantConfig,
@@ -50,6 +60,9 @@ pub async fn choose_leaf(
     container: Option<&str>,
     verb: Verb,
 ) -> Result<Chosen, Response<Body>> {
+    if let Err(e) = names::check_pod_call(&target.namespace, &target.pod, container) {
+        return Err(reply::status(&Status::new(400, e.to_string())));
+    }
     let mut reachable: Vec<String> = snapshot
         .leaves
         .keys()
@@ -57,9 +70,9 @@ pub async fn choose_leaf(
         .cloned()
         .collect();
     reachable.sort();
-    let holders: Vec<Held> = snapshot
-        .pods
-        .holders(&target.namespace, &target.pod)
+    let everywhere = snapshot.pods.holders(&target.namespace, &target.pod);
+    let held_anywhere = !everywhere.is_empty();
+    let holders: Vec<Held> = everywhere
         .into_iter()
         .filter(|h| config.may_reach(&h.leaf))
         .collect();
@@ -88,6 +101,19 @@ pub async fn choose_leaf(
             ));
         }
     };
+    // The plugin runtime already refused a leaf outside `request.leaves`.
+    if let Some(name) = &picked {
+        if held_anywhere && !holders.iter().any(|h| *h.leaf == **name) {
+            return Err(reply::error(
+                Dialect::Status,
+                StatusCode::BAD_GATEWAY,
+                &format!(
+                    "pod router of tenant {:?} chose leaf {name:?} for pod {}/{}, which does not hold it",
+                    tenant.name, target.namespace, target.pod
+                ),
+            ));
+        }
+    }
     let name = match (picked, holders.as_slice()) {
         (Some(name), _) => name,
         (None, [one]) => one.leaf.to_string(),
@@ -230,12 +256,14 @@ impl Call<'_> {
             .inc();
     }
 
-    /// `exec`, `attach`, `portForward`: the upgrade goes to the leaf with its headers
-    /// (`Upgrade`, every `X-Stream-Protocol-Version`, `Sec-WebSocket-*`) untouched, and on
-    /// 101 both sides are spliced under the tenant's limits.
+    /// `exec`, `attach`, `portForward`: the upgrade goes to the leaf with its negotiation
+    /// headers (`Upgrade`, every `X-Stream-Protocol-Version`, `Sec-WebSocket-*`) untouched
+    /// and nothing else of the caller's ([`leaf_headers`]), and on 101 both sides are
+    /// spliced under the tenant's limits.
     pub async fn stream(&self, mut req: Request<Incoming>, path: &str) -> Response<Body> {
         let client_upgrade = hyper::upgrade::on(&mut req);
         let (mut parts, body) = req.into_parts();
+        parts.headers = leaf_headers(&parts.headers, true);
         let exchange = self.exchange();
         prepare(&mut parts, Hops::KeepUpgrade, Some(&exchange.client));
         parts.uri = match path.parse() {
@@ -272,10 +300,11 @@ impl Call<'_> {
         }
     }
 
-    /// A request that is not an upgrade, sent to the leaf as it came and answered with the
-    /// leaf's answer.
+    /// A request that is not an upgrade, sent to the leaf with its body and the headers
+    /// [`leaf_headers`] lets through, and answered with the leaf's answer.
     pub async fn relay(&self, req: Request<Incoming>, path: &str) -> Response<Body> {
         let (mut parts, body) = req.into_parts();
+        parts.headers = leaf_headers(&parts.headers, false);
         prepare(&mut parts, Hops::DropAll, None);
         parts.uri = match path.parse() {
             Ok(uri) => uri,
@@ -296,6 +325,8 @@ impl Call<'_> {
         container: String,
     ) -> Response<Body> {
         let (mut parts, _) = req.into_parts();
+        // Never `Accept-Encoding` among them: a gzip body would pass the filter unread.
+        parts.headers = leaf_headers(&parts.headers, false);
         prepare(&mut parts, Hops::DropAll, None);
         parts.uri = match path.parse() {
             Ok(uri) => uri,
@@ -360,4 +391,191 @@ pub fn bad_path(path: &str) -> Response<Body> {
         400,
         format!("{path:?} does not make a valid leaf request"),
     ))
+}
+
+/// The caller's headers a leaf may see, the only ones a pod call forwards: `Accept`,
+/// `Content-Type`, `Content-Length`, `User-Agent`, `X-Stream-Protocol-Version`, and on an
+/// upgrade `Upgrade` with `Connection: Upgrade` and every `Sec-WebSocket-*`. Everything
+/// else the caller sent (`Cookie`, `X-Remote-*`, `Impersonate-*`, `Accept-Encoding`, its
+/// `Authorization`, forwarding claims) stays here: the leaf's credentials go with the
+/// call, and what rides next to them must not widen it, forge its audit, or (gzip) slip a
+/// log body past the filter. The leaf's `Host` and `Authorization` are set after this
+/// (`Leaf::prepare`), and an upgrade's forwarding headers naming the real peer by
+/// `proxy::prepare`.
+pub fn leaf_headers(from: &HeaderMap, upgrade: bool) -> HeaderMap {
+    const ALWAYS: [HeaderName; 5] = [
+        header::ACCEPT,
+        header::CONTENT_TYPE,
+        header::CONTENT_LENGTH,
+        header::USER_AGENT,
+        HeaderName::from_static("x-stream-protocol-version"),
+    ];
+    let mut out = HeaderMap::with_capacity(from.keys_len().min(16));
+    for (name, value) in from {
+        let negotiation =
+            upgrade && (*name == header::UPGRADE || name.as_str().starts_with("sec-websocket-"));
+        if negotiation || ALWAYS.contains(name) {
+            out.append(name.clone(), value.clone());
+        }
+    }
+    if upgrade && out.contains_key(header::UPGRADE) {
+        out.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+    }
+    out
+}
+
+/// kube-apiserver's answer to a caller asking to impersonate (`Impersonate-User`,
+/// `-Group`, `-Uid`, `-Extra-*`), which no tenant and no node-api caller may do through
+/// leafgate: the 403 for the user (a service account's when it names one), or, when no
+/// user is asked for, the 400 for impersonating anything else without one
+/// (`k8s.io/apiserver/pkg/endpoints/filters/impersonation`). `None` when the request
+/// asks for nothing of the kind.
+pub fn impersonation(headers: &HeaderMap, user: &str) -> Option<Status> {
+    let text = |v: &HeaderValue| String::from_utf8_lossy(v.as_bytes()).into_owned();
+    if let Some(asked) = headers.get("impersonate-user").map(text) {
+        let service_account = asked
+            .strip_prefix("system:serviceaccount:")
+            .and_then(|rest| rest.split_once(':'));
+        return Some(match service_account {
+            Some((ns, name)) => {
+                Status::forbidden(user, "impersonate", "serviceaccounts", Some(name), Some(ns))
+            }
+            None => Status::forbidden(user, "impersonate", "users", Some(&asked), None),
+        });
+    }
+    // Go's `%v` of each `v1.ObjectReference` asked for: Kind, Namespace, Name, UID,
+    // APIVersion, ResourceVersion, FieldPath, space-separated.
+    let reference =
+        |kind: &str, name: &str, field_path: &str| format!("{{{kind}  {name}    {field_path}}}");
+    let mut asked: Vec<String> = headers
+        .get_all("impersonate-group")
+        .iter()
+        .map(|g| reference("Group", &text(g), ""))
+        .collect();
+    for (name, value) in headers {
+        if let Some(key) = name.as_str().strip_prefix("impersonate-extra-") {
+            asked.push(reference("UserExtra", &text(value), key));
+        }
+    }
+    if let Some(uid) = headers.get("impersonate-uid") {
+        asked.push(reference("UID", &text(uid), ""));
+    }
+    (!asked.is_empty()).then(|| {
+        Status::new(
+            400,
+            format!(
+                "requested [{}] without impersonating a user",
+                asked.join(" ")
+            ),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hostile(upgrade: bool) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in [
+            ("cookie", "session=x"),
+            ("x-remote-user", "system:admin"),
+            ("impersonate-user", "system:admin"),
+            ("accept-encoding", "gzip"),
+            ("authorization", "Bearer callers"),
+            ("x-forwarded-for", "6.6.6.6"),
+            ("te", "trailers"),
+            ("accept", "application/json"),
+            ("user-agent", "kubectl/v1.36"),
+            ("content-type", "application/json"),
+            ("x-stream-protocol-version", "v5.channel.k8s.io"),
+            ("x-stream-protocol-version", "v4.channel.k8s.io"),
+            ("sec-websocket-protocol", "v5.channel.k8s.io"),
+            ("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="),
+        ] {
+            h.append(k, HeaderValue::from_static(v));
+        }
+        if upgrade {
+            h.append(
+                header::CONNECTION,
+                HeaderValue::from_static("Upgrade, Cookie"),
+            );
+            h.append(header::UPGRADE, HeaderValue::from_static("SPDY/3.1"));
+        }
+        h
+    }
+
+    fn names(h: &HeaderMap) -> Vec<&str> {
+        let mut n: Vec<&str> = h.keys().map(HeaderName::as_str).collect();
+        n.sort_unstable();
+        n
+    }
+
+    #[test]
+    fn a_plain_call_keeps_only_content_accept_agent_and_stream_version() {
+        let out = leaf_headers(&hostile(false), false);
+        assert_eq!(
+            names(&out),
+            [
+                "accept",
+                "content-type",
+                "user-agent",
+                "x-stream-protocol-version"
+            ]
+        );
+        assert_eq!(out.get_all("x-stream-protocol-version").iter().count(), 2);
+    }
+
+    #[test]
+    fn an_upgrade_keeps_its_negotiation_and_says_only_upgrade_in_connection() {
+        let out = leaf_headers(&hostile(true), true);
+        assert_eq!(
+            names(&out),
+            [
+                "accept",
+                "connection",
+                "content-type",
+                "sec-websocket-key",
+                "sec-websocket-protocol",
+                "upgrade",
+                "user-agent",
+                "x-stream-protocol-version"
+            ]
+        );
+        assert_eq!(out[header::CONNECTION], "Upgrade");
+        assert_eq!(out[header::UPGRADE], "SPDY/3.1");
+        // Without `Upgrade` there is nothing to switch to, and no `Connection` either.
+        assert!(!leaf_headers(&hostile(false), true).contains_key(header::CONNECTION));
+    }
+
+    #[test]
+    fn impersonation_is_refused_in_kube_apiservers_words() {
+        let mut h = HeaderMap::new();
+        assert_eq!(impersonation(&h, "tenant:a"), None);
+        h.insert(
+            "impersonate-group",
+            HeaderValue::from_static("system:masters"),
+        );
+        let no_user = impersonation(&h, "tenant:a").unwrap();
+        assert_eq!(no_user.code, 400);
+        assert_eq!(
+            no_user.message,
+            "requested [{Group  system:masters    }] without impersonating a user"
+        );
+        h.insert("impersonate-user", HeaderValue::from_static("x"));
+        let user = impersonation(&h, "tenant:a").unwrap();
+        assert_eq!(user.code, 403);
+        assert_eq!(
+            user.message,
+            "users \"x\" is forbidden: User \"tenant:a\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"
+        );
+        h.insert(
+            "impersonate-user",
+            HeaderValue::from_static("system:serviceaccount:team-b:deployer"),
+        );
+        assert_eq!(
+            impersonation(&h, "tenant:a").unwrap().message,
+            "serviceaccounts \"deployer\" is forbidden: User \"tenant:a\" cannot impersonate resource \"serviceaccounts\" in API group \"\" in the namespace \"team-b\""
+        );
+    }
 }

@@ -2,12 +2,15 @@
 //! leaf clusters.
 //!
 //! A request goes through, in order: authentication (a bearer token from a tenant's
-//! `tokens_file`, or a client certificate named in its `client_names`; 401 otherwise), the
-//! path (discovery, namespaces, pods, pod subresources; 404 for anything else), the method
+//! `tokens_file`, or a client certificate named in its `client_names`; 401 otherwise),
+//! impersonation (`Impersonate-*`: kube-apiserver's 403, never forwarded), the path
+//! (discovery, namespaces, pods, pod subresources; 404 for anything else), the names in it
+//! (decoded, then valid Kubernetes names, else kube-apiserver's 400 or 404), the method
 //! (405), and the tenant's namespaces (403 worded as kube-apiserver's RBAC denial). Pods are
 //! listed, read and watched from the leaves' reflector stores, never fetched per request;
 //! subresources (`exec`, `attach`, `portforward`, `log`) go to the leaf chosen by the
-//! shared pod-call code (`super::podcall`), which the node-api listener uses too.
+//! shared pod-call code (`super::podcall`), which the node-api listener uses too, at a leaf
+//! path built from the validated names.
 //!
 //! This module never writes to a leaf and serves no other resource: kubectl sees exactly
 //! what discovery announces.
@@ -28,9 +31,10 @@ use hyper::body::Incoming;
 use self::caller::{Caller, authenticate};
 use self::query::query_value;
 use super::client::{Client, Front};
-use super::podcall::Call;
+use super::podcall::{Call, impersonation};
 use super::reply;
 use crate::k8s::kubelet::{self, PodTarget};
+use crate::k8s::names;
 use crate::k8s::status::Status;
 use crate::proxy::Body;
 use crate::snapshot::Snapshot;
@@ -47,6 +51,9 @@ pub async fn serve(
     let Some(caller) = authenticate(&req, client, snapshot) else {
         return reply::status(&Status::unauthorized());
     };
+    if let Some(refusal) = impersonation(req.headers(), &caller.user) {
+        return reply::status(&refusal);
+    }
     let path = req.uri().path().trim_end_matches('/').to_string();
     let segments: Vec<&str> = path.split('/').skip(1).collect();
     match segments.as_slice() {
@@ -55,38 +62,69 @@ pub async fn serve(
         ["apis"] => only_get(&req, discovery::api_groups),
         ["api", "v1"] => only_get(&req, discovery::resources),
         ["api", "v1", "namespaces"] => only_get(&req, || pods::namespaces(snapshot, &caller)),
-        ["api", "v1", "namespaces", ns] => {
-            let ns = ns.to_string();
-            only_get(&req, || pods::namespace(&caller, &ns))
-        }
+        ["api", "v1", "namespaces", ns] => match namespace(ns) {
+            Ok(ns) => only_get(&req, || pods::namespace(&caller, &ns)),
+            Err(refusal) => reply::status(&refusal),
+        },
         ["api", "v1", "pods"] => pods::collection(&req, snapshot, &caller, None).await,
-        ["api", "v1", "namespaces", ns, "pods"] => {
-            let ns = ns.to_string();
-            pods::collection(&req, snapshot, &caller, Some(&ns)).await
-        }
-        ["api", "v1", "namespaces", ns, "pods", name] => {
-            let target = target(ns, name);
-            pods::one(&req, snapshot, &caller, &target).await
-        }
-        ["api", "v1", "namespaces", ns, "pods", name, sub] => {
-            let target = target(ns, name);
-            let sub = sub.to_string();
-            subresource(req, client, snapshot, &caller, &target, &sub).await
-        }
+        ["api", "v1", "namespaces", ns, "pods"] => match namespace(ns) {
+            Ok(ns) => pods::collection(&req, snapshot, &caller, Some(&ns)).await,
+            Err(refusal) => reply::status(&refusal),
+        },
+        ["api", "v1", "namespaces", ns, "pods", name] => match target(ns, name) {
+            Ok(target) => pods::one(&req, snapshot, &caller, &target).await,
+            Err(refusal) => reply::status(&refusal),
+        },
+        ["api", "v1", "namespaces", ns, "pods", name, sub] => match target(ns, name) {
+            Ok(target) => {
+                let sub = sub.to_string();
+                subresource(req, client, snapshot, &caller, &target, &sub).await
+            }
+            Err(refusal) => reply::status(&refusal),
+        },
         _ => reply::status(&Status::no_such_resource()),
     }
 }
 
-fn target(ns: &str, name: &str) -> PodTarget {
-    PodTarget {
-        namespace: ns.to_string(),
-        pod: name.to_string(),
-        uid: None,
+/// A namespace from the path, percent-decoded (`%2F` arrives encoded: hyper hands the
+/// path over as sent), and a DNS-1123 label, or the 404 kube-apiserver gives a namespace
+/// that does not exist: no namespace can have another name, so nothing further (the
+/// tenant's namespace globs included) ever sees one.
+fn namespace(raw: &str) -> Result<String, Status> {
+    let decoded = names::decode_segment(raw).unwrap_or_else(|| raw.to_string());
+    if names::is_label(&decoded) {
+        Ok(decoded)
+    } else {
+        Err(Status::not_found("namespaces", &decoded))
     }
 }
 
+/// The pod a path names, both names decoded and validated: kube-apiserver's 400 for a
+/// name no path segment may carry (`/`, `%`, `.`, `..`: its `IsValidPathSegmentName`),
+/// its 404 for one that is no DNS-1123 subdomain (no pod can have it).
+fn target(ns: &str, name: &str) -> Result<PodTarget, Status> {
+    let namespace = namespace(ns)?;
+    let pod = names::decode_segment(name).unwrap_or_else(|| name.to_string());
+    let problems = names::path_segment_problems(&pod);
+    if !problems.is_empty() {
+        return Err(Status::new(
+            400,
+            format!("Name parameter invalid: {pod:?}: {}", problems.join(";")),
+        ));
+    }
+    if !names::is_subdomain(&pod) {
+        return Err(Status::not_found("pods", &pod));
+    }
+    Ok(PodTarget {
+        namespace,
+        pod,
+        uid: None,
+    })
+}
+
 /// `exec`, `attach`, `portforward` (GET for WebSocket, POST for SPDY) and `log` (GET): the
-/// leaf's API has the same path and query, so both pass through untouched.
+/// leaf's API has the same path, built again from the validated names, and the same query,
+/// passed through once every `container` in it is a valid name.
 async fn subresource(
     req: Request<Incoming>,
     client: &Arc<Client>,
@@ -114,7 +152,21 @@ async fn subresource(
             Some(&target.namespace),
         );
     }
-    let container = query_value(req.uri().query(), "container");
+    let query = req.uri().query();
+    // Every `container` the leaf could read, not just the first this gateway reads:
+    // kube-apiserver's 400 for a container the pod cannot have.
+    let containers = form_urlencoded::parse(query.unwrap_or("").as_bytes())
+        .filter(|(k, _)| k == "container")
+        .map(|(_, v)| v.into_owned());
+    for asked in containers {
+        if !names::is_label(&asked) {
+            return reply::status(&Status::new(
+                400,
+                format!("container {asked} is not valid for pod {}", target.pod),
+            ));
+        }
+    }
+    let container = query_value(query, "container");
     let call = match Call::to_leaf(
         client,
         snapshot,
@@ -130,11 +182,10 @@ async fn subresource(
         Ok(call) => call,
         Err(res) => return res,
     };
-    // The leaf's API has the same path and query: both pass through untouched.
-    let path = match req.uri().path_and_query() {
-        Some(pq) => pq.as_str().to_string(),
-        None => req.uri().path().to_string(),
-    };
+    let mut path = kubelet::leaf_path(target, sub);
+    if let Some(query) = req.uri().query() {
+        path = format!("{path}?{query}");
+    }
     let res = call.send(req, &path, verb, container).await;
     call.count(verb, &res);
     res
