@@ -181,7 +181,10 @@ async fn leafgate_reload_sends_the_token_from_its_token_file() {
         assert!(out.status.success(), "{out:?}");
         let head = seen.await.unwrap().to_ascii_lowercase();
         assert!(head.starts_with("post /reload "), "{head}");
-        let auth = format!("authorization: bearer {}\r\n", ADMIN_TOKEN.to_ascii_lowercase());
+        let auth = format!(
+            "authorization: bearer {}\r\n",
+            ADMIN_TOKEN.to_ascii_lowercase()
+        );
         assert_eq!(head.contains(&auth), with_token, "{head}");
         if !with_token {
             assert!(!head.contains("authorization"), "{head}");
@@ -237,7 +240,8 @@ namespaces = ["*-prod"]
     let (ok, err) = check(dir.path(), toml);
     assert!(!ok, "{err}");
     let config = dir.path().join("leafgate.toml");
-    let at = |line: usize, col: usize, key: &str| format!("{}:{line}:{col}: {key}: ", config.display());
+    let at =
+        |line: usize, col: usize, key: &str| format!("{}:{line}:{col}: {key}: ", config.display());
     let line_of = |at: &str| {
         err.lines()
             .find(|l| l.starts_with(at))
@@ -250,24 +254,37 @@ namespaces = ["*-prod"]
     assert!(tokens.contains("`team-a`"), "{tokens}");
     assert!(tokens.contains("line 3"), "{tokens}");
     assert!(!err.contains("shared-token"), "a token was printed:\n{err}");
-    let names = line_of(&at(11, 26, "tenant[1].client_names[1]"));
-    assert!(names.contains("`deployer`") && names.contains("`team-a`"), "{names}");
+    let names = line_of(&at(11, 25, "tenant[1].client_names[1]"));
+    assert!(
+        names.contains("`deployer`") && names.contains("`team-a`"),
+        "{names}"
+    );
     let overlap = line_of(&at(9, 24, "tenant[1].namespaces[1]"));
     assert!(
-        overlap.contains("`team-b`") && overlap.contains("`team-*`") && overlap.contains("`team-a`"),
+        overlap.contains("`team-b`")
+            && overlap.contains("`team-*`")
+            && overlap.contains("`team-a`"),
         "{overlap}"
     );
     // Globs against globs: `*-prod` and `team-*` share `team-prod`.
     let globs = line_of(&at(15, 15, "tenant[2].namespaces[0]"));
     assert!(globs.contains("`team-a`"), "{globs}");
     // `other` overlaps nobody: four errors in all.
-    assert_eq!(err.lines().filter(|l| l.contains(": tenant[")).count(), 4, "{err}");
+    assert_eq!(
+        err.lines().filter(|l| l.contains(": tenant[")).count(),
+        4,
+        "{err}"
+    );
 }
 
 #[test]
 fn leafgate_check_warns_about_short_tokens_and_passes() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("a.tokens"), "long-enough-token-0123\ntiny1\n").unwrap();
+    std::fs::write(
+        dir.path().join("a.tokens"),
+        "long-enough-token-0123\ntiny1\n",
+    )
+    .unwrap();
     std::fs::write(dir.path().join("admin.tokens"), "x\n").unwrap();
     let toml = "[admin]\nbind = \"127.0.0.1:0\"\ntokens_file = \"admin.tokens\"\n\n[[tenant]]\nname = \"team-a\"\nnamespaces = [\"team-a\"]\ntokens_file = \"a.tokens\"\n";
     let (ok, err) = check(dir.path(), toml);
@@ -371,8 +388,16 @@ async fn another_tenants_pod_does_not_move_a_tenants_list_resource_version() {
     let config = Config::new()
         .listener(Listener::kube_api("kube").tls("kube-api.pem", "kube-api-key.pem"))
         .leaf(Leaf::new("leaf", "leaf.kubeconfig"))
-        .tenant(Tenant::new("acme").namespaces(["apps"]).tokens_file("acme.tokens"))
-        .tenant(Tenant::new("rival").namespaces(["rival"]).tokens_file("rival.tokens"));
+        .tenant(
+            Tenant::new("acme")
+                .namespaces(["apps"])
+                .tokens_file("acme.tokens"),
+        )
+        .tenant(
+            Tenant::new("rival")
+                .namespaces(["rival"])
+                .tokens_file("rival.tokens"),
+        );
     let gw = TestGateway::start_in(dir, config).await;
     leaf.create(pod("apps", "web")).unwrap();
     leaf.create(pod("rival", "db")).unwrap();
@@ -387,7 +412,12 @@ async fn another_tenants_pod_does_not_move_a_tenants_list_resource_version() {
             res.json()
         }
     };
-    let version = |v: &Value| v["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let version = |v: &Value| {
+        v["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
     let first = list("/api/v1/namespaces/apps/pods").await;
     let all_first = list("/api/v1/pods").await;
 
@@ -395,18 +425,28 @@ async fn another_tenants_pod_does_not_move_a_tenants_list_resource_version() {
     leaf.create(pod("rival", "db-2")).unwrap();
     indexed(&gw, "rival", "db-2").await;
     let label = json!({"metadata": {"labels": {"changed": "yes"}}});
-    leaf.patch("v1", "Pod", "rival", "db", &label, false).unwrap();
+    leaf.patch("v1", "Pod", "rival", "db", &label, false)
+        .unwrap();
     let started = Instant::now();
     while !gw.gateway.snapshot().leaves.values().any(|l| {
         l.pods().iter().any(|p| {
             p.metadata.name.as_deref() == Some("db")
-                && p.metadata.labels.as_ref().is_some_and(|l| l.contains_key("changed"))
+                && p.metadata
+                    .labels
+                    .as_ref()
+                    .is_some_and(|l| l.contains_key("changed"))
         })
     }) {
-        assert!(started.elapsed() < Duration::from_secs(10), "rival/db's change not seen");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "rival/db's change not seen"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert_eq!(version(&list("/api/v1/namespaces/apps/pods").await), version(&first));
+    assert_eq!(
+        version(&list("/api/v1/namespaces/apps/pods").await),
+        version(&first)
+    );
     assert_eq!(version(&list("/api/v1/pods").await), version(&all_first));
 
     // Acme's own new pod moves it, and a watch from the old version sees only that pod.
@@ -434,7 +474,10 @@ async fn another_tenants_pod_does_not_move_a_tenants_list_resource_version() {
             let e: Value = serde_json::from_str(l).unwrap();
             (
                 e["type"].as_str().unwrap().to_string(),
-                e["object"]["metadata"]["name"].as_str().unwrap().to_string(),
+                e["object"]["metadata"]["name"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
             )
         })
         .collect();
@@ -475,7 +518,15 @@ async fn run_output_cut_at_one_mib_ends_with_a_truncation_marker() {
         async move {
             let path = format!("/run/apps/web/main?cmd={cmd}");
             let client = Some((client_ca, clients, apiserver));
-            tls_call(addr, (server_ca, "leafgate.node"), client, None, Method::POST, &path).await
+            tls_call(
+                addr,
+                (server_ca, "leafgate.node"),
+                client,
+                None,
+                Method::POST,
+                &path,
+            )
+            .await
         }
     };
     const MIB: usize = 1 << 20;
