@@ -1,20 +1,31 @@
 //! The admin listener: health, readiness, status, metrics and reload, for operators and
-//! their tooling. Plain HTTP/1.1 on `[admin] bind` (keep it on loopback or a private
-//! network). It reads the gateway's state and asks it to reload; it serves no traffic.
+//! their tooling. Plain HTTP/1.1 on `[admin] bind`. It reads the gateway's state and asks
+//! it to reload; it serves no traffic.
 //!
 //! - `GET /healthz`: 200 while the process runs.
 //! - `GET /readyz`: 200 while accepting, 503 once shutdown began.
 //! - `GET /status`: JSON: snapshot generation and load time, listeners, routes, tenants,
 //!   leaves (server, auth, pod watch: synced, pods, restarts, last error), the last
-//!   reload's result, the root cluster (`kubernetes`) and the Ingress provider
-//!   (`ingress`: synced, served, skipped, conflicts, shadowed, problems, last build).
+//!   reload's result, the config's warnings, the root cluster (`kubernetes`) and the
+//!   Ingress provider (`ingress`: synced, served, skipped, conflicts, shadowed, problems,
+//!   last build).
 //! - `GET /metrics`: Prometheus text format.
 //! - `POST /reload`: reload now; 200 with the new generation, or 422 with every error.
+//!
+//! Probes and metrics are open: kubelets and scrapers reach them from the network, and
+//! they tell nothing a tenant could use. `/status` (the whole config's shape) and
+//! `/reload` are [`Access`]-checked: a loopback peer, meaning the peer address is exactly
+//! `127.0.0.1` or `::1` (a local `curl`, `leafgate reload`, a sidecar), or a bearer token
+//! from `[admin] tokens_file` (re-read on every reload). The peer is the socket's, never
+//! a forwarded header. Other 127/8 addresses are not loopback here: the trusted set is the
+//! two addresses local clients use, so that nothing else on the host's loopback range
+//! (another network namespace's forwarding, an ssh tunnel end) is trusted by accident.
 //!
 //! Connections get the client listeners' first-byte, header-read and idle timeouts; accept
 //! errors back off instead of spinning. It stops last on shutdown (its own stop token), so
 //! `/readyz` answers 503 for the whole drain.
 
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -27,7 +38,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use crate::config::{RouteAction, UpstreamProtocol};
+use crate::config::{RouteAction, Tokens, UpstreamProtocol};
 use crate::control::Control;
 use crate::listener::{self, InFlight};
 use crate::proxy::{Body, full};
@@ -42,10 +53,10 @@ pub async fn serve(socket: TcpListener, gateway: Arc<dyn Control>, stop: Cancell
         .header_read_timeout(listener::HEADER_READ_TIMEOUT);
     let http = Arc::new(http);
     loop {
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             _ = stop.cancelled() => break,
             accepted = socket.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) => {
                     // EMFILE and friends: back off instead of spinning on the error.
                     warn!(error = %e, "admin accept failed");
@@ -67,7 +78,7 @@ pub async fn serve(socket: TcpListener, gateway: Arc<dyn Control>, stop: Cancell
             let svc = hyper::service::service_fn(move |req| {
                 let gateway = gateway.clone();
                 counter.track(async move {
-                    Ok::<_, std::convert::Infallible>(handle(req, &*gateway).await)
+                    Ok::<_, std::convert::Infallible>(handle(req, peer, &*gateway).await)
                 })
             });
             let conn = http.serve_connection(TokioIo::new(stream), svc);
@@ -91,7 +102,30 @@ pub async fn serve(socket: TcpListener, gateway: Arc<dyn Control>, stop: Cancell
     info!("admin stopped");
 }
 
-async fn handle(req: Request<Incoming>, gateway: &dyn Control) -> Response<Body> {
+async fn handle(req: Request<Incoming>, peer: SocketAddr, gateway: &dyn Control) -> Response<Body> {
+    if matches!(req.uri().path(), "/status" | "/reload") {
+        let admin = gateway.snapshot().config.admin.clone();
+        let tokens = admin.as_ref().and_then(|a| a.tokens.as_ref());
+        match access(peer.ip(), bearer(&req), tokens) {
+            Access::Granted => {}
+            Access::NeedsToken => {
+                return Response::builder()
+                    .status(StatusCode::UNAUTHORIZED)
+                    .header(header::WWW_AUTHENTICATE, "Bearer realm=\"leafgate-admin\"")
+                    .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
+                    .body(full(
+                        "unauthorized: /status and /reload need a bearer token from [admin] tokens_file, or a loopback peer (127.0.0.1, ::1)\n",
+                    ))
+                    .expect("static parts make a valid response");
+            }
+            Access::LoopbackOnly => {
+                return text(
+                    StatusCode::FORBIDDEN,
+                    "forbidden: /status and /reload answer only loopback peers (127.0.0.1, ::1); set [admin] tokens_file to admit bearer tokens\n",
+                );
+            }
+        }
+    }
     match (req.method(), req.uri().path()) {
         (&Method::GET, "/healthz") => text(StatusCode::OK, "ok\n"),
         (&Method::GET, "/readyz") if gateway.is_draining() => {
@@ -124,6 +158,48 @@ async fn handle(req: Request<Incoming>, gateway: &dyn Control) -> Response<Body>
             "not found: the admin listener serves /healthz /readyz /status /metrics and POST /reload\n",
         ),
     }
+}
+
+/// Whether a peer may have `/status` and `/reload`.
+#[derive(Debug, PartialEq, Eq)]
+enum Access {
+    Granted,
+    /// Not loopback, and no token of the tokens file: 401.
+    NeedsToken,
+    /// Not loopback, and no tokens file: nothing the peer sends can help, 403.
+    LoopbackOnly,
+}
+
+/// The loopback peers: exactly the addresses local clients use (see the module's header),
+/// IPv4-mapped `::ffff:127.0.0.1` included, as a dual-stack socket reports it.
+fn is_loopback_peer(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4 == Ipv4Addr::LOCALHOST,
+        IpAddr::V6(v6) => {
+            v6 == Ipv6Addr::LOCALHOST || v6.to_ipv4_mapped() == Some(Ipv4Addr::LOCALHOST)
+        }
+    }
+}
+
+fn access(peer: IpAddr, token: Option<&str>, tokens: Option<&Tokens>) -> Access {
+    if is_loopback_peer(peer) {
+        return Access::Granted;
+    }
+    match tokens {
+        None => Access::LoopbackOnly,
+        Some(tokens) if token.is_some_and(|t| tokens.contains(t)) => Access::Granted,
+        Some(_) => Access::NeedsToken,
+    }
+}
+
+/// The request's `Authorization: Bearer` token, if it has one.
+fn bearer<B>(req: &Request<B>) -> Option<&str> {
+    let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
 }
 
 fn text(status: StatusCode, body: &'static str) -> Response<Body> {
@@ -239,7 +315,69 @@ pub fn status(gateway: &dyn Control) -> Value {
         "tenants": tenants,
         "leaves": leaves,
         "last_reload": last_reload,
+        "warnings": config.warnings,
         "kubernetes": gateway.root_status(),
         "ingress": gateway.ingress_status(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_127_0_0_1_and_ipv6_loopback_are_loopback_peers() {
+        for ip in ["127.0.0.1", "::1", "::ffff:127.0.0.1"] {
+            assert!(is_loopback_peer(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in [
+            "127.0.0.2",
+            "127.1.2.3",
+            "10.0.0.1",
+            "0.0.0.0",
+            "::",
+            "::ffff:127.0.0.2",
+        ] {
+            assert!(!is_loopback_peer(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    #[test]
+    fn a_remote_peer_needs_a_token_of_the_file_and_no_file_means_loopback_only() {
+        let remote: IpAddr = "10.1.2.3".parse().unwrap();
+        let tokens = Tokens::parse("right-token-0123456789\n");
+        assert_eq!(access(remote, None, Some(&tokens)), Access::NeedsToken);
+        assert_eq!(
+            access(remote, Some("wrong"), Some(&tokens)),
+            Access::NeedsToken
+        );
+        assert_eq!(
+            access(remote, Some("right-token-0123456789"), Some(&tokens)),
+            Access::Granted
+        );
+        assert_eq!(
+            access(remote, Some("right-token-0123456789"), None),
+            Access::LoopbackOnly
+        );
+        assert_eq!(
+            access(remote, None, Some(&Tokens::default())),
+            Access::NeedsToken
+        );
+        assert_eq!(access("::1".parse().unwrap(), None, None), Access::Granted);
+    }
+
+    #[test]
+    fn the_bearer_token_is_read_from_authorization() {
+        let req = |v: &str| {
+            Request::get("/")
+                .header("authorization", v)
+                .body(())
+                .unwrap()
+        };
+        assert_eq!(bearer(&req("Bearer abc")), Some("abc"));
+        assert_eq!(bearer(&req("bearer  abc ")), Some("abc"));
+        assert_eq!(bearer(&req("Basic abc")), None);
+        assert_eq!(bearer(&req("Bearer ")), None);
+        assert_eq!(bearer(&Request::get("/").body(()).unwrap()), None);
+    }
 }

@@ -60,6 +60,11 @@ enum Command {
         /// The gateway's admin address.
         #[arg(long, default_value = "127.0.0.1:9901")]
         admin: SocketAddr,
+        /// A file holding the bearer token to send (the first token of a file laid out
+        /// like `[admin] tokens_file`): needed when the admin listener is not reached
+        /// from 127.0.0.1 or ::1.
+        #[arg(long)]
+        token_file: Option<PathBuf>,
     },
     /// Check or try out a policy plugin.
     #[command(subcommand)]
@@ -81,7 +86,7 @@ fn main() -> ExitCode {
             run(config)
         }
         Command::Check { config } => check(config),
-        Command::Reload { admin } => reload(admin),
+        Command::Reload { admin, token_file } => reload(admin, token_file),
         Command::Plugin(cmd) => leafgate::plugins::cli::execute(cmd)
             .map(|code| ExitCode::from(u8::try_from(code).unwrap_or(1))),
     };
@@ -130,6 +135,9 @@ fn run(config: PathBuf) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::FAILURE);
             }
         };
+        for warning in &gateway.snapshot().config.warnings {
+            tracing::warn!("{warning}");
+        }
         for leafgate::control::ListenerAddr {
             name, local: addr, ..
         } in gateway.listener_addrs()
@@ -172,6 +180,9 @@ fn check(config: PathBuf) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
+    for warning in &loaded.warnings {
+        eprintln!("warning: {warning}");
+    }
     // Compiling the snapshot checks what only rustls can (a key matches its certificate)
     // and compiles every plugin against its world.
     let metrics = leafgate::metrics::Metrics::new();
@@ -195,13 +206,24 @@ fn check(config: PathBuf) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn reload(admin: SocketAddr) -> anyhow::Result<ExitCode> {
+fn reload(admin: SocketAddr, token_file: Option<PathBuf>) -> anyhow::Result<ExitCode> {
     use std::io::{Read, Write};
+    let authorization = match token_file {
+        Some(file) => {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("reading the token file {}", file.display()))?;
+            let (_, token) = leafgate::config::token_lines(&text)
+                .next()
+                .with_context(|| format!("{} holds no token", file.display()))?;
+            format!("Authorization: Bearer {token}\r\n")
+        }
+        None => String::new(),
+    };
     let mut stream = std::net::TcpStream::connect(admin)
         .with_context(|| format!("connecting to the admin listener at {admin}"))?;
     write!(
         stream,
-        "POST /reload HTTP/1.1\r\nHost: {admin}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        "POST /reload HTTP/1.1\r\nHost: {admin}\r\n{authorization}Content-Length: 0\r\nConnection: close\r\n\r\n"
     )?;
     let mut response = String::new();
     stream.read_to_string(&mut response)?;
@@ -211,6 +233,9 @@ fn reload(admin: SocketAddr) -> anyhow::Result<ExitCode> {
     if ok {
         println!("reloaded: generation {}", parsed["generation"]);
         Ok(ExitCode::SUCCESS)
+    } else if head.starts_with("HTTP/1.1 401") || head.starts_with("HTTP/1.1 403") {
+        eprintln!("the admin listener refused the reload (see --token-file): {body}");
+        Ok(ExitCode::FAILURE)
     } else {
         let error = parsed["error"].as_str().unwrap_or(body);
         eprintln!("reload rejected; the gateway keeps its running config:\n{error}");

@@ -50,6 +50,8 @@ pub(crate) struct Reporter<'a> {
     file: &'a Path,
     source: &'a str,
     pub errors: Vec<ConfigError>,
+    /// What is risky but valid: reported, never refused.
+    pub warnings: Vec<ConfigError>,
 }
 
 impl<'a> Reporter<'a> {
@@ -58,6 +60,7 @@ impl<'a> Reporter<'a> {
             file,
             source,
             errors: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 
@@ -70,6 +73,22 @@ impl<'a> Reporter<'a> {
         // Defaulted values carry the empty span 0..0: they have no place in the file.
         let position = (span != (0..0)).then(|| line_column(self.source, span.start));
         self.errors.push(ConfigError {
+            file: self.file.to_path_buf(),
+            position,
+            key: key.into(),
+            message: message.into(),
+        });
+    }
+
+    /// Like [`Reporter::error`], for something that is allowed but should be fixed.
+    pub fn warning(
+        &mut self,
+        span: Range<usize>,
+        key: impl Into<String>,
+        message: impl Into<String>,
+    ) {
+        let position = (span != (0..0)).then(|| line_column(self.source, span.start));
+        self.warnings.push(ConfigError {
             file: self.file.to_path_buf(),
             position,
             key: key.into(),

@@ -55,12 +55,13 @@ pub(super) fn validate(
 ) -> (Result<Config, ConfigErrors>, RouteContext) {
     let mut report = Reporter::new(path, source);
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let (config, context) = Validator {
+    let (mut config, context) = Validator {
         report: &mut report,
         base: &base,
         files: BTreeSet::new(),
     }
     .config(path, raw, prior);
+    config.warnings = report.warnings.iter().map(ToString::to_string).collect();
     let config = if report.errors.is_empty() {
         Ok(config)
     } else {

@@ -1,24 +1,34 @@
 //! The kubelet's `/run`: run a command in a pod's container and answer its output, here by
 //! exec over WebSocket (`v5.channel.k8s.io`) to the pod's leaf, collecting stdout and
 //! stderr (interleaved as they arrive, as the kubelet's `RunInContainer` returns them).
+//!
+//! Everything read from the leaf is bounded: the output at [`MAX_OUTPUT`] (the rest is
+//! counted, dropped, and a visible marker ends the answer, so a cut output never passes
+//! for a whole one), each WebSocket message at [`MAX_MESSAGE`], a refusal's body at
+//! [`MAX_REFUSAL`], and the whole call at [`RUN_TIMEOUT`].
 
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use futures_util::StreamExt;
 use http::{Request, StatusCode, header};
-use http_body_util::Empty;
+use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::TokioIo;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::client::generate_key;
-use tokio_tungstenite::tungstenite::protocol::Role;
+use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 
 use super::Leaf;
 use super::kubelet::{PodTarget, leaf_path};
 
 /// At most this much output is kept; the rest is dropped and the answer says so.
 pub const MAX_OUTPUT: usize = 1 << 20;
+/// The largest WebSocket message (and frame) taken from the leaf: a whole output's worth
+/// and its channel byte. The kubelet sends output in pieces of a few KiB.
+pub const MAX_MESSAGE: usize = MAX_OUTPUT + 1;
+/// How much of a refusal's body (a leaf's `Status`, an HTML error page) is kept.
+pub const MAX_REFUSAL: usize = 64 << 10;
 /// A command running longer than this is abandoned (the exec ends with the connection).
 pub const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -47,7 +57,20 @@ pub enum RunError {
     Failed(String),
 }
 
+/// Runs `command` in `container` of `target`'s pod in `leaf`; the whole call, refusal or
+/// output, within [`RUN_TIMEOUT`].
 pub async fn exec_output(
+    leaf: &Leaf,
+    target: &PodTarget,
+    container: &str,
+    command: &[String],
+) -> Result<RunOutput, RunError> {
+    tokio::time::timeout(RUN_TIMEOUT, exec(leaf, target, container, command))
+        .await
+        .map_err(|_| RunError::Timeout(RUN_TIMEOUT))?
+}
+
+async fn exec(
     leaf: &Leaf,
     target: &PodTarget,
     container: &str,
@@ -68,19 +91,53 @@ pub async fn exec_output(
     let res = leaf.send(req).await?;
     if res.status() != StatusCode::SWITCHING_PROTOCOLS {
         let status = res.status();
-        let body = http_body_util::BodyExt::collect(res.into_body())
-            .await
-            .map(|b| String::from_utf8_lossy(&b.to_bytes()).into_owned())
-            .unwrap_or_default();
+        let (body, cut) = read_bounded(res.into_body(), MAX_REFUSAL).await;
+        let mut body = String::from_utf8_lossy(&body).into_owned();
+        if cut {
+            body.push_str(&format!(" [cut at {MAX_REFUSAL} bytes]"));
+        }
         return Err(RunError::Refused { status, body });
     }
     let upgraded = hyper::upgrade::on(res)
         .await
         .map_err(|e| RunError::Stream(e.to_string()))?;
-    let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Client, None).await;
-    tokio::time::timeout(RUN_TIMEOUT, collect(ws))
-        .await
-        .map_err(|_| RunError::Timeout(RUN_TIMEOUT))?
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(MAX_MESSAGE))
+        .max_frame_size(Some(MAX_MESSAGE));
+    let ws =
+        WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Client, Some(config)).await;
+    collect(ws).await
+}
+
+/// Up to `limit` bytes of `body`, and whether there was more (not read: the connection
+/// goes with the response). A body that breaks ends what is kept.
+async fn read_bounded<B>(mut body: B, limit: usize) -> (Vec<u8>, bool)
+where
+    B: hyper::body::Body + Unpin,
+{
+    let mut kept = Vec::new();
+    while let Some(Ok(frame)) = body.frame().await {
+        let Ok(mut data) = frame.into_data() else {
+            continue;
+        };
+        while data.has_remaining() {
+            let chunk = data.chunk();
+            let room = limit - kept.len();
+            if chunk.len() > room {
+                kept.extend_from_slice(&chunk[..room]);
+                return (kept, true);
+            }
+            kept.extend_from_slice(chunk);
+            let n = chunk.len();
+            data.advance(n);
+        }
+    }
+    (kept, false)
+}
+
+/// What ends an output cut at [`MAX_OUTPUT`], with how much was dropped.
+fn truncation_marker(dropped: u64) -> String {
+    format!("\n[leafgate: output truncated at {MAX_OUTPUT} bytes; {dropped} more dropped]\n")
 }
 
 /// The leaf's exec path with stdout and stderr on and the command's words in order.
@@ -100,6 +157,7 @@ where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
     let mut output = Vec::new();
+    let mut dropped = 0u64;
     let mut exit_code = None;
     while let Some(message) = ws.next().await {
         let data = match message.map_err(|e| RunError::Stream(e.to_string()))? {
@@ -113,11 +171,16 @@ where
         match channel {
             STDOUT | STDERR => {
                 let room = MAX_OUTPUT.saturating_sub(output.len());
-                output.extend_from_slice(&payload[..payload.len().min(room)]);
+                let kept = payload.len().min(room);
+                output.extend_from_slice(&payload[..kept]);
+                dropped += (payload.len() - kept) as u64;
             }
             ERROR if !payload.is_empty() => exit_code = Some(exit_code_of(payload)?),
             _ => {}
         }
+    }
+    if dropped > 0 {
+        output.extend_from_slice(truncation_marker(dropped).as_bytes());
     }
     // A stream that ends without a status ended cleanly (v1-v3 servers send none).
     Ok(RunOutput {
@@ -152,6 +215,30 @@ fn exit_code_of(payload: &[u8]) -> Result<i32, RunError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_refusal_body_is_read_only_up_to_its_bound() {
+        use futures_util::stream;
+        use http_body_util::StreamBody;
+        use hyper::body::Frame;
+        // Endless, as a hostile leaf's body could be: the bound must end the read.
+        let endless = stream::repeat_with(|| {
+            Ok::<_, std::convert::Infallible>(Frame::data(Bytes::from_static(&[b'x'; 1000])))
+        });
+        let (kept, cut) = read_bounded(StreamBody::new(endless), 2500).await;
+        assert_eq!((kept.len(), cut), (2500, true));
+        let short = http_body_util::Full::new(Bytes::from_static(b"forbidden"));
+        let (kept, cut) = read_bounded(short, MAX_REFUSAL).await;
+        assert_eq!((kept.as_slice(), cut), (&b"forbidden"[..], false));
+    }
+
+    #[test]
+    fn the_truncation_marker_says_where_and_how_much() {
+        assert_eq!(
+            truncation_marker(7),
+            "\n[leafgate: output truncated at 1048576 bytes; 7 more dropped]\n"
+        );
+    }
 
     #[test]
     fn reads_the_exit_code_as_the_kubelet_writes_it() {

@@ -48,9 +48,16 @@ pub struct Config {
     pub virtual_nodes: Vec<VirtualNodeConfig>,
     /// Every file the config names (certificates, keys, kubeconfigs): reload watches them.
     pub files: BTreeSet<PathBuf>,
+    /// What validation found risky but not wrong (short tokens), each as
+    /// `file:line:column: key: message`: `leafgate check` prints them, `run` logs them,
+    /// `/status` lists them.
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AdminConfig {
     pub bind: SocketAddr,
+    /// `tokens_file`: the bearer tokens that open `/status` and `POST /reload` to a peer
+    /// that is not loopback. `None`: no file, only loopback peers get them.
+    pub tokens: Option<Tokens>,
 }

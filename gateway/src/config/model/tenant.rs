@@ -2,7 +2,7 @@
 //! authenticates on the kube-api front, its bandwidth and its plugins; and the namespace
 //! globs and byte-rate limits that routes and the Ingress model share with it.
 
-use std::collections::BTreeSet;
+use sha2::{Digest, Sha256};
 
 use super::plugins;
 use super::units::RateLimit;
@@ -23,25 +23,67 @@ pub struct TenantConfig {
     pub client_names: Vec<String>,
 }
 
-/// A tenant's bearer tokens. Never printed: `Debug` shows only how many there are.
+/// Bearer tokens (a tenant's, or the admin listener's), kept as SHA-256 digests: the
+/// tokens themselves are not held past reading the file, and a presented token is checked
+/// against every digest in constant time, so neither memory nor timing gives one away.
+/// Never printed: `Debug` shows only how many there are.
 #[derive(Clone, Default, PartialEq, Eq)]
-pub struct Tokens(BTreeSet<String>);
+pub struct Tokens(Vec<TokenDigest>);
 
-impl Tokens {
-    /// Parses a tokens file: one token per line, blank lines and `#` comments skipped,
-    /// surrounding whitespace trimmed.
-    pub fn parse(text: &str) -> Tokens {
-        Tokens(
-            text.lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty() && !l.starts_with('#'))
-                .map(str::to_string)
-                .collect(),
-        )
+/// The SHA-256 digest of one token.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TokenDigest([u8; 32]);
+
+impl TokenDigest {
+    pub fn of(token: &str) -> TokenDigest {
+        TokenDigest(Sha256::digest(token.as_bytes()).into())
     }
 
+    /// Equal digests, compared without stopping at the first byte that differs.
+    fn same(&self, other: &TokenDigest) -> bool {
+        let diff = self
+            .0
+            .iter()
+            .zip(&other.0)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+        std::hint::black_box(diff) == 0
+    }
+}
+
+impl std::fmt::Debug for TokenDigest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TokenDigest(<redacted>)")
+    }
+}
+
+/// The tokens of a tokens file with their 1-based line numbers: one token per line, blank
+/// lines and `#` comments skipped, surrounding whitespace trimmed.
+pub fn token_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.trim()))
+        .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'))
+}
+
+impl Tokens {
+    /// Parses a tokens file (see [`token_lines`]).
+    pub fn parse(text: &str) -> Tokens {
+        let mut digests: Vec<TokenDigest> =
+            token_lines(text).map(|(_, t)| TokenDigest::of(t)).collect();
+        digests.sort_unstable_by_key(|d| d.0);
+        digests.dedup();
+        Tokens(digests)
+    }
+
+    /// True when `token` is one of these. Every digest is compared, to the last byte.
     pub fn contains(&self, token: &str) -> bool {
-        self.0.contains(token)
+        self.holds(&TokenDigest::of(token))
+    }
+
+    /// [`Tokens::contains`] for a token already digested (one digest checked against
+    /// several tenants).
+    pub fn holds(&self, digest: &TokenDigest) -> bool {
+        self.0.iter().fold(false, |found, d| found | d.same(digest))
     }
 
     pub fn len(&self) -> usize {
@@ -105,14 +147,31 @@ pub struct BandwidthConfig {
 
 #[cfg(test)]
 mod tests {
-    use super::Tokens;
+    use super::{TokenDigest, Tokens, token_lines};
 
     #[test]
     fn tokens_files_skip_comments_and_blanks_and_never_print_a_token() {
-        let t = Tokens::parse("# ci\n\n  abc  \ndef\n#ghi\n");
+        let t = Tokens::parse("# ci\n\n  abc  \ndef\n#ghi\ndef\n");
         assert!(t.contains("abc") && t.contains("def"));
         assert!(!t.contains("#ghi") && !t.contains("ghi") && !t.contains(""));
+        assert!(!t.contains("abc ") && !t.contains("ab") && !t.contains("abcd"));
         assert_eq!(t.len(), 2);
         assert_eq!(format!("{t:?}"), "Tokens(<2 redacted>)");
+        assert_eq!(
+            format!("{:?}", TokenDigest::of("abc")),
+            "TokenDigest(<redacted>)"
+        );
+        let lines: Vec<_> = token_lines("# ci\n\n  abc  \ndef\n").collect();
+        assert_eq!(lines, [(3, "abc"), (4, "def")]);
+    }
+
+    #[test]
+    fn tokens_are_held_as_sha256_digests() {
+        let t = Tokens::parse("abc\n");
+        // SHA-256("abc"), FIPS 180-2 appendix B.1.
+        let abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+        let held: String = t.0[0].0.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(held, abc);
+        assert!(t.holds(&TokenDigest::of("abc")));
     }
 }

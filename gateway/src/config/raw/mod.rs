@@ -48,6 +48,8 @@ pub struct RawConfig {
 #[serde(deny_unknown_fields)]
 pub struct RawAdmin {
     pub bind: Spanned<String>,
+    /// Bearer tokens for `/status` and `POST /reload` from peers that are not loopback.
+    pub tokens_file: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

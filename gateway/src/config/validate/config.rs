@@ -46,15 +46,22 @@ impl Validator<'_, '_> {
             leaves,
             routes,
             files: self.files,
+            warnings: Vec::new(),
         };
         (config, context)
     }
 
-    /// `[admin]`, when its address is one.
+    /// `[admin]`, when its address is one; its `tokens_file` read like a tenant's.
     fn admin(&mut self, raw: &RawConfig) -> Option<AdminConfig> {
-        raw.admin.as_ref().and_then(|a| {
-            self.socket_addr(&a.bind, "admin.bind")
-                .map(|bind| AdminConfig { bind })
+        let a = raw.admin.as_ref()?;
+        let bind = self.socket_addr(&a.bind, "admin.bind");
+        let tokens = a
+            .tokens_file
+            .as_ref()
+            .map(|file| self.tokens_file(file, "admin.tokens_file").0);
+        Some(AdminConfig {
+            bind: bind?,
+            tokens,
         })
     }
 }

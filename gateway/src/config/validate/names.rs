@@ -125,3 +125,99 @@ fn overlaps(a: &Option<Vec<String>>, b: &Option<Vec<String>>) -> bool {
         _ => true,
     }
 }
+
+/// True when some namespace matches both patterns (`*` any run of characters, as
+/// [`glob_matches`](crate::config::model::glob_matches) reads them): `team-*` and `team-b`,
+/// `team-*` and `*-prod` (both match `team-prod`). The two patterns are walked together,
+/// as the product of their automata: from (i, j), a `*` may end (step past it) or take a
+/// character the other side takes; two literals step together when equal. Both ends
+/// reached together means a common string exists.
+pub(super) fn globs_overlap(a: &str, b: &str) -> bool {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut seen = vec![false; (a.len() + 1) * (b.len() + 1)];
+    let mut stack = vec![(0, 0)];
+    while let Some((i, j)) = stack.pop() {
+        let slot = i * (b.len() + 1) + j;
+        if std::mem::replace(&mut seen[slot], true) {
+            continue;
+        }
+        if i == a.len() && j == b.len() {
+            return true;
+        }
+        let (x, y) = (a.get(i).copied(), b.get(j).copied());
+        if x == Some('*') {
+            stack.push((i + 1, j));
+        }
+        if y == Some('*') {
+            stack.push((i, j + 1));
+        }
+        match (x, y) {
+            // The star takes the other side's literal and stays.
+            (Some('*'), Some(c)) if c != '*' => stack.push((i, j + 1)),
+            (Some(c), Some('*')) if c != '*' => stack.push((i + 1, j)),
+            (Some(c), Some(d)) if c == d && c != '*' => stack.push((i + 1, j + 1)),
+            _ => {}
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::globs_overlap;
+    use crate::config::model::glob_matches;
+
+    #[test]
+    fn globs_overlap_when_some_namespace_matches_both() {
+        for (a, b) in [
+            ("team-*", "team-b"),
+            ("team-b", "team-b"),
+            ("team-*", "*-prod"),
+            ("*", "anything"),
+            ("a*b*c", "*bb*"),
+            ("team-*", "team-"),
+            ("*", ""),
+        ] {
+            assert!(globs_overlap(a, b), "{a} vs {b}");
+            assert!(globs_overlap(b, a), "{b} vs {a}");
+        }
+        for (a, b) in [
+            ("team-a", "team-b"),
+            ("team-a-*", "team-b-*"),
+            ("*-prod", "*-dev"),
+            ("a*", "b*"),
+            ("other", "team-*"),
+            ("ab", "a"),
+        ] {
+            assert!(!globs_overlap(a, b), "{a} vs {b}");
+            assert!(!globs_overlap(b, a), "{b} vs {a}");
+        }
+    }
+
+    /// Against brute force: every pattern pair over a small alphabet, and every string up
+    /// to a length both could need.
+    #[test]
+    fn globs_overlap_agrees_with_brute_force() {
+        let patterns = [
+            "", "*", "a", "b", "a*", "*a", "*b", "ab", "a*b", "*ab*", "b*a", "aa*",
+        ];
+        let mut strings = vec![String::new()];
+        for _ in 0..4 {
+            let next: Vec<String> = strings
+                .iter()
+                .flat_map(|s| [format!("{s}a"), format!("{s}b")])
+                .collect();
+            strings.extend(next);
+        }
+        strings.sort();
+        strings.dedup();
+        for a in patterns {
+            for b in patterns {
+                let brute = strings
+                    .iter()
+                    .any(|s| glob_matches(a, s) && glob_matches(b, s));
+                assert_eq!(globs_overlap(a, b), brute, "{a:?} vs {b:?}");
+            }
+        }
+    }
+}

@@ -1,14 +1,23 @@
 //! `[[tenant]]`s and `[[leaf]]`s validated: a tenant's leaves exist, its tokens file is read,
 //! its plugins are checked (`plugins`); a leaf's kubeconfig is read and resolved
 //! (`kubeconfig`), every problem reported at the `[[leaf]]` key.
+//!
+//! Tenants are checked against each other too: a token, a client name or a namespace
+//! belongs to one tenant. One in two would let the first tenant in the file win silently
+//! (and a caller of one tenant act as the other), so each is an error at the later
+//! tenant's key, naming the earlier one. Tokens shorter than [`SHORT_TOKEN`] characters
+//! are a warning: guessable, but the operator's call.
 
+use std::collections::HashMap;
 use std::path::Path;
 
-use crate::config::model::{LeafConfig, TenantConfig, Tokens};
+use toml::Spanned;
+
+use crate::config::model::{LeafConfig, TenantConfig, TokenDigest, Tokens, token_lines};
 use crate::config::raw::{RawConfig, RawLeaf, RawTenant};
 
 use super::kubeconfig;
-use super::names::Names;
+use super::names::{Names, globs_overlap};
 use super::plugins::{self, Slots};
 use super::validator::{Validator, bandwidth};
 
@@ -19,11 +28,123 @@ impl Validator<'_, '_> {
         let mut names = Names::default();
         let mut slots = Slots::default();
         let mut tenants = Vec::with_capacity(raw.tenants.len());
+        let mut token_owners = HashMap::new();
         for (i, t) in raw.tenants.iter().enumerate() {
             names.insert(self.report, &t.name, &format!("tenant[{i}].name"), "tenant");
-            tenants.push(self.tenant(path, raw, t, i, &mut slots));
+            let (tenant, tokens) = self.tenant(path, raw, t, i, &mut slots);
+            self.tokens_unshared(raw, i, &tokens, &mut token_owners);
+            tenants.push(tenant);
         }
+        self.client_names_unshared(raw);
+        self.namespaces_unshared(raw);
         (tenants, names)
+    }
+
+    /// Tenant `i`'s tokens (`lines`, from its tokens file) held by no earlier tenant; one
+    /// error per earlier tenant, with the lines, never the token.
+    fn tokens_unshared(
+        &mut self,
+        raw: &RawConfig,
+        i: usize,
+        lines: &[(usize, TokenDigest)],
+        owners: &mut HashMap<TokenDigest, usize>,
+    ) {
+        let mut shared: Vec<(usize, Vec<usize>)> = Vec::new();
+        for (line, digest) in lines {
+            let owner = *owners.entry(*digest).or_insert(i);
+            if owner == i {
+                continue;
+            }
+            match shared.iter_mut().find(|(k, _)| *k == owner) {
+                Some((_, at)) => at.push(*line),
+                None => shared.push((owner, vec![*line])),
+            }
+        }
+        let Some(file) = &raw.tenants[i].tokens_file else {
+            return;
+        };
+        for (k, at) in shared {
+            let other = &raw.tenants[k];
+            let place = other
+                .tokens_file
+                .as_ref()
+                .map(|f| self.at(f))
+                .unwrap_or_default();
+            let lines: Vec<String> = at.iter().map(usize::to_string).collect();
+            let plural = if at.len() == 1 { "" } else { "s" };
+            self.report.error(
+                file.span(),
+                format!("tenant[{i}].tokens_file"),
+                format!(
+                    "line{plural} {} of `{}`: tenant `{}` has the same token in its tokens_file{place}; a token must authenticate one tenant",
+                    lines.join(", "),
+                    file.get_ref(),
+                    other.name.get_ref(),
+                ),
+            );
+        }
+    }
+
+    /// Every `client_names` entry in one tenant only.
+    fn client_names_unshared(&mut self, raw: &RawConfig) {
+        let mut owners: HashMap<&str, (usize, &Spanned<String>)> = HashMap::new();
+        for (i, t) in raw.tenants.iter().enumerate() {
+            for (j, name) in t.client_names.iter().enumerate() {
+                let (k, first) = *owners.entry(name.get_ref()).or_insert((i, name));
+                if k == i {
+                    continue;
+                }
+                let place = self.at(first);
+                self.report.error(
+                    name.span(),
+                    format!("tenant[{i}].client_names[{j}]"),
+                    format!(
+                        "client name `{}` is also tenant `{}`'s{place}; a client name must authenticate one tenant",
+                        name.get_ref(),
+                        raw.tenants[k].name.get_ref(),
+                    ),
+                );
+            }
+        }
+    }
+
+    /// No namespace matched by two tenants' patterns: each pattern is checked against
+    /// every earlier tenant's, and the first overlap is reported.
+    fn namespaces_unshared(&mut self, raw: &RawConfig) {
+        for (i, t) in raw.tenants.iter().enumerate() {
+            for (j, pattern) in t.namespaces.iter().enumerate() {
+                let overlap = raw.tenants[..i].iter().find_map(|other| {
+                    other
+                        .namespaces
+                        .iter()
+                        .find(|q| globs_overlap(pattern.get_ref(), q.get_ref()))
+                        .map(|q| (other, q))
+                });
+                let Some((other, q)) = overlap else {
+                    continue;
+                };
+                let place = self.at(q);
+                self.report.error(
+                    pattern.span(),
+                    format!("tenant[{i}].namespaces[{j}]"),
+                    format!(
+                        "namespace `{}` overlaps tenant `{}`'s `{}`{place}: a namespace both match would belong to two tenants; make the patterns disjoint",
+                        pattern.get_ref(),
+                        other.name.get_ref(),
+                        q.get_ref(),
+                    ),
+                );
+            }
+        }
+    }
+
+    /// ` (at line:column)` of a value, for a message that points at a second place.
+    fn at<T>(&self, value: &Spanned<T>) -> String {
+        if value.span() == (0..0) {
+            return String::new();
+        }
+        let (line, col) = self.report.line_column(value.span().start);
+        format!(" (at {line}:{col})")
     }
 
     /// `tenant[i]`; `slots` counts the plugin instances of the tenants before it.
@@ -34,8 +155,12 @@ impl Validator<'_, '_> {
         t: &RawTenant,
         i: usize,
         slots: &mut Slots,
-    ) -> TenantConfig {
-        TenantConfig {
+    ) -> (TenantConfig, Vec<(usize, TokenDigest)>) {
+        let (tokens, lines) = match &t.tokens_file {
+            Some(file) => self.tokens_file(file, &format!("tenant[{i}].tokens_file")),
+            None => Default::default(),
+        };
+        let tenant = TenantConfig {
             name: t.name.get_ref().clone(),
             namespaces: t.namespaces.iter().map(|n| n.get_ref().clone()).collect(),
             leaves: t.leaves.as_ref().map(|ls| {
@@ -54,7 +179,7 @@ impl Validator<'_, '_> {
                 }
                 ls.iter().map(|l| l.get_ref().clone()).collect()
             }),
-            tokens: self.tokens(t, &format!("tenant[{i}].tokens_file")),
+            tokens,
             client_names: t.client_names.iter().map(|c| c.get_ref().clone()).collect(),
             bandwidth: bandwidth(&t.bandwidth),
             plugins: plugins::validate(
@@ -66,7 +191,8 @@ impl Validator<'_, '_> {
                 &mut self.files,
                 slots,
             ),
-        }
+        };
+        (tenant, lines)
     }
 
     /// Every `[[leaf]]` whose kubeconfig resolves; each name is checked unique.
@@ -110,25 +236,47 @@ impl Validator<'_, '_> {
         }
     }
 
-    /// A tenant's `tokens_file`, read now; the file joins the watched ones so editing it
-    /// reloads the config. An unreadable file is an error; an empty one lets nobody in.
-    fn tokens(&mut self, t: &RawTenant, key: &str) -> Tokens {
-        let Some(file) = &t.tokens_file else {
-            return Tokens::default();
-        };
+    /// A `tokens_file` (a tenant's or the admin listener's), read now, and each token's
+    /// line and digest; the file joins the watched ones so editing it reloads the config.
+    /// An unreadable file is an error; an empty one lets nobody in. A short token is a
+    /// warning at `key`, by line: no token is ever printed.
+    pub(super) fn tokens_file(
+        &mut self,
+        file: &Spanned<String>,
+        key: &str,
+    ) -> (Tokens, Vec<(usize, TokenDigest)>) {
         let Some(path) = self.readable_file(file, key) else {
-            return Tokens::default();
+            return Default::default();
         };
-        match std::fs::read_to_string(&path) {
-            Ok(text) => Tokens::parse(&text),
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
             Err(e) => {
                 self.report.error(
                     file.span(),
                     key.to_string(),
                     format!("cannot read {} as text: {e}", path.display()),
                 );
-                Tokens::default()
+                return Default::default();
             }
+        };
+        let mut lines = Vec::new();
+        for (line, token) in token_lines(&text) {
+            let length = token.chars().count();
+            if length < SHORT_TOKEN {
+                self.report.warning(
+                    file.span(),
+                    key.to_string(),
+                    format!(
+                        "line {line} of `{}`: a token of {length} characters is easy to guess; use at least {SHORT_TOKEN} random characters",
+                        file.get_ref()
+                    ),
+                );
+            }
+            lines.push((line, TokenDigest::of(token)));
         }
+        (Tokens::parse(&text), lines)
     }
 }
+
+/// Tokens shorter than this are warned about.
+pub(super) const SHORT_TOKEN: usize = 16;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use http::{Request, Response, header};
 use hyper::body::Incoming;
 
-use crate::config::TenantConfig;
+use crate::config::{TenantConfig, TokenDigest};
 use crate::k8s::status::Status;
 use crate::listener::client::Client;
 use crate::listener::reply;
@@ -44,10 +44,12 @@ pub fn authenticate<'a>(
         if !scheme.eq_ignore_ascii_case("bearer") {
             return None;
         }
-        let token = token.trim();
+        // Digested once, then compared with every digest of each tenant in constant time:
+        // the raw token is never looked up, so timing says nothing about its bytes.
+        let digest = TokenDigest::of(token.trim());
         tenants
             .iter()
-            .find(|t| t.tokens.contains(token))
+            .find(|t| t.tokens.holds(&digest))
             .map(|t| (format!("tenant:{}", t.name), t))
     };
     let (user, config) = by_cert.or_else(by_token)?;

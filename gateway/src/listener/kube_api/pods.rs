@@ -3,8 +3,9 @@
 //!
 //! Nothing here calls a leaf: a list is the union of the stores of the leaves the tenant
 //! may reach, each pod annotated with the leaf it came from (`leafgate.io/leaf`). Its
-//! `resourceVersion` is an opaque token of each leaf's highest pod version, which a watch
-//! resumes from. The stores have no change feed, so a watch compares the stores with what
+//! `resourceVersion` is an opaque token of each leaf's highest version among the tenant's
+//! own pods (never another tenant's: it would move when their pods change, a side
+//! channel), which a watch resumes from. The stores have no change feed, so a watch compares the stores with what
 //! it last sent every [`WATCH_TICK`]: in-memory work, no request to any leaf.
 
 use std::collections::{BTreeMap, HashMap};
@@ -55,7 +56,9 @@ impl Filter {
     }
 }
 
-/// Per leaf, the highest pod `resourceVersion` seen: what a list's token carries.
+/// Per leaf, the highest `resourceVersion` of the tenant's pods: what a list's token
+/// carries. A leaf's versions only grow, so every later change to a pod of the tenant is
+/// above it, whatever other tenants' pods did in between.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 struct Versions(BTreeMap<String, u64>);
 
@@ -90,7 +93,7 @@ impl Versions {
 }
 
 /// The tenant's pods that `filter` selects, sorted by namespace, name and leaf, and the
-/// leaves' versions.
+/// leaves' versions over all of the tenant's pods (the filter aside).
 fn gather(snapshot: &Snapshot, caller: &Caller<'_>, filter: &Filter) -> (Vec<Listed>, Versions) {
     let mut versions = Versions::default();
     let mut out = Vec::new();
@@ -105,10 +108,12 @@ fn gather(snapshot: &Snapshot, caller: &Caller<'_>, filter: &Filter) -> (Vec<Lis
                 leaf: tag.clone(),
                 pod,
             };
-            versions.see(name, listed.version());
             let ns = listed.namespace();
+            if !caller.config.owns(ns) {
+                continue;
+            }
+            versions.see(name, listed.version());
             if filter.namespace.as_deref().is_some_and(|want| want != ns)
-                || !caller.config.owns(ns)
                 || !filter.fields.matches(ns, listed.name())
                 || !filter.labels.matches(listed.pod.metadata.labels.as_ref())
             {

@@ -2,8 +2,9 @@
 //! pods spread over LEAVES simulated leaves, with and without the `pods-table` plugin.
 //!
 //! Starts the leaves (kubesim) in this process and LEAFGATE (`run`, pinned to the CPUs in
-//! `LEAFGATE_CPUS`, default `1`) with two tenants owning the same namespace: `plain` (the
-//! built-in table) and `plugin` (`table_formatter = PODS_TABLE_WASM`, 1 GiB and 5 s for it). Measures, ROUNDS
+//! `LEAFGATE_CPUS`, default `1`) with one tenant owning the namespace, first with the
+//! built-in table, then (after a reload: two tenants may not own one namespace) with
+//! `table_formatter = PODS_TABLE_WASM`, 1 GiB and 5 s for it. Measures, ROUNDS
 //! times each, one after another: the raw Table request kubectl sends for `get pods -A`
 //! (`GET /api/v1/pods`, `Accept: ...as=Table...`) over one kept-alive HTTP/1.1 connection,
 //! whole response read; and the real `kubectl get pods -A` (the pinned binary, process start
@@ -70,12 +71,19 @@ pub async fn run(leafgate: &str, wasm: &str, pods: usize, leaves: usize, rounds:
     let ca = TestCa::new("bench CA");
     let ca_path = ca.write(dir.path(), "ca.pem");
     ca.issue(dir.path(), "kube-api", &["127.0.0.1"]);
-    std::fs::write(dir.path().join("plain.tokens"), "plain-token\n").unwrap();
-    std::fs::write(dir.path().join("plugin.tokens"), "plugin-token\n").unwrap();
+    std::fs::write(dir.path().join("bench.tokens"), "bench-token\n").unwrap();
     let (kube, admin) = (free_port(), free_port());
     let config = dir.path().join("leafgate.toml");
-    std::fs::write(
-        &config,
+    let config_text = |with_plugin: bool| {
+        let plugins = if with_plugin {
+            // 10,000 pods are ~10 MB of JSON for the plugin to parse: the defaults (64 MiB,
+            // 10 ms) are sized for per-request decisions, not for this.
+            format!(
+                "[tenant.plugins]\nmemory = \"1GiB\"\ndeadline = \"5s\"\ntable_formatter = \"{wasm}\"\n"
+            )
+        } else {
+            String::new()
+        };
         format!(
             r#"
 [admin]
@@ -87,23 +95,13 @@ kind = "kube-api"
 tls = {{ cert = "kube-api.pem", key = "kube-api-key.pem" }}
 {leaf_toml}
 [[tenant]]
-name = "plain"
+name = "bench"
 namespaces = ["bench"]
-tokens_file = "plain.tokens"
-[[tenant]]
-name = "plugin"
-namespaces = ["bench"]
-tokens_file = "plugin.tokens"
-[tenant.plugins]
-# 10,000 pods are ~10 MB of JSON for the plugin to parse: the defaults (64 MiB, 10 ms) are
-# sized for per-request decisions, not for this.
-memory = "1GiB"
-deadline = "5s"
-table_formatter = "{wasm}"
-"#
-        ),
-    )
-    .unwrap();
+tokens_file = "bench.tokens"
+{plugins}"#
+        )
+    };
+    std::fs::write(&config, config_text(false)).unwrap();
     let cpus = std::env::var("LEAFGATE_CPUS").unwrap_or_else(|_| "1".into());
     let mut gateway = Gateway(
         Command::new("taskset")
@@ -130,7 +128,7 @@ table_formatter = "{wasm}"
     // Every pod indexed: the list holds them all.
     let started = Instant::now();
     loop {
-        let (_, body) = table_once(addr, &via_tls, Some("plain-token"), 1).await;
+        let (_, body) = table_once(addr, &via_tls, Some("bench-token"), 1).await;
         if body.1 == pods {
             break;
         }
@@ -147,18 +145,17 @@ table_formatter = "{wasm}"
     };
 
     let mut out = json!({ "pods": pods, "leaves": leaves, "rounds": rounds });
-    for (label, token) in [("builtin", "plain-token"), ("pods_table", "plugin-token")] {
+    let kubectl = kubesim::kubectl::pinned();
+    let cache = dir.path().join("cache");
+    let token = "bench-token";
+    for label in ["builtin", "pods_table"] {
+        if label == "pods_table" {
+            std::fs::write(&config, config_text(true)).unwrap();
+            reload(admin).await;
+        }
         let (lat, (bytes, rows)) = table_once(addr, &via_tls, Some(token), rounds).await;
         assert_eq!(rows, pods);
         out[format!("raw_table_{label}")] = json!({"ms": lat, "bytes": bytes});
-    }
-    let (lat, (bytes, rows)) = table_once(single.addr(), &single_tls, None, rounds).await;
-    assert_eq!(rows, pods);
-    out["raw_table_single_kubesim"] = json!({"ms": lat, "bytes": bytes});
-
-    let kubectl = kubesim::kubectl::pinned();
-    let cache = dir.path().join("cache");
-    for (label, token) in [("builtin", "plain-token"), ("pods_table", "plugin-token")] {
         let kubeconfig = dir.path().join(format!("{label}.kubeconfig"));
         std::fs::write(
             &kubeconfig,
@@ -171,6 +168,9 @@ table_formatter = "{wasm}"
         out[format!("kubectl_get_pods_all_{label}_ms")] =
             json!(kubectl_rounds(&kubectl, &kubeconfig, &cache, rounds, pods));
     }
+    let (lat, (bytes, rows)) = table_once(single.addr(), &single_tls, None, rounds).await;
+    assert_eq!(rows, pods);
+    out["raw_table_single_kubesim"] = json!({"ms": lat, "bytes": bytes});
     let single_config = dir.path().join("single.kubeconfig");
     single
         .kubeconfig(&Credential::ClientCert("bench".into()), &single_config)
@@ -184,6 +184,26 @@ table_formatter = "{wasm}"
     ));
     println!("{out}");
     drop(sims);
+}
+
+/// `POST /reload` on the admin listener (from 127.0.0.1: no token needed); panics unless
+/// the new config took.
+async fn reload(admin: u16) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut conn = tokio::net::TcpStream::connect(("127.0.0.1", admin))
+        .await
+        .unwrap();
+    conn.write_all(
+        b"POST /reload HTTP/1.1\r\nHost: admin\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).await.unwrap();
+    assert!(
+        answer.starts_with("HTTP/1.1 200"),
+        "reload failed: {answer}"
+    );
 }
 
 /// `rounds` raw Table lists of `/api/v1/pods` on one connection: p50/p99 ms, and the last
