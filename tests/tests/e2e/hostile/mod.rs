@@ -2,5 +2,6 @@
 //! tenant, Ingress author or client certificate would (issue 23), over real sockets and TLS
 //! against the simulator, and proves the hole closed.
 
+mod ingress;
 mod leaf_calls;
 mod node_api;
