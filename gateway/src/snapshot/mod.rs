@@ -361,9 +361,14 @@ fn assemble(
                     for (host, _) in &t.by_host {
                         toml_certs.add(host, "");
                     }
-                    all.by_host.extend(certs.iter().cloned().filter(|(h, _)| {
-                        toml_certs.owner_of(h).is_none() && owners.owner_of(h).is_none()
-                    }));
+                    all.by_host.extend(
+                        certs
+                            .iter()
+                            .filter(|(h, _)| {
+                                toml_certs.owner_of(h).is_none() && owners.owner_of(h).is_none()
+                            })
+                            .cloned(),
+                    );
                     with_certs = all;
                     &with_certs
                 } else {
