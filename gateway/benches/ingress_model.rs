@@ -20,7 +20,7 @@ use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use leafgate::k8s::ingress::build;
-use leafgate::k8s::ingress::model::{Objects, Settings};
+use leafgate::k8s::ingress::model::{Objects, Settings, TenantBounds};
 use serde_json::json;
 
 const INGRESSES: usize = 10_000;
@@ -88,7 +88,8 @@ fn world(tls: bool) -> World {
         let ip = |k: usize| format!("10.{}.{}.{}", k, (i >> 8) & 255, i & 255);
         w.slices.push(obj(json!({
             "metadata": {"namespace": ns, "name": format!("{name}-x1"),
-                         "labels": {"kubernetes.io/service-name": name}},
+                         "labels": {"kubernetes.io/service-name": name,
+                                    "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}},
             "addressType": "IPv4",
             "ports": [{"name": "http", "port": 8080}],
             "endpoints": [
@@ -106,8 +107,9 @@ fn settings() -> Settings {
         class: "leafgate".into(),
         namespaces: None,
         tenants: (0..10)
-            .map(|t| (format!("tenant-{t}"), vec![format!("team-{t}*")]))
+            .map(|t| TenantBounds::new(&format!("tenant-{t}"), &[&format!("team-{t}*")]))
             .collect(),
+        ..Settings::default()
     }
 }
 

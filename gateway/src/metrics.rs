@@ -137,6 +137,12 @@ pub struct IngressStateLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct IngressRefusedLabels {
+    /// `rules` or `certificate`.
+    pub what: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct IngressBackendLabels {
     /// `namespace/service:port`, the port as the Ingress names it.
     pub backend: String,
@@ -150,6 +156,8 @@ pub struct IngressMetrics {
     /// Model build plus snapshot swap, per applied change.
     pub build_seconds: Histogram,
     pub backend_endpoints: Family<IngressBackendLabels, Gauge>,
+    /// Hosts refused to an Ingress because the TOML config or another namespace owns them.
+    pub refused: Family<IngressRefusedLabels, Gauge>,
 }
 
 impl Default for IngressMetrics {
@@ -158,6 +166,7 @@ impl Default for IngressMetrics {
             ingresses: Family::default(),
             build_seconds: latency_histogram(),
             backend_endpoints: Family::default(),
+            refused: Family::default(),
         }
     }
 }
@@ -318,6 +327,11 @@ impl Metrics {
             "ingress_backend_endpoints",
             "Ready endpoints of each Ingress backend (namespace/service:port)",
             m.ingress.backend_endpoints.clone(),
+        );
+        registry.register(
+            "ingress_hosts_refused",
+            "Hosts whose Ingress rules or certificate are refused because the TOML config or another namespace owns them",
+            m.ingress.refused.clone(),
         );
         m
     }

@@ -165,8 +165,15 @@ pub fn root_kubeconfig(sim: &KubeSim, dir: &Path, user: &str) {
 
 /// The `[kubernetes]` section for the root at `root.kubeconfig`, replica `identity`, with
 /// short election timings so a replica leads within a second (the defaults are 15/5/2 s),
-/// and `[kubernetes.ingress]` holding `ingress` (`class`, `publish_address`...).
+/// and `[kubernetes.ingress]` holding `ingress` (`class`, `publish_address`...). The test
+/// "pods" listen on loopback, which Ingress backends reach only when `allow_backends`
+/// opens it: added unless `ingress` says otherwise (the hostile suite does).
 pub fn kubernetes_section(identity: &str, ingress: Value) -> Kubernetes {
+    let mut ingress = ingress;
+    if let Some(keys) = ingress.as_object_mut() {
+        keys.entry("allow_backends")
+            .or_insert_with(|| json!(["127.0.0.0/8"]));
+    }
     Kubernetes::new("root.kubeconfig")
         .identity(identity)
         .election("2s", "1s", "200ms")

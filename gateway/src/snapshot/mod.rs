@@ -11,22 +11,22 @@
 //! The Ingress routes (`ingress`) are the other input: the Ingress provider swaps in a
 //! snapshot that differs from the current one only by them ([`Snapshot::with_ingress`]),
 //! and a config reload compiles the current ones again against the new config. On an
-//! ingress listener the router holds the TOML routes first, then the Ingress routes a
-//! TOML route does not already claim (same host pattern and path: TOML wins, reported as
-//! shadowed); its TLS serves the Ingress certificates after the TOML ones.
+//! ingress listener the router holds the TOML routes first, then the Ingress routes on
+//! hosts no TOML route there owns (the others are reported as shadowed); its TLS serves
+//! the Ingress certificates after the TOML ones, never for a name the TOML ones cover.
 
 pub mod ingress;
 mod route;
 pub mod tls;
 
 use std::collections::{HashMap, HashSet};
-use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use crate::config::ConfigErrors;
 use crate::config::{Config, HostPattern, ListenerConfig, PathMatch, RouteAction, RouteConfig};
 use crate::k8s::access::AccessReviews;
+use crate::k8s::ingress::model::HostOwners;
 use crate::k8s::{Leaf, LeafError, PodIndex};
 use crate::limit::SharedLimits;
 use crate::metrics::Metrics;
@@ -55,8 +55,8 @@ pub struct Snapshot {
     pub pods: Arc<PodIndex>,
     /// The Ingress routes (`[kubernetes.ingress]`), compiled against this config.
     pub ingress: Arc<IngressRoutes>,
-    /// Ingress routes not served because a TOML route claims the same host and path on
-    /// an ingress listener.
+    /// Ingress routes not served because a TOML route on an ingress listener owns their
+    /// host (the model refuses them too; this covers a reload before the next build).
     pub shadowed: Vec<Shadowed>,
     /// SubjectAccessReviews at the root cluster, for node-api listeners without
     /// `allowed_clients`; kept (with their cached answers) while the root stays the same.
@@ -70,7 +70,7 @@ pub struct Shadowed {
     pub ingress: String,
     pub host: String,
     pub path: String,
-    /// The TOML route that serves that host and path instead.
+    /// The TOML route that owns that host.
     pub route: String,
 }
 
@@ -313,28 +313,15 @@ fn assemble(
             .iter()
             .map(|(rc, r)| (rc.host.clone(), rc.path.clone(), (*r).clone()))
             .collect();
+        // The hosts the TOML routes here own: an Ingress route on one is not served. The
+        // model refuses those already; this holds between a reload and the next build.
+        let mut owners = HostOwners::default();
         if serves_ingress {
-            // TOML and Ingress host patterns compare as written: `*.a.example` from TOML
-            // shadows `*.a.example` from an Ingress though they match differently deep.
-            let claimed: HashMap<(String, &PathMatch), &str> = toml
-                .iter()
-                .map(|(rc, _)| ((rc.host.to_string(), &rc.path), rc.name.as_str()))
-                .collect();
-            // One buffer for the written form of every Ingress host, not one String each.
-            let mut host = String::new();
+            for (rc, _) in &toml {
+                owners.add(&rc.host, &rc.name);
+            }
             for (m, r) in ingress.model_routes().iter().zip(&ingress.routes) {
-                let shadowing = if claimed.is_empty() {
-                    None
-                } else {
-                    host.clear();
-                    // Writing into a String cannot fail.
-                    let _ = write!(host, "{}", m.host);
-                    let key = (std::mem::take(&mut host), &m.path);
-                    let winner = claimed.get(&key).copied();
-                    host = key.0;
-                    winner
-                };
-                match shadowing {
+                match owners.owner_of(&m.host) {
                     Some(winner) => {
                         if reported.insert(m.name.as_str()) {
                             shadowed.push(Shadowed {
@@ -369,7 +356,19 @@ fn assemble(
                 let with_certs;
                 let t = if serves_ingress && !certs.is_empty() {
                     let mut all = t.clone();
-                    all.by_host.extend(certs.iter().cloned());
+                    // Never an Ingress certificate for a name the TOML ones or routes own.
+                    let mut toml_certs = HostOwners::default();
+                    for (host, _) in &t.by_host {
+                        toml_certs.add(host, "");
+                    }
+                    all.by_host.extend(
+                        certs
+                            .iter()
+                            .filter(|(h, _)| {
+                                toml_certs.owner_of(h).is_none() && owners.owner_of(h).is_none()
+                            })
+                            .cloned(),
+                    );
                     with_certs = all;
                     &with_certs
                 } else {

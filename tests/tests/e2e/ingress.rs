@@ -422,10 +422,12 @@ async fn classes_bad_annotations_and_toml_precedence() {
         skipped.len() == 1 && skipped[0]["ingress"] == "team/bad",
         "only team/bad is skipped: {s}"
     );
+    // The model refuses an Ingress's rules on a host TOML owns (issue 23): reported as
+    // refused, with the TOML route as the owner.
     assert!(
-        s["shadowed"]
-            .as_array()
-            .is_some_and(|v| v.iter().any(|x| x["ingress"] == "team/shadowed")),
+        s["refused"].as_array().is_some_and(|v| v.iter().any(|x| {
+            x["ingress"] == "team/shadowed" && x["owner"] == "TOML route `toml-route`"
+        })),
         "{s}"
     );
     // The Event on the skipped Ingress, written once by the leader; none on the others.
@@ -459,9 +461,23 @@ async fn classes_bad_annotations_and_toml_precedence() {
             .is_some_and(|m| m.contains("leafgate.io/bandwidth-total")),
         "{e}"
     );
+    // Besides it, only the Ingress whose host TOML owns has one (HostTaken, issue 23).
+    eventually("a HostTaken Event on team/shadowed", APPLIED, || async {
+        list(&sim, "v1", "Event")
+            .iter()
+            .any(|e| e["involvedObject"]["name"] == "shadowed" && e["reason"] == "HostTaken")
+    })
+    .await;
+    let events = list(&sim, "v1", "Event");
+    let on_shadowed = events
+        .iter()
+        .filter(|e| e["involvedObject"]["name"] == "shadowed")
+        .count();
+    assert_eq!(on_shadowed, 1, "{events:?}");
     assert!(
-        events.iter().all(|e| e["involvedObject"]["name"] == "bad"),
-        "Events only on the skipped Ingress: {events:?}"
+        events.iter().all(|e| e["involvedObject"]["name"] == "bad"
+            || (e["involvedObject"]["name"] == "shadowed" && e["reason"] == "HostTaken")),
+        "Events only on the skipped and the refused Ingress: {events:?}"
     );
     // The ignored Ingress gets no status; the served ones do.
     eventually("status on team/good", APPLIED, || async {
@@ -488,7 +504,11 @@ async fn classes_bad_annotations_and_toml_precedence() {
     );
     served(&gw, "bad.example", "/", "bad").await;
     let count = list(&sim, "v1", "Event").len();
-    assert_eq!(count, on_bad.len(), "no new Event for a valid Ingress");
+    assert_eq!(
+        count,
+        on_bad.len() + on_shadowed,
+        "no new Event for a valid Ingress"
+    );
 }
 
 /// The status writes (`PATCH`/`PUT` on `ingresses/*/status`) the root recorded, by user.

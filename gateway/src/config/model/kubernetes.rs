@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::cidr::Cidr;
+
 /// Kubernetes' `NodeAddressType`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NodeAddressType {
@@ -83,6 +85,14 @@ pub struct IngressConfig {
     pub listeners: Vec<String>,
     /// What the leader writes into `status.loadBalancer.ingress`; `None`: no status.
     pub publish_address: Option<PublishAddress>,
+    /// Endpoint ranges no Ingress may send to (the gateway's own addresses, loopback,
+    /// link-local, unspecified and multicast ones are refused besides).
+    pub deny_backends: Vec<Cidr>,
+    /// Loopback, link-local... ranges Ingresses may send to after all (a development
+    /// cluster on one host); never over `deny_backends` or the gateway's own addresses.
+    pub allow_backends: Vec<Cidr>,
+    /// Follow EndpointSlices that the EndpointSlice controller does not manage.
+    pub allow_unmanaged_endpointslices: bool,
 }
 
 /// The address an Ingress's status publishes.

@@ -32,6 +32,11 @@ pub struct RawIngress {
     pub namespaces: Option<Vec<Spanned<String>>>,
     pub listeners: Option<Vec<Spanned<String>>>,
     pub publish_address: Option<Spanned<RawValue>>,
+    #[serde(default)]
+    pub deny_backends: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub allow_backends: Vec<Spanned<String>>,
+    pub allow_unmanaged_endpointslices: Option<bool>,
 }
 
 /// A string written inline or read from an environment variable at load time.

@@ -87,6 +87,47 @@ fn ingress_alone_needs_no_node_keys_and_defaults_its_settings() {
         i.publish_address,
         Some(PublishAddress::Hostname("lb.example.com".into()))
     );
+    // Only pod endpoints unless the operator says otherwise.
+    assert!(i.deny_backends.is_empty() && i.allow_backends.is_empty());
+    assert!(!i.allow_unmanaged_endpointslices);
+}
+
+#[test]
+fn backend_ranges_parse_and_errors_name_their_key() {
+    let kc = root_kubeconfig();
+    let src = |keys: &str| {
+        format!(
+            "[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n[kubernetes]\nkubeconfig = \"{}\"\n[kubernetes.ingress]\n{keys}",
+            kc.path().display()
+        )
+    };
+    let c = Config::parse(
+        Path::new("t.toml"),
+        &src("deny_backends = [\"10.96.0.0/12\", \"fd00::1\"]\nallow_backends = [\"127.0.0.0/8\"]\nallow_unmanaged_endpointslices = true\n"),
+    )
+    .unwrap();
+    let i = c.kubernetes.unwrap().ingress.unwrap();
+    let text =
+        |v: &[crate::config::cidr::Cidr]| v.iter().map(ToString::to_string).collect::<Vec<_>>();
+    assert_eq!(text(&i.deny_backends), ["10.96.0.0/12", "fd00::1/128"]);
+    assert_eq!(text(&i.allow_backends), ["127.0.0.0/8"]);
+    assert!(i.allow_unmanaged_endpointslices);
+    let e = Config::parse(
+        Path::new("t.toml"),
+        &src("deny_backends = [\"10.0.0.0/8\", \"10.0.0.1/8\"]\nallow_backends = [\"lo\"]\n"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains(
+            "t.toml:7:32: kubernetes.ingress.deny_backends[1]: `10.0.0.1/8` has host bits set"
+        ),
+        "{e}"
+    );
+    assert!(
+        e.contains("t.toml:8:19: kubernetes.ingress.allow_backends[0]: `lo` is not an address"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use toml::Spanned;
 
+use crate::config::model::cidr::Cidr;
 use crate::config::model::units::HumanDuration;
 use crate::config::model::{
     DEFAULT_INGRESS_CLASS, ElectionTimings, IngressConfig, KubernetesConfig, ListenerConfig,
@@ -309,11 +310,34 @@ impl Validator<'_, '_> {
             }
             None => None,
         };
+        let mut ranges = |list: &[Spanned<String>], key: &str| -> Vec<Cidr> {
+            list.iter()
+                .enumerate()
+                .filter_map(|(i, net)| {
+                    net.get_ref()
+                        .parse::<Cidr>()
+                        .map_err(|why| {
+                            ok = false;
+                            self.report.error(
+                                net.span(),
+                                format!("kubernetes.ingress.{key}[{i}]"),
+                                why,
+                            );
+                        })
+                        .ok()
+                })
+                .collect()
+        };
+        let deny_backends = ranges(&raw.deny_backends, "deny_backends");
+        let allow_backends = ranges(&raw.allow_backends, "allow_backends");
         ok.then_some(IngressConfig {
             class,
             namespaces,
             listeners,
             publish_address,
+            deny_backends,
+            allow_backends,
+            allow_unmanaged_endpointslices: raw.allow_unmanaged_endpointslices.unwrap_or(false),
         })
     }
 

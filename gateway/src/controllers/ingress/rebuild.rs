@@ -17,8 +17,10 @@ use super::state::{IngressProvider, lock};
 use crate::config::{Config, IngressConfig};
 use crate::control::Control;
 use crate::k8s::ingress::Builder;
-use crate::k8s::ingress::model::{self, Model, Objects, Settings};
-use crate::metrics::{IngressBackendLabels, IngressStateLabels};
+use crate::k8s::ingress::model::{
+    self, BackendPolicy, HostOwners, Model, Objects, Settings, TenantBounds,
+};
+use crate::metrics::{IngressBackendLabels, IngressRefusedLabels, IngressStateLabels};
 
 /// A rebuild starts once no change has come for this long...
 pub const DEBOUNCE: Duration = Duration::from_millis(10);
@@ -29,15 +31,46 @@ pub const MAX_WAIT: Duration = Duration::from_millis(50);
 /// is gone from it.
 pub(super) fn settings(config: &Config) -> Option<Settings> {
     let ingress: &IngressConfig = config.kubernetes.as_ref()?.ingress.as_ref()?;
+    let mut own: Vec<_> = config.listeners.iter().map(|l| l.bind).collect();
+    own.extend(config.admin.as_ref().map(|a| a.bind));
     Some(Settings {
         class: ingress.class.clone(),
         namespaces: ingress.namespaces.clone(),
         tenants: config
             .tenants
             .iter()
-            .map(|t| (t.name.clone(), t.namespaces.clone()))
+            .map(|t| TenantBounds {
+                name: t.name.clone(),
+                namespaces: t.namespaces.clone(),
+                bandwidth: t.bandwidth,
+            })
             .collect(),
+        toml_hosts: model::toml_hosts(config, &ingress.listeners),
+        toml_certs: toml_certs(config, &ingress.listeners),
+        backends: BackendPolicy {
+            deny: ingress.deny_backends.clone(),
+            allow: ingress.allow_backends.clone(),
+            own,
+            allow_unmanaged: ingress.allow_unmanaged_endpointslices,
+        },
     })
+}
+
+/// The names the TOML certificates of the ingress listeners cover.
+fn toml_certs(config: &Config, ingress_listeners: &[String]) -> HostOwners {
+    let mut owners = HostOwners::default();
+    for l in &config.listeners {
+        if !ingress_listeners.contains(&l.name) {
+            continue;
+        }
+        for (host, _) in l.tls.iter().flat_map(|t| &t.by_host) {
+            owners.add(
+                host,
+                &format!("the TOML certificate of listener `{}`", l.name),
+            );
+        }
+    }
+    owners
 }
 
 /// Waits for changes, debounces them and applies each rebuild, until `stop`.
@@ -151,6 +184,16 @@ fn record_metrics(metrics: &crate::metrics::Metrics, model: &Model, previous: Op
     m.ingresses
         .get_or_create(&IngressStateLabels { state: "skipped" })
         .set(model.skipped.len() as i64);
+    for (what, certificate) in [("rules", false), ("certificate", true)] {
+        let n = model
+            .refused
+            .iter()
+            .filter(|r| r.certificate == certificate)
+            .count();
+        m.refused
+            .get_or_create(&IngressRefusedLabels { what })
+            .set(n as i64);
+    }
     let endpoints = backend_endpoints(model);
     if let Some(prev) = previous {
         for key in backend_endpoints(prev).keys() {
@@ -210,7 +253,7 @@ mod tests {
         let s = settings(&with).unwrap();
         assert_eq!(s.class, "edge");
         assert_eq!(s.namespaces, Some(vec!["web".to_string()]));
-        assert_eq!(s.tenants, vec![("t".to_string(), vec!["t-*".to_string()])]);
+        assert_eq!(s.tenants, vec![TenantBounds::new("t", &["t-*"])]);
         let without = Config::parse(&dir.path().join("b.toml"), &src("")).unwrap();
         assert!(settings(&without).is_none());
     }

@@ -92,6 +92,22 @@ impl IngressProvider {
                     .collect()
             })
             .unwrap_or_default();
+        let refused: Vec<Value> = model
+            .map(|m| {
+                m.refused
+                    .iter()
+                    .map(|r| {
+                        json!({
+                            "ingress": r.ingress.to_string(),
+                            "host": r.host,
+                            "certificate": r.certificate,
+                            "owner": r.owner,
+                            "reason": r.message(),
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         let conflicts: Vec<Value> = model
             .map(|m| {
                 m.conflicts
@@ -142,6 +158,7 @@ impl IngressProvider {
             "served": model.map_or(0, |m| m.served.len()),
             "routes": snapshot.ingress.routes.len(),
             "skipped": skipped,
+            "refused": refused,
             "conflicts": conflicts,
             "shadowed": shadowed,
             "problems": problems,

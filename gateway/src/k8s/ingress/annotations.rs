@@ -5,16 +5,22 @@
 //!
 //! | annotation | value |
 //! |---|---|
-//! | `leafgate.io/tenant` | a configured tenant's name |
+//! | `leafgate.io/tenant` | a configured tenant whose `namespaces` match the Ingress's |
 //! | `leafgate.io/bandwidth-per-connection` | a rate such as `1MiB/s` |
 //! | `leafgate.io/bandwidth-total` | a rate, all the route's connections together |
-//! | `leafgate.io/upgraded-idle-timeout` | a duration such as `1h` |
+//! | `leafgate.io/upgraded-idle-timeout` | a duration such as `1h`, at most [`MAX_UPGRADED_IDLE`] |
 //! | `leafgate.io/backend-protocol` | `http`, `h2c`, `https`, `h2` (case-insensitive) |
+//!
+//! An annotation acts only within its tenant's bounds: it names only a tenant owning the
+//! Ingress's namespace, and [`Annotations::clamp`] lowers a rate above the tenant's own
+//! limit to it (the Ingress author is not the operator who set that limit).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::config::{BandwidthConfig, ByteRate, HumanDuration, RateLimit};
+use super::model::TenantBounds;
+use crate::config::{BandwidthConfig, ByteRate, HumanDuration, RateLimit, glob_matches};
+use crate::limit::effective_burst;
 
 /// The prefix every leafgate annotation carries.
 pub const PREFIX: &str = "leafgate.io/";
@@ -23,6 +29,9 @@ pub const BANDWIDTH_PER_CONNECTION: &str = "leafgate.io/bandwidth-per-connection
 pub const BANDWIDTH_TOTAL: &str = "leafgate.io/bandwidth-total";
 pub const UPGRADED_IDLE_TIMEOUT: &str = "leafgate.io/upgraded-idle-timeout";
 pub const BACKEND_PROTOCOL: &str = "leafgate.io/backend-protocol";
+
+/// The longest `upgraded-idle-timeout` an annotation gets: a longer one is cut to it.
+pub const MAX_UPGRADED_IDLE: Duration = Duration::from_secs(24 * 3600);
 
 /// How leafgate speaks to an Ingress's backends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,11 +90,13 @@ pub struct AnnotationError {
     pub reason: String,
 }
 
-/// Parses the `leafgate.io/*` annotations out of `annotations` (others are left alone).
-/// `tenants` are the configured tenant names. The first bad key in key order is reported.
+/// Parses the `leafgate.io/*` annotations out of `annotations` (others are left alone) of
+/// an Ingress in `namespace`. `tenants` are the configured tenants. The first bad key in
+/// key order is reported.
 pub fn parse(
     annotations: Option<&BTreeMap<String, String>>,
-    tenants: &[(String, Vec<String>)],
+    namespace: &str,
+    tenants: &[TenantBounds],
 ) -> Result<Annotations, AnnotationError> {
     let mut out = Annotations::default();
     let Some(annotations) = annotations else {
@@ -102,10 +113,16 @@ pub fn parse(
         match key.as_str() {
             TENANT => {
                 let name = value.trim();
-                if !tenants.iter().any(|(t, _)| t == name) {
+                let Some(tenant) = tenants.iter().find(|t| t.name == name) else {
                     return Err(fail(format!(
                         "`{name}` is not a configured tenant (known: {})",
                         tenant_names(tenants)
+                    )));
+                };
+                // Naming another tenant would spend its budget and count as its traffic.
+                if !tenant.namespaces.iter().any(|g| glob_matches(g, namespace)) {
+                    return Err(fail(format!(
+                        "tenant `{name}` does not own namespace {namespace}: an Ingress may name only a tenant whose namespaces match its own"
                     )));
                 }
                 out.tenant = Some(name.to_string());
@@ -121,7 +138,7 @@ pub fn parse(
                         "`{value}` is zero: leave the annotation out for the default"
                     )));
                 }
-                out.upgraded_idle = Some(d);
+                out.upgraded_idle = Some(d.min(MAX_UPGRADED_IDLE));
             }
             BACKEND_PROTOCOL => {
                 out.protocol = Some(BackendProtocol::parse(value).ok_or_else(|| {
@@ -140,18 +157,50 @@ pub fn parse(
     Ok(out)
 }
 
+impl Annotations {
+    /// Lowers each rate above the tenant's own limit of the same kind to that limit; says
+    /// what it lowered, for the Ingress's problems.
+    pub fn clamp(&mut self, tenant: &TenantBounds) -> Vec<String> {
+        let mut notes = Vec::new();
+        let pairs = [
+            (
+                &mut self.bandwidth.per_connection,
+                tenant.bandwidth.per_connection,
+                BANDWIDTH_PER_CONNECTION,
+            ),
+            (
+                &mut self.bandwidth.total,
+                tenant.bandwidth.total,
+                BANDWIDTH_TOTAL,
+            ),
+        ];
+        for (asked, bound, key) in pairs {
+            if let (Some(a), Some(b)) = (asked.as_mut(), bound)
+                && (a.rate.0 > b.rate.0 || effective_burst(a) > effective_burst(&b))
+            {
+                notes.push(format!(
+                    "{key} is above tenant {}'s limit: lowered to it",
+                    tenant.name
+                ));
+                *a = b;
+            }
+        }
+        notes
+    }
+}
+
 fn rate(value: &str) -> Result<RateLimit, String> {
     let rate: ByteRate = value.parse()?;
     Ok(RateLimit { rate, burst: None })
 }
 
-fn tenant_names(tenants: &[(String, Vec<String>)]) -> String {
+fn tenant_names(tenants: &[TenantBounds]) -> String {
     if tenants.is_empty() {
         return "none configured".to_string();
     }
     tenants
         .iter()
-        .map(|(t, _)| t.as_str())
+        .map(|t| t.name.as_str())
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -187,7 +236,11 @@ mod tests {
 
     #[test]
     fn other_prefixes_are_ignored_and_the_first_bad_key_is_reported() {
-        let tenants = vec![("t".to_string(), vec!["ns".to_string()])];
+        let tenants = vec![TenantBounds {
+            name: "t".to_string(),
+            namespaces: vec!["ns".to_string()],
+            ..TenantBounds::default()
+        }];
         let a = annotations(&[
             ("leafgate.io.example/whatever", "x"),
             ("leafgate.iox", "y"),
@@ -195,20 +248,20 @@ mod tests {
             (TENANT, "t"),
         ]);
         assert_eq!(
-            parse(Some(&a), &tenants).unwrap().tenant.as_deref(),
+            parse(Some(&a), "ns", &tenants).unwrap().tenant.as_deref(),
             Some("t")
         );
         let bad = annotations(&[(BACKEND_PROTOCOL, "nope"), (BANDWIDTH_TOTAL, "fast")]);
-        let e = parse(Some(&bad), &tenants).unwrap_err();
+        let e = parse(Some(&bad), "ns", &tenants).unwrap_err();
         assert_eq!(e.annotation, BACKEND_PROTOCOL);
         assert!(e.reason.contains("`nope`"), "{e}");
         let zero = annotations(&[(UPGRADED_IDLE_TIMEOUT, "0s")]);
         assert!(
-            parse(Some(&zero), &tenants)
+            parse(Some(&zero), "ns", &tenants)
                 .unwrap_err()
                 .reason
                 .contains("zero")
         );
-        assert_eq!(parse(None, &tenants), Ok(Annotations::default()));
+        assert_eq!(parse(None, "ns", &tenants), Ok(Annotations::default()));
     }
 }

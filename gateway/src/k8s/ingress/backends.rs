@@ -4,12 +4,20 @@
 //! whose `name` equals the Service port's name (its `port` is the target port), and the
 //! endpoints whose `conditions.ready` is true or absent, first address of each.
 //!
+//! Only pod endpoints are followed ([`BackendPolicy`]): an address that is loopback,
+//! link-local, unspecified, multicast (or broadcast), one of the gateway's own listener
+//! or admin addresses, or in the operator's `deny_backends` is refused with a reason, and
+//! so is every EndpointSlice the EndpointSlice controller does not manage (label
+//! `endpointslice.kubernetes.io/managed-by`) unless the operator allows them: whoever can
+//! write an Ingress and an EndpointSlice could otherwise point the public listener at the
+//! admin API or at the node's own services.
+//!
 //! Services and slices are indexed by namespace and name once per build, so resolving
 //! 10,000 backends is 10,000 hash lookups, not a scan each.
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, OnceLock};
 
 use foldhash::HashMap;
@@ -18,12 +26,15 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{IngressServiceBackend, ServiceBackendPort};
 
 use super::annotations::BackendProtocol;
-use super::model::IngressBackend;
 use super::model::object_version;
+use super::model::{BackendPolicy, IngressBackend};
 use crate::config::{Backend, UpstreamConfig, UpstreamProtocol, UpstreamTls};
 
 /// The label an EndpointSlice names its Service by.
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+/// The label naming who manages an EndpointSlice, and the EndpointSlice controller's value.
+pub const MANAGED_BY_LABEL: &str = "endpointslice.kubernetes.io/managed-by";
+pub const SLICE_CONTROLLER: &str = "endpointslice-controller.k8s.io";
 
 /// Services and EndpointSlices by `(namespace, name)`, borrowed from the stores.
 #[derive(Debug, Default)]
@@ -88,12 +99,14 @@ impl<'a> Backends<'a> {
     }
 
     /// Resolves `backend` of an Ingress in `namespace`. `protocol` is the annotation's,
-    /// which overrides the Service port's `appProtocol`.
+    /// which overrides the Service port's `appProtocol`. Endpoints `policy` refuses are
+    /// left out and reported as the problem, even when others serve.
     pub fn resolve(
         &self,
         namespace: &str,
         backend: &IngressServiceBackend,
         protocol: Option<BackendProtocol>,
+        policy: &BackendPolicy,
     ) -> Resolved {
         let port_ref = backend.port.as_ref();
         let key = format!("{namespace}/{}:{}", backend.name, port_label(port_ref));
@@ -122,31 +135,62 @@ impl<'a> Backends<'a> {
         };
         let protocol = protocol
             .unwrap_or_else(|| BackendProtocol::of_app_protocol(port.app_protocol.as_deref()));
-        let endpoints = self.ready_endpoints(namespace, &backend.name, port, protocol.tls());
+        let mut refused = Vec::new();
+        let endpoints = self.ready_endpoints(
+            namespace,
+            &backend.name,
+            port,
+            protocol.tls(),
+            policy,
+            &mut refused,
+        );
+        let refused = (!refused.is_empty()).then(|| format!("{key}: {}", refused.join("; ")));
         if endpoints.is_empty() {
-            let reason = format!("no ready endpoints for {key}");
-            return unavailable(key, reason, false);
+            return match refused {
+                Some(why) => unavailable(key, format!("no endpoints allowed for {why}"), true),
+                None => {
+                    let reason = format!("no ready endpoints for {key}");
+                    unavailable(key, reason, false)
+                }
+            };
         }
         Resolved {
             backend: IngressBackend::Service {
                 key,
                 upstream: upstream(endpoints, protocol),
             },
-            problem: None,
+            problem: refused.map(|why| format!("endpoints refused for {why}")),
         }
     }
 
     /// The ready endpoints of `port`, sorted and without duplicates, so an unchanged set
     /// compares equal across builds and the provider keeps its connection pool.
+    /// Refused slices and endpoints are noted in `refused`, with why.
     fn ready_endpoints(
         &self,
         namespace: &str,
         service: &str,
         port: &ServicePort,
         tls: bool,
+        policy: &BackendPolicy,
+        refused: &mut Vec<String>,
     ) -> Vec<Backend> {
         let mut out = Vec::new();
         for slice in self.slices.get(&(namespace, service)).into_iter().flatten() {
+            let managed_by = slice
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(MANAGED_BY_LABEL))
+                .map_or("", String::as_str);
+            if managed_by != SLICE_CONTROLLER && !policy.allow_unmanaged {
+                refused.push(format!(
+                    "EndpointSlice {} is not managed by the EndpointSlice controller ({MANAGED_BY_LABEL}: {}); set allow_unmanaged_endpointslices to follow it",
+                    slice.metadata.name.as_deref().unwrap_or(""),
+                    if managed_by.is_empty() { "unset" } else { managed_by }
+                ));
+                continue;
+            }
             let ipv6 = match slice.address_type.as_str() {
                 "IPv4" => false,
                 "IPv6" => true,
@@ -172,6 +216,13 @@ impl<'a> Backends<'a> {
                 let Some(address) = endpoint.addresses.first().filter(|_| ready) else {
                     continue;
                 };
+                let Ok(ip) = address.parse::<IpAddr>() else {
+                    continue;
+                };
+                if let Some(why) = refusal(ip, target, policy) {
+                    refused.push(format!("endpoint {address} port {target} is {why}"));
+                    continue;
+                }
                 if let Some(authority) = authority(address, ipv6, target) {
                     out.push(Backend { tls, authority });
                 }
@@ -181,6 +232,38 @@ impl<'a> Backends<'a> {
         out.dedup();
         out
     }
+}
+
+/// Why `policy` refuses endpoint `ip`:`port`, or `None` when it may be dialled.
+fn refusal(ip: IpAddr, port: u16, policy: &BackendPolicy) -> Option<String> {
+    let ip = ip.to_canonical();
+    let special = match ip {
+        IpAddr::V4(v4) if v4.is_loopback() => Some("a loopback address"),
+        IpAddr::V4(v4) if v4.is_link_local() => Some("a link-local address"),
+        IpAddr::V4(v4) if v4.is_unspecified() => Some("the unspecified address"),
+        IpAddr::V4(v4) if v4.is_multicast() || v4.is_broadcast() => {
+            Some("a multicast or broadcast address")
+        }
+        IpAddr::V6(v6) if v6.is_loopback() => Some("a loopback address"),
+        IpAddr::V6(v6) if v6.is_unicast_link_local() => Some("a link-local address"),
+        IpAddr::V6(v6) if v6.is_unspecified() => Some("the unspecified address"),
+        IpAddr::V6(v6) if v6.is_multicast() => Some("a multicast address"),
+        _ => None,
+    };
+    if let Some(why) = special.filter(|_| !policy.allow.iter().any(|c| c.contains(ip))) {
+        return Some(why.to_string());
+    }
+    let own = policy.own.iter().any(|a: &SocketAddr| {
+        a.port() == port && (a.ip().is_unspecified() || a.ip().to_canonical() == ip)
+    });
+    if own {
+        return Some("one of the gateway's own addresses".to_string());
+    }
+    policy
+        .deny
+        .iter()
+        .find(|c| c.contains(ip))
+        .map(|c| format!("in deny_backends ({c})"))
 }
 
 /// The port as the Ingress names it: its name, else its number.

@@ -1,5 +1,7 @@
-//! Kubernetes Events on the Ingresses leafgate skips for a bad annotation, written by the
-//! leader: one `Warning` / `InvalidAnnotation` Event per (uid, resourceVersion, message).
+//! Kubernetes Events on the Ingresses leafgate skips for a bad annotation or whose rules
+//! or certificate it refuses because another owns their host, written by the leader: one
+//! `Warning` Event, reason `InvalidAnnotation` or `HostTaken`, per (uid,
+//! resourceVersion, message).
 //!
 //! The Event's name is derived from that triple, so a second create of the same Event
 //! (a new leader that does not know what the last one wrote) is refused by the API server
@@ -16,15 +18,57 @@ use kube::api::PostParams;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::model::{Model, Skipped};
+use super::model::{IngressRef, Model, Refused, Skipped};
 
 /// The `reportingComponent` of leafgate's Events.
 pub const REPORTING_COMPONENT: &str = "leafgate.io/ingress-controller";
-const REASON: &str = "InvalidAnnotation";
+/// The reason of the Event on an Ingress skipped for an annotation.
+pub const INVALID_ANNOTATION: &str = "InvalidAnnotation";
+/// The reason of the Event on an Ingress whose rules or certificate for a host are refused.
+pub const HOST_TAKEN: &str = "HostTaken";
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What identifies one Event: the Ingress's uid and resourceVersion, and the message.
 type EventKey = (String, String, String);
+
+/// One Event to write: on which Ingress, why, and what it says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice<'m> {
+    pub ingress: &'m IngressRef,
+    /// [`INVALID_ANNOTATION`] or [`HOST_TAKEN`].
+    pub reason: &'static str,
+    pub message: String,
+}
+
+impl<'m> From<&'m Skipped> for Notice<'m> {
+    fn from(s: &'m Skipped) -> Self {
+        Notice {
+            ingress: &s.ingress,
+            reason: INVALID_ANNOTATION,
+            message: message(s),
+        }
+    }
+}
+
+impl<'m> From<&'m Refused> for Notice<'m> {
+    fn from(r: &'m Refused) -> Self {
+        Notice {
+            ingress: &r.ingress,
+            reason: HOST_TAKEN,
+            message: r.message(),
+        }
+    }
+}
+
+/// Every Event `model` calls for: skipped Ingresses, then refused hosts.
+pub fn notices(model: &Model) -> Vec<Notice<'_>> {
+    model
+        .skipped
+        .iter()
+        .map(Notice::from)
+        .chain(model.refused.iter().map(Notice::from))
+        .collect()
+}
 
 /// The message of the Event for `s`: the annotation and why it was refused.
 pub fn message(s: &Skipped) -> String {
@@ -35,17 +79,17 @@ pub fn message(s: &Skipped) -> String {
     }
 }
 
-fn key(s: &Skipped) -> EventKey {
+fn key(s: &Notice<'_>) -> EventKey {
     (
         s.ingress.uid.clone(),
         s.ingress.resource_version.clone(),
-        message(s),
+        s.message.clone(),
     )
 }
 
 /// The Event's name: the Ingress's name (cut so the whole stays a valid object name) and
 /// a digest of the key, the same on every replica and every build.
-pub fn event_name(s: &Skipped) -> String {
+pub fn event_name(s: &Notice<'_>) -> String {
     let (uid, rv, message) = key(s);
     let mut h = Sha256::new();
     for part in [uid, rv, message] {
@@ -61,7 +105,7 @@ pub fn event_name(s: &Skipped) -> String {
 }
 
 /// The Event object for `s`.
-pub fn event(s: &Skipped, instance: &str, now: SystemTime) -> Value {
+pub fn event(s: &Notice<'_>, instance: &str, now: SystemTime) -> Value {
     let at = humantime::format_rfc3339_seconds(now).to_string();
     json!({
         "apiVersion": "v1",
@@ -76,8 +120,8 @@ pub fn event(s: &Skipped, instance: &str, now: SystemTime) -> Value {
             "resourceVersion": s.ingress.resource_version,
         },
         "type": "Warning",
-        "reason": REASON,
-        "message": message(s),
+        "reason": s.reason,
+        "message": s.message,
         "source": {"component": "leafgate"},
         "reportingComponent": REPORTING_COMPONENT,
         "reportingInstance": instance,
@@ -94,19 +138,18 @@ pub struct EventLog {
 }
 
 impl EventLog {
-    /// The skipped Ingresses of `model` not reported yet. Keys no longer skipped are
-    /// forgotten, so the log is as large as the current list.
-    pub fn due<'m>(&mut self, model: &'m Model) -> Vec<&'m Skipped> {
-        let now: HashSet<EventKey> = model.skipped.iter().map(key).collect();
+    /// The Events of `model` not written yet. Keys no longer due are forgotten, so the
+    /// log is as large as the current list.
+    pub fn due<'m>(&mut self, model: &'m Model) -> Vec<Notice<'m>> {
+        let all = notices(model);
+        let now: HashSet<EventKey> = all.iter().map(key).collect();
         self.sent.retain(|k| now.contains(k));
-        model
-            .skipped
-            .iter()
+        all.into_iter()
             .filter(|s| !self.sent.contains(&key(s)))
             .collect()
     }
 
-    pub fn mark(&mut self, s: &Skipped) {
+    pub fn mark(&mut self, s: &Notice<'_>) {
         self.sent.insert(key(s));
     }
 }
@@ -123,7 +166,7 @@ pub async fn emit(
     let mut first_error = None;
     for s in log.due(model) {
         let api: Api<Event> = Api::namespaced(client.clone(), &s.ingress.namespace);
-        let body: Event = match serde_json::from_value(event(s, instance, SystemTime::now())) {
+        let body: Event = match serde_json::from_value(event(&s, instance, SystemTime::now())) {
             Ok(e) => e,
             Err(e) => {
                 first_error.get_or_insert(format!("build the Event: {e}"));
@@ -134,10 +177,10 @@ pub async fn emit(
         match tokio::time::timeout(CALL_TIMEOUT, api.create(&params, &body)).await {
             Ok(Ok(_)) => {
                 written += 1;
-                log.mark(s);
+                log.mark(&s);
             }
             // Already written, by this replica's previous term or another leader.
-            Ok(Err(kube::Error::Api(e))) if e.code == 409 => log.mark(s),
+            Ok(Err(kube::Error::Api(e))) if e.code == 409 => log.mark(&s),
             Ok(Err(e)) => {
                 first_error.get_or_insert(format!("create an Event on Ingress {}: {e}", s.ingress));
             }
@@ -158,7 +201,6 @@ pub async fn emit(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::k8s::ingress::model::IngressRef;
 
     fn skipped(name: &str, rv: &str, reason: &str) -> Skipped {
         Skipped {
@@ -189,9 +231,9 @@ mod tests {
         ]);
         let due: Vec<String> = log.due(&m).iter().map(|s| s.ingress.name.clone()).collect();
         assert_eq!(due, ["a", "b"]);
-        log.mark(&m.skipped[0]);
+        log.mark(&Notice::from(&m.skipped[0]));
         assert_eq!(log.due(&m).len(), 1);
-        log.mark(&m.skipped[1]);
+        log.mark(&Notice::from(&m.skipped[1]));
         assert!(log.due(&m).is_empty());
         // A new version of `a` with the same problem: reported again.
         let m = model(vec![
@@ -209,6 +251,7 @@ mod tests {
     #[test]
     fn the_event_names_the_ingress_annotation_and_reporter() {
         let s = skipped("a", "7", "`fast` is not a rate");
+        let s = Notice::from(&s);
         let e = event(&s, "replica-1", SystemTime::UNIX_EPOCH);
         assert_eq!(e["involvedObject"]["kind"], "Ingress");
         assert_eq!(e["involvedObject"]["apiVersion"], "networking.k8s.io/v1");
@@ -227,9 +270,7 @@ mod tests {
         let _: Event = serde_json::from_value(e).unwrap();
         // Same key, same name; another version, another name.
         assert_eq!(event_name(&s), event_name(&s.clone()));
-        assert_ne!(
-            event_name(&s),
-            event_name(&skipped("a", "8", "`fast` is not a rate"))
-        );
+        let next = skipped("a", "8", "`fast` is not a rate");
+        assert_ne!(event_name(&s), event_name(&Notice::from(&next)));
     }
 }

@@ -115,10 +115,13 @@ impl Builder {
             self.entries.insert(uid.to_string(), entry);
             slots.push(Slot::Kept(uid));
         }
-        merge(slots.iter().map(|slot| match slot {
-            Slot::Kept(uid) => &self.entries[*uid].translated,
-            Slot::Fresh(i) => &fresh[*i],
-        }))
+        merge(
+            slots.iter().map(|slot| match slot {
+                Slot::Kept(uid) => &self.entries[*uid].translated,
+                Slot::Fresh(i) => &fresh[*i],
+            }),
+            settings,
+        )
     }
 }
 

@@ -10,13 +10,20 @@
 //!   `/` of each of the Ingress's hosts lacking one;
 //! - the backend of each: the Service port's ready endpoints, or a 503 with a reason;
 //! - the certificates of `spec.tls` by host;
-//! - conflicts between Ingresses on the same host and path (the oldest wins).
+//! - conflicts between Ingresses on the same host and path (the oldest wins);
+//! - who owns a host: TOML first (its exact and wildcard hosts whole, its `*` over
+//!   host-less rules), else the namespace of the oldest Ingress naming it; rules and
+//!   certificates for a host owned elsewhere are refused and reported ([`Refused`]);
+//! - which endpoints an Ingress may send to ([`BackendPolicy`]) and within which limits
+//!   its annotations stay (its tenant's).
 //!
 //! It must not talk to the API server, read files or the clock, or know about listeners:
 //! the provider merges its routes with the TOML ones.
 
+use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,21 +32,140 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use rustls::sign::CertifiedKey;
 
-use crate::config::{BandwidthConfig, HostPattern, PathMatch, UpstreamConfig};
+use crate::config::cidr::Cidr;
+use crate::config::{
+    BandwidthConfig, Config, HostPattern, PathMatch, UpstreamConfig, one_label_before,
+};
 
 /// The `spec.controller` of the IngressClass leafgate serves.
 pub const CONTROLLER: &str = "leafgate.io/ingress-controller";
 
-/// What `[kubernetes.ingress]` and the tenants say, as the model needs it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What `[kubernetes.ingress]`, the tenants and the TOML config say, as the model needs it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Settings {
     /// The IngressClass name (`class`, default `leafgate`).
     pub class: String,
     /// Namespace globs (`team-*`); `None`: every namespace.
     pub namespaces: Option<Vec<String>>,
-    /// Every configured tenant: its name and its `namespaces` globs, in config order (the
-    /// first whose globs match an Ingress's namespace is its tenant by default).
-    pub tenants: Vec<(String, Vec<String>)>,
+    /// Every configured tenant, in config order (the first whose globs match an Ingress's
+    /// namespace is its tenant).
+    pub tenants: Vec<TenantBounds>,
+    /// The hosts the TOML routes on the ingress listeners own.
+    pub toml_hosts: HostOwners,
+    /// The names the TOML certificates of the ingress listeners cover.
+    pub toml_certs: HostOwners,
+    pub backends: BackendPolicy,
+}
+
+/// A tenant as the Ingress model bounds it: which namespaces may name it, and the limits
+/// no annotation may raise.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TenantBounds {
+    pub name: String,
+    /// Its `namespaces` globs.
+    pub namespaces: Vec<String>,
+    pub bandwidth: BandwidthConfig,
+}
+
+impl TenantBounds {
+    /// A tenant of `namespaces` without limits.
+    pub fn new(name: &str, namespaces: &[&str]) -> Self {
+        TenantBounds {
+            name: name.to_string(),
+            namespaces: namespaces.iter().map(|n| n.to_string()).collect(),
+            bandwidth: BandwidthConfig::default(),
+        }
+    }
+}
+
+/// The endpoints an Ingress may not send to, besides loopback, link-local, unspecified
+/// and multicast addresses, which are refused unless `allow` lists them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BackendPolicy {
+    /// `[kubernetes.ingress] deny_backends`.
+    pub deny: Vec<Cidr>,
+    /// `[kubernetes.ingress] allow_backends`: ranges the operator lets Ingresses reach
+    /// although they are loopback, link-local... (a development cluster on one host);
+    /// never the gateway's own addresses nor `deny`.
+    pub allow: Vec<Cidr>,
+    /// The gateway's own listener and admin addresses. One bound on an unspecified
+    /// address refuses its port on any address (a pod endpoint on the gateway's own port
+    /// is indistinguishable from the gateway itself when it runs on the host network).
+    pub own: Vec<SocketAddr>,
+    /// `[kubernetes.ingress] allow_unmanaged_endpointslices`: follow EndpointSlices that
+    /// the EndpointSlice controller does not manage (written by hand or by another
+    /// controller, they can name any address).
+    pub allow_unmanaged: bool,
+}
+
+/// Who owns which hosts, as routing chooses among them: an exact name, a wildcard (one
+/// or more labels, or one only), and `*`. `owner_of` answers for an Ingress host pattern:
+/// the owner it would take hosts from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostOwners {
+    exact: HashMap<String, String>,
+    /// `(".suffix", one label only, owner)`, in the order added.
+    wildcard: Vec<(String, bool, String)>,
+    any: Option<String>,
+}
+
+impl HostOwners {
+    /// `owner` owns what `host` matches, unless an earlier call already gave it away.
+    pub fn add(&mut self, host: &HostPattern, owner: &str) {
+        match host {
+            HostPattern::Exact(h) => {
+                self.exact
+                    .entry(h.clone())
+                    .or_insert_with(|| owner.to_string());
+            }
+            HostPattern::Wildcard(s) | HostPattern::WildcardLabel(s) => {
+                let one_label = matches!(host, HostPattern::WildcardLabel(_));
+                if !self
+                    .wildcard
+                    .iter()
+                    .any(|(t, o, _)| t == s && *o == one_label)
+                {
+                    self.wildcard
+                        .push((s.clone(), one_label, owner.to_string()));
+                }
+            }
+            HostPattern::Any => {
+                self.any.get_or_insert_with(|| owner.to_string());
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.exact.is_empty() && self.wildcard.is_empty() && self.any.is_none()
+    }
+
+    /// The owner an Ingress's `host` would take hosts from: for an exact name, whoever
+    /// matches it (an exact name beats any wildcard, so claiming it takes it whole); for
+    /// a one-label wildcard `*.s`, a wildcard matching every `x.s` (one on `.s` itself or
+    /// a shorter suffix: the Ingress's would win those hosts by length or kind; an exact
+    /// name under it still beats it, so it takes nothing from one); for `*`, only `*`.
+    pub fn owner_of(&self, host: &HostPattern) -> Option<&str> {
+        match host {
+            HostPattern::Exact(h) => self.exact.get(h).map(String::as_str).or_else(|| {
+                self.wildcard
+                    .iter()
+                    .find(|(s, one_label, _)| match one_label {
+                        true => one_label_before(h, s),
+                        false => h.len() > s.len() && h.ends_with(s.as_str()),
+                    })
+                    .map(|(_, _, o)| o.as_str())
+            }),
+            HostPattern::Wildcard(s) | HostPattern::WildcardLabel(s) => self
+                .wildcard
+                .iter()
+                .find(|(t, one_label, _)| match one_label {
+                    true => t == s,
+                    false => s.ends_with(t.as_str()),
+                })
+                .map(|(_, _, o)| o.as_str()),
+            HostPattern::Any => self.any.as_deref(),
+        }
+    }
 }
 
 /// The objects the reflectors hold, as `kube::runtime` stores hand them out.
@@ -50,6 +176,21 @@ pub struct Objects<'a> {
     pub services: &'a [Arc<Service>],
     pub slices: &'a [Arc<EndpointSlice>],
     pub secrets: &'a [Arc<Secret>],
+}
+
+/// The hosts the TOML routes serving any of `listeners` own, each to its first route.
+pub fn toml_hosts(config: &Config, listeners: &[String]) -> HostOwners {
+    let mut owners = HostOwners::default();
+    for r in &config.routes {
+        let serves = r
+            .listeners
+            .as_ref()
+            .is_none_or(|names| names.iter().any(|n| listeners.contains(n)));
+        if serves {
+            owners.add(&r.host, &format!("TOML route `{}`", r.name));
+        }
+    }
+    owners
 }
 
 /// The routes and the report of one build.
@@ -65,6 +206,9 @@ pub struct Model {
     /// Ours but refused (a bad annotation): reported as an Event on the Ingress.
     pub skipped: Vec<Skipped>,
     pub conflicts: Vec<Conflict>,
+    /// Rules and certificates refused because their host belongs to someone else: never
+    /// served, reported as `HostTaken` Events.
+    pub refused: Vec<Refused>,
     /// Served, but something it names is missing or broken (a Service, a port, a Secret).
     pub problems: Vec<Problem>,
 }
@@ -157,6 +301,30 @@ pub struct Conflict {
     pub winner: String,
     /// `ns/name`, oldest first.
     pub losers: Vec<String>,
+}
+
+/// An Ingress's rules (or certificate) for one host, refused because the host is owned
+/// by the TOML config or another namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub ingress: IngressRef,
+    /// As the route name writes it (`app.example`, `*.example.com`, `*`).
+    pub host: String,
+    /// The certificate of `spec.tls` for this host, not its rules.
+    pub certificate: bool,
+    /// Who owns the host: `TOML route \`login\``, `namespace team-a (Ingress team-a/web)`.
+    pub owner: String,
+}
+
+impl Refused {
+    /// The Event's and `/status`'s sentence.
+    pub fn message(&self) -> String {
+        let what = match self.certificate {
+            true => "its TLS certificate is not served for it",
+            false => "its rules for it are not served",
+        };
+        format!("host {} is taken by {}: {what}", self.host, self.owner)
+    }
 }
 
 /// Something a served Ingress names that is missing or broken.

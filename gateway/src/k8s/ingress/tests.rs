@@ -10,7 +10,7 @@ use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use serde_json::{Value, json};
 
 use super::build;
-use super::model::{IngressBackend, Model, Objects, Settings};
+use super::model::{IngressBackend, Model, Objects, Settings, TenantBounds};
 use crate::config::{HostPattern, PathMatch, UpstreamProtocol};
 use crate::routing::Router;
 
@@ -77,9 +77,10 @@ fn settings() -> Settings {
         class: "leafgate".into(),
         namespaces: None,
         tenants: vec![
-            ("team-a".into(), vec!["team-a".into(), "team-a-*".into()]),
-            ("team-b".into(), vec!["team-b".into()]),
+            TenantBounds::new("team-a", &["team-a", "team-a-*"]),
+            TenantBounds::new("team-b", &["team-b"]),
         ],
+        ..Settings::default()
     }
 }
 
@@ -115,7 +116,8 @@ fn slice(
     obj(json!({
         "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
         "metadata": {"namespace": ns, "name": name,
-                     "labels": {"kubernetes.io/service-name": service}},
+                     "labels": {"kubernetes.io/service-name": service,
+                                "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}},
         "addressType": address_type,
         "ports": ports,
         "endpoints": endpoints
@@ -788,8 +790,9 @@ fn annotations_set_tenant_bandwidth_and_idle_timeout_and_the_namespace_gives_the
     w.web("team-a-dev", "s", &["10.0.0.1"]);
     w.web("team-b", "s", &["10.0.0.2"]);
     w.web("web", "s", &["10.0.0.3"]);
+    // The annotation names the tenant owning the namespace: naming another is refused.
     let mut annotated = ingress(
-        "team-a-dev",
+        "team-b",
         "annotated",
         T0,
         rule(
@@ -827,7 +830,7 @@ fn annotations_set_tenant_bandwidth_and_idle_timeout_and_the_namespace_gives_the
         ),
     )));
     let m = w.build();
-    let a = &m.routes[0];
+    let a = &m.routes[1];
     assert_eq!(a.ingress.name, "annotated");
     assert_eq!(a.tenant.as_deref(), Some("team-b"));
     assert_eq!(
@@ -836,10 +839,10 @@ fn annotations_set_tenant_bandwidth_and_idle_timeout_and_the_namespace_gives_the
     );
     assert_eq!(a.bandwidth.total.map(|r| r.rate.0.get()), Some(10 << 20));
     assert_eq!(a.upgraded_idle, Some(std::time::Duration::from_secs(3600)));
-    assert_eq!(m.routes[1].ingress.name, "plain");
-    assert_eq!(m.routes[1].tenant.as_deref(), Some("team-a"));
-    assert_eq!(m.routes[1].bandwidth, Default::default());
-    assert_eq!(m.routes[1].upgraded_idle, None);
+    assert_eq!(m.routes[0].ingress.name, "plain");
+    assert_eq!(m.routes[0].tenant.as_deref(), Some("team-a"));
+    assert_eq!(m.routes[0].bandwidth, Default::default());
+    assert_eq!(m.routes[0].upgraded_idle, None);
     assert_eq!(m.routes[2].tenant, None);
 }
 
@@ -908,10 +911,9 @@ fn a_bad_annotation_skips_that_ingress_alone() {
 
 #[test]
 fn the_oldest_ingress_wins_a_host_and_path_and_the_conflict_is_reported() {
+    // One namespace: across namespaces the host itself has one owner (tested below).
     let mut w = World::new();
     w.web("a", "s", &["10.0.0.1"]);
-    w.web("b", "s", &["10.0.0.2"]);
-    w.web("c", "s", &["10.0.0.3"]);
     let spec = || {
         rule(
             Some("app.example"),
@@ -922,16 +924,16 @@ fn the_oldest_ingress_wins_a_host_and_path_and_the_conflict_is_reported() {
     // Listed youngest first: the order of the store must not matter.
     let mut c = spec();
     c["rules"][0]["http"]["paths"][1]["path"] = json!("/c-only");
-    w.ingresses.push(obj(ingress("c", "late", T1, c)));
-    w.ingresses.push(obj(ingress("b", "tie", T0, spec())));
+    w.ingresses.push(obj(ingress("a", "late", T1, c)));
+    w.ingresses.push(obj(ingress("a", "tie2", T0, spec())));
     w.ingresses.push(obj(ingress("a", "tie", T0, spec())));
     let m = w.build();
     assert_eq!(
         names(&m),
         [
+            "ingress/a/late/app.example/prefix /c-only",
             "ingress/a/tie/app.example/prefix /",
             "ingress/a/tie/app.example/prefix /own",
-            "ingress/c/late/app.example/prefix /c-only",
         ]
     );
     assert_eq!(
@@ -949,18 +951,18 @@ fn the_oldest_ingress_wins_a_host_and_path_and_the_conflict_is_reported() {
                 "app.example",
                 "prefix /",
                 "a/tie",
-                vec!["b/tie".to_string(), "c/late".into()]
+                vec!["a/tie2".to_string(), "a/late".into()]
             ),
             (
                 "app.example",
                 "prefix /own",
                 "a/tie",
-                vec!["b/tie".to_string()]
+                vec!["a/tie2".to_string()]
             ),
         ]
     );
     // Losers are still ours: they get status.
-    assert_eq!(served(&m), ["a/tie", "b/tie", "c/late"]);
+    assert_eq!(served(&m), ["a/late", "a/tie", "a/tie2"]);
     assert_eq!(
         backends(&m, "ingress/a/tie/app.example/prefix /"),
         ["http://10.0.0.1:8080"]
@@ -1151,7 +1153,10 @@ async fn https_backends_are_reached_without_verifying_the_pod_certificate() {
             json!({"name": "https"}),
         ),
     )));
-    let m = w.build();
+    // The test pod listens on loopback, which only an operator's allow_backends opens.
+    let mut loopback = settings();
+    loopback.backends.allow = vec!["127.0.0.0/8".parse().unwrap()];
+    let m = w.build_with(&loopback);
     let IngressBackend::Service { upstream, .. } = &m.routes[0].backend else {
         panic!("{:?}", m.routes[0].backend);
     };
@@ -1274,7 +1279,413 @@ fn the_incremental_builder_makes_the_model_a_full_build_makes() {
     let m = check(&w, &settings(), "an Ingress changed");
     assert!(names(&m).contains(&"ingress/web/c/d.example/prefix /".to_string()));
     let mut other = settings();
-    other.tenants.push(("web".into(), vec!["web".into()]));
+    other.tenants.push(TenantBounds::new("web", &["web"]));
     let m = check(&w, &other, "the tenants changed");
     assert!(m.routes.iter().all(|r| r.tenant.as_deref() == Some("web")));
+}
+
+/// `(ingress, host, certificate, owner)` of each refusal.
+fn refused(model: &Model) -> Vec<(String, String, bool, String)> {
+    model
+        .refused
+        .iter()
+        .map(|r| {
+            (
+                r.ingress.to_string(),
+                r.host.clone(),
+                r.certificate,
+                r.owner.clone(),
+            )
+        })
+        .collect()
+}
+
+/// Settings where TOML routes own `app.example` and `*.toml.example`, and `*` when
+/// `catch_all`; TOML certificates cover `*.cert.example`.
+fn toml_settings(catch_all: bool) -> Settings {
+    let mut s = settings();
+    for (host, route) in [("app.example", "login"), ("*.toml.example", "wild")] {
+        let host = HostPattern::parse(host).unwrap();
+        s.toml_hosts.add(&host, &format!("TOML route `{route}`"));
+    }
+    if catch_all {
+        s.toml_hosts.add(&HostPattern::Any, "TOML route `fallback`");
+    }
+    s.toml_certs.add(
+        &HostPattern::parse("*.cert.example").unwrap(),
+        "the TOML certificate of listener `web`",
+    );
+    s
+}
+
+#[test]
+fn an_ingress_cannot_take_a_host_the_toml_routes_own() {
+    let mut w = World::new();
+    w.web("team-b", "s", &["10.0.0.2"]);
+    let paths = &[("/login", "Prefix", "s")][..];
+    for (name, host) in [
+        ("path", Some("app.example")),
+        ("under-wildcard", Some("x.toml.example")),
+        ("deeper-wildcard", Some("*.a.toml.example")),
+        ("same-wildcard", Some("*.toml.example")),
+        ("hostless", None),
+        ("mine", Some("b.example")),
+    ] {
+        w.ingresses.push(obj(ingress(
+            "team-b",
+            name,
+            T0,
+            rule(host, paths, json!({"number": 80})),
+        )));
+    }
+    let mut default = ingress("team-b", "default", T1, json!({}));
+    default["spec"]["defaultBackend"] = json!({"service": {"name": "s", "port": {"number": 80}}});
+    w.ingresses.push(obj(default));
+
+    // Without a TOML `*`, host-less rules and defaultBackend serve the hosts nobody routes.
+    let m = w.build_with(&toml_settings(false));
+    assert_eq!(
+        names(&m),
+        [
+            "ingress/team-b/default/*/prefix /",
+            "ingress/team-b/hostless/*/prefix /login",
+            "ingress/team-b/mine/b.example/prefix /login",
+        ]
+    );
+    let owner = |r: &str| format!("TOML route `{r}`");
+    assert_eq!(
+        refused(&m),
+        [
+            (
+                "team-b/deeper-wildcard".into(),
+                "*.a.toml.example".into(),
+                false,
+                owner("wild")
+            ),
+            (
+                "team-b/path".into(),
+                "app.example".into(),
+                false,
+                owner("login")
+            ),
+            (
+                "team-b/same-wildcard".into(),
+                "*.toml.example".into(),
+                false,
+                owner("wild")
+            ),
+            (
+                "team-b/under-wildcard".into(),
+                "x.toml.example".into(),
+                false,
+                owner("wild")
+            ),
+        ]
+    );
+    assert_eq!(
+        m.refused[1].message(),
+        "host app.example is taken by TOML route `login`: its rules for it are not served"
+    );
+    // With one, the catch-all is TOML's: neither a host-less rule nor a defaultBackend.
+    let m = w.build_with(&toml_settings(true));
+    assert_eq!(names(&m), ["ingress/team-b/mine/b.example/prefix /login"]);
+    let catch_all: Vec<_> = refused(&m)
+        .into_iter()
+        .filter(|r| r.1 == "*")
+        .map(|r| (r.0, r.3))
+        .collect();
+    assert_eq!(
+        catch_all,
+        [
+            ("team-b/hostless".to_string(), owner("fallback")),
+            ("team-b/default".to_string(), owner("fallback")),
+        ]
+    );
+}
+
+#[test]
+fn a_host_belongs_to_the_namespace_of_its_oldest_ingress() {
+    let mut w = World::new();
+    w.web("team-a", "s", &["10.0.0.1"]);
+    w.web("team-b", "s", &["10.0.0.2"]);
+    let r = |host, path| rule(Some(host), &[(path, "Prefix", "s")], json!({"number": 80}));
+    w.ingresses.push(obj(ingress(
+        "team-b",
+        "late",
+        T1,
+        r("shop.example", "/admin"),
+    )));
+    w.ingresses
+        .push(obj(ingress("team-a", "shop", T0, r("shop.example", "/"))));
+    w.ingresses.push(obj(ingress(
+        "team-a",
+        "more",
+        T1,
+        r("shop.example", "/more"),
+    )));
+    let m = w.build();
+    assert_eq!(
+        names(&m),
+        [
+            "ingress/team-a/more/shop.example/prefix /more",
+            "ingress/team-a/shop/shop.example/prefix /",
+        ]
+    );
+    assert_eq!(
+        refused(&m),
+        [(
+            "team-b/late".into(),
+            "shop.example".into(),
+            false,
+            "namespace team-a (Ingress team-a/shop)".into()
+        )]
+    );
+    // Once team-a's Ingresses are gone, the host is team-b's.
+    w.ingresses
+        .retain(|i| i.metadata.namespace.as_deref() == Some("team-b"));
+    let m = w.build();
+    assert_eq!(
+        names(&m),
+        ["ingress/team-b/late/shop.example/prefix /admin"]
+    );
+    assert!(m.refused.is_empty());
+}
+
+#[test]
+fn an_ingress_certificate_is_never_served_for_a_name_it_does_not_own() {
+    let mut w = World::new();
+    w.web("team-a", "s", &["10.0.0.1"]);
+    w.web("team-b", "s", &["10.0.0.2"]);
+    w.secrets.push(tls_secret("team-a", "own", &["a.example"]));
+    w.secrets.push(tls_secret("team-b", "evil", &["a.example"]));
+    let with_tls = |host: &str, hosts: &[&str], secret: &str| {
+        let mut spec = rule(Some(host), &[("/", "Prefix", "s")], json!({"number": 80}));
+        spec["tls"] = json!([{"hosts": hosts, "secretName": secret}]);
+        spec
+    };
+    w.ingresses.push(obj(ingress(
+        "team-a",
+        "site",
+        T0,
+        with_tls("a.example", &["a.example"], "own"),
+    )));
+    w.ingresses.push(obj(ingress(
+        "team-b",
+        "steal",
+        T1,
+        with_tls(
+            "b.example",
+            &["a.example", "x.cert.example", "app.example", "b.example"],
+            "evil",
+        ),
+    )));
+    let m = w.build_with(&toml_settings(false));
+    let hosts: Vec<String> = m.certs.iter().map(|(h, _)| h.to_string()).collect();
+    assert_eq!(hosts, ["a.example", "b.example"]);
+    assert_eq!(m.certs[0].1.cert, m.certs[0].1.cert);
+    assert!(!Arc::ptr_eq(&m.certs[0].1, &m.certs[1].1));
+    assert_eq!(
+        refused(&m),
+        [
+            (
+                "team-b/steal".into(),
+                "a.example".into(),
+                true,
+                "namespace team-a (Ingress team-a/site)".into()
+            ),
+            (
+                "team-b/steal".into(),
+                "x.cert.example".into(),
+                true,
+                "the TOML certificate of listener `web`".into()
+            ),
+            (
+                "team-b/steal".into(),
+                "app.example".into(),
+                true,
+                "TOML route `login`".into()
+            ),
+        ]
+    );
+    assert!(
+        m.refused[0]
+            .message()
+            .contains("its TLS certificate is not served")
+    );
+}
+
+#[test]
+fn backends_are_only_pod_endpoints() {
+    let mut w = World::new();
+    w.services
+        .push(service("ns", "s", json!([{"name": "http", "port": 80}])));
+    let endpoints = [
+        "10.0.0.1",
+        "127.0.0.1",
+        "169.254.169.254",
+        "0.0.0.0",
+        "224.0.0.1",
+        "192.0.2.7",
+        "10.9.0.5",
+        "10.0.0.9",
+    ];
+    w.slices.push(slice(
+        "ns",
+        "s",
+        "s-1",
+        "IPv4",
+        json!([{"name": "http", "port": 9901}]),
+        json!(
+            endpoints
+                .iter()
+                .map(|a| json!({"addresses": [a]}))
+                .collect::<Vec<_>>()
+        ),
+    ));
+    // A slice written by hand (or another controller) may name anything.
+    let mut manual: Value = serde_json::to_value(&*slice(
+        "ns",
+        "s",
+        "s-manual",
+        "IPv4",
+        json!([{"name": "http", "port": 8080}]),
+        json!([{"addresses": ["10.0.0.2"]}]),
+    ))
+    .unwrap();
+    manual["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"] = json!("someone");
+    w.slices.push(obj(manual));
+    w.ingresses.push(obj(ingress(
+        "ns",
+        "a",
+        T0,
+        rule(
+            Some("a.example"),
+            &[("/", "Prefix", "s")],
+            json!({"number": 80}),
+        ),
+    )));
+    let mut s = settings();
+    s.backends.deny = vec!["10.9.0.0/16".parse().unwrap()];
+    s.backends.own = vec![
+        "192.0.2.7:9901".parse().unwrap(),
+        "0.0.0.0:9901".parse().unwrap(),
+    ];
+    let route = "ingress/ns/a/a.example/prefix /";
+    // The gateway's admin port on any address, when it listens on all of them.
+    let m = w.build_with(&s);
+    let problem = &m.problems[0].problem;
+    for why in [
+        "endpoint 127.0.0.1 port 9901 is a loopback address",
+        "endpoint 169.254.169.254 port 9901 is a link-local address",
+        "endpoint 0.0.0.0 port 9901 is the unspecified address",
+        "endpoint 224.0.0.1 port 9901 is a multicast or broadcast address",
+        "endpoint 192.0.2.7 port 9901 is one of the gateway's own addresses",
+        "endpoint 10.0.0.1 port 9901 is one of the gateway's own addresses",
+        "endpoint 10.9.0.5 port 9901 is one of the gateway's own addresses",
+        "EndpointSlice s-manual is not managed by the EndpointSlice controller (endpointslice.kubernetes.io/managed-by: someone)",
+    ] {
+        assert!(problem.contains(why), "{why}: {problem}");
+    }
+    assert_eq!(
+        backends(&m, route)[0].split(':').next(),
+        Some("503 no endpoints allowed for ns/s")
+    );
+
+    // Only the admin's own address: the rest of the pods serve; deny_backends still holds.
+    s.backends.own.pop();
+    s.backends.allow_unmanaged = true;
+    let m = w.build_with(&s);
+    assert_eq!(
+        backends(&m, route),
+        [
+            "http://10.0.0.1:9901",
+            "http://10.0.0.2:8080",
+            "http://10.0.0.9:9901"
+        ]
+    );
+    let problem = &m.problems[0].problem;
+    assert!(
+        problem.starts_with("endpoints refused for ns/s:80: "),
+        "{problem}"
+    );
+    assert!(
+        problem.contains("10.9.0.5 port 9901 is in deny_backends (10.9.0.0/16)"),
+        "{problem}"
+    );
+    // The operator may open loopback (one-host clusters), never the gateway's own address.
+    s.backends.allow = vec![
+        "127.0.0.0/8".parse().unwrap(),
+        "192.0.2.0/24".parse().unwrap(),
+    ];
+    let m = w.build_with(&s);
+    assert!(backends(&m, route).contains(&"http://127.0.0.1:9901".to_string()));
+    assert!(!backends(&m, route).contains(&"http://192.0.2.7:9901".to_string()));
+}
+
+#[test]
+fn annotations_stay_within_the_tenants_bounds() {
+    let mut w = World::new();
+    w.web("team-b", "s", &["10.0.0.2"]);
+    let annotated = |name: &str, pairs: Value| {
+        let mut v = ingress(
+            "team-b",
+            name,
+            T0,
+            rule(
+                Some(&format!("{name}.example")),
+                &[("/", "Prefix", "s")],
+                json!({"number": 80}),
+            ),
+        );
+        v["metadata"]["annotations"] = pairs;
+        obj(v)
+    };
+    w.ingresses
+        .push(annotated("other", json!({"leafgate.io/tenant": "team-a"})));
+    w.ingresses.push(annotated(
+        "fast",
+        json!({
+            "leafgate.io/bandwidth-per-connection": "44KiB/s",
+            "leafgate.io/bandwidth-total": "1KiB/s",
+            "leafgate.io/upgraded-idle-timeout": "1000h",
+        }),
+    ));
+    let mut s = settings();
+    let limit = |text: &str| crate::config::RateLimit {
+        rate: text.parse().unwrap(),
+        burst: None,
+    };
+    s.tenants[1].bandwidth.per_connection = Some(limit("20KiB/s"));
+    s.tenants[1].bandwidth.total = Some(limit("100KiB/s"));
+    let m = w.build_with(&s);
+    assert_eq!(served(&m), ["team-b/fast"]);
+    assert_eq!(m.skipped.len(), 1);
+    assert_eq!(m.skipped[0].annotation, "leafgate.io/tenant");
+    assert!(
+        m.skipped[0]
+            .reason
+            .contains("tenant `team-a` does not own namespace team-b"),
+        "{}",
+        m.skipped[0].reason
+    );
+    let r = &m.routes[0];
+    assert_eq!(r.tenant.as_deref(), Some("team-b"));
+    assert_eq!(
+        r.bandwidth.per_connection,
+        Some(limit("20KiB/s")),
+        "lowered"
+    );
+    assert_eq!(
+        r.bandwidth.total,
+        Some(limit("1KiB/s")),
+        "below the tenant's: kept"
+    );
+    assert_eq!(r.upgraded_idle, Some(super::annotations::MAX_UPGRADED_IDLE));
+    assert_eq!(
+        m.problems
+            .iter()
+            .map(|p| p.problem.as_str())
+            .collect::<Vec<_>>(),
+        ["leafgate.io/bandwidth-per-connection is above tenant team-b's limit: lowered to it"]
+    );
 }

@@ -1,7 +1,8 @@
 //! One Ingress of ours translated on its own, then all translations merged: the routes
 //! of each rule (`defaultBackend` as the catch-all and as the `/` of each of the
 //! Ingress's hosts lacking one), each resolved against the Services, EndpointSlices and
-//! Secrets it names; who wins a host and path (the oldest Ingress) and the report.
+//! Secrets it names; who owns a host (TOML, else the oldest Ingress's namespace), who
+//! wins a host and path within it (the oldest Ingress) and the report.
 //!
 //! No I/O, no clock: the objects and the settings in, [`Translated`] and the model out.
 
@@ -16,7 +17,8 @@ use super::annotations;
 use super::backends::{self, Backends};
 use super::certs::Certs;
 use super::model::{
-    Conflict, IngressBackend, IngressRef, IngressRoute, Model, Problem, Settings, Skipped,
+    Conflict, IngressBackend, IngressRef, IngressRoute, Model, Problem, Refused, Settings, Skipped,
+    TenantBounds,
 };
 use super::rules::{ingress_host, wanted};
 use crate::config::{HostPattern, PathMatch, glob_matches};
@@ -70,25 +72,30 @@ pub(super) fn translate(
     reads: &mut Reads,
 ) -> Translated {
     let reference = IngressRef::of(ingress);
-    let annotations =
-        match annotations::parse(ingress.metadata.annotations.as_ref(), &settings.tenants) {
-            Ok(a) => a,
-            Err(e) => {
-                return Translated {
-                    outcome: Err(Skipped {
-                        ingress: reference.clone(),
-                        annotation: e.annotation,
-                        reason: e.reason,
-                    }),
-                    reference,
-                };
-            }
-        };
-    let mut rule_problems = Vec::new();
-    let tenant = annotations
-        .tenant
-        .clone()
-        .or_else(|| tenant_of(&reference.namespace, &settings.tenants));
+    let parsed = annotations::parse(
+        ingress.metadata.annotations.as_ref(),
+        &reference.namespace,
+        &settings.tenants,
+    );
+    let mut annotations = match parsed {
+        Ok(a) => a,
+        Err(e) => {
+            return Translated {
+                outcome: Err(Skipped {
+                    ingress: reference.clone(),
+                    annotation: e.annotation,
+                    reason: e.reason,
+                }),
+                reference,
+            };
+        }
+    };
+    let tenant = match &annotations.tenant {
+        Some(name) => settings.tenants.iter().find(|t| t.name == *name),
+        None => tenant_of(&reference.namespace, &settings.tenants),
+    };
+    let mut rule_problems = tenant.map_or_else(Vec::new, |t| annotations.clamp(t));
+    let tenant = tenant.map(|t| t.name.clone());
     let mut items: Vec<Item> = Vec::new();
     let mut own: HashSet<(HostPattern, PathMatch)> = HashSet::new();
     for (host, path, backend) in wanted(ingress, &mut rule_problems) {
@@ -102,7 +109,12 @@ pub(super) fn translate(
                 reads
                     .services
                     .push((reference.namespace.clone(), service.name.clone()));
-                backends.resolve(&reference.namespace, service, annotations.protocol)
+                backends.resolve(
+                    &reference.namespace,
+                    service,
+                    annotations.protocol,
+                    &settings.backends,
+                )
             }
             None => backends::Resolved {
                 backend: IngressBackend::Unavailable {
@@ -149,9 +161,16 @@ pub(super) fn translate(
 }
 
 /// The model from the translations of our Ingresses, oldest first (ties by
-/// namespace/name): the first to claim a host and path wins it.
-pub(super) fn merge<'t>(ours: impl IntoIterator<Item = &'t Translated>) -> Model {
+/// namespace/name). A host the TOML config owns is refused to all of them; any other
+/// belongs to the namespace of the first to name it (in a rule or in `spec.tls`), and
+/// is refused to the others; within it the first to claim a path wins it.
+pub(super) fn merge<'t>(
+    ours: impl IntoIterator<Item = &'t Translated>,
+    settings: &Settings,
+) -> Model {
     let mut model = Model::default();
+    // Host (as written) -> the oldest Ingress naming it, among the hosts TOML leaves.
+    let mut owners: HashMap<&HostPattern, &IngressRef> = HashMap::new();
     // (host, path) -> index in `routes`, and who else claimed it.
     let mut claimed: HashMap<(&HostPattern, &PathMatch), (usize, Vec<String>)> = HashMap::new();
     let mut routes: Vec<&IngressRoute> = Vec::new();
@@ -166,10 +185,35 @@ pub(super) fn merge<'t>(ours: impl IntoIterator<Item = &'t Translated>) -> Model
                 continue;
             }
         };
+        // Who else owns `host`, if anyone: TOML, or another namespace's older Ingress.
+        let mut taken = |host: &'t HostPattern| -> Option<String> {
+            if let Some(toml) = settings.toml_hosts.owner_of(host) {
+                return Some(toml.to_string());
+            }
+            let owner = *owners.entry(host).or_insert(reference);
+            (owner.namespace != reference.namespace)
+                .then(|| format!("namespace {} (Ingress {owner})", owner.namespace))
+        };
+        // (host, certificate) already refused for this Ingress: reported once.
+        let mut refused: HashSet<(&HostPattern, bool)> = HashSet::new();
+        let mut refuse = |host: &'t HostPattern, certificate: bool, owner: String| {
+            if refused.insert((host, certificate)) {
+                model.refused.push(Refused {
+                    ingress: reference.clone(),
+                    host: host.to_string(),
+                    certificate,
+                    owner,
+                });
+            }
+        };
         let mut problems = served.rule_problems.clone();
         for item in &served.items {
             match item {
                 Item::Route { route, problem } => {
+                    if let Some(owner) = taken(&route.host) {
+                        refuse(&route.host, false, owner);
+                        continue;
+                    }
                     if let Some((_, losers)) = claimed.get_mut(&(&route.host, &route.path)) {
                         losers.push(reference.to_string());
                         continue;
@@ -178,6 +222,8 @@ pub(super) fn merge<'t>(ours: impl IntoIterator<Item = &'t Translated>) -> Model
                     claimed.insert((&route.host, &route.path), (routes.len(), Vec::new()));
                     routes.push(&**route);
                 }
+                // Refused with its first, already reported.
+                Item::Repeat { key } if taken(&key.0).is_some() => {}
                 // The first of them was claimed just before, by this Ingress or another.
                 Item::Repeat { key } => match claimed.get_mut(&(&key.0, &key.1)) {
                     Some((winner, _)) if routes[*winner].ingress == *reference => {
@@ -193,6 +239,15 @@ pub(super) fn merge<'t>(ours: impl IntoIterator<Item = &'t Translated>) -> Model
         }
         problems.extend(served.tls_problems.iter().cloned());
         for (host, cert) in &served.certs {
+            let owner = settings
+                .toml_certs
+                .owner_of(host)
+                .map(str::to_string)
+                .or_else(|| taken(host));
+            if let Some(owner) = owner {
+                refuse(host, true, owner);
+                continue;
+            }
             if listed.insert((host, &cert.cert[..])) {
                 model.certs.push((host.clone(), cert.clone()));
             }
@@ -249,11 +304,10 @@ pub(super) fn age_order(ingress: &Ingress) -> (bool, Option<impl Ord + use<>>, &
 }
 
 /// The first configured tenant whose `namespaces` globs match `namespace`.
-fn tenant_of(namespace: &str, tenants: &[(String, Vec<String>)]) -> Option<String> {
+fn tenant_of<'s>(namespace: &str, tenants: &'s [TenantBounds]) -> Option<&'s TenantBounds> {
     tenants
         .iter()
-        .find(|(_, globs)| globs.iter().any(|g| glob_matches(g, namespace)))
-        .map(|(name, _)| name.clone())
+        .find(|t| t.namespaces.iter().any(|g| glob_matches(g, namespace)))
 }
 
 /// `ingress/<ns>/<name>/<host or *>/<exact|prefix> <path>`.

@@ -3,5 +3,6 @@
 //! against the simulator, and proves the hole closed.
 
 mod admin;
+mod ingress;
 mod leaf_calls;
 mod node_api;
