@@ -21,6 +21,51 @@ pub struct TenantConfig {
     pub tokens: Tokens,
     /// kube-api front: client certificate names (CN, DNS or URI SAN) of this tenant.
     pub client_names: Vec<String>,
+    /// Caps on the tenant's open watches, streams and log follows (`[tenant.concurrent]`).
+    pub concurrent: Concurrency,
+}
+
+/// How many long-lived calls of each kind a tenant may hold open at once. Past a cap the
+/// call is refused with kube-apiserver's 429, so a client backs off and retries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Concurrency {
+    /// kube-api pod watches.
+    pub watches: Cap,
+    /// exec, attach and port-forward streams, on either Kubernetes front.
+    pub streams: Cap,
+    /// Log calls with `follow`, on either Kubernetes front.
+    pub log_follows: Cap,
+}
+
+/// One kind's cap: over all of the tenant's connections, and on any one connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cap {
+    pub total: u32,
+    pub per_connection: u32,
+}
+
+impl Default for Concurrency {
+    /// Room for a busy team's kubectl sessions and a few controllers' watches, well short
+    /// of what lets one tenant tie up a replica (each watch polls the stores, each stream
+    /// holds two sockets). client-go multiplexes a clientset's watches on one HTTP/2
+    /// connection, hence the generous per-connection watch cap; each exec or port-forward
+    /// is a connection of its own.
+    fn default() -> Concurrency {
+        Concurrency {
+            watches: Cap {
+                total: 64,
+                per_connection: 32,
+            },
+            streams: Cap {
+                total: 64,
+                per_connection: 8,
+            },
+            log_follows: Cap {
+                total: 64,
+                per_connection: 16,
+            },
+        }
+    }
 }
 
 /// A tenant's bearer tokens. Never printed: `Debug` shows only how many there are.
@@ -44,6 +89,12 @@ impl Tokens {
         self.0.contains(token)
     }
 
+    /// Whether the token whose SHA-256 is `digest` is one of these: how revocation checks
+    /// an open session against a reloaded tokens file without keeping the token itself.
+    pub fn contains_digest(&self, digest: &TokenDigest) -> bool {
+        self.0.iter().any(|t| token_digest(t) == *digest)
+    }
+
     pub fn len(&self) -> usize {
         self.0.len()
     }
@@ -51,6 +102,15 @@ impl Tokens {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+}
+
+/// A bearer token's SHA-256.
+pub type TokenDigest = [u8; 32];
+
+/// The SHA-256 of `token`.
+pub fn token_digest(token: &str) -> TokenDigest {
+    use sha2::Digest;
+    sha2::Sha256::digest(token.as_bytes()).into()
 }
 
 impl std::fmt::Debug for Tokens {
@@ -114,5 +174,12 @@ mod tests {
         assert!(!t.contains("#ghi") && !t.contains("ghi") && !t.contains(""));
         assert_eq!(t.len(), 2);
         assert_eq!(format!("{t:?}"), "Tokens(<2 redacted>)");
+    }
+
+    #[test]
+    fn tokens_are_found_by_digest() {
+        let t = Tokens::parse("abc\n");
+        assert!(t.contains_digest(&super::token_digest("abc")));
+        assert!(!t.contains_digest(&super::token_digest("abd")));
     }
 }
