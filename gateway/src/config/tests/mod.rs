@@ -136,9 +136,8 @@ fn tenant_caps_default_and_refuse_zero_or_a_connection_above_the_total() {
     assert_eq!((caps.watches.total, caps.watches.per_connection), (3, 3));
     assert_eq!((caps.streams.total, caps.streams.per_connection), (9, 2));
     assert_eq!(caps.log_follows, Concurrency::default().log_follows);
-    let e = first_error(
-        "[[tenant]]\nname = \"a\"\n[tenant.concurrent]\nlog_follows = { total = 0 }\n",
-    );
+    let e =
+        first_error("[[tenant]]\nname = \"a\"\n[tenant.concurrent]\nlog_follows = { total = 0 }\n");
     assert!(
         e.starts_with("test.toml:4:25: tenant[0].concurrent.log_follows.total: must be a count"),
         "{e}"

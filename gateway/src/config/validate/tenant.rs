@@ -111,7 +111,11 @@ impl Validator<'_, '_> {
             }
         };
         let total = one(&raw.total, "total", default.total);
-        let per_connection = one(&raw.per_connection, "per_connection", default.per_connection);
+        let per_connection = one(
+            &raw.per_connection,
+            "per_connection",
+            default.per_connection,
+        );
         // A default per-connection cap above a lower total is simply the total.
         if per_connection > total
             && let Some(v) = &raw.per_connection

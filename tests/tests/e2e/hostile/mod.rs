@@ -4,3 +4,4 @@
 
 mod leaf_calls;
 mod node_api;
+mod revocation;
