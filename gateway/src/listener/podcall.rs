@@ -395,6 +395,10 @@ impl Call<'_> {
 
     /// The session of this call's stream or log follow, in its pod's namespace and leaf
     /// (the 429 past the tenant's cap).
+    #[allow(
+        clippy::result_large_err,
+        reason = "the refusal is the answer itself, built on the rare path"
+    )]
     fn open_session(
         &self,
         headers: &http::HeaderMap,

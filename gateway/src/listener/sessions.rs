@@ -28,6 +28,10 @@ pub struct Reach<'a> {
 
 /// Opens `kind`'s session for a call of `config`'s tenant on `client`'s connection: the
 /// session, or the 429 its tenant's cap answers.
+#[allow(
+    clippy::result_large_err,
+    reason = "the refusal is the answer itself, built on the rare path"
+)]
 pub fn open(
     client: &Client,
     headers: &HeaderMap,
