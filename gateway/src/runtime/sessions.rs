@@ -248,12 +248,24 @@ impl Sessions {
     /// each in `leafgate_revoked_total`. Returns how many.
     pub fn revoke(&self, config: &Config, metrics: &Metrics) -> usize {
         let inner = lock(&self.inner);
+        // Every token hashed once, not once per session.
+        let mut by_digest: HashMap<TokenDigest, &TenantConfig> = HashMap::new();
+        if inner
+            .open
+            .values()
+            .any(|e| matches!(e.opening.credential, Credential::Token(_)))
+        {
+            // The first tenant holding a token wins, as the kube-api front finds it.
+            for t in config.tenants.iter().rev() {
+                by_digest.extend(t.tokens.digests().map(|d| (d, t)));
+            }
+        }
         let mut ended = 0;
         for e in inner.open.values() {
             if e.state.cancel.is_cancelled() {
                 continue;
             }
-            let Some(why) = verdict(&e.opening, config) else {
+            let Some(why) = verdict(&e.opening, config, &by_digest) else {
                 continue;
             };
             tracing::info!(
@@ -287,12 +299,17 @@ impl Sessions {
     }
 }
 
-/// Why `config` no longer allows `o`, if it does not.
-fn verdict(o: &Opening, config: &Config) -> Option<Revoked> {
+/// Why `config` no longer allows `o`, if it does not; `by_digest` maps every token's
+/// digest to the tenant that holds it.
+fn verdict(
+    o: &Opening,
+    config: &Config,
+    by_digest: &HashMap<TokenDigest, &TenantConfig>,
+) -> Option<Revoked> {
     let tenants = &config.tenants;
     let now: Option<&TenantConfig> = match &o.credential {
         // As the kube-api front authenticates: the first tenant that holds it.
-        Credential::Token(digest) => tenants.iter().find(|t| t.tokens.contains_digest(digest)),
+        Credential::Token(digest) => by_digest.get(digest).copied(),
         Credential::ClientName(name) => tenants.iter().find(|t| t.client_names.contains(name)),
         // As the node-api front picks the tenant: the first that owns the namespace.
         Credential::NodeApi => match &o.scope {
@@ -471,6 +488,44 @@ mod tests {
         // Shutdown's kill reaches every session, with no reason given.
         kill.cancel();
         assert!(in_b.token().is_cancelled() && in_b.revoked().is_none());
+    }
+
+    #[test]
+    fn a_token_is_checked_by_digest_against_the_reloaded_tokens_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |a: &str, b: &str| {
+            std::fs::write(dir.path().join("a.tokens"), a).unwrap();
+            std::fs::write(dir.path().join("b.tokens"), b).unwrap();
+            let toml = "[[tenant]]\nname = \"a\"\nnamespaces = [\"a\"]\ntokens_file = \"a.tokens\"\n\
+                        [[tenant]]\nname = \"b\"\nnamespaces = [\"b\"]\ntokens_file = \"b.tokens\"\n";
+            Config::parse(&dir.path().join("t.toml"), toml).unwrap()
+        };
+        let sessions = Sessions::default();
+        let metrics = Metrics::new();
+        let kill = CancellationToken::new();
+        let open = |token: &str| {
+            let credential = Credential::Token(crate::config::token_digest(token));
+            sessions
+                .open(
+                    opening("a", credential, "a", Kind::Watch, 1),
+                    &Concurrency::default(),
+                    &kill,
+                    &metrics,
+                )
+                .unwrap()
+        };
+        let (kept, removed, moved) = (open("keep-me"), open("drop-me"), open("move-me"));
+        assert_eq!(
+            sessions.revoke(&write("keep-me\ndrop-me\nmove-me\n", ""), &metrics),
+            0
+        );
+        assert_eq!(
+            sessions.revoke(&write("keep-me\n", "move-me\n"), &metrics),
+            2
+        );
+        assert!(!kept.token().is_cancelled());
+        assert_eq!(removed.revoked(), Some(&Revoked::Unauthenticated));
+        assert_eq!(moved.revoked(), Some(&Revoked::Unauthenticated));
     }
 
     #[test]

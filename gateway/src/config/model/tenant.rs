@@ -89,10 +89,10 @@ impl Tokens {
         self.0.contains(token)
     }
 
-    /// Whether the token whose SHA-256 is `digest` is one of these: how revocation checks
-    /// an open session against a reloaded tokens file without keeping the token itself.
-    pub fn contains_digest(&self, digest: &TokenDigest) -> bool {
-        self.0.iter().any(|t| token_digest(t) == *digest)
+    /// Each token's SHA-256: how revocation re-checks open sessions against a reloaded
+    /// tokens file without keeping any token itself.
+    pub fn digests(&self) -> impl Iterator<Item = TokenDigest> + '_ {
+        self.0.iter().map(|t| token_digest(t))
     }
 
     pub fn len(&self) -> usize {
@@ -179,7 +179,8 @@ mod tests {
     #[test]
     fn tokens_are_found_by_digest() {
         let t = Tokens::parse("abc\n");
-        assert!(t.contains_digest(&super::token_digest("abc")));
-        assert!(!t.contains_digest(&super::token_digest("abd")));
+        let digests: Vec<_> = t.digests().collect();
+        assert_eq!(digests, vec![super::token_digest("abc")]);
+        assert_ne!(digests[0], super::token_digest("abd"));
     }
 }
