@@ -44,17 +44,35 @@ fn pod(ns: &str, name: &str) -> Value {
     })
 }
 
-/// acme owns `apps` and `apps-2` (tokens REVOKED and KEPT), other owns `other`.
+/// The client certificate name acme's `client_names` holds until a reload takes it out.
+const CI: &str = "acme-ci";
+
+/// acme owns `apps` and `apps-2` (tokens REVOKED and KEPT, certificate CI), other owns
+/// `other`.
 fn config(acme_namespaces: &[&str], other_namespaces: &[&str], caps: Option<Value>) -> Config {
+    with_client_names(acme_namespaces, other_namespaces, caps, &[CI])
+}
+
+fn with_client_names(
+    acme_namespaces: &[&str],
+    other_namespaces: &[&str],
+    caps: Option<Value>,
+    client_names: &[&str],
+) -> Config {
     let mut acme = Tenant::new("acme")
         .namespaces(acme_namespaces.iter().copied())
-        .tokens_file("acme.tokens");
+        .tokens_file("acme.tokens")
+        .client_names(client_names.iter().copied());
     if let Some(caps) = caps {
         acme = acme.set("concurrent", caps);
     }
     Config::new()
         .admin()
-        .listener(Listener::kube_api("kube").tls("kube-api.pem", "kube-api-key.pem"))
+        .listener(
+            Listener::kube_api("kube")
+                .tls("kube-api.pem", "kube-api-key.pem")
+                .client_ca("clients-ca.pem"),
+        )
         .leaf(Leaf::new("leaf-a", "a.kubeconfig"))
         .tenant(acme)
         .tenant(
@@ -81,6 +99,7 @@ impl Bed {
         .unwrap();
         let ca = TestCa::new("kube-api CA");
         ca.issue(dir.path(), "kube-api", &["127.0.0.1"]);
+        ca.write(dir.path(), "clients-ca.pem");
         std::fs::write(
             dir.path().join("acme.tokens"),
             format!("{REVOKED}\n{KEPT}\n"),
@@ -114,12 +133,30 @@ impl Bed {
     }
 
     async fn tls(&self, alpn: &[&[u8]]) -> TlsStream<TcpStream> {
+        self.tls_as(None, alpn).await
+    }
+
+    /// A TLS connection, with a client certificate named `cn` if given.
+    async fn tls_as(&self, cn: Option<&str>, alpn: &[&[u8]]) -> TlsStream<TcpStream> {
+        use rustls_pki_types::pem::PemObject;
+        use rustls_pki_types::{CertificateDer, PrivateKeyDer};
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        let builder = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .unwrap()
-            .with_root_certificates(self.ca.roots())
-            .with_no_client_auth();
+            .with_root_certificates(self.ca.roots());
+        let mut config = match cn {
+            Some(cn) => {
+                let files = self.ca.issue(self.gw.path(), cn, &[cn]);
+                builder
+                    .with_client_auth_cert(
+                        vec![CertificateDer::from_pem_file(&files.cert).unwrap()],
+                        PrivateKeyDer::from_pem_file(&files.key).unwrap(),
+                    )
+                    .unwrap()
+            }
+            None => builder.with_no_client_auth(),
+        };
         config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
         let tcp = TcpStream::connect(self.addr()).await.unwrap();
         TlsConnector::from(Arc::new(config))
@@ -399,6 +436,40 @@ async fn a_namespace_moved_out_of_the_tenant_ends_its_log_follow_and_no_other() 
         metrics.contains(r#"leafgate_revoked_total{tenant="acme",kind="log_follow"} 1"#),
         "{metrics}"
     );
+}
+
+#[tokio::test]
+async fn a_client_name_taken_out_of_client_names_ends_its_watch() {
+    let bed = Bed::start(None).await;
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(TokioIo::new(bed.tls_as(Some(CI), &[]).await))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let req = Request::get("/api/v1/pods?watch=true")
+        .header("host", "127.0.0.1")
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    let mut watch = Events::new(sender.send_request(req).await.unwrap());
+    assert_eq!(watch.about("job").await["type"], "ADDED");
+    let mut kept = Events::new(bed.get(KEPT, "/api/v1/pods?watch=true").await);
+    assert_eq!(kept.about("job").await["type"], "ADDED");
+
+    let without = with_client_names(&["apps", "apps-2"], &["other"], None, &[]);
+    let reloaded = bed.reload(&format!("{REVOKED}\n{KEPT}\n"), without).await;
+    let event = watch
+        .next(Duration::from_secs(2))
+        .await
+        .expect("an ERROR event before the end");
+    assert_eq!(event["type"], "ERROR", "{event}");
+    assert_eq!(event["object"]["code"], 401, "{event}");
+    assert!(watch.next(Duration::from_secs(2)).await.is_none());
+    let ended = reloaded.elapsed();
+    eprintln!("after the reload: the certificate's watch ended in {ended:?}");
+    assert!(ended < Duration::from_secs(1) + SLACK, "{ended:?}");
+    // The token's cluster-wide watch covers the same namespaces as before: it goes on.
+    bed.leaf.create(pod("apps-2", "late")).unwrap();
+    assert_eq!(kept.about("late").await["type"], "ADDED");
 }
 
 /// A 429 as kube-apiserver answers it.
