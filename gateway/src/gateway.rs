@@ -98,6 +98,7 @@ impl Gateway {
             metrics,
             tasks: TaskTracker::new(),
             kill: CancellationToken::new(),
+            sessions: Default::default(),
         });
         let stop = CancellationToken::new();
 
@@ -342,7 +343,13 @@ impl Gateway {
             started.push(self.bind(&name, bind).await?);
         }
 
-        self.shared.snapshot.store(Arc::new(snapshot));
+        let snapshot = Arc::new(snapshot);
+        self.shared.snapshot.store(snapshot.clone());
+        // Revocation reaches open connections: what the new tenants no longer allow ends
+        // now, not when the client hangs up.
+        self.shared
+            .sessions
+            .revoke(&snapshot.config, &self.shared.metrics);
 
         {
             let mut running = lock(&self.listeners);

@@ -76,6 +76,43 @@ pub struct LogLineLabels {
     pub verdict: &'static str,
 }
 
+/// A tenant's long-lived call of one kind (`watch`, `stream`, `log_follow`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SessionLabels {
+    pub tenant: String,
+    pub kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SessionCapLabels {
+    pub tenant: String,
+    pub kind: &'static str,
+    /// `tenant` or `connection`: which cap refused it.
+    pub cap: &'static str,
+}
+
+/// Open watches, streams and log follows: those a reload revoked, those a cap refused.
+#[derive(Clone, Debug, Default)]
+pub struct SessionMetrics {
+    pub revoked: Family<SessionLabels, Counter>,
+    pub capped: Family<SessionCapLabels, Counter>,
+}
+
+impl SessionMetrics {
+    fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "revoked",
+            "Open watches, streams and log follows a reload ended because the tenant's config no longer allowed them, by tenant and kind",
+            self.revoked.clone(),
+        );
+        registry.register(
+            "sessions_capped",
+            "Watches, streams and log follows refused with 429 at a [tenant.concurrent] cap, by tenant, kind and cap (tenant or connection)",
+            self.capped.clone(),
+        );
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct LeafMetrics {
     /// 1 while the leaf's pod watch is synced, 0 while it fails.
@@ -120,6 +157,8 @@ pub struct Metrics {
     pub root_writes: Family<RootWriteLabels, Counter>,
     /// `[kubernetes.ingress]`: Ingresses served and skipped, build time, endpoints.
     pub ingress: IngressMetrics,
+    /// Revoked and capped long-lived calls.
+    pub sessions: SessionMetrics,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -208,6 +247,7 @@ impl Metrics {
             leader: Gauge::default(),
             root_writes: Family::default(),
             ingress: IngressMetrics::default(),
+            sessions: SessionMetrics::default(),
             registry: Registry::with_prefix("leafgate"),
         };
         let registry = &mut m.registry;
@@ -273,6 +313,7 @@ impl Metrics {
         );
         registry.register("reloads", "Successful config reloads", m.reloads.clone());
         m.plugins.register(registry);
+        m.sessions.register(registry);
         registry.register(
             "reload_failures",
             "Config reloads rejected (the running config stayed)",

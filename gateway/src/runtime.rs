@@ -2,7 +2,10 @@
 //!
 //! It sits below the listeners and the gateway: a listener serves from it, the gateway
 //! (which owns the sockets, reload and shutdown) fills it. It holds no policy and starts
-//! nothing.
+//! nothing. `sessions` is the registry of open long-lived calls, which reload revokes and
+//! caps count.
+
+pub mod sessions;
 
 use std::sync::Arc;
 
@@ -13,6 +16,8 @@ use tokio_util::task::TaskTracker;
 use crate::metrics::Metrics;
 use crate::snapshot::Snapshot;
 
+pub use self::sessions::Sessions;
+
 /// What every connection and request task shares.
 pub struct Shared {
     pub snapshot: ArcSwap<Snapshot>,
@@ -21,4 +26,7 @@ pub struct Shared {
     pub tasks: TaskTracker,
     /// Cancelled when shutdown's grace period is over: whatever is still open closes.
     pub kill: CancellationToken,
+    /// Open watches, streams and log follows: capped per tenant and connection, and
+    /// revoked after a reload that no longer allows them.
+    pub sessions: Sessions,
 }

@@ -27,6 +27,8 @@ pub struct Status {
 pub struct Details {
     pub name: Option<String>,
     pub kind: Option<String>,
+    /// `retryAfterSeconds`: when to try again (a 429); the answer's `Retry-After` too.
+    pub retry_after_seconds: Option<u32>,
 }
 
 impl Status {
@@ -72,6 +74,7 @@ impl Status {
         Status::new(404, format!("{kind} {name:?} not found")).detailed(Details {
             name: Some(name.to_string()),
             kind: Some(kind.to_string()),
+            ..Details::default()
         })
     }
 
@@ -103,6 +106,17 @@ impl Status {
         .detailed(Details {
             name: name.map(str::to_string),
             kind: Some(kind.to_string()),
+            ..Details::default()
+        })
+    }
+
+    /// Too many requests: kube-apiserver's `NewTooManyRequests`, whose
+    /// `details.retryAfterSeconds` it also sends as `Retry-After`. Clients (client-go's
+    /// reflectors and `kubectl`) wait that long and try again.
+    pub fn too_many_requests(message: impl Into<String>, retry_after_seconds: u32) -> Status {
+        Status::new(429, message).detailed(Details {
+            retry_after_seconds: Some(retry_after_seconds),
+            ..Details::default()
         })
     }
 
@@ -130,6 +144,9 @@ impl Status {
             }
             if let Some(kind) = &details.kind {
                 d.insert("kind".into(), json!(kind));
+            }
+            if let Some(seconds) = details.retry_after_seconds {
+                d.insert("retryAfterSeconds".into(), json!(seconds));
             }
             object["details"] = Value::Object(d);
         }
@@ -190,6 +207,14 @@ mod tests {
         let cluster = Status::forbidden("u", "list", "pods", None, None);
         assert!(cluster.message.ends_with("at the cluster scope"));
         assert_eq!(cluster.to_json()["details"], json!({"kind": "pods"}));
+    }
+
+    #[test]
+    fn too_many_requests_says_when_to_retry() {
+        let s = Status::too_many_requests("too many watches", 1).to_json();
+        assert_eq!(s["reason"], "TooManyRequests");
+        assert_eq!(s["code"], 429);
+        assert_eq!(s["details"], json!({"retryAfterSeconds": 1}));
     }
 
     #[test]

@@ -33,6 +33,7 @@ pub mod node_api;
 pub mod podcall;
 pub mod reply;
 pub mod routes;
+pub mod sessions;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -20,6 +20,7 @@ use hyper::body::{Frame, Incoming};
 
 use super::client::{Client, Front};
 use super::reply::{self, Dialect};
+use super::sessions::{self, Reach};
 use crate::config::{TenantConfig, Timeouts};
 use crate::k8s::kubelet::{PodTarget, verb_name};
 use crate::k8s::logs::{self, LogBatching};
@@ -32,6 +33,7 @@ use crate::plugins::{LogContext, PodRoute, PodRouteRequest, Verb};
 use crate::proxy::headers::{self, ClientSide};
 use crate::proxy::upgrade::{self, SpliceJob, Target};
 use crate::proxy::{Body, Exchange, Hops, prepare, prepare_response};
+use crate::runtime::sessions::{Kind, Scope, Session};
 use crate::snapshot::{Snapshot, Tenant};
 
 /// How long a hijacked exec, attach or port-forward stream may stay silent: the kubelet's
@@ -261,6 +263,10 @@ impl Call<'_> {
     /// and nothing else of the caller's ([`leaf_headers`]), and on 101 both sides are
     /// spliced under the tenant's limits.
     pub async fn stream(&self, mut req: Request<Incoming>, path: &str) -> Response<Body> {
+        let session = match self.open_session(req.headers(), Kind::Stream) {
+            Ok(s) => s,
+            Err(res) => return res,
+        };
         let client_upgrade = hyper::upgrade::on(&mut req);
         let (mut parts, body) = req.into_parts();
         parts.headers = leaf_headers(&parts.headers, true);
@@ -283,9 +289,11 @@ impl Call<'_> {
             timeouts,
         };
         let shared = &self.client.shared;
+        // The splice ends on the session's own token (a child of the gateway's kill),
+        // and holds the session, counted against the tenant's cap, until it ends.
         let job = SpliceJob::new(
             &shared.tasks,
-            &shared.kill,
+            &session.token().clone(),
             &shared.metrics,
             self.route(),
             Some(&self.tenant.name),
@@ -293,7 +301,8 @@ impl Call<'_> {
                 self.tenant.bandwidth.per_connection,
                 &[&self.tenant.totals],
             ),
-        );
+        )
+        .holding(session);
         match upgrade::switch(client_upgrade, parts, body, target, &exchange, job).await {
             Ok(res) => res,
             Err(e) => reply::error(Dialect::Status, e.status(), &e.to_string()),
@@ -324,6 +333,14 @@ impl Call<'_> {
         path: &str,
         container: String,
     ) -> Response<Body> {
+        let session = if follows(path) {
+            match self.open_session(req.headers(), Kind::LogFollow) {
+                Ok(s) => Some(s),
+                Err(res) => return res,
+            }
+        } else {
+            None
+        };
         let (mut parts, _) = req.into_parts();
         // Never `Accept-Encoding` among them: a gzip body would pass the filter unread.
         parts.headers = leaf_headers(&parts.headers, false);
@@ -367,8 +384,84 @@ impl Call<'_> {
                 .map(Frame::data)
                 .map_err(|e| Box::new(e) as crate::proxy::BoxError)
         });
-        Response::from_parts(parts, StreamBody::new(frames).boxed_unsync())
+        match session {
+            Some(session) => Response::from_parts(
+                parts,
+                StreamBody::new(until_revoked(frames, session)).boxed_unsync(),
+            ),
+            None => Response::from_parts(parts, StreamBody::new(frames).boxed_unsync()),
+        }
     }
+
+    /// The session of this call's stream or log follow, in its pod's namespace and leaf
+    /// (the 429 past the tenant's cap).
+    #[allow(
+        clippy::result_large_err,
+        reason = "the refusal is the answer itself, built on the rare path"
+    )]
+    fn open_session(
+        &self,
+        headers: &http::HeaderMap,
+        kind: Kind,
+    ) -> Result<Session, Response<Body>> {
+        let Some(config) = self
+            .snapshot
+            .config
+            .tenants
+            .iter()
+            .find(|t| t.name == self.tenant.name)
+        else {
+            return Err(reply::error(
+                Dialect::Status,
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &format!("tenant {:?} is not loaded", self.tenant.name),
+            ));
+        };
+        let reach = Reach {
+            scope: Scope::Namespace(self.target.namespace.clone()),
+            leaf: Some(self.leaf.name()),
+        };
+        sessions::open(self.client, headers, config, reach, kind)
+    }
+}
+
+/// Whether a leaf log path asks to follow (`follow` as Go's `strconv.ParseBool` reads
+/// true, as the leaf's API server does).
+fn follows(path: &str) -> bool {
+    let query = path.split_once('?').map_or("", |(_, q)| q);
+    form_urlencoded::parse(query.as_bytes())
+        .any(|(k, v)| k == "follow" && matches!(&*v, "1" | "t" | "T" | "true" | "TRUE" | "True"))
+}
+
+/// A followed log's frames until its session is revoked (or shutdown's kill fires): then
+/// the body ends in an error, so the client sees the stream cut (a reset, or a chunked
+/// body without its last chunk) rather than a log that ended. The session is held until
+/// the body ends or is dropped.
+fn until_revoked<S>(
+    frames: S,
+    session: Session,
+) -> impl futures_util::Stream<Item = Result<Frame<Bytes>, crate::proxy::BoxError>> + Send
+where
+    S: futures_util::Stream<Item = Result<Frame<Bytes>, crate::proxy::BoxError>> + Send + 'static,
+{
+    let frames = Box::pin(frames);
+    futures_util::stream::unfold(Some((frames, session)), |state| async move {
+        let (mut frames, session) = state?;
+        tokio::select! {
+            biased;
+            _ = session.token().cancelled() => {
+                let why = if session.revoked().is_some() {
+                    "the tenant's access was revoked by a config reload"
+                } else {
+                    "the gateway is shutting down"
+                };
+                Some((Err(why.into()), None))
+            }
+            next = futures_util::StreamExt::next(&mut frames) => {
+                next.map(|item| (item, Some((frames, session))))
+            }
+        }
+    })
 }
 
 /// The leaf's answer, relayed: hop-by-hop headers out, `Via` in.

@@ -33,10 +33,16 @@ pub fn error(dialect: Dialect, code: StatusCode, message: &str) -> Response<Body
     }
 }
 
-/// A `Status` as an HTTP answer: its code, its object as JSON.
+/// A `Status` as an HTTP answer: its code, its object as JSON, and `Retry-After` when its
+/// details say when to retry (as kube-apiserver's response writer adds it).
 pub fn status(s: &Status) -> Response<Body> {
     let code = StatusCode::from_u16(s.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    json(code, &s.to_json())
+    let mut res = json(code, &s.to_json());
+    if let Some(seconds) = s.details.as_ref().and_then(|d| d.retry_after_seconds) {
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    res
 }
 
 /// A JSON answer.

@@ -217,6 +217,10 @@ pub struct SpliceJob {
     pub up: Limiter,
     /// Upstream -> client.
     pub down: Limiter,
+    /// Whatever the caller needs kept for as long as the connection is spliced (a
+    /// registration that counts and can revoke it), dropped when the splice ends or the
+    /// upgrade fails.
+    held: Option<Box<dyn Send + Sync>>,
 }
 
 impl SpliceJob {
@@ -240,7 +244,15 @@ impl SpliceJob {
             tenant: tenant.unwrap_or_default().to_string(),
             up,
             down,
+            held: None,
         }
+    }
+
+    /// The same job, keeping `held` until the splice ends. With a `kill` token of its own
+    /// (a child of the gateway's), that is how a caller ends one spliced connection early.
+    pub fn holding(mut self, held: impl Send + Sync + 'static) -> SpliceJob {
+        self.held = Some(Box::new(held));
+        self
     }
 
     async fn run(self, client: Upgraded, backend: Upgraded, idle: Duration) {

@@ -21,6 +21,51 @@ pub struct TenantConfig {
     pub tokens: Tokens,
     /// kube-api front: client certificate names (CN, DNS or URI SAN) of this tenant.
     pub client_names: Vec<String>,
+    /// Caps on the tenant's open watches, streams and log follows (`[tenant.concurrent]`).
+    pub concurrent: Concurrency,
+}
+
+/// How many long-lived calls of each kind a tenant may hold open at once. Past a cap the
+/// call is refused with kube-apiserver's 429, so a client backs off and retries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Concurrency {
+    /// kube-api pod watches.
+    pub watches: Cap,
+    /// exec, attach and port-forward streams, on either Kubernetes front.
+    pub streams: Cap,
+    /// Log calls with `follow`, on either Kubernetes front.
+    pub log_follows: Cap,
+}
+
+/// One kind's cap: over all of the tenant's connections, and on any one connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cap {
+    pub total: u32,
+    pub per_connection: u32,
+}
+
+impl Default for Concurrency {
+    /// Room for a busy team's kubectl sessions and a few controllers' watches, well short
+    /// of what lets one tenant tie up a replica (each watch polls the stores, each stream
+    /// holds two sockets). client-go multiplexes a clientset's watches on one HTTP/2
+    /// connection, hence the generous per-connection watch cap; each exec or port-forward
+    /// is a connection of its own.
+    fn default() -> Concurrency {
+        Concurrency {
+            watches: Cap {
+                total: 64,
+                per_connection: 32,
+            },
+            streams: Cap {
+                total: 64,
+                per_connection: 8,
+            },
+            log_follows: Cap {
+                total: 64,
+                per_connection: 16,
+            },
+        }
+    }
 }
 
 /// Bearer tokens (a tenant's, or the admin listener's), kept as SHA-256 digests: the
@@ -86,6 +131,12 @@ impl Tokens {
         self.0.iter().fold(false, |found, d| found | d.same(digest))
     }
 
+    /// Each token's SHA-256: how revocation re-checks open sessions against a reloaded
+    /// tokens file without keeping any token itself.
+    pub fn digests(&self) -> impl Iterator<Item = TokenDigest> + '_ {
+        self.0.iter().copied()
+    }
+
     pub fn len(&self) -> usize {
         self.0.len()
     }
@@ -93,6 +144,11 @@ impl Tokens {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+}
+
+/// The SHA-256 of `token`.
+pub fn token_digest(token: &str) -> TokenDigest {
+    TokenDigest::of(token)
 }
 
 impl std::fmt::Debug for Tokens {
@@ -173,5 +229,13 @@ mod tests {
         let held: String = t.0[0].0.iter().map(|b| format!("{b:02x}")).collect();
         assert_eq!(held, abc);
         assert!(t.holds(&TokenDigest::of("abc")));
+    }
+
+    #[test]
+    fn tokens_are_found_by_digest() {
+        let t = Tokens::parse("abc\n");
+        let digests: Vec<_> = t.digests().collect();
+        assert_eq!(digests, vec![super::token_digest("abc")]);
+        assert_ne!(digests[0], super::token_digest("abd"));
     }
 }

@@ -113,6 +113,26 @@ pub struct RawTenant {
     /// kube-api front: client certificate names (CN) that authenticate as this tenant.
     #[serde(default)]
     pub client_names: Vec<Spanned<String>>,
+    /// Caps on the tenant's open watches, streams and log follows.
+    #[serde(default)]
+    pub concurrent: RawConcurrent,
+}
+
+/// `[tenant.concurrent]`: how many long-lived calls of each kind the tenant may hold open.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConcurrent {
+    pub watches: Option<RawCap>,
+    pub streams: Option<RawCap>,
+    pub log_follows: Option<RawCap>,
+}
+
+/// One kind's cap: over all the tenant's connections, and on any one connection.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCap {
+    pub total: Option<Spanned<u64>>,
+    pub per_connection: Option<Spanned<u64>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

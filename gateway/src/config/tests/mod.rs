@@ -8,7 +8,7 @@ mod plugins;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{Config, ConfigErrors, HostPattern, Timeouts};
+use super::{Concurrency, Config, ConfigErrors, HostPattern, Timeouts};
 
 fn parse(src: &str) -> Result<Config, ConfigErrors> {
     Config::parse(Path::new("test.toml"), src)
@@ -121,4 +121,34 @@ fn routes_on_different_listeners_may_share_host_and_path() {
     let src = "[[listener]]\nname = \"a\"\nbind = \"127.0.0.1:0\"\n[[listener]]\nname = \"b\"\nbind = \"127.0.0.1:0\"\n\
                [[route]]\nlisteners = [\"a\"]\nhost = \"x\"\nbackends = [\"x:1\"]\n[[route]]\nlisteners = [\"b\"]\nhost = \"x\"\nbackends = [\"x:1\"]\n";
     assert!(parse(src).is_ok());
+}
+
+#[test]
+fn tenant_caps_default_and_refuse_zero_or_a_connection_above_the_total() {
+    let c = parse("[[tenant]]\nname = \"a\"\n").unwrap();
+    assert_eq!(c.tenants[0].concurrent, Concurrency::default());
+    let c = parse(
+        "[[tenant]]\nname = \"a\"\n[tenant.concurrent]\nwatches = { total = 3 }\nstreams = { total = 9, per_connection = 2 }\n",
+    )
+    .unwrap();
+    let caps = c.tenants[0].concurrent;
+    // A default per-connection cap above a lower total is the total.
+    assert_eq!((caps.watches.total, caps.watches.per_connection), (3, 3));
+    assert_eq!((caps.streams.total, caps.streams.per_connection), (9, 2));
+    assert_eq!(caps.log_follows, Concurrency::default().log_follows);
+    let e =
+        first_error("[[tenant]]\nname = \"a\"\n[tenant.concurrent]\nlog_follows = { total = 0 }\n");
+    assert!(
+        e.starts_with("test.toml:4:25: tenant[0].concurrent.log_follows.total: must be a count"),
+        "{e}"
+    );
+    let e = first_error(
+        "[[tenant]]\nname = \"a\"\n[tenant.concurrent]\nwatches = { total = 2, per_connection = 5 }\n",
+    );
+    assert!(
+        e.starts_with("test.toml:4:41: tenant[0].concurrent.watches.per_connection: 5 is above"),
+        "{e}"
+    );
+    let e = first_error("[[tenant]]\nname = \"a\"\n[tenant.concurrent]\nexecs = {}\n");
+    assert!(e.contains("4:1: tenant[0].concurrent.execs"), "{e}");
 }

@@ -13,8 +13,10 @@ use std::path::Path;
 
 use toml::Spanned;
 
-use crate::config::model::{LeafConfig, TenantConfig, TokenDigest, Tokens, token_lines};
-use crate::config::raw::{RawConfig, RawLeaf, RawTenant};
+use crate::config::model::{
+    Cap, Concurrency, LeafConfig, TenantConfig, TokenDigest, Tokens, token_lines,
+};
+use crate::config::raw::{RawCap, RawConfig, RawLeaf, RawTenant};
 
 use super::kubeconfig;
 use super::names::{Names, globs_overlap};
@@ -181,6 +183,7 @@ impl Validator<'_, '_> {
             }),
             tokens,
             client_names: t.client_names.iter().map(|c| c.get_ref().clone()).collect(),
+            concurrent: self.concurrent(t, &format!("tenant[{i}].concurrent")),
             bandwidth: bandwidth(&t.bandwidth),
             plugins: plugins::validate(
                 self.report,
@@ -193,6 +196,68 @@ impl Validator<'_, '_> {
             ),
         };
         (tenant, lines)
+    }
+
+    /// `[tenant.concurrent]`: each kind's cap, its defaults where left out.
+    fn concurrent(&mut self, t: &RawTenant, key: &str) -> Concurrency {
+        let defaults = Concurrency::default();
+        let raw = &t.concurrent;
+        Concurrency {
+            watches: self.cap(&raw.watches, defaults.watches, &format!("{key}.watches")),
+            streams: self.cap(&raw.streams, defaults.streams, &format!("{key}.streams")),
+            log_follows: self.cap(
+                &raw.log_follows,
+                defaults.log_follows,
+                &format!("{key}.log_follows"),
+            ),
+        }
+    }
+
+    /// One kind's `{ total, per_connection }`: each at least 1, and a connection's cap no
+    /// higher than the tenant's (it could never be reached).
+    fn cap(&mut self, raw: &Option<RawCap>, default: Cap, key: &str) -> Cap {
+        let Some(raw) = raw else {
+            return default;
+        };
+        let mut one = |value: &Option<toml::Spanned<u64>>, name: &str, default: u32| {
+            let Some(v) = value else {
+                return default;
+            };
+            match u32::try_from(*v.get_ref()) {
+                Ok(n) if n >= 1 => n,
+                _ => {
+                    self.report.error(
+                        v.span(),
+                        format!("{key}.{name}"),
+                        format!(
+                            "must be a count from 1 to {}; leave it out for the default ({default})",
+                            u32::MAX
+                        ),
+                    );
+                    default
+                }
+            }
+        };
+        let total = one(&raw.total, "total", default.total);
+        let per_connection = one(
+            &raw.per_connection,
+            "per_connection",
+            default.per_connection,
+        );
+        // A default per-connection cap above a lower total is simply the total.
+        if per_connection > total
+            && let Some(v) = &raw.per_connection
+        {
+            self.report.error(
+                v.span(),
+                format!("{key}.per_connection"),
+                format!("{per_connection} is above the tenant's total ({total}), which caps every connection anyway"),
+            );
+        }
+        Cap {
+            total,
+            per_connection: per_connection.min(total),
+        }
     }
 
     /// Every `[[leaf]]` whose kubeconfig resolves; each name is checked unique.

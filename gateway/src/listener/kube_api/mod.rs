@@ -66,9 +66,9 @@ pub async fn serve(
             Ok(ns) => only_get(&req, || pods::namespace(&caller, &ns)),
             Err(refusal) => reply::status(&refusal),
         },
-        ["api", "v1", "pods"] => pods::collection(&req, snapshot, &caller, None).await,
+        ["api", "v1", "pods"] => pods::collection(&req, client, snapshot, &caller, None).await,
         ["api", "v1", "namespaces", ns, "pods"] => match namespace(ns) {
-            Ok(ns) => pods::collection(&req, snapshot, &caller, Some(&ns)).await,
+            Ok(ns) => pods::collection(&req, client, snapshot, &caller, Some(&ns)).await,
             Err(refusal) => reply::status(&refusal),
         },
         ["api", "v1", "namespaces", ns, "pods", name] => match target(ns, name) {

@@ -27,10 +27,13 @@ use super::select::{FieldSelector, LabelSelector};
 use super::table::{self, Wanted};
 use crate::k8s::kubelet::PodTarget;
 use crate::k8s::status::Status;
+use crate::listener::client::Client;
 use crate::listener::podcall::choose_leaf;
 use crate::listener::reply;
+use crate::listener::sessions::{self, Reach};
 use crate::plugins::Verb;
 use crate::proxy::Body;
+use crate::runtime::sessions::{Kind, Scope};
 use crate::snapshot::Snapshot;
 
 /// How often a watch compares the stores with what it sent.
@@ -132,6 +135,7 @@ fn gather(snapshot: &Snapshot, caller: &Caller<'_>, filter: &Filter) -> (Vec<Lis
 /// `watch=true`.
 pub async fn collection(
     req: &Request<Incoming>,
+    client: &Client,
     snapshot: &Arc<Snapshot>,
     caller: &Caller<'_>,
     namespace: Option<&str>,
@@ -156,7 +160,7 @@ pub async fn collection(
         Err(res) => return res,
     };
     if watching {
-        return watch(req, snapshot.clone(), caller, filter, wanted);
+        return watch(req, client, snapshot.clone(), caller, filter, wanted);
     }
     let (pods, versions) = gather(snapshot, caller, &filter);
     let token = versions.token();
@@ -271,8 +275,13 @@ type Seen = HashMap<(Arc<str>, String, String), Listed>;
 /// A watch: `ADDED`, `MODIFIED` and `DELETED` events, one JSON object a line, each a
 /// `Pod` or (when the client asked for a Table) a one-row Table. From a token, pods at or
 /// below its versions are taken as already seen; without one, every pod is `ADDED` first.
+///
+/// Each watch is a session (`runtime::sessions`): counted against the tenant's watch caps
+/// (429 past them), and ended with an `ERROR` event (401, or the RBAC denial) when a reload
+/// takes the caller's credential or the namespace away from the tenant.
 fn watch(
     req: &Request<Incoming>,
+    client: &Client,
     snapshot: Arc<Snapshot>,
     caller: &Caller<'_>,
     filter: Filter,
@@ -295,6 +304,15 @@ fn watch(
     let timeout = query_value(query, "timeoutSeconds")
         .and_then(|s| s.parse::<u64>().ok())
         .map_or(WATCH_MAX, |s| Duration::from_secs(s).min(WATCH_MAX));
+    let scope = match &filter.namespace {
+        Some(ns) => Scope::Namespace(ns.clone()),
+        None => Scope::Tenant(caller.config.namespaces.clone()),
+    };
+    let reach = Reach { scope, leaf: None };
+    let session = match sessions::open(client, req.headers(), caller.config, reach, Kind::Watch) {
+        Ok(s) => s,
+        Err(res) => return res,
+    };
     let mut seen = Seen::new();
     if let Some(since) = &since {
         let (pods, _) = gather(&snapshot, caller, &filter);
@@ -320,6 +338,24 @@ fn watch(
                 _ = tick.tick() => {}
                 _ = tokio::time::sleep_until(deadline) => return,
                 _ = tx.closed() => return,
+                _ = session.token().cancelled() => {
+                    // Revoked: the reason as kube-apiserver's ERROR event, then the end.
+                    // Shutdown's kill just ends it.
+                    if let Some(why) = session.revoked() {
+                        let status =
+                            sessions::revoked_watch(why, &caller.user, filter.namespace.as_deref());
+                        let mut line =
+                            json!({ "type": "ERROR", "object": status.to_json() }).to_string();
+                        line.push('\n');
+                        // A client that reads nothing does not hold the watch open.
+                        let _ = tokio::time::timeout(
+                            Duration::from_secs(1),
+                            tx.send(Bytes::from(line)),
+                        )
+                        .await;
+                    }
+                    return;
+                }
             }
             let (pods, _) = gather(&snapshot, &caller, &filter);
             for line in diff(&mut seen, pods, &caller, wanted).await {

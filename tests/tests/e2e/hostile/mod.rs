@@ -6,3 +6,4 @@ mod admin;
 mod ingress;
 mod leaf_calls;
 mod node_api;
+mod revocation;
