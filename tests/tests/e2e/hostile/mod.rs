@@ -3,4 +3,5 @@
 //! against the simulator, and proves the hole closed.
 
 mod leaf_calls;
+mod logs;
 mod node_api;
