@@ -2,9 +2,13 @@
 //! batched, filtered, and streamed on to the client.
 //!
 //! A line is whole before the plugin sees it: a partial line is held until its newline (or
-//! the end of the stream, or [`LogBatching::max_line`] bytes, past which it goes as is), so a
-//! secret split across two chunks is still filtered whole, and no line the plugin sees holds
-//! a newline (the log-filter ABI joins a batch's lines with `\n`). Lines are batched up to
+//! the end of the stream), so a secret split across two chunks is still filtered whole, and
+//! no line the plugin sees holds a newline (the log-filter ABI joins a batch's lines with
+//! `\n`). A line longer than [`LogBatching::max_line`] (the filter's window) is filtered in
+//! pieces of that size, each starting [`LogBatching::overlap`] bytes before the previous one
+//! ended, and a byte goes out only once a piece has shown it to the plugin with the overlap
+//! after it (or the line's end): see [`splice`]. A secret no longer than the overlap is then
+//! always seen whole before any byte of it goes out; nothing of a long line passes raw. Lines are batched up to
 //! [`LogBatching::max_lines`] or for [`LogBatching::window`] after the first line of a batch,
 //! whichever comes first, so one plugin call covers a burst while `follow` stays live: a
 //! line written at the leaf reaches the client within the window plus the plugin's time.
@@ -32,9 +36,13 @@ pub struct LogBatching {
     pub max_lines: usize,
     /// ... or this long after its first line arrived.
     pub window: Duration,
-    /// A line longer than this is cut here, each part filtered as a line of its own: it
+    /// The filter's window: a line longer than this is filtered in pieces of this size. It
     /// bounds what is held and what one plugin call gets.
     pub max_line: usize,
+    /// How much consecutive pieces of a long line share: at least the longest match the
+    /// tenant's filter must see whole. Capped at a quarter of `max_line`, so each piece
+    /// moves the line on by three quarters of the window at least.
+    pub overlap: usize,
 }
 
 impl Default for LogBatching {
@@ -43,7 +51,14 @@ impl Default for LogBatching {
             max_lines: 256,
             window: Duration::from_millis(5),
             max_line: 64 * 1024,
+            overlap: 4 * 1024,
         }
+    }
+}
+
+impl LogBatching {
+    fn overlap(&self) -> usize {
+        self.overlap.min(self.max_line / 4)
     }
 }
 
@@ -54,12 +69,36 @@ pub type OnLogCounts = Arc<dyn Fn(LogCounts) + Send + Sync>;
 struct Line {
     text: String,
     newline: bool,
+    /// Set on each piece of a line longer than the window.
+    piece: Option<Piece>,
+}
+
+/// Where a piece stands in its long line.
+#[derive(Clone, Copy)]
+struct Piece {
+    /// How many bytes at the end of this piece's text the next piece starts with (0 on the
+    /// line's last piece).
+    tail: usize,
+}
+
+/// The long line being emitted piece by piece: what of the last piece's tail went out.
+#[derive(Default)]
+struct Cursor {
+    /// Bytes at the start of the next piece that went out already (in some form).
+    context: usize,
+    /// Whether anything of this line went out: its newline then goes out even if its last
+    /// piece is dropped, so the next line does not run on from it.
+    emitted: bool,
 }
 
 struct State<S> {
     body: S,
     /// Bytes after the last newline seen.
     partial: BytesMut,
+    /// Whether pieces were cut from the line `partial` holds the rest of.
+    cutting: bool,
+    /// The long line whose pieces are being emitted.
+    cursor: Cursor,
     batch: Vec<Line>,
     /// When the current batch must go, set by its first line.
     due: Option<Instant>,
@@ -91,6 +130,8 @@ where
     let state = State {
         body,
         partial: BytesMut::new(),
+        cutting: false,
+        cursor: Cursor::default(),
         batch: Vec::new(),
         due: None,
         ended: false,
@@ -161,11 +202,7 @@ where
         while let Some(piece) = pieces.next() {
             self.partial.extend_from_slice(piece);
             while self.partial.len() > self.opts.max_line {
-                let head = self.partial.split_to(self.opts.max_line);
-                self.push(Line {
-                    text: String::from_utf8_lossy(&head).into_owned(),
-                    newline: false,
-                });
+                self.cut_piece();
             }
             // Every piece but the last ended at a newline.
             if pieces.peek().is_some() {
@@ -174,14 +211,35 @@ where
         }
     }
 
+    /// Cuts the window's worth off the front of an overlong partial line as one piece,
+    /// keeping its last `overlap` bytes to start the next piece with.
+    fn cut_piece(&mut self) {
+        let end = char_floor(&self.partial, self.opts.max_line);
+        let next = char_floor(&self.partial, end - self.opts.overlap()).max(1);
+        let text = String::from_utf8_lossy(&self.partial[..end]).into_owned();
+        let tail = String::from_utf8_lossy(&self.partial[next..end]).len();
+        let _ = self.partial.split_to(next);
+        self.cutting = true;
+        self.push(Line {
+            text,
+            newline: false,
+            piece: Some(Piece { tail }),
+        });
+    }
+
     /// Moves the held partial line into the batch (at a newline, or at the end).
     fn cut_partial(&mut self, newline: bool) {
-        if self.partial.is_empty() && !newline {
+        let piece = std::mem::take(&mut self.cutting).then_some(Piece { tail: 0 });
+        if self.partial.is_empty() && !newline && piece.is_none() {
             return;
         }
         let text = String::from_utf8_lossy(&self.partial).into_owned();
         self.partial.clear();
-        self.push(Line { text, newline });
+        self.push(Line {
+            text,
+            newline,
+            piece,
+        });
     }
 
     fn push(&mut self, line: Line) {
@@ -218,19 +276,19 @@ where
         let mut counts = LogCounts::default();
         let mut out = BytesMut::new();
         for (line, verdict) in batch.into_iter().zip(verdicts) {
+            match &verdict {
+                Verdict::Keep => counts.kept += 1,
+                Verdict::Drop => counts.dropped += 1,
+                Verdict::Replace(_) => counts.rewritten += 1,
+            }
+            if let Some(piece) = line.piece {
+                self.emit_piece(&line, piece, verdict, &mut out);
+                continue;
+            }
             let text = match verdict {
-                Verdict::Keep => {
-                    counts.kept += 1;
-                    line.text
-                }
-                Verdict::Drop => {
-                    counts.dropped += 1;
-                    continue;
-                }
-                Verdict::Replace(text) => {
-                    counts.rewritten += 1;
-                    text
-                }
+                Verdict::Keep => line.text,
+                Verdict::Drop => continue,
+                Verdict::Replace(text) => text,
             };
             out.extend_from_slice(text.as_bytes());
             if line.newline {
@@ -240,6 +298,95 @@ where
         (self.on_counts)(counts);
         Ok(out.freeze())
     }
+}
+
+impl<S> State<S> {
+    /// Appends what one piece of a long line lets out, moving the line's cursor on.
+    fn emit_piece(&mut self, line: &Line, piece: Piece, verdict: Verdict, out: &mut BytesMut) {
+        let text = match verdict {
+            Verdict::Keep => None,
+            Verdict::Drop => Some(String::new()),
+            Verdict::Replace(text) => Some(text),
+        };
+        let text = text.as_deref().unwrap_or(&line.text);
+        let (range, held) = splice(&line.text, text, self.cursor.context, piece.tail);
+        if !range.is_empty() {
+            out.extend_from_slice(text[range].as_bytes());
+            self.cursor.emitted = true;
+        }
+        if piece.tail == 0 {
+            if line.newline && self.cursor.emitted {
+                out.extend_from_slice(b"\n");
+            }
+            self.cursor = Cursor::default();
+        } else {
+            self.cursor.context = piece.tail - held;
+        }
+    }
+}
+
+/// Which part of a piece's filtered `text` goes out, and how many bytes at the end of the
+/// piece are held back for the next one.
+///
+/// `raw` is the piece as the plugin saw it, `text` its verdict's text (`raw` for keep, empty
+/// for drop), `context` how many bytes at the start of `raw` went out already (with the
+/// previous piece), `tail` how many at its end the next piece starts with (0 on the last).
+///
+/// The plugin's rewrite is located by what `text` and `raw` share at either end. Bytes
+/// before the first change that went out already are skipped; a rewrite that starts inside
+/// them is sent again from the change on (the text around a cut may repeat, never raw).
+/// The tail goes out with the next piece when the plugin left it as it was, so each byte is
+/// shown with the overlap after it; a rewrite reaching into the tail goes out whole and only
+/// the unchanged bytes after it wait for the next piece, which sees them after the same
+/// overlap of context.
+fn splice(raw: &str, text: &str, context: usize, tail: usize) -> (std::ops::Range<usize>, usize) {
+    let prefix = text
+        .bytes()
+        .zip(raw.bytes())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let prefix = floor_boundary(text, prefix);
+    let most = text.len().min(raw.len()) - prefix;
+    let mut suffix = text
+        .bytes()
+        .rev()
+        .zip(raw.bytes().rev())
+        .take(most)
+        .take_while(|(a, b)| a == b)
+        .count();
+    while !text.is_char_boundary(text.len() - suffix) {
+        suffix -= 1;
+    }
+    let start = if prefix >= context { context } else { prefix };
+    let (end, held) = if tail == 0 {
+        (text.len(), 0)
+    } else if text
+        .as_bytes()
+        .ends_with(&raw.as_bytes()[raw.len() - tail..])
+    {
+        (text.len() - tail, tail)
+    } else {
+        (text.len() - suffix, suffix)
+    };
+    (start.min(end)..end, held)
+}
+
+/// The largest char boundary of `text` at or below `at`.
+fn floor_boundary(text: &str, mut at: usize) -> usize {
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// `at`, moved back (by 3 bytes at most) so it does not cut a UTF-8 sequence: both pieces
+/// then read the bytes they share alike.
+fn char_floor(bytes: &[u8], at: usize) -> usize {
+    let mut cut = at;
+    while cut > at.saturating_sub(3) && cut < bytes.len() && bytes[cut] & 0xC0 == 0x80 {
+        cut -= 1;
+    }
+    if cut == 0 { at } else { cut }
 }
 
 /// The one line a rejected batch leaves in the stream.
@@ -316,6 +463,7 @@ mod tests {
             max_lines: 2,
             window: Duration::from_secs(3600),
             max_line: 1024,
+            ..LogBatching::default()
         };
         let (out, _) = collect(vec!["a\nb\nc\nd\ne\n"], opts).await;
         let texts: Vec<&[u8]> = out.iter().map(|b| b.as_ref()).collect();
@@ -328,6 +476,7 @@ mod tests {
             max_lines: 100,
             window: Duration::from_millis(1),
             max_line: 4,
+            ..LogBatching::default()
         };
         let (out, counts) = collect(vec!["abcdefghij\n"], opts).await;
         let all: Vec<u8> = out.iter().flat_map(|b| b.to_vec()).collect();
@@ -342,6 +491,7 @@ mod tests {
             max_lines: 100,
             window: Duration::from_millis(20),
             max_line: 1024,
+            ..LogBatching::default()
         };
         let (_, on_counts) = counter();
         let mut out = Box::pin(filter(
@@ -368,6 +518,153 @@ mod tests {
         );
         drop(tx);
         assert!(out.next().await.is_none());
+    }
+
+    /// A stand-in for `redact` with `password=\S+`: every `password=` and the non-blanks
+    /// after it become `password=***`, a match cut short by a piece's end included.
+    fn redact(line: &str) -> Verdict {
+        let mut out = String::new();
+        let mut rest = line;
+        while let Some(at) = rest.find("password=") {
+            out.push_str(&rest[..at + 9]);
+            out.push_str("***");
+            rest = &rest[at + 9..];
+            rest = &rest[rest.find(' ').unwrap_or(rest.len())..];
+        }
+        if out.is_empty() {
+            return Verdict::Keep;
+        }
+        out.push_str(rest);
+        Verdict::Replace(out)
+    }
+
+    /// Runs `input` through the cutter and the piece splicer with `verdict` as the plugin,
+    /// piece by piece; what the client would get.
+    fn through(input: &str, opts: LogBatching, verdict: impl Fn(&str) -> Verdict) -> String {
+        let mut s = State {
+            body: stream::empty::<Chunk>(),
+            partial: BytesMut::new(),
+            cutting: false,
+            cursor: Cursor::default(),
+            batch: Vec::new(),
+            due: None,
+            ended: false,
+            broken: None,
+            failed: false,
+            plugins: no_plugins(),
+            ctx: LogContext::default(),
+            opts,
+            on_counts: counter().1,
+        };
+        s.take(input.as_bytes());
+        s.cut_partial(false);
+        let mut out = BytesMut::new();
+        for line in std::mem::take(&mut s.batch) {
+            let v = verdict(&line.text);
+            assert!(
+                line.text.len() <= opts.max_line,
+                "a piece within the window"
+            );
+            match line.piece {
+                Some(piece) => s.emit_piece(&line, piece, v, &mut out),
+                None => panic!("only long lines here"),
+            }
+        }
+        String::from_utf8(out.to_vec()).unwrap()
+    }
+
+    fn window(max_line: usize, overlap: usize) -> LogBatching {
+        LogBatching {
+            max_line,
+            overlap,
+            ..LogBatching::default()
+        }
+    }
+
+    #[test]
+    fn a_secret_across_every_possible_cut_never_goes_out_in_clear() {
+        // The secret starts at every offset around the first cut, and around the second.
+        for at in 40..70 {
+            let line = format!("{} password=hunter2 {}\n", "x".repeat(at), "y".repeat(at));
+            let out = through(&line, window(64, 16), redact);
+            assert!(!out.contains("hunter2"), "at {at}: {out}");
+            assert!(
+                !out.contains("hunt") && !out.contains("er2"),
+                "at {at}: {out}"
+            );
+            assert!(out.starts_with(&"x".repeat(at)), "at {at}: {out}");
+            assert!(
+                out.ends_with(&format!(" {}\n", "y".repeat(at))),
+                "at {at}: {out}"
+            );
+            assert!(out.contains("password=***"), "at {at}: {out}");
+        }
+    }
+
+    #[test]
+    fn a_long_line_kept_whole_comes_out_byte_exact_and_once() {
+        let line: String = (0..5000)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        for (max_line, overlap) in [(64, 16), (100, 7), (64, 0), (4096, 1024)] {
+            let out = through(&format!("{line}\n"), window(max_line, overlap), |_| {
+                Verdict::Keep
+            });
+            assert_eq!(out, format!("{line}\n"), "{max_line}/{overlap}");
+        }
+    }
+
+    #[test]
+    fn a_long_line_of_multibyte_text_is_cut_between_characters() {
+        let line = "é€😀".repeat(300);
+        let out = through(&format!("{line}\n"), window(64, 16), |_| Verdict::Keep);
+        assert_eq!(out, format!("{line}\n"));
+    }
+
+    #[test]
+    fn a_rewrite_away_from_the_cuts_comes_out_once() {
+        let line = format!("{} password=hunter2 {}\n", "x".repeat(10), "y".repeat(200));
+        let out = through(&line, window(64, 16), redact);
+        assert_eq!(
+            out,
+            format!("{} password=*** {}\n", "x".repeat(10), "y".repeat(200))
+        );
+    }
+
+    #[test]
+    fn a_match_exactly_as_long_as_the_overlap_is_seen_whole() {
+        // A fixed-length secret the plugin only recognises whole: a cut inside it must not
+        // let its first part out before the next piece has seen all of it.
+        let secret = "TOKEN0123456789A"; // 16 bytes, the overlap
+        let whole = |line: &str| match line.find(secret) {
+            Some(_) => Verdict::Replace(line.replace(secret, "[token]")),
+            None => Verdict::Keep,
+        };
+        for at in 30..70 {
+            let line = format!("{}{secret}{}\n", "x".repeat(at), "y".repeat(100));
+            let out = through(&line, window(64, 16), whole);
+            assert!(!out.contains("TOKEN0"), "at {at}: {out}");
+            assert!(!out.contains("89A"), "at {at}: {out}");
+            assert!(out.contains("[token]"), "at {at}: {out}");
+        }
+    }
+
+    #[test]
+    fn a_dropped_piece_takes_its_bytes_and_keeps_the_line_ended() {
+        let line = format!("{}SECRET{}\nnext\n", "a".repeat(100), "b".repeat(100));
+        let drop_secret = |l: &str| {
+            if l.contains("SECRET") || l.contains("SECR") || l.contains("CRET") {
+                Verdict::Drop
+            } else {
+                Verdict::Keep
+            }
+        };
+        let opts = window(64, 16);
+        let mut s = through(&line[..line.find('\n').unwrap() + 1], opts, drop_secret);
+        assert!(!s.contains("SEC") && !s.contains("RET"), "{s}");
+        assert!(s.ends_with('\n'), "{s}");
+        s.pop();
+        assert!(!s.contains('\n'));
     }
 
     #[tokio::test]

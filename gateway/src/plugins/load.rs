@@ -9,6 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::engine::runtime;
+use super::hostlog::PluginLog;
 use super::limits::Limits;
 use super::metrics::PluginMetrics;
 use super::pool::{Bindings, Pool};
@@ -161,9 +162,11 @@ pub(super) fn build_hook<B: Bindings>(
         max_calls: config.max_calls,
         instances: config.instances,
     };
+    let series = metrics.series(tenant, &name, world);
+    let log = PluginLog::new(tenant, &name, series.log_dropped.clone());
     Ok(Hook {
-        pool: Pool::new(pre, limits, &config.config_json, tenant, &name)?,
-        series: metrics.series(tenant, &name, world),
+        pool: Pool::new(pre, limits, &config.config_json, log)?,
+        series,
         name,
         world,
         on_error: config.on_error,

@@ -41,6 +41,7 @@ pub struct PluginMetrics {
     calls: Family<CallLabels, Counter>,
     errors: Family<ErrorLabels, Counter>,
     duration: Family<CallLabels, Histogram, fn() -> Histogram>,
+    log_dropped: Family<CallLabels, Counter>,
 }
 
 impl Default for PluginMetrics {
@@ -49,6 +50,7 @@ impl Default for PluginMetrics {
             calls: Family::default(),
             errors: Family::default(),
             duration: Family::new_with_constructor(latency_histogram),
+            log_dropped: Family::default(),
         }
     }
 }
@@ -65,7 +67,8 @@ impl PluginMetrics {
     }
 
     /// Adds the families to `registry`: `leafgate_plugin_calls_total`,
-    /// `leafgate_plugin_errors_total` and `leafgate_plugin_call_duration_seconds`.
+    /// `leafgate_plugin_errors_total`, `leafgate_plugin_call_duration_seconds` and
+    /// `leafgate_plugin_log_lines_dropped_total`.
     pub fn register(&self, registry: &mut Registry) {
         registry.register(
             "leafgate_plugin_calls",
@@ -81,6 +84,11 @@ impl PluginMetrics {
             "leafgate_plugin_call_duration_seconds",
             "Plugin call latency, instantiation included, by tenant, plugin and hook",
             self.duration.clone(),
+        );
+        registry.register(
+            "leafgate_plugin_log_lines_dropped",
+            "Lines a plugin's host.log calls wrote over its rate, dropped, by tenant, plugin and hook",
+            self.log_dropped.clone(),
         );
     }
 
@@ -102,6 +110,7 @@ impl PluginMetrics {
                 .clone()
         });
         Series {
+            log_dropped: self.log_dropped.get_or_create(&labels).clone(),
             calls: self.calls.get_or_create(&labels).clone(),
             duration: self.duration.get_or_create(&labels).clone(),
             errors,
@@ -137,6 +146,8 @@ impl PluginMetrics {
 pub(crate) struct Series {
     pub calls: Counter,
     pub duration: Histogram,
+    /// `host.log` lines dropped over the plugin's rate.
+    pub log_dropped: Counter,
     errors: [Counter; FaultKind::ALL.len()],
 }
 

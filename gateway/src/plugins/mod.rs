@@ -18,7 +18,8 @@
 //! - `engine`: the one `Engine`, its linker, fitting a component to a world.
 //! - `sandbox`: a store's state (closed WASI, `host`), arming it, classifying a failure.
 //! - `compile` (content-hash and disk cache), `epoch` (ticker, per-call clock), `limits`
-//!   (memory cap, resources), `stderr` (a plugin's stderr tail), `metrics`.
+//!   (memory cap, resources), `stderr` (a plugin's stderr tail), `hostlog` (what its
+//!   `host.log` writes: escaped, bounded, rate-limited), `metrics`.
 //! - `api` (the decisions as plain Rust types), `bindings` (generated from `wit/`),
 //!   `error`, `world`: vocabulary, importing nothing above.
 //!
@@ -32,6 +33,7 @@ mod convert;
 mod engine;
 mod epoch;
 mod error;
+mod hostlog;
 mod limits;
 mod load;
 mod metrics;

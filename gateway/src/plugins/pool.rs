@@ -15,6 +15,7 @@ use wasmtime::component::InstancePre;
 use super::bindings;
 use super::engine::runtime;
 use super::error::{Fault, FaultKind};
+use super::hostlog::PluginLog;
 use super::limits::Limits;
 use super::sandbox::{self, Identity, State};
 use crate::config::plugins::Isolation;
@@ -91,16 +92,14 @@ impl<B: Bindings> Pool<B> {
         pre: InstancePre<State>,
         limits: Limits,
         config_json: &str,
-        tenant: &str,
-        plugin: &str,
+        log: PluginLog,
     ) -> Result<Self, String> {
         Ok(Pool {
             pre: B::pre(pre).map_err(|e| format!("{e:#}"))?,
             limits,
             who: Identity {
                 config_json: config_json.into(),
-                tenant: tenant.into(),
-                plugin: plugin.into(),
+                log: Arc::new(log),
             },
             idle: Mutex::new(Vec::new()),
             slots: Arc::new(Semaphore::new(limits.instances as usize)),

@@ -15,6 +15,7 @@ use wasmtime_wasi::{ResourceTable, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiVie
 use super::bindings::{self, host};
 use super::epoch::CallClock;
 use super::error::{Fault, FaultKind};
+use super::hostlog::PluginLog;
 use super::limits::{Limits, MAX_RESOURCES, MemoryCap};
 use super::stderr::StderrTail;
 
@@ -25,8 +26,7 @@ pub(crate) struct State {
     table: ResourceTable,
     stderr: StderrTail,
     config_json: Arc<str>,
-    tenant: Arc<str>,
-    plugin: Arc<str>,
+    log: Arc<PluginLog>,
     memory: MemoryCap,
     clock: CallClock,
 }
@@ -42,14 +42,8 @@ impl WasiView for State {
 
 impl host::Host for State {
     fn log(&mut self, level: host::Level, message: String) {
-        let (tenant, plugin) = (&*self.tenant, &*self.plugin);
-        match level {
-            host::Level::Trace => tracing::trace!(tenant, plugin, "{message}"),
-            host::Level::Debug => tracing::debug!(tenant, plugin, "{message}"),
-            host::Level::Info => tracing::info!(tenant, plugin, "{message}"),
-            host::Level::Warn => tracing::warn!(tenant, plugin, "{message}"),
-            host::Level::Error => tracing::error!(tenant, plugin, "{message}"),
-        }
+        // Escaped, bounded and rate-limited there: the plugin is untrusted.
+        self.log.write(level, &message);
     }
 
     fn config(&mut self) -> String {
@@ -59,11 +53,11 @@ impl host::Host for State {
 
 impl bindings::types::Host for State {}
 
-/// Who a store runs for and with what: the plugin's config and its names for logs.
+/// Who a store runs for and with what: the plugin's config and its log (its names, and
+/// the budget of lines all its instances share).
 pub(crate) struct Identity {
     pub config_json: Arc<str>,
-    pub tenant: Arc<str>,
-    pub plugin: Arc<str>,
+    pub log: Arc<PluginLog>,
 }
 
 /// A fresh store on `engine` for one instance: closed WASI, capped resources and memory,
@@ -93,8 +87,7 @@ pub(crate) fn new_store(engine: &Engine, limits: &Limits, who: &Identity) -> Sto
             table,
             stderr,
             config_json: who.config_json.clone(),
-            tenant: who.tenant.clone(),
-            plugin: who.plugin.clone(),
+            log: who.log.clone(),
             memory: MemoryCap::new(limits.memory),
             clock: CallClock::new(limits.deadline),
         },

@@ -5,5 +5,6 @@
 mod admin;
 mod ingress;
 mod leaf_calls;
+mod logs;
 mod node_api;
 mod revocation;
