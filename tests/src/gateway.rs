@@ -16,6 +16,19 @@ pub struct TestGateway {
 }
 
 impl TestGateway {
+    /// Waits (up to 10 s) until the gateway's pod index holds `ns/name`: the index has no
+    /// change feed to wait on, so its snapshot is polled.
+    pub async fn indexed(&self, ns: &str, name: &str) {
+        let started = std::time::Instant::now();
+        while self.gateway.snapshot().pods.holders(ns, name).is_empty() {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(10),
+                "{ns}/{name} not indexed"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+
     /// Writes `toml` (a [`Config`](crate::Config) or literal text) as `leafgate.toml` in
     /// `dir` and starts the gateway on it.
     pub async fn start_in(dir: TempDir, toml: impl Display) -> TestGateway {

@@ -314,18 +314,6 @@ fn pod(ns: &str, name: &str) -> Value {
     })
 }
 
-/// Waits until the gateway's pod index holds `ns/name`.
-async fn indexed(gw: &TestGateway, ns: &str, name: &str) {
-    let started = Instant::now();
-    while gw.gateway.snapshot().pods.holders(ns, name).is_empty() {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "{ns}/{name} not indexed"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 /// One request over TLS to `addr` (server name `sni`, trusting `ca`), with a bearer token
 /// or a client certificate named `cn` from `client_ca` (issued into `dir`).
 async fn tls_call(
@@ -401,8 +389,8 @@ async fn another_tenants_pod_does_not_move_a_tenants_list_resource_version() {
     let gw = TestGateway::start_in(dir, config).await;
     leaf.create(pod("apps", "web")).unwrap();
     leaf.create(pod("rival", "db")).unwrap();
-    indexed(&gw, "apps", "web").await;
-    indexed(&gw, "rival", "db").await;
+    gw.indexed("apps", "web").await;
+    gw.indexed("rival", "db").await;
     let kube = gw.addr("kube");
     let list = |path: &'static str| {
         let ca = &ca;
@@ -423,7 +411,7 @@ async fn another_tenants_pod_does_not_move_a_tenants_list_resource_version() {
 
     // The rival's pods come and change: acme's lists do not move.
     leaf.create(pod("rival", "db-2")).unwrap();
-    indexed(&gw, "rival", "db-2").await;
+    gw.indexed("rival", "db-2").await;
     let label = json!({"metadata": {"labels": {"changed": "yes"}}});
     leaf.patch("v1", "Pod", "rival", "db", &label, false)
         .unwrap();
@@ -451,7 +439,7 @@ async fn another_tenants_pod_does_not_move_a_tenants_list_resource_version() {
 
     // Acme's own new pod moves it, and a watch from the old version sees only that pod.
     leaf.create(pod("apps", "web-2")).unwrap();
-    indexed(&gw, "apps", "web-2").await;
+    gw.indexed("apps", "web-2").await;
     let now = list("/api/v1/namespaces/apps/pods").await;
     assert_ne!(version(&now), version(&first));
     let watch = tls_call(
@@ -511,7 +499,7 @@ async fn run_output_cut_at_one_mib_ends_with_a_truncation_marker() {
         .tenant(Tenant::new("acme").namespaces(["apps"]));
     let gw = TestGateway::start_in(dir, config).await;
     leaf.create(pod("apps", "web")).unwrap();
-    indexed(&gw, "apps", "web").await;
+    gw.indexed("apps", "web").await;
     let run = |cmd: &'static str| {
         let (server_ca, client_ca, clients) = (&server_ca, &client_ca, clients.path());
         let addr = gw.addr("kubelet");

@@ -11,7 +11,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Method, Request, StatusCode};
@@ -160,14 +159,7 @@ impl Bed {
     }
 
     async fn indexed(&self, ns: &str, name: &str) {
-        let started = Instant::now();
-        while self.gw.gateway.snapshot().pods.holders(ns, name).is_empty() {
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "{ns}/{name} not indexed"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        self.gw.indexed(ns, name).await;
     }
 
     /// A TLS connection to `listener`: node-api with the root's kubelet-client

@@ -8,7 +8,6 @@
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Method, Request, StatusCode};
@@ -177,14 +176,7 @@ impl Bed {
     }
 
     async fn indexed(&self, ns: &str, name: &str) {
-        let started = Instant::now();
-        while self.gw.gateway.snapshot().pods.holders(ns, name).is_empty() {
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "{ns}/{name} not indexed"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        self.gw.indexed(ns, name).await;
     }
 
     /// One request presenting a certificate for `subject`: the status and the body.

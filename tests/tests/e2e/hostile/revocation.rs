@@ -118,14 +118,7 @@ impl Bed {
     }
 
     async fn indexed(&self, ns: &str, name: &str) {
-        let started = Instant::now();
-        while self.gw.gateway.snapshot().pods.holders(ns, name).is_empty() {
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "{ns}/{name} not indexed"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        self.gw.indexed(ns, name).await;
     }
 
     fn addr(&self) -> SocketAddr {
