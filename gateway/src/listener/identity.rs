@@ -64,12 +64,7 @@ impl ClientIdentity {
         let Some(cn) = self.common_name.as_deref() else {
             return false;
         };
-        allowed.iter().any(|a| {
-            a.common_name == cn
-                && a.organization
-                    .as_ref()
-                    .is_none_or(|o| self.organizations.contains(o))
-        })
+        allowed.iter().any(|a| a.admits(cn, &self.organizations))
     }
 
     /// kube-api `client_names`: whether any of `allowed` is this client's common name, one

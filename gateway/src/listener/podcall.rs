@@ -421,7 +421,14 @@ impl Call<'_> {
             scope: Scope::Namespace(self.target.namespace.clone()),
             leaf: Some(self.leaf.name()),
         };
-        sessions::open(self.client, headers, config, reach, kind)
+        sessions::open(
+            self.client,
+            headers,
+            &self.snapshot.config,
+            config,
+            reach,
+            kind,
+        )
     }
 }
 

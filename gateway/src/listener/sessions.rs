@@ -10,10 +10,13 @@ use http::{HeaderMap, Response, header};
 
 use super::client::{Client, Front};
 use super::reply;
+use crate::config::{AllowedClient, Config};
 use crate::config::{TenantConfig, token_digest};
 use crate::k8s::status::Status;
 use crate::proxy::Body;
-use crate::runtime::sessions::{Capped, Credential, Kind, Opening, Revoked, Scope, Session};
+use crate::runtime::sessions::{
+    Capped, Credential, Kind, NodeCaller, Opening, Revoked, Scope, Session,
+};
 
 /// How long a client refused at a cap is told to wait, as kube-apiserver's max-in-flight
 /// filter tells it.
@@ -26,8 +29,8 @@ pub struct Reach<'a> {
     pub leaf: Option<&'a str>,
 }
 
-/// Opens `kind`'s session for a call of `config`'s tenant on `client`'s connection: the
-/// session, or the 429 its tenant's cap answers.
+/// Opens `kind`'s session for a call of `config`'s tenant (of the gateway's `loaded`
+/// config) on `client`'s connection: the session, or the 429 its tenant's cap answers.
 #[allow(
     clippy::result_large_err,
     reason = "the refusal is the answer itself, built on the rare path"
@@ -35,14 +38,20 @@ pub struct Reach<'a> {
 pub fn open(
     client: &Client,
     headers: &HeaderMap,
+    loaded: &Config,
     config: &TenantConfig,
     reach: Reach<'_>,
     kind: Kind,
 ) -> Result<Session, Response<Body>> {
     let shared = &client.shared;
+    let allowed_clients = loaded
+        .listeners
+        .iter()
+        .find(|l| *l.name == *client.listener)
+        .map_or(&[][..], |l| &l.allowed_clients[..]);
     let opening = Opening {
         tenant: config.name.clone(),
-        credential: credential(client, headers, config),
+        credential: credential(client, headers, config, allowed_clients),
         scope: reach.scope,
         leaf: reach.leaf.map(str::to_string),
         leaves: config.leaves.clone(),
@@ -57,10 +66,23 @@ pub fn open(
 
 /// How the caller got in, as `kube_api::caller::authenticate` let it: a certificate named
 /// in the tenant's `client_names` first, else the bearer token. On the node API the root
-/// cluster calls, for whichever tenant owns the namespace.
-fn credential(client: &Client, headers: &HeaderMap, config: &TenantConfig) -> Credential {
+/// cluster calls, for whichever tenant owns the namespace: its certificate's subject, let
+/// in by the listener's `allowed_clients` or (none naming it) by a SubjectAccessReview.
+fn credential(
+    client: &Client,
+    headers: &HeaderMap,
+    config: &TenantConfig,
+    allowed_clients: &[AllowedClient],
+) -> Credential {
     if client.front == Front::NodeApi {
-        return Credential::NodeApi;
+        let identity = client.identity.as_deref();
+        return Credential::NodeApi(NodeCaller {
+            common_name: identity.and_then(|id| id.common_name.clone()),
+            organizations: identity
+                .map(|id| id.organizations.clone())
+                .unwrap_or_default(),
+            by_name: identity.is_some_and(|id| id.is_allowed_client(allowed_clients)),
+        });
     }
     let by_cert = client.identity.as_ref().and_then(|id| {
         config

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{Cap, Concurrency, Config, TenantConfig, TokenDigest};
+use crate::config::{Cap, Concurrency, Config, ListenerKind, TenantConfig, TokenDigest};
 use crate::metrics::{Metrics, SessionCapLabels, SessionLabels};
 
 /// What kind of long-lived call a session is; each has its own cap.
@@ -69,9 +69,18 @@ pub enum Credential {
     Token(TokenDigest),
     /// kube-api: a client certificate, by the tenant's `client_names` entry it matched.
     ClientName(String),
-    /// node-api: the caller is the root cluster, and the tenant is whoever owns the pod's
-    /// namespace.
-    NodeApi,
+    /// node-api: the caller is the root cluster (or whoever its certificate names), and
+    /// the tenant is whoever owns the pod's namespace.
+    NodeApi(NodeCaller),
+}
+
+/// A node-api caller as its listener let it in: its certificate's subject, and whether
+/// an `allowed_clients` entry named it (else a SubjectAccessReview at the root allowed it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeCaller {
+    pub common_name: Option<String>,
+    pub organizations: Vec<String>,
+    pub by_name: bool,
 }
 
 impl std::fmt::Debug for Credential {
@@ -79,7 +88,7 @@ impl std::fmt::Debug for Credential {
         match self {
             Credential::Token(_) => f.write_str("Token(<digest>)"),
             Credential::ClientName(n) => write!(f, "ClientName({n:?})"),
-            Credential::NodeApi => f.write_str("NodeApi"),
+            Credential::NodeApi(caller) => write!(f, "NodeApi({caller:?})"),
         }
     }
 }
@@ -114,7 +123,7 @@ pub struct Opening {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Revoked {
     /// The token or client name no longer authenticates as the tenant (or the tenant is
-    /// gone): kube-api's 401.
+    /// gone), or the node-api listener no longer lets the certificate in: a 401.
     Unauthenticated,
     /// The tenant no longer owns the namespace (`None`: one of the namespaces a
     /// cluster-wide watch covered) or may no longer reach the leaf: a 403.
@@ -311,11 +320,17 @@ fn verdict(
         // As the kube-api front authenticates: the first tenant that holds it.
         Credential::Token(digest) => by_digest.get(digest).copied(),
         Credential::ClientName(name) => tenants.iter().find(|t| t.client_names.contains(name)),
-        // As the node-api front picks the tenant: the first that owns the namespace.
-        Credential::NodeApi => match &o.scope {
-            Scope::Namespace(ns) => tenants.iter().find(|t| t.owns(ns)),
-            Scope::Tenant(_) => tenants.iter().find(|t| t.name == o.tenant),
-        },
+        // As the node-api front lets the caller in, then picks the tenant: the first that
+        // owns the namespace.
+        Credential::NodeApi(caller) => {
+            if let Some(why) = node_caller_verdict(caller, &o.connection.0, config) {
+                return Some(why);
+            }
+            match &o.scope {
+                Scope::Namespace(ns) => tenants.iter().find(|t| t.owns(ns)),
+                Scope::Tenant(_) => tenants.iter().find(|t| t.name == o.tenant),
+            }
+        }
     };
     let forbidden = |namespace: Option<&str>| Revoked::Forbidden {
         namespace: namespace.map(str::to_string),
@@ -323,7 +338,7 @@ fn verdict(
     };
     let Some(t) = now.filter(|t| t.name == o.tenant) else {
         return Some(match (&o.credential, &o.scope) {
-            (Credential::NodeApi, Scope::Namespace(ns)) => forbidden(Some(ns)),
+            (Credential::NodeApi(_), Scope::Namespace(ns)) => forbidden(Some(ns)),
             _ => Revoked::Unauthenticated,
         });
     };
@@ -355,6 +370,30 @@ fn verdict(
         return Some(forbidden(None));
     }
     None
+}
+
+/// Whether `config`'s node-api listener `listener` still lets `caller` in: by name when
+/// it has `allowed_clients`. A caller the old list named must be asked again when the
+/// listener moved to SubjectAccessReviews (which a reload cannot ask on its behalf), so it
+/// is ended and its client reconnects; one the root allowed stays while the listener still
+/// asks the root (the review's answer is cached for minutes anyway, as the kubelet's).
+/// A listener gone, or no longer a node API, lets nobody in.
+fn node_caller_verdict(caller: &NodeCaller, listener: &str, config: &Config) -> Option<Revoked> {
+    let Some(l) = config
+        .listeners
+        .iter()
+        .find(|l| l.name == listener && l.kind == ListenerKind::NodeApi)
+    else {
+        return Some(Revoked::Unauthenticated);
+    };
+    let allowed = match l.allowed_clients.as_slice() {
+        [] => !caller.by_name,
+        entries => caller
+            .common_name
+            .as_deref()
+            .is_some_and(|cn| entries.iter().any(|a| a.admits(cn, &caller.organizations))),
+    };
+    (!allowed).then_some(Revoked::Unauthenticated)
 }
 
 impl Session {
@@ -398,15 +437,51 @@ mod tests {
                        [[tenant]]\nname = \"b\"\nnamespaces = [\"b\"]\n";
 
     fn opening(tenant: &str, credential: Credential, ns: &str, kind: Kind, port: u16) -> Opening {
+        // node-api callers come on the node-api listener, the others on the kube-api one.
+        let listener = match credential {
+            Credential::NodeApi(_) => "kubelet",
+            _ => "kube",
+        };
         Opening {
             tenant: tenant.into(),
             credential,
             scope: Scope::Namespace(ns.into()),
             leaf: Some("leaf-1".into()),
             leaves: None,
-            connection: ("kube".into(), SocketAddr::from(([127, 0, 0, 1], port))),
+            connection: (listener.into(), SocketAddr::from(([127, 0, 0, 1], port))),
             kind,
         }
+    }
+
+    /// The root API server's kubelet client, let in by `allowed_clients`.
+    fn root() -> Credential {
+        node_caller("kube-apiserver-kubelet-client", &[], true)
+    }
+
+    fn node_caller(cn: &str, organizations: &[&str], by_name: bool) -> Credential {
+        Credential::NodeApi(NodeCaller {
+            common_name: Some(cn.into()),
+            organizations: organizations.iter().map(|o| o.to_string()).collect(),
+            by_name,
+        })
+    }
+
+    /// `config` with a node-api listener `kubelet` letting in `allowed_clients` (none: it
+    /// asks the root cluster).
+    fn with_node_api(mut config: Config, allowed_clients: &[&str]) -> Config {
+        config.listeners.push(crate::config::ListenerConfig {
+            name: "kubelet".into(),
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            kind: ListenerKind::NodeApi,
+            tls: None,
+            max_connections: None,
+            trusted_proxies: Vec::new(),
+            allowed_clients: allowed_clients
+                .iter()
+                .map(|e| crate::config::AllowedClient::parse(e).unwrap())
+                .collect(),
+        });
+        config
     }
 
     #[test]
@@ -423,7 +498,7 @@ mod tests {
         };
         let open = |port, tenant| {
             sessions.open(
-                opening(tenant, Credential::NodeApi, "a", Kind::Watch, port),
+                opening(tenant, root(), "a", Kind::Watch, port),
                 &caps,
                 &kill,
                 &metrics,
@@ -460,15 +535,19 @@ mod tests {
             Kind::Stream,
             1,
         ));
-        let in_a_2 = open(opening("a", Credential::NodeApi, "a-2", Kind::LogFollow, 2));
-        let in_b = open(opening("b", Credential::NodeApi, "b", Kind::LogFollow, 3));
-        let revoked = sessions.revoke(&config(TWO), &metrics);
+        let in_a_2 = open(opening("a", root(), "a-2", Kind::LogFollow, 2));
+        let in_b = open(opening("b", root(), "b", Kind::LogFollow, 3));
+        let kubelet = ["kube-apiserver-kubelet-client"];
+        let revoked = sessions.revoke(&with_node_api(config(TWO), &kubelet), &metrics);
         assert_eq!(revoked, 0);
 
         // `ci-a` leaves tenant a, and a-2 moves to tenant b.
         let next = "[[tenant]]\nname = \"a\"\nnamespaces = [\"a\"]\n\
                     [[tenant]]\nname = \"b\"\nnamespaces = [\"b\", \"a-2\"]\n";
-        assert_eq!(sessions.revoke(&config(next), &metrics), 2);
+        assert_eq!(
+            sessions.revoke(&with_node_api(config(next), &kubelet), &metrics),
+            2
+        );
         assert!(by_cert.token().is_cancelled());
         assert_eq!(by_cert.revoked(), Some(&Revoked::Unauthenticated));
         assert!(in_a_2.token().is_cancelled());
@@ -488,6 +567,49 @@ mod tests {
         // Shutdown's kill reaches every session, with no reason given.
         kill.cancel();
         assert!(in_b.token().is_cancelled() && in_b.revoked().is_none());
+    }
+
+    #[test]
+    fn a_node_api_caller_is_ended_when_its_listener_no_longer_lets_it_in() {
+        let sessions = Sessions::default();
+        let metrics = Metrics::new();
+        let kill = CancellationToken::new();
+        let open = |credential| {
+            sessions
+                .open(
+                    opening("a", credential, "a", Kind::Stream, 1),
+                    &Concurrency::default(),
+                    &kill,
+                    &metrics,
+                )
+                .unwrap()
+        };
+        let (kubelet, admins, ops) = (
+            open(root()),
+            open(node_caller("ops", &["admins"], true)),
+            open(node_caller("ops", &["oncall"], true)),
+        );
+        let reload =
+            |allowed: &[&str]| sessions.revoke(&with_node_api(config(TWO), allowed), &metrics);
+        let both = ["kube-apiserver-kubelet-client", "ops/admins", "ops/oncall"];
+        assert_eq!(reload(&both), 0);
+        // `ops/oncall` leaves the list: that subject ends, `ops/admins` (same CN) stays.
+        assert_eq!(reload(&["kube-apiserver-kubelet-client", "ops/admins"]), 1);
+        assert_eq!(ops.revoked(), Some(&Revoked::Unauthenticated));
+        assert!(!admins.token().is_cancelled() && !kubelet.token().is_cancelled());
+
+        // The listener moves to SubjectAccessReviews: callers let in by name must be asked
+        // again; one the root cluster allowed stays.
+        let by_review = open(node_caller("someone", &[], false));
+        assert_eq!(reload(&[]), 2);
+        assert!(kubelet.token().is_cancelled() && admins.token().is_cancelled());
+        assert!(!by_review.token().is_cancelled());
+        // A list that does not name it ends it too; then the listener gone ends everyone.
+        let again = open(root());
+        assert_eq!(reload(&["kube-apiserver-kubelet-client"]), 1);
+        assert!(by_review.token().is_cancelled() && !again.token().is_cancelled());
+        assert_eq!(sessions.revoke(&config(TWO), &metrics), 1);
+        assert_eq!(again.revoked(), Some(&Revoked::Unauthenticated));
     }
 
     #[test]

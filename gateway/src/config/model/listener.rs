@@ -52,6 +52,16 @@ pub struct AllowedClient {
 }
 
 impl AllowedClient {
+    /// Whether this entry names the subject `common_name` with `organizations` (exact,
+    /// case-sensitive; the organization only when the entry names one).
+    pub fn admits(&self, common_name: &str, organizations: &[String]) -> bool {
+        self.common_name == common_name
+            && self
+                .organization
+                .as_ref()
+                .is_none_or(|o| organizations.contains(o))
+    }
+
     /// Reads `CN` or `CN/O` (split at the first `/`; a CN never holds one).
     pub fn parse(entry: &str) -> Result<AllowedClient, String> {
         let (cn, org) = match entry.split_once('/') {

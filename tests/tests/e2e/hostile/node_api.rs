@@ -8,6 +8,7 @@
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Method, Request, StatusCode};
@@ -102,6 +103,24 @@ struct Bed {
     client_ca: ClientCa,
 }
 
+/// The bed's config without its node-api listener, and that listener.
+fn base() -> (Config, Listener) {
+    let listener = Listener::node_api("kubelet")
+        .tls("node-api.pem", "node-api-key.pem")
+        .client_ca("client-ca.pem");
+    let config = Config::new()
+        .admin()
+        .leaf(Leaf::new("leaf-1", "leaf.kubeconfig"))
+        .tenant(Tenant::new("acme").namespaces(["apps"]));
+    (config, listener)
+}
+
+/// The bed's config letting in `allowed_clients` by name.
+fn allowed_config(allowed_clients: &[&str]) -> Config {
+    let (config, listener) = base();
+    config.listener(listener.allowed_clients(allowed_clients.iter()))
+}
+
 impl Bed {
     /// `allowed_clients` given: matched by name; `None`: authorized by the root cluster.
     async fn start(allowed_clients: Option<&[&str]>) -> Bed {
@@ -117,16 +136,10 @@ impl Bed {
         server_ca.issue(dir.path(), "node-api", &["leafgate.node", "127.0.0.1"]);
         let client_ca = ClientCa::new();
         std::fs::write(dir.path().join("client-ca.pem"), &client_ca.pem).unwrap();
-        let listener = Listener::node_api("kubelet")
-            .tls("node-api.pem", "node-api-key.pem")
-            .client_ca("client-ca.pem");
-        let mut config = Config::new()
-            .admin()
-            .leaf(Leaf::new("leaf-1", "leaf.kubeconfig"))
-            .tenant(Tenant::new("acme").namespaces(["apps"]));
+        let (mut config, listener) = base();
         let root = match allowed_clients {
             Some(names) => {
-                config = config.listener(listener.allowed_clients(names.iter()));
+                config = allowed_config(names);
                 None
             }
             None => {
@@ -186,6 +199,19 @@ impl Bed {
         method: Method,
         path: &str,
     ) -> (StatusCode, String) {
+        let res = self.send(subject, method, path).await;
+        let status = res.status();
+        let body = res.into_body().collect().await.unwrap().to_bytes();
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    /// One request presenting a certificate for `subject`: the response, body unread.
+    async fn send(
+        &self,
+        subject: &Subject<'_>,
+        method: Method,
+        path: &str,
+    ) -> http::Response<hyper::body::Incoming> {
         let (cert, key) = self.client_ca.issue(subject);
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let tls = rustls::ClientConfig::builder_with_provider(provider)
@@ -209,10 +235,7 @@ impl Bed {
             .header("host", "leafgate.node")
             .body(Empty::<Bytes>::new())
             .unwrap();
-        let res = sender.send_request(req).await.unwrap();
-        let status = res.status();
-        let body = res.into_body().collect().await.unwrap().to_bytes();
-        (status, String::from_utf8_lossy(&body).into_owned())
+        sender.send_request(req).await.unwrap()
     }
 
     /// How many log requests for `apps/web-0` reached the leaf.
@@ -445,4 +468,71 @@ async fn check(file: &Path) -> std::process::Output {
         .output()
         .await
         .unwrap()
+}
+
+/// A followed log's next data, or `None` once the body ended (cleanly or cut).
+async fn next_data(body: &mut hyper::body::Incoming, within: Duration) -> Option<Bytes> {
+    loop {
+        let frame = tokio::time::timeout(within, body.frame())
+            .await
+            .expect("the body moved within the time given");
+        match frame {
+            Some(Ok(f)) => match f.into_data() {
+                Ok(data) => return Some(data),
+                Err(_) => continue,
+            },
+            Some(Err(_)) | None => return None,
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_client_taken_out_of_allowed_clients_loses_its_open_log_follow_within_a_second() {
+    let ops = Subject {
+        cn: "ops",
+        orgs: &["oncall"],
+        dns: &[],
+    };
+    let apiserver = Subject {
+        cn: APISERVER,
+        orgs: &[],
+        dns: &[],
+    };
+    let bed = Bed::start(Some(&[APISERVER, "ops/oncall"])).await;
+    bed.leaf.append_log("apps", "web-0", "main", "line 1");
+    let follow = format!("{LOGS}?follow=true");
+    let mut bodies = Vec::new();
+    for subject in [&ops, &apiserver] {
+        let res = bed.send(subject, Method::GET, &follow).await;
+        assert_eq!(res.status(), StatusCode::OK);
+        let mut body = res.into_body();
+        let first = next_data(&mut body, Duration::from_secs(10)).await;
+        assert!(first.is_some_and(|d| d.starts_with(b"line 1")));
+        bodies.push(body);
+    }
+    let [mut revoked, mut kept] = <[_; 2]>::try_from(bodies).unwrap();
+
+    std::fs::write(&bed.gw.config, allowed_config(&[APISERVER]).to_string()).unwrap();
+    bed.gw.gateway.reload().await.unwrap();
+    let reloaded = Instant::now();
+    if let Some(data) = next_data(&mut revoked, Duration::from_secs(2)).await {
+        panic!("the follow of a client no longer allowed still delivers: {data:?}");
+    }
+    let ended = reloaded.elapsed();
+    eprintln!("after the reload: the removed client's follow ended in {ended:?}");
+    assert!(ended < Duration::from_millis(1250), "{ended:?}");
+
+    // The client still named goes on, and the removed one is refused from now on.
+    bed.leaf.append_log("apps", "web-0", "main", "line 2");
+    let next = next_data(&mut kept, Duration::from_secs(10)).await;
+    assert!(next.is_some_and(|d| d.starts_with(b"line 2")));
+    let (code, _) = bed.call(&ops, Method::GET, LOGS).await;
+    assert_eq!(code, StatusCode::FORBIDDEN);
+    let metrics = leafgate_tests::client::get(bed.gw.admin(), "admin", "/metrics")
+        .await
+        .text();
+    assert!(
+        metrics.contains(r#"leafgate_revoked_total{tenant="acme",kind="log_follow"} 1"#),
+        "{metrics}"
+    );
 }
