@@ -5,7 +5,9 @@
 
 use std::path::Path;
 
-use crate::config::model::{AdminConfig, Config, Timeouts};
+use std::collections::HashSet;
+
+use crate::config::model::{AdminConfig, Config, TenantConfig, Timeouts, TokenDigest};
 use crate::config::raw::RawConfig;
 
 use super::route::{Prior, RouteContext};
@@ -20,9 +22,10 @@ impl Validator<'_, '_> {
         prior: Option<Prior<'_>>,
     ) -> (Config, RouteContext) {
         let timeouts = timeouts(Timeouts::default(), &raw.timeouts);
-        let admin = self.admin(raw);
+        let (admin, admin_tokens) = self.admin(raw).unzip();
         let (listeners, listener_names) = self.listeners(raw, admin.as_ref());
         let (tenants, tenant_names) = self.tenants(path, raw);
+        self.admin_tokens_unshared(raw, admin_tokens.as_deref().unwrap_or_default(), &tenants);
         let leaves = self.leaves(raw);
         let context = RouteContext::new(self.base, timeouts, &listener_names, &tenant_names);
         let routes = self.routes(raw, &context, prior, &listener_names, &tenant_names);
@@ -51,17 +54,65 @@ impl Validator<'_, '_> {
         (config, context)
     }
 
-    /// `[admin]`, when its address is one; its `tokens_file` read like a tenant's.
-    fn admin(&mut self, raw: &RawConfig) -> Option<AdminConfig> {
+    /// `[admin]`, when its address is one, and its tokens' lines; its `tokens_file` read
+    /// like a tenant's.
+    fn admin(&mut self, raw: &RawConfig) -> Option<(AdminConfig, Vec<(usize, TokenDigest)>)> {
         let a = raw.admin.as_ref()?;
         let bind = self.socket_addr(&a.bind, "admin.bind");
-        let tokens = a
-            .tokens_file
-            .as_ref()
-            .map(|file| self.tokens_file(file, "admin.tokens_file").0);
-        Some(AdminConfig {
-            bind: bind?,
-            tokens,
-        })
+        let (tokens, lines) = match &a.tokens_file {
+            Some(file) => {
+                let (tokens, lines) = self.tokens_file(file, "admin.tokens_file");
+                (Some(tokens), lines)
+            }
+            None => (None, Vec::new()),
+        };
+        Some((
+            AdminConfig {
+                bind: bind?,
+                tokens,
+            },
+            lines,
+        ))
+    }
+
+    /// No admin token is also a tenant's: with it a tenant would read every tenant's
+    /// config at `/status` and reload the gateway. One error per tenant, with the lines of
+    /// the admin tokens file, never the token.
+    fn admin_tokens_unshared(
+        &mut self,
+        raw: &RawConfig,
+        admin: &[(usize, TokenDigest)],
+        tenants: &[TenantConfig],
+    ) {
+        let Some(file) = raw.admin.as_ref().and_then(|a| a.tokens_file.as_ref()) else {
+            return;
+        };
+        for (i, tenant) in tenants.iter().enumerate() {
+            let held: HashSet<TokenDigest> = tenant.tokens.digests().collect();
+            let lines: Vec<String> = admin
+                .iter()
+                .filter(|(_, digest)| held.contains(digest))
+                .map(|(line, _)| line.to_string())
+                .collect();
+            if lines.is_empty() {
+                continue;
+            }
+            let place = raw.tenants[i]
+                .tokens_file
+                .as_ref()
+                .map(|f| self.at(f))
+                .unwrap_or_default();
+            let plural = if lines.len() == 1 { "" } else { "s" };
+            self.report.error(
+                file.span(),
+                "admin.tokens_file".to_string(),
+                format!(
+                    "line{plural} {} of `{}`: tenant `{}` has the same token in its tokens_file{place}; an admin token must not be a tenant's, or that tenant could read /status and reload the gateway",
+                    lines.join(", "),
+                    file.get_ref(),
+                    tenant.name,
+                ),
+            );
+        }
     }
 }

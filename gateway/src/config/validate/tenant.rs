@@ -141,7 +141,7 @@ impl Validator<'_, '_> {
     }
 
     /// ` (at line:column)` of a value, for a message that points at a second place.
-    fn at<T>(&self, value: &Spanned<T>) -> String {
+    pub(super) fn at<T>(&self, value: &Spanned<T>) -> String {
         if value.span() == (0..0) {
             return String::new();
         }

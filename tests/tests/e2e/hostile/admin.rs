@@ -278,6 +278,41 @@ namespaces = ["*-prod"]
 }
 
 #[test]
+fn leafgate_check_refuses_an_admin_token_that_is_also_a_tenants() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("admin.tokens"),
+        "admin-only-token-0123456789
+# handed to team-a too
+team-a-token-0123456789
+",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("a.tokens"),
+        "team-a-token-0123456789
+",
+    )
+    .unwrap();
+    let toml = "[admin]\nbind = \"127.0.0.1:0\"\ntokens_file = \"admin.tokens\"\n\n[[tenant]]\nname = \"team-a\"\nnamespaces = [\"team-a\"]\ntokens_file = \"a.tokens\"\n";
+    let (ok, err) = check(dir.path(), toml);
+    assert!(!ok, "a tenant holding an admin token was accepted:\n{err}");
+    let want = format!(
+        "{}:3:15: admin.tokens_file: ",
+        dir.path().join("leafgate.toml").display()
+    );
+    let line = err
+        .lines()
+        .find(|l| l.starts_with(&want))
+        .unwrap_or_else(|| panic!("no error at {want}:\n{err}"));
+    assert!(
+        line.contains("line 3") && line.contains("`team-a`"),
+        "{line}"
+    );
+    assert!(!err.contains("team-a-token"), "a token was printed:\n{err}");
+}
+
+#[test]
 fn leafgate_check_warns_about_short_tokens_and_passes() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
