@@ -66,6 +66,21 @@ fn with_client_names(
     if let Some(caps) = caps {
         acme = acme.set("concurrent", caps);
     }
+    with_acme(acme, other_namespaces)
+}
+
+/// The bed's config with a second leaf `leaf-b` (the bed's spare simulator) and acme
+/// limited to `acme_leaves`.
+fn with_leaves(acme_leaves: &[&str]) -> Config {
+    let acme = Tenant::new("acme")
+        .namespaces(["apps", "apps-2"])
+        .tokens_file("acme.tokens")
+        .leaves(acme_leaves.iter().copied());
+    with_acme(acme, &["other"]).leaf(Leaf::new("leaf-b", "b.kubeconfig"))
+}
+
+/// The bed's listener and leaf `leaf-a`, tenant `acme` as given and `other`.
+fn with_acme(acme: Tenant, other_namespaces: &[&str]) -> Config {
     Config::new()
         .admin()
         .listener(
@@ -85,11 +100,18 @@ fn with_client_names(
 struct Bed {
     gw: TestGateway,
     leaf: KubeSim,
+    /// Leaf `leaf-b`, for configs that name it.
+    _spare: Option<KubeSim>,
     ca: TestCa,
 }
 
 impl Bed {
     async fn start(caps: Option<Value>) -> Bed {
+        Bed::start_with(config(&["apps", "apps-2"], &["other"], caps), false).await
+    }
+
+    /// A bed serving `config`, with the spare leaf simulator (`b.kubeconfig`) if asked.
+    async fn start_with(config: Config, spare: bool) -> Bed {
         let leaf = KubeSim::builder().start().await.unwrap();
         let dir = tempfile::tempdir().unwrap();
         leaf.kubeconfig(
@@ -97,6 +119,18 @@ impl Bed {
             &dir.path().join("a.kubeconfig"),
         )
         .unwrap();
+        let spare = match spare {
+            true => {
+                let sim = KubeSim::builder().start().await.unwrap();
+                sim.kubeconfig(
+                    &Credential::ClientCert("leafgate".into()),
+                    &dir.path().join("b.kubeconfig"),
+                )
+                .unwrap();
+                Some(sim)
+            }
+            false => None,
+        };
         let ca = TestCa::new("kube-api CA");
         ca.issue(dir.path(), "kube-api", &["127.0.0.1"]);
         ca.write(dir.path(), "clients-ca.pem");
@@ -106,11 +140,16 @@ impl Bed {
         )
         .unwrap();
         std::fs::write(dir.path().join("other.tokens"), OTHER).unwrap();
-        let gw = TestGateway::start_in(dir, config(&["apps", "apps-2"], &["other"], caps)).await;
+        let gw = TestGateway::start_in(dir, config).await;
         for (ns, name) in [("apps", "web"), ("apps-2", "job"), ("other", "db")] {
             leaf.create(pod(ns, name)).unwrap();
         }
-        let bed = Bed { gw, leaf, ca };
+        let bed = Bed {
+            gw,
+            leaf,
+            _spare: spare,
+            ca,
+        };
         for (ns, name) in [("apps", "web"), ("apps-2", "job"), ("other", "db")] {
             bed.indexed(ns, name).await;
         }
@@ -463,6 +502,54 @@ async fn a_client_name_taken_out_of_client_names_ends_its_watch() {
     // The token's cluster-wide watch covers the same namespaces as before: it goes on.
     bed.leaf.create(pod("apps-2", "late")).unwrap();
     assert_eq!(kept.about("late").await["type"], "ADDED");
+}
+
+#[tokio::test]
+async fn a_leaf_taken_out_of_the_tenants_leaves_ends_its_exec_and_watch() {
+    let bed = Bed::start_with(with_leaves(&["leaf-a", "leaf-b"]), true).await;
+    let mut exec = bed.exec(KEPT, "apps", "web").await.unwrap();
+    echoes(&mut exec, "before the reload\n").await;
+    let mut watch = Events::new(bed.get(KEPT, "/api/v1/pods?watch=true").await);
+    assert_eq!(watch.about("web").await["type"], "ADDED");
+    let mut other_watch = Events::new(bed.get(OTHER, "/api/v1/pods?watch=true").await);
+    assert_eq!(other_watch.about("db").await["type"], "ADDED");
+
+    // acme keeps only leaf-b, where none of its pods live.
+    let reloaded = bed
+        .reload(&format!("{REVOKED}\n{KEPT}\n"), with_leaves(&["leaf-b"]))
+        .await;
+    // The initial ADDED events still in flight, then kube-apiserver's ERROR (403).
+    let event = loop {
+        let event = watch
+            .next(Duration::from_secs(2))
+            .await
+            .expect("an ERROR event before the end");
+        if event["type"] != "ADDED" {
+            break event;
+        }
+    };
+    assert_eq!(event["type"], "ERROR", "{event}");
+    assert_eq!(event["object"]["code"], 403, "{event}");
+    assert!(watch.next(Duration::from_secs(2)).await.is_none());
+    loop {
+        match tokio::time::timeout(Duration::from_secs(2), exec.next()).await {
+            Ok(None | Some(Err(_)) | Some(Ok(Message::Close(_)))) => break,
+            Ok(Some(Ok(_))) => continue,
+            Err(_) => panic!("the exec into leaf-a is still open 2 s after the reload"),
+        }
+    }
+    let ended = reloaded.elapsed();
+    eprintln!("after the reload: the watch and the exec into leaf-a ended in {ended:?}");
+    assert!(ended < Duration::from_secs(1) + SLACK, "{ended:?}");
+
+    // Another tenant's watch goes on; acme no longer sees leaf-a's pods at all.
+    bed.leaf.create(pod("other", "late-other")).unwrap();
+    assert_eq!(other_watch.about("late-other").await["type"], "ADDED");
+    let list = bed.get(KEPT, "/api/v1/namespaces/apps/pods").await;
+    assert_eq!(list.status(), 200);
+    let body = list.into_body().collect().await.unwrap().to_bytes();
+    let list: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(list["items"], json!([]), "{list}");
 }
 
 /// A 429 as kube-apiserver answers it.
