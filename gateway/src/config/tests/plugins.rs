@@ -100,3 +100,23 @@ fn mistakes_name_the_key_and_place() {
     let e = parse(dir.path(), "router = \"p.wasm\"").unwrap_err();
     assert!(e.contains("unknown field `router`"), "{e}");
 }
+
+#[test]
+fn a_log_filter_that_fails_open_is_a_warning() {
+    let dir = with_wasm();
+    let config = parse(
+        dir.path(),
+        "log_filter = { path = \"p.wasm\", on_error = \"default\" }\npod_router = { path = \"p.wasm\", on_error = \"default\" }",
+    )
+    .unwrap();
+    assert_eq!(config.warnings.len(), 1, "{:?}", config.warnings);
+    let warning = &config.warnings[0];
+    assert!(
+        warning.contains(":4:") && warning.contains("tenant[0].plugins.log_filter.on_error"),
+        "{warning}"
+    );
+    assert!(warning.contains("unfiltered"), "{warning}");
+    // Failing closed, the default, says nothing.
+    let config = parse(dir.path(), "log_filter = \"p.wasm\"").unwrap();
+    assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+}

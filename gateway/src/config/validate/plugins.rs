@@ -188,6 +188,19 @@ fn plugin(
             }
         },
     };
+    let on_error = raw.on_error.unwrap_or(defaults.on_error);
+    // A log filter is usually there to redact: with `default`, a batch it fails on goes
+    // to the client unfiltered. The operator may want that, but should know it.
+    if on_error == OnError::Default && key.ends_with(".log_filter") {
+        report.warning(
+            span.clone(),
+            format!("{key}.on_error"),
+            "with on_error = \"default\" a batch this log filter fails on (trap, timeout, \
+             invalid answer) reaches the client unfiltered; use \"reject\" if it redacts \
+             anything"
+                .to_string(),
+        );
+    }
     let origin = PluginOrigin {
         file: config_file.to_path_buf(),
         position: (span != (0..0)).then(|| report.line_column(span.start)),
@@ -196,7 +209,7 @@ fn plugin(
     ok.then(|| PluginConfig {
         path,
         config_json,
-        on_error: raw.on_error.unwrap_or(defaults.on_error),
+        on_error,
         memory: raw.memory.unwrap_or(defaults.memory),
         deadline: raw.deadline.map_or(defaults.deadline, |d| d.0),
         isolation: raw.isolation.unwrap_or(defaults.isolation),
