@@ -823,3 +823,139 @@ async fn a_table_formatter_that_answers_a_row_short_fails_the_request() {
         .await;
     assert_eq!(code, 200);
 }
+
+/// Ten pods of acme in `apps`, five in each leaf, the odd ones `Pending` on no node.
+async fn ten_pods(bed: &Bed) {
+    for i in 0..10 {
+        let mut p = pod("apps", &format!("p{i}"), json!({"n": i.to_string()}));
+        if i % 2 == 1 {
+            p["status"]["phase"] = json!("Pending");
+            p["spec"]["nodeName"] = Value::Null;
+        }
+        let leaf = if i < 5 { &bed.leaf_a } else { &bed.leaf_b };
+        leaf.create(p).unwrap();
+    }
+    for i in 0..10 {
+        bed.indexed("apps", &format!("p{i}")).await;
+    }
+}
+
+#[tokio::test]
+async fn field_selectors_filter_on_every_field_kube_apiserver_selects_pods_by() {
+    let bed = Bed::start(false).await.with_pods().await;
+    ten_pods(&bed).await;
+    for bin in kubesim::kubectl::all() {
+        let b = bin.display();
+        let names = |out: &str| -> Vec<String> { out.lines().map(str::to_string).collect() };
+        let get = |args: &'static [&'static str]| {
+            let bin = bin.clone();
+            let bed = &bed;
+            async move {
+                let mut all = vec!["get", "pods", "-o", "name"];
+                all.extend_from_slice(args);
+                bed.kubectl(&bin, User::Token(TOKEN_A), &all, &[], None)
+                    .await
+            }
+        };
+        let (code, out, err) = get(&["--field-selector", "status.phase!=Running"]).await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        assert_eq!(
+            names(&out),
+            ["pod/p1", "pod/p3", "pod/p5", "pod/p7", "pod/p9"],
+            "{b}"
+        );
+        let (code, out, err) = get(&[
+            "--field-selector",
+            "spec.nodeName=leaf-node,metadata.name!=web",
+        ])
+        .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        assert_eq!(
+            names(&out),
+            ["pod/db", "pod/p0", "pod/p2", "pod/p4", "pod/p6", "pod/p8"],
+            "{b}"
+        );
+        // Another tenant's namespace selected by field, across namespaces: nothing.
+        let (code, out, err) = get(&["-A", "--field-selector", "metadata.namespace=other"]).await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        assert!(!out.contains("secret"), "{b}: {out}");
+        // A field pods are not selected by: kube-apiserver's 400.
+        let (code, _, err) = get(&["--field-selector", "spec.containers=x"]).await;
+        assert_eq!(code, Some(1), "{b}");
+        assert!(
+            err.contains("field label not supported: spec.containers"),
+            "{b}: {err}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn chunked_lists_page_through_every_pod_once() {
+    let bed = Bed::start(false).await.with_pods().await;
+    ten_pods(&bed).await;
+    for bin in kubesim::kubectl::all() {
+        let b = bin.display();
+        let (code, out, err) = bed
+            .kubectl(
+                &bin,
+                User::Token(TOKEN_A),
+                &["get", "pods", "--chunk-size=2", "-o", "name"],
+                &[],
+                None,
+            )
+            .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        let mut want: Vec<String> = (0..10).map(|i| format!("pod/p{i}")).collect();
+        want.insert(0, "pod/db".into());
+        want.push("pod/web".into());
+        assert_eq!(out.lines().collect::<Vec<_>>(), want, "{b}");
+        // The same with the table kubectl prints by default (paged Tables).
+        let (code, out, err) = bed
+            .kubectl(
+                &bin,
+                User::Token(TOKEN_A),
+                &["get", "pods", "--chunk-size=3", "--no-headers"],
+                &[],
+                None,
+            )
+            .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        assert_eq!(out.lines().count(), 12, "{b}: {out}");
+
+        // A page as the API answers it: the continue token and what remains.
+        let (code, out, err) = bed
+            .kubectl(
+                &bin,
+                User::Token(TOKEN_A),
+                &["get", "--raw", "/api/v1/namespaces/apps/pods?limit=5"],
+                &[],
+                None,
+            )
+            .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        let page: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(page["items"].as_array().unwrap().len(), 5, "{b}");
+        assert_eq!(page["metadata"]["remainingItemCount"], 7, "{b}: {out}");
+        let token = page["metadata"]["continue"].as_str().unwrap();
+        let (code, out, err) = bed
+            .kubectl(
+                &bin,
+                User::Token(TOKEN_A),
+                &[
+                    "get",
+                    "--raw",
+                    &format!("/api/v1/namespaces/apps/pods?limit=5&continue={token}"),
+                ],
+                &[],
+                None,
+            )
+            .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        let next: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(next["items"][0]["metadata"]["name"], "p4", "{b}: {out}");
+        assert_eq!(
+            next["metadata"]["resourceVersion"], page["metadata"]["resourceVersion"],
+            "{b}"
+        );
+    }
+}

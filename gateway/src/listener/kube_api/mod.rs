@@ -18,6 +18,7 @@
 mod caller;
 mod discovery;
 mod listed;
+mod page;
 mod pods;
 mod query;
 mod select;

@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 
 use super::caller::Caller;
 use super::listed::Listed;
+use super::page::Page;
 use super::query::query_value;
 use super::select::{FieldSelector, LabelSelector};
 use super::table::{self, Wanted};
@@ -29,7 +30,7 @@ use crate::k8s::kubelet::PodTarget;
 use crate::k8s::status::Status;
 use crate::listener::client::Client;
 use crate::listener::podcall::choose_leaf;
-use crate::listener::reply;
+use crate::listener::reply::{self, Dialect};
 use crate::listener::sessions::{self, Reach};
 use crate::plugins::Verb;
 use crate::proxy::Body;
@@ -117,7 +118,7 @@ fn gather(snapshot: &Snapshot, caller: &Caller<'_>, filter: &Filter) -> (Vec<Lis
             }
             versions.see(name, listed.version());
             if filter.namespace.as_deref().is_some_and(|want| want != ns)
-                || !filter.fields.matches(ns, listed.name())
+                || !filter.fields.matches(|f| listed.field(f))
                 || !filter.labels.matches(listed.pod.metadata.labels.as_ref())
             {
                 continue;
@@ -163,21 +164,31 @@ pub async fn collection(
         return watch(req, client, snapshot.clone(), caller, filter, wanted);
     }
     let (pods, versions) = gather(snapshot, caller, &filter);
-    let token = versions.token();
-    match wanted {
-        Some(wanted) => table::respond(caller, &pods, wanted, &token).await,
+    let page = match Page::from_query(query) {
+        Ok(p) => p,
+        Err(status) => return reply::status(&status),
+    };
+    let token = page.version.clone().unwrap_or_else(|| versions.token());
+    let (pods, next) = page.cut(pods, &token);
+    let mut list = match wanted {
+        Some(wanted) => match table::build(caller, &pods, wanted, &token).await {
+            Ok(table) => table,
+            Err((code, message)) => return reply::error(Dialect::Status, code, &message),
+        },
         None => {
             let items: Vec<Value> = pods.iter().map(Listed::json).collect();
-            reply::json(
-                StatusCode::OK,
-                &json!({
-                    "kind": "PodList", "apiVersion": "v1",
-                    "metadata": { "resourceVersion": token },
-                    "items": items,
-                }),
-            )
+            json!({
+                "kind": "PodList", "apiVersion": "v1",
+                "metadata": { "resourceVersion": token },
+                "items": items,
+            })
         }
+    };
+    if let Some((token, remaining)) = next {
+        list["metadata"]["continue"] = json!(token);
+        list["metadata"]["remainingItemCount"] = json!(remaining);
     }
+    reply::json(StatusCode::OK, &list)
 }
 
 /// `GET /api/v1/namespaces/{ns}/pods/{name}`: the copy in the leaf the tenant's

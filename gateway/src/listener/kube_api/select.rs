@@ -1,7 +1,7 @@
 //! `labelSelector` and `fieldSelector` as kube-apiserver reads them, for pods: labels with
-//! `=`, `==`, `!=`, `in (..)`, `notin (..)`, `key` and `!key`; fields `metadata.name` and
-//! `metadata.namespace` with `=`, `==` and `!=` (any other field is a 400, as the API
-//! server answers for a field pods do not index).
+//! `=`, `==`, `!=`, `in (..)`, `notin (..)`, `key` and `!key`; fields with `=`, `==` and
+//! `!=` on the labels kube-apiserver's pod strategy makes selectable ([`POD_FIELDS`]; any
+//! other is its 400 `field label not supported`).
 
 use std::collections::BTreeMap;
 
@@ -20,9 +20,26 @@ enum Requirement {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LabelSelector(Vec<Requirement>);
 
-/// A parsed field selector on a pod's name and namespace.
+/// A parsed field selector on a pod's selectable fields.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FieldSelector(Vec<Requirement>);
+
+/// The pod fields kube-apiserver selects on (`ToSelectableFields` in its pod strategy),
+/// and `spec.host`, which its conversion reads as `spec.nodeName`. `status.podIPs` is
+/// accepted and, as there, always compares as "".
+pub const POD_FIELDS: [&str; 11] = [
+    "metadata.name",
+    "metadata.namespace",
+    "spec.nodeName",
+    "spec.restartPolicy",
+    "spec.schedulerName",
+    "spec.serviceAccountName",
+    "spec.hostNetwork",
+    "status.phase",
+    "status.podIP",
+    "status.podIPs",
+    "status.nominatedNodeName",
+];
 
 /// Splits on commas outside parentheses.
 fn terms(text: &str) -> Vec<&str> {
@@ -148,35 +165,45 @@ impl FieldSelector {
     pub fn parse(text: &str) -> Result<Self, String> {
         let reqs = terms(text)
             .into_iter()
-            .map(requirement)
+            .map(field_requirement)
             .collect::<Result<Vec<_>, _>>()?;
-        for r in &reqs {
-            let key = match r {
-                Requirement::Equals(k, _) | Requirement::NotEquals(k, _) => k,
-                _ => {
-                    return Err(format!(
-                        "invalid selector: {text:?}; only = and != are supported on fields"
-                    ));
-                }
-            };
-            if key != "metadata.name" && key != "metadata.namespace" {
-                return Err(format!(
-                    "field label not supported: {key} (leafgate selects pods by metadata.name and metadata.namespace)"
-                ));
-            }
-        }
         Ok(FieldSelector(reqs))
     }
 
-    pub fn matches(&self, namespace: &str, name: &str) -> bool {
-        self.0.iter().all(|r| {
-            r.matches(|k| match k {
-                "metadata.name" => Some(name.to_string()),
-                "metadata.namespace" => Some(namespace.to_string()),
-                _ => None,
-            })
-        })
+    /// Whether the object whose field values `field` gives (by label; "" when unset)
+    /// matches every requirement.
+    pub fn matches(&self, field: impl Fn(&str) -> String) -> bool {
+        self.0.iter().all(|r| r.matches(|k| Some(field(k))))
     }
+}
+
+/// One field term: `label=value`, `label==value` or `label!=value`, on a label pods
+/// select by (`spec.host` read as `spec.nodeName`). Values are taken as written: a field
+/// value is any string, unlike a label's.
+fn field_requirement(term: &str) -> Result<Requirement, String> {
+    let (label, value, equal) = if let Some((l, v)) = term.split_once("!=") {
+        (l, v, false)
+    } else if let Some((l, v)) = term.split_once("==") {
+        (l, v, true)
+    } else if let Some((l, v)) = term.split_once('=') {
+        (l, v, true)
+    } else {
+        return Err(format!(
+            "invalid selector: '{term}'; can't understand '{term}'"
+        ));
+    };
+    let label = match label.trim() {
+        "spec.host" => "spec.nodeName",
+        other => other,
+    };
+    if !POD_FIELDS.contains(&label) {
+        return Err(format!("field label not supported: {label}"));
+    }
+    let (label, value) = (label.to_string(), value.trim().to_string());
+    Ok(match equal {
+        true => Requirement::Equals(label, value),
+        false => Requirement::NotEquals(label, value),
+    })
 }
 
 #[cfg(test)]
@@ -222,15 +249,57 @@ mod tests {
     }
 
     #[test]
-    fn field_selectors_take_name_and_namespace_only() {
-        let f = FieldSelector::parse("metadata.name=web,metadata.namespace!=kube-system").unwrap();
-        assert!(f.matches("apps", "web"));
-        assert!(!f.matches("kube-system", "web"));
-        assert!(!f.matches("apps", "db"));
-        let e = FieldSelector::parse("spec.nodeName=n1").unwrap_err();
-        assert!(
-            e.starts_with("field label not supported: spec.nodeName"),
-            "{e}"
-        );
+    fn field_selectors_take_the_fields_kube_apiserver_selects_pods_by() {
+        let pod = |label: &str| -> String {
+            match label {
+                "metadata.name" => "web",
+                "metadata.namespace" => "apps",
+                "spec.nodeName" => "node-1",
+                "status.phase" => "Running",
+                "spec.hostNetwork" => "false",
+                _ => "",
+            }
+            .to_string()
+        };
+        let yes = [
+            "metadata.name=web,metadata.namespace!=kube-system",
+            "status.phase!=Pending",
+            "status.phase==Running",
+            "spec.nodeName=node-1",
+            "spec.host=node-1",
+            "spec.hostNetwork=false",
+            "status.podIP=",
+            "status.podIPs=",
+            "status.nominatedNodeName!=x",
+            "",
+        ];
+        for s in yes {
+            assert!(FieldSelector::parse(s).unwrap().matches(pod), "{s}");
+        }
+        let no = [
+            "metadata.name=db",
+            "status.phase!=Running",
+            "spec.nodeName=node-2",
+            "spec.restartPolicy=Always",
+        ];
+        for s in no {
+            assert!(!FieldSelector::parse(s).unwrap().matches(pod), "{s}");
+        }
+        for (s, want) in [
+            (
+                "spec.containers=x",
+                "field label not supported: spec.containers",
+            ),
+            (
+                "metadata.labels=x",
+                "field label not supported: metadata.labels",
+            ),
+            (
+                "status.phase",
+                "invalid selector: 'status.phase'; can't understand 'status.phase'",
+            ),
+        ] {
+            assert_eq!(FieldSelector::parse(s).unwrap_err(), want, "{s}");
+        }
     }
 }
