@@ -394,6 +394,7 @@ mod tests {
                 identity: None,
             },
             auth: LeafAuth::Token("leaf-token".into()),
+            stale: Default::default(),
             fingerprint: [0; 32],
         };
         let index = PodIndex::new();

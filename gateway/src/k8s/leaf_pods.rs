@@ -34,6 +34,9 @@ pub struct WatchState {
     pub restarts: u64,
     /// The last failure, with its causes (a TLS reason, a status code), and when.
     pub last_error: Option<(SystemTime, String)>,
+    /// Since when it has not been in sync (`None` while it is): the reflector's start
+    /// until the first list completes, else the failure that took it out of sync.
+    pub unsynced_since: Option<SystemTime>,
 }
 
 /// A leaf's reflector: its store and its watch task. Dropping it stops the watch; the
@@ -54,7 +57,10 @@ impl LeafPods {
         runtime: &tokio::runtime::Handle,
     ) -> LeafPods {
         let (store, writer) = reflector::store::<Pod>();
-        let state = Arc::new(Mutex::new(WatchState::default()));
+        let state = Arc::new(Mutex::new(WatchState {
+            unsynced_since: Some(SystemTime::now()),
+            ..WatchState::default()
+        }));
         let api: Api<Pod> = Api::all(client);
         let stream = watcher::watcher(api, watcher::Config::default())
             // The index serves lookups and listings, not server-side apply: drop the bulk.
@@ -153,9 +159,11 @@ async fn run(
                 let reason = errors::describe(&e, Causes::All);
                 warn!(leaf = %slot.name(), error = %reason, "leaf pod watch failed; retrying after backoff");
                 let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
+                let now = SystemTime::now();
                 s.synced = false;
+                s.unsynced_since.get_or_insert(now);
                 s.restarts += 1;
-                s.last_error = Some((SystemTime::now(), reason));
+                s.last_error = Some((now, reason));
                 if let Some(m) = &metrics {
                     m.watch_restarts.get_or_create(&labels).inc();
                 }
@@ -170,6 +178,9 @@ async fn run(
             // there is nothing to be in sync with.
             None if listed => s.synced = true,
             _ => {}
+        }
+        if s.synced {
+            s.unsynced_since = None;
         }
         s.pods = store.len();
         if let Some(m) = &metrics {

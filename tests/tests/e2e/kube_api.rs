@@ -959,3 +959,107 @@ async fn chunked_lists_page_through_every_pod_once() {
         );
     }
 }
+
+/// Waits until `/status` says `leaf` is out of sync (within 15 s).
+async fn wait_unsynced(gw: &TestGateway, leaf: &str) {
+    let started = Instant::now();
+    loop {
+        let status = leafgate_tests::client::get(gw.admin(), "admin", "/status")
+            .await
+            .json();
+        let synced = status["leaves"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["name"] == leaf)
+            .map(|l| l["synced"].clone());
+        if synced == Some(Value::Bool(false)) {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "{leaf} still in sync: {status:#}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_stopped_leaf_is_said_out_loud_hidden_or_refused_as_its_stale_policy_says() {
+    let mut bed = Bed::start(false).await.with_pods().await;
+    bed.leaf_b.stop().await;
+    wait_unsynced(&bed.gw, "leaf-b").await;
+    let reload = |policy: &str| {
+        let config = config(None);
+        let text = config.to_string().replace(
+            "name = \"leaf-b\"",
+            &format!("name = \"leaf-b\"\nstale = \"{policy}\""),
+        );
+        assert!(text.contains("stale = "), "{text}");
+        std::fs::write(&bed.gw.config, text).unwrap();
+        bed.gw.gateway.reload()
+    };
+    for bin in kubesim::kubectl::all() {
+        let b = bin.display();
+        // warn (the default): the last-known pods, and a warning naming the leaf.
+        let (code, out, err) = bed
+            .kubectl(
+                &bin,
+                User::Token(TOKEN_A),
+                &["get", "pods", "-o", "name"],
+                &[],
+                None,
+            )
+            .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        assert_eq!(
+            out.lines().collect::<Vec<_>>(),
+            ["pod/db", "pod/web"],
+            "{b}"
+        );
+        let warning = err
+            .lines()
+            .find(|l| l.starts_with("Warning: leaf leaf-b is not in sync since "))
+            .unwrap_or_else(|| panic!("{b}: no warning in {err:?}"));
+        assert!(
+            warning.ends_with("its pods are shown as last seen"),
+            "{b}: {warning}"
+        );
+        assert!(!err.contains("leaf-a"), "{b}: {err}");
+    }
+    // hide: leaf-b's pods left out, with the warning.
+    reload("hide").await.unwrap();
+    for bin in kubesim::kubectl::all() {
+        let b = bin.display();
+        let (code, out, err) = bed
+            .kubectl(
+                &bin,
+                User::Token(TOKEN_A),
+                &["get", "pods", "-o", "name"],
+                &[],
+                None,
+            )
+            .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        assert_eq!(out.lines().collect::<Vec<_>>(), ["pod/web"], "{b}");
+        assert!(err.contains("its pods are left out"), "{b}: {err}");
+        let (code, _, err) = bed
+            .kubectl(&bin, User::Token(TOKEN_A), &["get", "pod", "db"], &[], None)
+            .await;
+        assert_eq!(code, Some(1), "{b}");
+        assert!(err.contains(r#"pods "db" not found"#), "{b}: {err}");
+    }
+    // fail: a 503 naming the leaf.
+    reload("fail").await.unwrap();
+    for bin in kubesim::kubectl::all() {
+        let b = bin.display();
+        let (code, out, err) = bed
+            .kubectl(&bin, User::Token(TOKEN_A), &["get", "pods"], &[], None)
+            .await;
+        assert_eq!(code, Some(1), "{b}: {out}");
+        assert!(
+            err.contains("leaf leaf-b is not in sync since ") && err.contains("try again later"),
+            "{b}: {err}"
+        );
+    }
+}

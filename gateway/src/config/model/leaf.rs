@@ -23,6 +23,9 @@ pub struct LeafConfig {
     pub namespace: String,
     pub tls: LeafTls,
     pub auth: LeafAuth,
+    /// What the kube-api front does with this leaf's pods while its reflector is out of
+    /// sync (`stale`; not part of the leaf's identity: changing it keeps the leaf).
+    pub stale: StalePolicy,
     /// SHA-256 over the context name, the kubeconfig and every file it names (but not a
     /// `tokenFile`, which is re-read while running): equal fingerprints mean a reload can
     /// keep the leaf's connections and pod index.
@@ -38,6 +41,20 @@ impl PartialEq for LeafConfig {
 }
 
 impl Eq for LeafConfig {}
+
+/// `[[leaf]] stale`: answers that would include pods from a leaf whose reflector is not in
+/// sync (never listed yet, or its watch failed and has not recovered).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StalePolicy {
+    /// Serve its last-known pods with a `Warning` header naming the leaf and since when.
+    #[default]
+    Warn,
+    /// Leave its pods out (with the same warning).
+    Hide,
+    /// Answer 503 with a `Status` naming the leaf.
+    Fail,
+}
 
 /// How leafgate checks a leaf's API server and proves itself to it.
 #[derive(Debug, Clone)]

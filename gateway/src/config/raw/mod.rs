@@ -17,7 +17,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use toml::Spanned;
 
 use crate::config::model::units::{HumanDuration, RateLimit};
-use crate::config::model::{ListenerKind, UpstreamProtocol};
+use crate::config::model::{ListenerKind, StalePolicy, UpstreamProtocol};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -180,6 +180,7 @@ pub struct RawLeaf {
     pub kubeconfig: Spanned<String>,
     /// A context of the kubeconfig; its `current-context` when left out.
     pub context: Option<Spanned<String>>,
+    pub stale: Option<StalePolicy>,
 }
 
 #[derive(Debug, Deserialize)]

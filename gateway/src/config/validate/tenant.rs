@@ -287,6 +287,7 @@ impl Validator<'_, '_> {
                     namespace: r.namespace,
                     tls: r.tls,
                     auth: r.auth,
+                    stale: l.stale.unwrap_or_default(),
                     fingerprint: r.fingerprint,
                 })
             }

@@ -22,6 +22,7 @@ mod page;
 mod pods;
 mod query;
 mod select;
+mod stale;
 mod table;
 
 use std::sync::Arc;

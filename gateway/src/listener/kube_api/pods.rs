@@ -25,6 +25,7 @@ use super::listed::Listed;
 use super::page::Page;
 use super::query::query_value;
 use super::select::{FieldSelector, LabelSelector};
+use super::stale::{self, Stale};
 use super::table::{self, Wanted};
 use crate::k8s::kubelet::PodTarget;
 use crate::k8s::status::Status;
@@ -102,7 +103,7 @@ fn gather(snapshot: &Snapshot, caller: &Caller<'_>, filter: &Filter) -> (Vec<Lis
     let mut versions = Versions::default();
     let mut out = Vec::new();
     for (name, leaf) in &snapshot.leaves {
-        if !caller.config.may_reach(name) {
+        if !caller.config.may_reach(name) || stale::hidden(snapshot, name, leaf) {
             continue;
         }
         let tag: Arc<str> = name.as_str().into();
@@ -160,8 +161,12 @@ pub async fn collection(
         Ok(t) => t,
         Err(res) => return res,
     };
+    let stale = match Stale::of(snapshot, caller) {
+        Ok(s) => s,
+        Err(status) => return reply::status(&status),
+    };
     if watching {
-        return watch(req, client, snapshot.clone(), caller, filter, wanted);
+        return stale.tell(watch(req, client, snapshot.clone(), caller, filter, wanted));
     }
     let (pods, versions) = gather(snapshot, caller, &filter);
     let page = match Page::from_query(query) {
@@ -188,7 +193,7 @@ pub async fn collection(
         list["metadata"]["continue"] = json!(token);
         list["metadata"]["remainingItemCount"] = json!(remaining);
     }
-    reply::json(StatusCode::OK, &list)
+    stale.tell(reply::json(StatusCode::OK, &list))
 }
 
 /// `GET /api/v1/namespaces/{ns}/pods/{name}`: the copy in the leaf the tenant's
@@ -225,17 +230,24 @@ pub async fn one(
     let Some(held) = chosen.held else {
         return reply::status(&Status::not_found("pods", &target.pod));
     };
+    let stale = match Stale::of(snapshot, caller) {
+        Ok(s) => s,
+        Err(status) => return reply::status(&status),
+    };
+    if stale::hidden(snapshot, chosen.leaf.name(), &chosen.leaf) {
+        return stale.tell(reply::status(&Status::not_found("pods", &target.pod)));
+    }
     let listed = Listed {
         leaf: chosen.leaf.name().into(),
         pod: held.pod,
     };
-    match wanted {
+    stale.tell(match wanted {
         Some(wanted) => {
             let version = listed.version().to_string();
             table::respond(caller, std::slice::from_ref(&listed), wanted, &version).await
         }
         None => reply::json(StatusCode::OK, &listed.json()),
-    }
+    })
 }
 
 /// `GET /api/v1/namespaces`: the tenant's namespaces, the literal ones from its config
