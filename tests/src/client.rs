@@ -12,6 +12,26 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
+/// A streamed body's next piece of data within `within` (panicking past it): `Some`, or
+/// `None` once the body ended, cleanly or cut (a revoked follow, a closed watch).
+pub async fn next_data(
+    body: &mut hyper::body::Incoming,
+    within: std::time::Duration,
+) -> Option<Bytes> {
+    loop {
+        let frame = tokio::time::timeout(within, body.frame())
+            .await
+            .expect("the body moved within the time given");
+        match frame {
+            Some(Ok(f)) => match f.into_data() {
+                Ok(data) => return Some(data),
+                Err(_) => continue,
+            },
+            Some(Err(_)) | None => return None,
+        }
+    }
+}
+
 /// A whole response.
 #[derive(Debug)]
 pub struct Answer {

@@ -195,6 +195,14 @@ impl Bed {
     }
 }
 
+impl Bed {
+    /// kubectl as acme's token, namespace `apps`, no stdin.
+    async fn as_acme(&self, bin: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+        self.kubectl(bin, User::Token(TOKEN_A), args, &[], None)
+            .await
+    }
+}
+
 #[derive(Clone, Copy)]
 enum User<'a> {
     Token(&'a str),
@@ -853,8 +861,7 @@ async fn field_selectors_filter_on_every_field_kube_apiserver_selects_pods_by() 
             async move {
                 let mut all = vec!["get", "pods", "-o", "name"];
                 all.extend_from_slice(args);
-                bed.kubectl(&bin, User::Token(TOKEN_A), &all, &[], None)
-                    .await
+                bed.as_acme(&bin, &all).await
             }
         };
         let (code, out, err) = get(&["--field-selector", "status.phase!=Running"]).await;
@@ -896,13 +903,7 @@ async fn chunked_lists_page_through_every_pod_once() {
     for bin in kubesim::kubectl::all() {
         let b = bin.display();
         let (code, out, err) = bed
-            .kubectl(
-                &bin,
-                User::Token(TOKEN_A),
-                &["get", "pods", "--chunk-size=2", "-o", "name"],
-                &[],
-                None,
-            )
+            .as_acme(&bin, &["get", "pods", "--chunk-size=2", "-o", "name"])
             .await;
         assert_eq!(code, Some(0), "{b}: {err}");
         let mut want: Vec<String> = (0..10).map(|i| format!("pod/p{i}")).collect();
@@ -911,25 +912,16 @@ async fn chunked_lists_page_through_every_pod_once() {
         assert_eq!(out.lines().collect::<Vec<_>>(), want, "{b}");
         // The same with the table kubectl prints by default (paged Tables).
         let (code, out, err) = bed
-            .kubectl(
-                &bin,
-                User::Token(TOKEN_A),
-                &["get", "pods", "--chunk-size=3", "--no-headers"],
-                &[],
-                None,
-            )
+            .as_acme(&bin, &["get", "pods", "--chunk-size=3", "--no-headers"])
             .await;
         assert_eq!(code, Some(0), "{b}: {err}");
         assert_eq!(out.lines().count(), 12, "{b}: {out}");
 
         // A page as the API answers it: the continue token and what remains.
         let (code, out, err) = bed
-            .kubectl(
+            .as_acme(
                 &bin,
-                User::Token(TOKEN_A),
                 &["get", "--raw", "/api/v1/namespaces/apps/pods?limit=5"],
-                &[],
-                None,
             )
             .await;
         assert_eq!(code, Some(0), "{b}: {err}");
@@ -938,16 +930,13 @@ async fn chunked_lists_page_through_every_pod_once() {
         assert_eq!(page["metadata"]["remainingItemCount"], 7, "{b}: {out}");
         let token = page["metadata"]["continue"].as_str().unwrap();
         let (code, out, err) = bed
-            .kubectl(
+            .as_acme(
                 &bin,
-                User::Token(TOKEN_A),
                 &[
                     "get",
                     "--raw",
                     &format!("/api/v1/namespaces/apps/pods?limit=5&continue={token}"),
                 ],
-                &[],
-                None,
             )
             .await;
         assert_eq!(code, Some(0), "{b}: {err}");
@@ -1002,15 +991,7 @@ async fn a_stopped_leaf_is_said_out_loud_hidden_or_refused_as_its_stale_policy_s
     for bin in kubesim::kubectl::all() {
         let b = bin.display();
         // warn (the default): the last-known pods, and a warning naming the leaf.
-        let (code, out, err) = bed
-            .kubectl(
-                &bin,
-                User::Token(TOKEN_A),
-                &["get", "pods", "-o", "name"],
-                &[],
-                None,
-            )
-            .await;
+        let (code, out, err) = bed.as_acme(&bin, &["get", "pods", "-o", "name"]).await;
         assert_eq!(code, Some(0), "{b}: {err}");
         assert_eq!(
             out.lines().collect::<Vec<_>>(),
@@ -1031,21 +1012,11 @@ async fn a_stopped_leaf_is_said_out_loud_hidden_or_refused_as_its_stale_policy_s
     reload("hide").await.unwrap();
     for bin in kubesim::kubectl::all() {
         let b = bin.display();
-        let (code, out, err) = bed
-            .kubectl(
-                &bin,
-                User::Token(TOKEN_A),
-                &["get", "pods", "-o", "name"],
-                &[],
-                None,
-            )
-            .await;
+        let (code, out, err) = bed.as_acme(&bin, &["get", "pods", "-o", "name"]).await;
         assert_eq!(code, Some(0), "{b}: {err}");
         assert_eq!(out.lines().collect::<Vec<_>>(), ["pod/web"], "{b}");
         assert!(err.contains("its pods are left out"), "{b}: {err}");
-        let (code, _, err) = bed
-            .kubectl(&bin, User::Token(TOKEN_A), &["get", "pod", "db"], &[], None)
-            .await;
+        let (code, _, err) = bed.as_acme(&bin, &["get", "pod", "db"]).await;
         assert_eq!(code, Some(1), "{b}");
         assert!(err.contains(r#"pods "db" not found"#), "{b}: {err}");
     }
@@ -1053,9 +1024,7 @@ async fn a_stopped_leaf_is_said_out_loud_hidden_or_refused_as_its_stale_policy_s
     reload("fail").await.unwrap();
     for bin in kubesim::kubectl::all() {
         let b = bin.display();
-        let (code, out, err) = bed
-            .kubectl(&bin, User::Token(TOKEN_A), &["get", "pods"], &[], None)
-            .await;
+        let (code, out, err) = bed.as_acme(&bin, &["get", "pods"]).await;
         assert_eq!(code, Some(1), "{b}: {out}");
         assert!(
             err.contains("leaf leaf-b is not in sync since ") && err.contains("try again later"),

@@ -16,6 +16,7 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::TokioIo;
 use kubesim::{Credential, KubeSim};
 use leafgate_tests::certs::TestCa;
+use leafgate_tests::client::next_data;
 use leafgate_tests::config::{Kubernetes, Leaf, Listener, Tenant, VirtualNode};
 use leafgate_tests::{Config, TestGateway};
 use rcgen::{
@@ -468,22 +469,6 @@ async fn check(file: &Path) -> std::process::Output {
         .output()
         .await
         .unwrap()
-}
-
-/// A followed log's next data, or `None` once the body ended (cleanly or cut).
-async fn next_data(body: &mut hyper::body::Incoming, within: Duration) -> Option<Bytes> {
-    loop {
-        let frame = tokio::time::timeout(within, body.frame())
-            .await
-            .expect("the body moved within the time given");
-        match frame {
-            Some(Ok(f)) => match f.into_data() {
-                Ok(data) => return Some(data),
-                Err(_) => continue,
-            },
-            Some(Err(_)) | None => return None,
-        }
-    }
 }
 
 #[tokio::test]

@@ -16,6 +16,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use kubesim::{Credential, KubeSim};
 use leafgate_tests::certs::TestCa;
+use leafgate_tests::client::next_data;
 use leafgate_tests::config::{Leaf, Listener, Tenant};
 use leafgate_tests::{Config, TestGateway};
 use rustls_pki_types::ServerName;
@@ -283,22 +284,6 @@ async fn echoes(ws: &mut tokio_tungstenite::WebSocketStream<TlsStream<TcpStream>
             && data.first() == Some(&1)
         {
             out.extend_from_slice(&data[1..]);
-        }
-    }
-}
-
-/// A body's next piece of data: `Some(bytes)`, or `None` once it ended (cleanly or cut).
-async fn next_data(body: &mut Incoming, within: Duration) -> Option<Bytes> {
-    loop {
-        let frame = tokio::time::timeout(within, body.frame())
-            .await
-            .expect("the body moved within the time given");
-        match frame {
-            Some(Ok(f)) => match f.into_data() {
-                Ok(data) => return Some(data),
-                Err(_) => continue,
-            },
-            Some(Err(_)) | None => return None,
         }
     }
 }
