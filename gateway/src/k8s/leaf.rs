@@ -36,6 +36,8 @@ use crate::workers;
 
 use super::index::PodIndex;
 use super::leaf_auth::{Credentials, TokenError};
+use super::leaf_events::LeafEvents;
+use super::leaf_namespaces::LeafNamespaces;
 use super::leaf_pods::{LeafPods, WatchState};
 use super::leaf_tls::{self, LeafConnector};
 
@@ -75,6 +77,8 @@ pub struct Leaf {
     transport: Arc<Transport>,
     client: kube::Client,
     pods: LeafPods,
+    events: LeafEvents,
+    namespaces: LeafNamespaces,
 }
 
 /// The part shared by the `kube::Client` service and `send`.
@@ -173,11 +177,15 @@ impl Leaf {
             transport.watches.subscribe(),
             &runtime,
         );
+        let events = LeafEvents::start(client.clone(), &name, &runtime);
+        let namespaces = LeafNamespaces::start(client.clone(), &name, &runtime);
         Ok(Leaf {
             config: config.clone(),
             transport,
             client,
             pods,
+            events,
+            namespaces,
         })
     }
 
@@ -231,6 +239,16 @@ impl Leaf {
     /// Every pod the leaf holds now (from its reflector's store).
     pub fn pods(&self) -> Vec<Arc<k8s_openapi::api::core::v1::Pod>> {
         self.pods.list()
+    }
+
+    /// The leaf's recent events (its event reflector's bounded store).
+    pub fn events(&self) -> &LeafEvents {
+        &self.events
+    }
+
+    /// The leaf's namespaces (its namespace reflector's store).
+    pub fn namespaces(&self) -> &LeafNamespaces {
+        &self.namespaces
     }
 
     /// How the leaf authenticates, for `/status` (never the token itself).

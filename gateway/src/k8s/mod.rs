@@ -6,6 +6,8 @@
 //!   and raw upstream.
 //! - `index`: the pod index (which leaves hold `ns/name`); `leaf_pods`: the reflector per
 //!   leaf that feeds it.
+//! - `leaf_events`, `leaf_namespaces`: each leaf's events (bounded) and namespaces, kept
+//!   as raw JSON by `leaf_raw`'s reflector.
 //! - `kubelet`, `logs`, `run`: the node API's routes and verbs, the log filter stream, and
 //!   `/run`'s exec over WebSocket.
 //! - `names`: namespace, pod and container names as the API validates them, checked before
@@ -24,7 +26,10 @@ pub mod ingress;
 pub mod kubelet;
 pub mod leaf;
 mod leaf_auth;
+pub mod leaf_events;
+pub mod leaf_namespaces;
 pub mod leaf_pods;
+mod leaf_raw;
 pub mod leaf_tls;
 pub mod logs;
 pub mod names;

@@ -1,6 +1,6 @@
 //! Discovery: what kubectl asks before anything else (`/version`, `/api`, `/api/v1`,
-//! `/apis`), answered so it finds pods (with `exec`, `attach`, `log`, `portforward`) and
-//! namespaces, and nothing leafgate does not serve.
+//! `/apis`), answered so it finds pods (with `exec`, `attach`, `log`, `portforward`),
+//! namespaces and events, and nothing leafgate does not serve.
 //!
 //! kubectl >= 1.30 first asks `/api` and `/apis` for the aggregated discovery document
 //! (`as=APIGroupDiscoveryList`) and falls back to the legacy documents when the answer's
@@ -67,6 +67,8 @@ pub fn resources() -> http::Response<Body> {
     pods["categories"] = json!(["all"]);
     let mut namespaces = resource("namespaces", false, "Namespace", &["get", "list"]);
     namespaces["shortNames"] = json!(["ns"]);
+    let mut events = resource("events", true, "Event", &["get", "list", "watch"]);
+    events["shortNames"] = json!(["ev"]);
     reply::json(
         StatusCode::OK,
         &json!({
@@ -74,6 +76,7 @@ pub fn resources() -> http::Response<Body> {
             "apiVersion": "v1",
             "groupVersion": "v1",
             "resources": [
+                events,
                 namespaces,
                 pods,
                 resource("pods/attach", true, "PodAttachOptions", &["create", "get"]),

@@ -4,10 +4,11 @@
 //! A request goes through, in order: authentication (a bearer token from a tenant's
 //! `tokens_file`, or a client certificate named in its `client_names`; 401 otherwise),
 //! impersonation (`Impersonate-*`: kube-apiserver's 403, never forwarded), the path
-//! (discovery, namespaces, pods, pod subresources; 404 for anything else), the names in it
+//! (discovery, namespaces, events, pods, pod subresources; 404 for anything else), the names in it
 //! (decoded, then valid Kubernetes names, else kube-apiserver's 400 or 404), the method
 //! (405), and the tenant's namespaces (403 worded as kube-apiserver's RBAC denial). Pods are
 //! listed, read and watched from the leaves' reflector stores, never fetched per request;
+//! namespaces and events come from the leaves' own reflectors (`namespaces`, `events`);
 //! subresources (`exec`, `attach`, `portforward`, `log`) go to the leaf chosen by the
 //! shared pod-call code (`super::podcall`), which the node-api listener uses too, at a leaf
 //! path built from the validated names.
@@ -17,7 +18,11 @@
 
 mod caller;
 mod discovery;
+mod events;
+mod fields;
 mod listed;
+mod namespaces;
+mod object_table;
 mod page;
 mod pods;
 mod query;
@@ -63,9 +68,18 @@ pub async fn serve(
         ["api"] => only_get(&req, discovery::api_versions),
         ["apis"] => only_get(&req, discovery::api_groups),
         ["api", "v1"] => only_get(&req, discovery::resources),
-        ["api", "v1", "namespaces"] => only_get(&req, || pods::namespaces(snapshot, &caller)),
+        ["api", "v1", "namespaces"] => namespaces::collection(&req, snapshot, &caller),
         ["api", "v1", "namespaces", ns] => match namespace(ns) {
-            Ok(ns) => only_get(&req, || pods::namespace(&caller, &ns)),
+            Ok(ns) => namespaces::one(&req, snapshot, &caller, &ns),
+            Err(refusal) => reply::status(&refusal),
+        },
+        ["api", "v1", "events"] => events::collection(&req, client, snapshot, &caller, None),
+        ["api", "v1", "namespaces", ns, "events"] => match namespace(ns) {
+            Ok(ns) => events::collection(&req, client, snapshot, &caller, Some(&ns)),
+            Err(refusal) => reply::status(&refusal),
+        },
+        ["api", "v1", "namespaces", ns, "events", name] => match namespace(ns) {
+            Ok(ns) => events::one(&req, snapshot, &caller, &ns, name),
             Err(refusal) => reply::status(&refusal),
         },
         ["api", "v1", "pods"] => pods::collection(&req, client, snapshot, &caller, None).await,

@@ -1,4 +1,4 @@
-//! Pods and namespaces from the leaves' reflector stores: list (one namespace, or every
+//! Pods from the leaves' reflector stores: list (one namespace, or every
 //! namespace the tenant owns), get, and watch, as `Pod`/`PodList` JSON or as a Table.
 //!
 //! Nothing here calls a leaf: a list is the union of the stores of the leaves the tenant
@@ -247,48 +247,6 @@ pub async fn one(
             table::respond(caller, std::slice::from_ref(&listed), wanted, &version).await
         }
         None => reply::json(StatusCode::OK, &listed.json()),
-    })
-}
-
-/// `GET /api/v1/namespaces`: the tenant's namespaces, the literal ones from its config
-/// and any its patterns match among the pods it can reach.
-pub fn namespaces(snapshot: &Snapshot, caller: &Caller<'_>) -> Response<Body> {
-    let mut names: Vec<String> = caller
-        .config
-        .namespaces
-        .iter()
-        .filter(|p| !p.contains('*'))
-        .cloned()
-        .collect();
-    let filter = Filter {
-        namespace: None,
-        labels: LabelSelector::default(),
-        fields: FieldSelector::default(),
-    };
-    let (pods, _) = gather(snapshot, caller, &filter);
-    names.extend(pods.iter().map(|p| p.namespace().to_string()));
-    names.sort();
-    names.dedup();
-    let items: Vec<Value> = names.iter().map(|n| namespace_object(n)).collect();
-    reply::json(
-        StatusCode::OK,
-        &json!({ "kind": "NamespaceList", "apiVersion": "v1", "metadata": {}, "items": items }),
-    )
-}
-
-/// `GET /api/v1/namespaces/{ns}`: the namespace when the tenant owns it.
-pub fn namespace(caller: &Caller<'_>, name: &str) -> Response<Body> {
-    if !caller.config.owns(name) {
-        return caller.forbidden("get", "namespaces", Some(name), Some(name));
-    }
-    reply::json(StatusCode::OK, &namespace_object(name))
-}
-
-fn namespace_object(name: &str) -> Value {
-    json!({
-        "kind": "Namespace", "apiVersion": "v1",
-        "metadata": { "name": name },
-        "spec": {}, "status": { "phase": "Active" },
     })
 }
 
