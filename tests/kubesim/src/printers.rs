@@ -1,6 +1,7 @@
 //! kube-apiserver's table printers for the kinds beyond pods that tests read with
-//! `kubectl get`: Ingress (`NAME CLASS HOSTS ADDRESS PORTS AGE`) and Event
-//! (`LAST SEEN TYPE REASON OBJECT MESSAGE`, the rest wide). Cells are computed as
+//! `kubectl get`: Ingress (`NAME CLASS HOSTS ADDRESS PORTS AGE`), Event
+//! (`LAST SEEN TYPE REASON OBJECT MESSAGE`, the rest wide) and Namespace
+//! (`NAME STATUS AGE`). Cells are computed as
 //! `pkg/printers/internalversion` does; `table` owns the Table around them.
 
 use serde_json::{Value, json};
@@ -44,6 +45,11 @@ pub fn columns(plural: &str, name: Value, age: Value) -> Option<Vec<Value>> {
                 "Ports of TLS configurations that open",
                 0,
             ),
+            age,
+        ]),
+        "namespaces" => Some(vec![
+            name,
+            col("Status", "string", "", "The status of the namespace", 0),
             age,
         ]),
         "events" => Some(vec![
@@ -127,6 +133,12 @@ pub fn cells(plural: &str, obj: &Value) -> Option<Vec<Value>> {
     match plural {
         "ingresses" => Some(ingress_cells(obj)),
         "events" => Some(event_cells(obj)),
+        // `printNamespace`: name, `status.phase`, age.
+        "namespaces" => Some(vec![
+            json!(s(obj, "/metadata/name")),
+            json!(s(obj, "/status/phase")),
+            json!(age_of(obj, "/metadata/creationTimestamp")),
+        ]),
         _ => None,
     }
 }

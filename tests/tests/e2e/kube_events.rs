@@ -1,0 +1,576 @@
+//! Events and namespaces through the kube-api listener, with the real kubectl (every
+//! binary `kubesim::kubectl::all()` lists): first kubectl straight at the simulator (its
+//! events and namespaces served as kube-apiserver serves them), then through leafgate over
+//! two simulated leaves: `describe pod` shows the pod's events from its leaf, `get events
+//! -A` merges the leaves, `kubectl events` works, field selectors select, `get ns` prints
+//! `NAME STATUS AGE` and a glob match no leaf has is NotFound. Hostile: tenant `other`
+//! never sees acme's events (any selector, `-A`), and events are a tenant's by their own
+//! namespace, whatever object they name (as RBAC scopes them).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use kubesim::{Credential, KubeSim};
+use leafgate_tests::certs::TestCa;
+use leafgate_tests::config::{Leaf, Listener, Tenant};
+use leafgate_tests::{Config, TestGateway};
+use serde_json::{Value, json};
+use tokio::process::Command;
+
+const TOKEN_A: &str = "acme-events-token";
+const TOKEN_OTHER: &str = "other-events-token";
+
+fn pod(ns: &str, name: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"namespace": ns, "name": name},
+        "spec": {"nodeName": "leaf-node", "containers": [{"name": "app", "image": "busybox"}]},
+        "status": {"phase": "Running", "podIP": "10.1.2.3"}
+    })
+}
+
+/// A kubelet-style event in `ns` about the object `about` (kind, namespace, name, uid).
+fn event(ns: &str, name: &str, about: (&str, &str, &str, &str), reason: &str, msg: &str) -> Value {
+    let now = kubesim::store::now_rfc3339();
+    let (kind, obj_ns, obj_name, uid) = about;
+    json!({
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"namespace": ns, "name": name},
+        "involvedObject": {"kind": kind, "namespace": obj_ns, "name": obj_name, "uid": uid, "apiVersion": "v1"},
+        "reason": reason, "message": msg, "type": "Normal",
+        "source": {"component": "kubelet", "host": "leaf-node"},
+        "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+    })
+}
+
+fn uid(created: &Value) -> String {
+    created["metadata"]["uid"].as_str().unwrap().to_string()
+}
+
+/// The table's rows as words, header first.
+fn rows(out: &str) -> Vec<Vec<&str>> {
+    out.lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect()
+}
+
+fn kubectl(bin: &Path, kubeconfig: &Path, cache: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.arg("--kubeconfig")
+        .arg(kubeconfig)
+        .arg("--cache-dir")
+        .arg(cache)
+        .args(args)
+        .kill_on_drop(true);
+    cmd
+}
+
+async fn run(cmd: Command) -> (Option<i32>, String, String) {
+    let done = kubesim::testkit::run(cmd, None).await;
+    (done.code, done.out, done.err)
+}
+
+#[tokio::test]
+async fn the_simulator_serves_events_and_namespaces_as_kube_apiserver() {
+    let sim = KubeSim::builder().start().await.unwrap();
+    let web = sim.create(pod("apps", "web")).unwrap();
+    let about = ("Pod", "apps", "web", &*uid(&web));
+    sim.create(event("apps", "web.1", about, "Pulled", "pulled busybox"))
+        .unwrap();
+    sim.create(event(
+        "apps",
+        "db.1",
+        ("Pod", "apps", "db", "u-db"),
+        "Started",
+        "started",
+    ))
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("sim.kubeconfig");
+    sim.kubeconfig(&Credential::ClientCert("admin".into()), &kubeconfig)
+        .unwrap();
+    let cache = dir.path().join("cache");
+    for bin in kubesim::kubectl::all() {
+        let b = bin.display();
+        let k = |args: &[&str]| kubectl(&bin, &kubeconfig, &cache, args);
+        let (code, out, err) = run(k(&[
+            "get",
+            "events",
+            "-n",
+            "apps",
+            "--field-selector",
+            "involvedObject.name=web",
+        ]))
+        .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        let r = rows(&out);
+        assert_eq!(
+            r[0],
+            ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
+            "{b}: {out}"
+        );
+        assert_eq!(r.len(), 2, "{b}: {out}");
+        assert_eq!(r[1][1..4], ["Normal", "Pulled", "pod/web"], "{b}: {out}");
+        let (code, _, err) = run(k(&["get", "events", "--field-selector", "spec.x=y"])).await;
+        assert_eq!(code, Some(1), "{b}");
+        assert!(
+            err.contains("field label not supported: spec.x"),
+            "{b}: {err}"
+        );
+        let (code, out, err) = run(k(&["get", "ns"])).await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        let r = rows(&out);
+        assert_eq!(r[0], ["NAME", "STATUS", "AGE"], "{b}: {out}");
+        assert!(r.iter().any(|w| w[..2] == ["apps", "Active"]), "{b}: {out}");
+        let (code, out, err) = run(k(&["describe", "pod", "web", "-n", "apps"])).await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        assert!(out.contains("pulled busybox"), "{b}: {out}");
+        assert!(!out.contains("started"), "{b}: db's event: {out}");
+    }
+}
+
+/// Two leaves behind leafgate; tenant acme (`apps`, `apps-*`) and tenant other (`other`).
+struct Bed {
+    gw: TestGateway,
+    leaf_a: KubeSim,
+    leaf_b: KubeSim,
+    ca: TestCa,
+    dir: tempfile::TempDir,
+}
+
+impl Bed {
+    async fn start() -> Bed {
+        let leaf_a = KubeSim::builder().start().await.unwrap();
+        let leaf_b = KubeSim::builder().start().await.unwrap();
+        let gw_dir = tempfile::tempdir().unwrap();
+        for (sim, file) in [(&leaf_a, "a.kubeconfig"), (&leaf_b, "b.kubeconfig")] {
+            sim.kubeconfig(
+                &Credential::ClientCert("leafgate".into()),
+                &gw_dir.path().join(file),
+            )
+            .unwrap();
+        }
+        let ca = TestCa::new("kube-api CA");
+        ca.issue(gw_dir.path(), "kube-api", &["127.0.0.1"]);
+        std::fs::write(gw_dir.path().join("acme.tokens"), TOKEN_A).unwrap();
+        std::fs::write(gw_dir.path().join("other.tokens"), TOKEN_OTHER).unwrap();
+        let config = Config::new()
+            .admin()
+            .listener(Listener::kube_api("kube").tls("kube-api.pem", "kube-api-key.pem"))
+            .leaf(Leaf::new("leaf-a", "a.kubeconfig"))
+            .leaf(Leaf::new("leaf-b", "b.kubeconfig"))
+            .tenant(
+                Tenant::new("acme")
+                    .namespaces(["apps", "apps-*"])
+                    .tokens_file("acme.tokens"),
+            )
+            .tenant(
+                Tenant::new("other")
+                    .namespaces(["other"])
+                    .tokens_file("other.tokens"),
+            );
+        let gw = TestGateway::start_in(gw_dir, config).await;
+        Bed {
+            gw,
+            leaf_a,
+            leaf_b,
+            ca,
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// Waits (up to 10 s) until leaf `leaf`'s event store holds `n` events and its
+    /// namespace store `ns`: the stores have no signal to wait on from here.
+    async fn held(&self, leaf: &str, n: usize, ns: &str) {
+        let started = Instant::now();
+        loop {
+            let snapshot = self.gw.gateway.snapshot();
+            let l = &snapshot.leaves[leaf];
+            if l.events().len() >= n && l.namespaces().get(ns).is_some() {
+                return;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "{leaf}: {} events, namespace {ns} {}",
+                l.events().len(),
+                if l.namespaces().get(ns).is_some() {
+                    "held"
+                } else {
+                    "missing"
+                }
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    fn kubeconfig(&self, token: &str) -> PathBuf {
+        let ca = self.ca.write(self.dir.path(), "ca.pem");
+        let path = self.dir.path().join(format!("{token}.kubeconfig"));
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: leafgate\n  cluster:\n    server: https://{}\n    certificate-authority: {}\nusers:\n- name: u\n  user:\n    token: {token}\ncontexts:\n- name: c\n  context:\n    cluster: leafgate\n    user: u\n    namespace: apps\ncurrent-context: c\n",
+                self.gw.addr("kube"),
+                ca.display()
+            ),
+        )
+        .unwrap();
+        path
+    }
+
+    async fn kubectl(
+        &self,
+        bin: &Path,
+        token: &str,
+        args: &[&str],
+    ) -> (Option<i32>, String, String) {
+        let kubeconfig = self.kubeconfig(token);
+        run(kubectl(
+            bin,
+            &kubeconfig,
+            &self.dir.path().join("cache"),
+            args,
+        ))
+        .await
+    }
+
+    /// acme: apps/web in leaf-a (two events), apps/db in leaf-b (one), apps-2/job in leaf-b
+    /// (one); a pod `web` of another uid in leaf-b's apps with its own event; an event in
+    /// apps about an object of other's namespace. other: other/secret in leaf-a (one event).
+    async fn with_events(self) -> Bed {
+        let web = uid(&self.leaf_a.create(pod("apps", "web")).unwrap());
+        let db = uid(&self.leaf_b.create(pod("apps", "db")).unwrap());
+        let job = uid(&self.leaf_b.create(pod("apps-2", "job")).unwrap());
+        let secret = uid(&self.leaf_a.create(pod("other", "secret")).unwrap());
+        let a = &self.leaf_a;
+        let b = &self.leaf_b;
+        a.create(event(
+            "apps",
+            "web.1",
+            ("Pod", "apps", "web", &web),
+            "Scheduled",
+            "assigned apps/web",
+        ))
+        .unwrap();
+        a.create(event(
+            "apps",
+            "web.2",
+            ("Pod", "apps", "web", &web),
+            "Pulled",
+            "pulled busybox for web",
+        ))
+        .unwrap();
+        b.create(event(
+            "apps",
+            "db.1",
+            ("Pod", "apps", "db", &db),
+            "Started",
+            "started db",
+        ))
+        .unwrap();
+        b.create(event(
+            "apps-2",
+            "job.1",
+            ("Pod", "apps-2", "job", &job),
+            "Started",
+            "started job",
+        ))
+        .unwrap();
+        b.create(event(
+            "apps",
+            "web.9",
+            ("Pod", "apps", "web", "another-uid"),
+            "Killing",
+            "a web of leaf-b",
+        ))
+        .unwrap();
+        a.create(event(
+            "apps",
+            "cross.1",
+            ("Pod", "other", "secret", &secret),
+            "Noticed",
+            "names another namespace",
+        ))
+        .unwrap();
+        a.create(event(
+            "other",
+            "secret.1",
+            ("Pod", "other", "secret", &secret),
+            "Pulled",
+            "pulled the secret image",
+        ))
+        .unwrap();
+        self.held("leaf-a", 4, "other").await;
+        self.held("leaf-b", 3, "apps-2").await;
+        self
+    }
+}
+
+#[tokio::test]
+async fn describe_pod_shows_its_events_from_its_leaf() {
+    let bed = Bed::start().await.with_events().await;
+    bed.gw.indexed("apps", "web").await;
+    for bin in kubesim::kubectl::all() {
+        let b = bin.display();
+        let (code, out, err) = bed
+            .kubectl(&bin, TOKEN_A, &["describe", "pod", "web"])
+            .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        let events = out.split("Events:").nth(1).unwrap_or("");
+        assert!(!events.contains("<none>"), "{b}: {out}");
+        for want in [
+            "Scheduled",
+            "assigned apps/web",
+            "Pulled",
+            "pulled busybox for web",
+        ] {
+            assert!(events.contains(want), "{b}: no {want:?} in {events}");
+        }
+        // The same name in the other leaf is another pod (another uid).
+        assert!(!events.contains("a web of leaf-b"), "{b}: {events}");
+        assert!(!events.contains("Noticed"), "{b}: {events}");
+    }
+}
+
+#[tokio::test]
+async fn get_events_merges_the_leaves_and_selects_by_field() {
+    let bed = Bed::start().await.with_events().await;
+    for bin in kubesim::kubectl::all() {
+        let b = bin.display();
+        let (code, out, err) = bed.kubectl(&bin, TOKEN_A, &["get", "events", "-A"]).await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        let r = rows(&out);
+        assert_eq!(
+            r[0],
+            [
+                "NAMESPACE",
+                "LAST",
+                "SEEN",
+                "TYPE",
+                "REASON",
+                "OBJECT",
+                "MESSAGE",
+                "LEAF"
+            ],
+            "{b}: {out}"
+        );
+        let seen: Vec<(&str, &str, &str)> = r[1..]
+            .iter()
+            .map(|w| (w[0], w[4], *w.last().unwrap()))
+            .collect();
+        // LAST SEEN is two words in the header, one in the rows.
+        assert_eq!(
+            seen,
+            [
+                ("apps", "pod/secret", "leaf-a"),
+                ("apps", "pod/db", "leaf-b"),
+                ("apps", "pod/web", "leaf-a"),
+                ("apps", "pod/web", "leaf-a"),
+                ("apps", "pod/web", "leaf-b"),
+                ("apps-2", "pod/job", "leaf-b"),
+            ],
+            "{b}: both leaves, acme's namespaces only: {out}"
+        );
+        assert!(!out.contains("pulled the secret image"), "{b}: {out}");
+
+        let (code, out, err) = bed
+            .kubectl(
+                &bin,
+                TOKEN_A,
+                &[
+                    "get",
+                    "events",
+                    "--field-selector",
+                    "involvedObject.name=db",
+                    "-o",
+                    "wide",
+                ],
+            )
+            .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        let r = rows(&out);
+        assert_eq!(r.len(), 2, "{b}: {out}");
+        assert!(
+            r[0].contains(&"SUBOBJECT") && r[0].contains(&"COUNT"),
+            "{b}: {out}"
+        );
+        assert!(
+            r[1].contains(&"db.1") && r[1].contains(&"leaf-b"),
+            "{b}: {out}"
+        );
+
+        let (code, _, err) = bed
+            .kubectl(
+                &bin,
+                TOKEN_A,
+                &["get", "events", "--field-selector", "spec.nodeName=x"],
+            )
+            .await;
+        assert_eq!(code, Some(1), "{b}");
+        assert!(
+            err.contains("field label not supported: spec.nodeName"),
+            "{b}: {err}"
+        );
+
+        let (code, out, err) = bed.kubectl(&bin, TOKEN_A, &["events", "-n", "apps"]).await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        for want in ["assigned apps/web", "started db", "a web of leaf-b"] {
+            assert!(out.contains(want), "{b}: no {want:?} in {out}");
+        }
+        assert!(
+            !out.contains("started job"),
+            "{b}: apps-2 is not apps: {out}"
+        );
+
+        let (code, out, err) = bed
+            .kubectl(&bin, TOKEN_A, &["events", "-n", "apps", "--for", "pod/db"])
+            .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        assert!(out.contains("started db"), "{b}: {out}");
+        assert!(!out.contains("assigned apps/web"), "{b}: {out}");
+
+        let (code, out, err) = bed
+            .kubectl(&bin, TOKEN_A, &["get", "event", "db.1", "-o", "json"])
+            .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        let ev: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            ev["metadata"]["annotations"]["leafgate.io/leaf"], "leaf-b",
+            "{b}"
+        );
+        assert!(ev["metadata"].get("managedFields").is_none(), "{b}: {out}");
+    }
+}
+
+#[tokio::test]
+async fn a_tenant_never_sees_another_tenants_events() {
+    let bed = Bed::start().await.with_events().await;
+    for bin in kubesim::kubectl::all() {
+        let b = bin.display();
+        // other's -A: its own event only, not acme's event that names its namespace (that
+        // event lives in acme's namespace, as RBAC would scope it).
+        let (code, out, err) = bed
+            .kubectl(&bin, TOKEN_OTHER, &["get", "events", "-A"])
+            .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        let r = rows(&out);
+        assert_eq!(r.len(), 2, "{b}: {out}");
+        assert_eq!((r[1][0], r[1][4]), ("other", "pod/secret"), "{b}: {out}");
+        for selector in [
+            "metadata.namespace=apps",
+            "involvedObject.namespace=other",
+            "involvedObject.name=web",
+            "type=Normal",
+        ] {
+            let (code, out, err) = bed
+                .kubectl(
+                    &bin,
+                    TOKEN_OTHER,
+                    &[
+                        "get",
+                        "events",
+                        "-A",
+                        "--field-selector",
+                        selector,
+                        "-o",
+                        "json",
+                    ],
+                )
+                .await;
+            assert_eq!(code, Some(0), "{b} {selector}: {err}");
+            let list: Value = serde_json::from_str(&out).unwrap();
+            for item in list["items"].as_array().unwrap() {
+                assert_eq!(
+                    item["metadata"]["namespace"], "other",
+                    "{b} {selector}: {out}"
+                );
+            }
+        }
+        let (code, _, err) = bed
+            .kubectl(&bin, TOKEN_OTHER, &["get", "events", "-n", "apps"])
+            .await;
+        assert_eq!(code, Some(1), "{b}");
+        assert_eq!(
+            err.trim(),
+            "Error from server (Forbidden): events is forbidden: User \"tenant:other\" cannot list resource \"events\" in API group \"\" in the namespace \"apps\"",
+            "{b}"
+        );
+        let (code, _, err) = bed
+            .kubectl(&bin, TOKEN_OTHER, &["get", "event", "db.1", "-n", "apps"])
+            .await;
+        assert_eq!(code, Some(1), "{b}");
+        assert!(err.contains("(Forbidden)"), "{b}: {err}");
+        // describe of another tenant's pod: refused before any event is read.
+        let (code, out, _) = bed
+            .kubectl(&bin, TOKEN_OTHER, &["describe", "pod", "web", "-n", "apps"])
+            .await;
+        assert_ne!(code, Some(0), "{b}");
+        assert!(!out.contains("assigned apps/web"), "{b}: {out}");
+        // acme sees the event in its namespace that names other's pod: its namespace, its event.
+        let (code, out, err) = bed
+            .kubectl(
+                &bin,
+                TOKEN_A,
+                &[
+                    "get",
+                    "events",
+                    "--field-selector",
+                    "involvedObject.namespace=other",
+                ],
+            )
+            .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        let r = rows(&out);
+        assert_eq!(r.len(), 2, "{b}: {out}");
+        assert!(out.contains("names another namespace"), "{b}: {out}");
+    }
+}
+
+#[tokio::test]
+async fn namespaces_are_the_ones_the_leaves_have() {
+    let bed = Bed::start().await.with_events().await;
+    for bin in kubesim::kubectl::all() {
+        let b = bin.display();
+        let (code, out, err) = bed.kubectl(&bin, TOKEN_A, &["get", "ns"]).await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        let r = rows(&out);
+        assert_eq!(r[0], ["NAME", "STATUS", "AGE"], "{b}: {out}");
+        let names: Vec<(&str, &str)> = r[1..].iter().map(|w| (w[0], w[1])).collect();
+        assert_eq!(
+            names,
+            [("apps", "Active"), ("apps-2", "Active")],
+            "{b}: {out}"
+        );
+        assert!(r[1][2].ends_with('s'), "{b}: a real age: {out}");
+
+        let (code, out, err) = bed
+            .kubectl(&bin, TOKEN_A, &["get", "ns", "-o", "wide"])
+            .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        let r = rows(&out);
+        assert_eq!(r[0], ["NAME", "STATUS", "AGE", "LEAF"], "{b}: {out}");
+        assert_eq!((r[1][0], r[1][3]), ("apps", "leaf-a,leaf-b"), "{b}: {out}");
+        assert_eq!((r[2][0], r[2][3]), ("apps-2", "leaf-b"), "{b}: {out}");
+
+        let (code, _, err) = bed.kubectl(&bin, TOKEN_A, &["get", "ns", "apps-zzz"]).await;
+        assert_eq!(code, Some(1), "{b}");
+        assert_eq!(
+            err.trim(),
+            "Error from server (NotFound): namespaces \"apps-zzz\" not found",
+            "{b}"
+        );
+        let (code, out, err) = bed.kubectl(&bin, TOKEN_A, &["get", "ns", "apps-2"]).await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        assert_eq!(rows(&out)[1][..2], ["apps-2", "Active"], "{b}: {out}");
+
+        // Another tenant's namespace is refused whether or not it exists.
+        for ns in ["other", "nowhere"] {
+            let (code, _, err) = bed.kubectl(&bin, TOKEN_A, &["get", "ns", ns]).await;
+            assert_eq!(code, Some(1), "{b}");
+            assert!(err.contains("(Forbidden)"), "{b}: {err}");
+        }
+        let (code, out, err) = bed.kubectl(&bin, TOKEN_OTHER, &["get", "ns"]).await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        assert_eq!(rows(&out).len(), 2, "{b}: {out}");
+    }
+}
