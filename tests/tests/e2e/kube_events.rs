@@ -574,3 +574,80 @@ async fn namespaces_are_the_ones_the_leaves_have() {
         assert_eq!(rows(&out).len(), 2, "{b}: {out}");
     }
 }
+
+#[tokio::test]
+async fn kubectl_get_events_watch_follows_the_leaves_without_other_tenants() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let bed = Bed::start().await.with_events().await;
+    for (i, bin) in kubesim::kubectl::all().into_iter().enumerate() {
+        let b = bin.display();
+        let kubeconfig = bed.kubeconfig(TOKEN_A);
+        let mut child = kubectl(
+            &bin,
+            &kubeconfig,
+            &bed.dir.path().join("cache"),
+            &["get", "events", "-w"],
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut next = async || {
+            tokio::time::timeout(Duration::from_secs(15), lines.next_line())
+                .await
+                .expect("a line within 15 s")
+                .unwrap()
+                .expect("kubectl still watching")
+        };
+        assert!(next().await.starts_with("LAST SEEN "), "{b}");
+        // The list first: apps' five events, and those earlier rounds added.
+        let mut listed = Vec::new();
+        for _ in 0..5 + 2 * i {
+            listed.push(next().await);
+        }
+        assert!(
+            listed.iter().all(|l| !l.contains("secret image")),
+            "{b}: {listed:?}"
+        );
+        // Another tenant's event, then one of ours: the next line is ours.
+        bed.leaf_a
+            .create(event(
+                "other",
+                &format!("late.{i}"),
+                ("Pod", "other", "secret", "u"),
+                "Late",
+                "other's late event",
+            ))
+            .unwrap();
+        bed.leaf_b
+            .create(event(
+                "apps",
+                &format!("late.{i}"),
+                ("Pod", "apps", "db", "u"),
+                "Late",
+                "acme's late event",
+            ))
+            .unwrap();
+        let line = next().await;
+        assert!(
+            line.contains("acme's late event") && line.ends_with("leaf-b"),
+            "{b}: {line}"
+        );
+        bed.leaf_a
+            .create(event(
+                "apps",
+                &format!("later.{i}"),
+                ("Pod", "apps", "web", "u"),
+                "Later",
+                "acme's later event",
+            ))
+            .unwrap();
+        let line = next().await;
+        assert!(
+            line.contains("acme's later event") && line.ends_with("leaf-a"),
+            "{b}: {line}"
+        );
+        child.kill().await.unwrap();
+    }
+}
