@@ -542,7 +542,14 @@ fn watch(
         None => Scope::Tenant(caller.config.namespaces.clone()),
     };
     let reach = Reach { scope, leaf: None };
-    let session = match sessions::open(client, req.headers(), caller.config, reach, Kind::Watch) {
+    let session = match sessions::open(
+        client,
+        req.headers(),
+        &snapshot.config,
+        caller.config,
+        reach,
+        Kind::Watch,
+    ) {
         Ok(s) => s,
         Err(res) => return res,
     };
