@@ -1,5 +1,5 @@
 //! The pod index: lookups per second and memory with 100,000 pods over 4 leaves, next to a
-//! plain `HashMap<String, Arc<Pod>>` holding the same pods. Measures only; never gates CI.
+//! plain `HashMap<String, Arc<RawPod>>` holding the same pods. Measures only; never gates CI.
 //!
 //! The index is filled directly through its leaf slots (no API server), with pods shaped
 //! like small real ones: namespace, name, uid, 3 labels, 2 containers.
@@ -7,7 +7,7 @@
 //! - `pod-index/lookup/index`: `PodIndex::with_holders(ns, name, ..)` (read lock, key built
 //!   in a per-thread buffer, one probe), keys cycling through every pod in a shuffled order.
 //! - `pod-index/lookup/holders`: `PodIndex::holders` (the same, cloning the holders out).
-//! - `pod-index/lookup/hashmap-peer`: `HashMap<String, Arc<Pod>>::get(&str)` on prebuilt
+//! - `pod-index/lookup/hashmap-peer`: `HashMap<String, Arc<RawPod>>::get(&str)` on prebuilt
 //!   `"ns/name"` keys, no lock.
 //! - `pod-index/lookup/hashmap-peer-locked-split-key`: that peer map behind an `RwLock`,
 //!   looked up by `(ns, name)` through a reused key buffer: the lock and key building alone.
@@ -25,15 +25,15 @@ use std::time::Instant;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use kube::api::ObjectMeta;
-use leafgate::k8s::PodIndex;
+use leafgate::k8s::{PodIndex, RawPod};
 
 const PODS: usize = 100_000;
 const LEAVES: usize = 4;
 
-fn pods() -> Vec<Arc<Pod>> {
+fn pods() -> Vec<Arc<RawPod>> {
     (0..PODS)
         .map(|i| {
-            Arc::new(Pod {
+            let pod = Pod {
                 metadata: ObjectMeta {
                     namespace: Some(format!("team-{}", i % 50)),
                     name: Some(format!("app-{}-{:05x}", i % 1000, i)),
@@ -64,16 +64,20 @@ fn pods() -> Vec<Arc<Pod>> {
                     ..Default::default()
                 }),
                 status: None,
-            })
+            };
+            // As the reflector holds it: the leaf's JSON, raw.
+            let json = serde_json::to_value(&pod).expect("a pod serializes");
+            Arc::new(
+                RawPod::from_value(json)
+                    .expect("a pod object")
+                    .stamp("leaf"),
+            )
         })
         .collect()
 }
 
-fn key(p: &Pod) -> (String, String) {
-    (
-        p.metadata.namespace.clone().unwrap_or_default(),
-        p.metadata.name.clone().unwrap_or_default(),
-    )
+fn key(p: &RawPod) -> (String, String) {
+    (p.namespace().to_string(), p.name().to_string())
 }
 
 /// Resident set size in bytes.
@@ -104,7 +108,7 @@ struct Fixture {
     index: Arc<PodIndex>,
     /// Kept alive: dropping a slot removes its pods.
     _slots: Vec<Arc<leafgate::k8s::LeafSlot>>,
-    peer: HashMap<String, Arc<Pod>>,
+    peer: HashMap<String, Arc<RawPod>>,
     keys: Vec<(String, String)>,
     joined: Vec<String>,
 }
@@ -125,7 +129,7 @@ fn fixture() -> Fixture {
     let index_rss = rss().saturating_sub(before);
 
     let before = rss();
-    let peer: HashMap<String, Arc<Pod>> = pods
+    let peer: HashMap<String, Arc<RawPod>> = pods
         .iter()
         .map(|p| {
             let (ns, name) = key(p);
@@ -154,7 +158,7 @@ fn fixture() -> Fixture {
         index_bytes as f64 / PODS as f64
     );
     println!(
-        "  peer    (HashMap<String, Arc<Pod>>):           RSS +{:.1} MiB, counted {:.1} MiB ({:.0} B/pod)",
+        "  peer    (HashMap<String, Arc<RawPod>>):           RSS +{:.1} MiB, counted {:.1} MiB ({:.0} B/pod)",
         mib(peer_rss),
         mib(peer_bytes),
         peer_bytes as f64 / PODS as f64

@@ -16,8 +16,8 @@ pub struct TestGateway {
 }
 
 impl TestGateway {
-    /// Waits (up to 10 s) until the gateway's pod index holds `ns/name`: the index has no
-    /// change feed to wait on, so its snapshot is polled.
+    /// Waits (up to 10 s) until the gateway's pod index holds `ns/name`: the index is not
+    /// exposed to tests with a way to wait on, so its snapshot is polled.
     pub async fn indexed(&self, ns: &str, name: &str) {
         let started = std::time::Instant::now();
         while self.gateway.snapshot().pods.holders(ns, name).is_empty() {

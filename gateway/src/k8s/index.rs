@@ -1,10 +1,10 @@
 //! The live pod index: which leaves hold pod `ns/name`, kept from one kube-runtime
 //! reflector per leaf.
 //!
-//! Each leaf's reflector (`watcher(..).default_backoff().reflect(writer)`, pods in every
-//! namespace) keeps that leaf's full store, which serves listings. Every event it applies
-//! is also folded into one shared map keyed by `"ns/name"`, whose entries are the store's
-//! own `Arc<Pod>`s (nothing is copied), so a lookup is one read lock and one hash probe
+//! Each leaf's reflector (`watcher(..).default_backoff()`, pods in every namespace) keeps
+//! that leaf's full store, its change feed, which serves listings and watches. Every event
+//! it applies is also folded into one shared map keyed by `"ns/name"`, whose entries are
+//! the feed's own `Arc<RawPod>`s (nothing is copied), so a lookup is one read lock and one hash probe
 //! whatever the number of leaves, and no lock is held across an await. A relist (after a
 //! `410 Gone`, say) replaces the leaf's share of the map in one write, at its end.
 //!
@@ -18,10 +18,9 @@ use std::collections::hash_map::Entry;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::ResourceExt;
-
 use crate::metrics::{LeafLabels, LeafMetrics};
+
+use super::raw_pod::RawPod;
 
 /// Every leaf's pods, by `ns/name`.
 #[derive(Default)]
@@ -43,7 +42,7 @@ struct LeafTag {
 pub struct Held {
     /// The leaf holding this copy; reads as its name (`&*held.leaf`, `held.leaf.to_string()`).
     pub leaf: LeafName,
-    pub pod: Arc<Pod>,
+    pub pod: Arc<RawPod>,
 }
 
 /// A leaf's name as the index stores it: one pointer shared by all of the leaf's entries,
@@ -127,19 +126,17 @@ impl Held {
     }
 
     pub fn uid(&self) -> Option<&str> {
-        self.pod.metadata.uid.as_deref()
+        self.pod.uid()
     }
 
     pub fn labels(&self) -> &std::collections::BTreeMap<String, String> {
-        self.pod.labels()
+        static NONE: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+        self.pod.labels().unwrap_or(&NONE)
     }
 
     /// The pod's containers (init and ephemeral ones excluded).
     pub fn containers(&self) -> impl Iterator<Item = &str> {
-        self.pod
-            .spec
-            .iter()
-            .flat_map(|s| s.containers.iter().map(|c| c.name.as_str()))
+        self.pod.containers()
     }
 }
 
@@ -240,7 +237,7 @@ impl LeafSlot {
         self.metrics.as_ref()
     }
 
-    fn held(&self, pod: Arc<Pod>) -> Held {
+    fn held(&self, pod: Arc<RawPod>) -> Held {
         Held {
             leaf: LeafName(self.tag.clone()),
             pod,
@@ -248,7 +245,7 @@ impl LeafSlot {
     }
 
     /// Adds or replaces this leaf's copy of `pod`.
-    pub fn apply(&self, pod: Arc<Pod>) {
+    pub fn apply(&self, pod: Arc<RawPod>) {
         let key = key_of(&pod);
         let held = self.held(pod);
         let mut pods = self.index.write();
@@ -273,7 +270,7 @@ impl LeafSlot {
     }
 
     /// Replaces all of this leaf's pods with `all` in one write (the end of a relist).
-    pub fn replace(&self, all: Vec<Arc<Pod>>) {
+    pub fn replace(&self, all: Vec<Arc<RawPod>>) {
         let mut pods = self.index.write();
         PodIndex::purge(&mut pods, self.tag.slot);
         for pod in all {
@@ -318,12 +315,8 @@ impl Drop for LeafSlot {
     }
 }
 
-pub(super) fn key_of(pod: &Pod) -> String {
-    format!(
-        "{}/{}",
-        pod.metadata.namespace.as_deref().unwrap_or_default(),
-        pod.metadata.name.as_deref().unwrap_or_default()
-    )
+pub(super) fn key_of(pod: &RawPod) -> String {
+    format!("{}/{}", pod.namespace(), pod.name())
 }
 
 thread_local! {
@@ -350,27 +343,17 @@ fn with_key<R>(ns: &str, name: &str, f: impl FnOnce(&str) -> R) -> R {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{Container, PodSpec};
-    use kube::api::ObjectMeta;
+    use crate::k8s::raw_pod::test_pod;
+    use serde_json::json;
 
-    fn pod(ns: &str, name: &str, uid: &str) -> Arc<Pod> {
-        Arc::new(Pod {
-            metadata: ObjectMeta {
-                namespace: Some(ns.into()),
-                name: Some(name.into()),
-                uid: Some(uid.into()),
-                labels: Some([("app".to_string(), "web".to_string())].into()),
-                ..Default::default()
-            },
-            spec: Some(PodSpec {
-                containers: vec![Container {
-                    name: "main".into(),
-                    ..Default::default()
-                }],
-                ..Default::default()
+    fn pod(ns: &str, name: &str, uid: &str) -> Arc<RawPod> {
+        test_pod(
+            "leaf",
+            json!({
+                "metadata": {"namespace": ns, "name": name, "uid": uid, "labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "main"}]},
             }),
-            status: None,
-        })
+        )
     }
 
     #[test]

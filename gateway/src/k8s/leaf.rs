@@ -236,8 +236,8 @@ impl Leaf {
         self.pods.state()
     }
 
-    /// Every pod the leaf holds now (from its reflector's store).
-    pub fn pods(&self) -> Vec<Arc<k8s_openapi::api::core::v1::Pod>> {
+    /// Every pod the leaf holds now (from its reflector's feed).
+    pub fn pods(&self) -> Vec<Arc<super::raw_pod::RawPod>> {
         self.pods.list()
     }
 
@@ -249,6 +249,12 @@ impl Leaf {
     /// The leaf's namespaces (its namespace reflector's store).
     pub fn namespaces(&self) -> &LeafNamespaces {
         &self.namespaces
+    }
+
+    /// The leaf's change feed: its pods by namespace and their recent changes, which the
+    /// kube-api front lists and watches from.
+    pub fn feed(&self) -> &Arc<super::feed::Feed> {
+        self.pods.feed()
     }
 
     /// How the leaf authenticates, for `/status` (never the token itself).

@@ -1,7 +1,9 @@
-//! One leaf's pod reflector: `watcher(..).default_backoff().reflect(writer)` over pods in
-//! every namespace, its store (for listings), and the task that folds each event into the
-//! shared [`PodIndex`](super::index::PodIndex) through the leaf's slot and keeps the
-//! leaf's watch state (`/status`) and metrics.
+//! One leaf's pod reflector: `watcher(..).default_backoff()` over pods in every namespace,
+//! decoded raw ([`RawPod`]: the object as the leaf sent it), and the task that folds each
+//! event into the leaf's change [`Feed`] (its store, for listings and watches) and into the
+//! shared [`PodIndex`](super::index::PodIndex) through the leaf's slot, and keeps the
+//! leaf's watch state (`/status`) and metrics. A relist is buffered and handed over whole
+//! at its end, so the feed turns it into the differences.
 //!
 //! A watch the server accepts counts as being back in sync after a failure: a watch
 //! resumed from its resourceVersion yields no event on a quiet cluster, so the leaf's
@@ -11,17 +13,17 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
 use futures_util::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, ResourceExt};
+use kube::api::Api;
 use kube::runtime::WatchStreamExt;
-use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
 use tracing::{info, warn};
 
 use crate::errors::{self, Causes};
 use crate::metrics::LeafLabels;
 
+use super::feed::Feed;
 use super::index::LeafSlot;
+use super::raw_pod::RawPod;
 
 /// A leaf's watch, as `/status` shows it.
 #[derive(Debug, Clone, Default)]
@@ -39,10 +41,10 @@ pub struct WatchState {
     pub unsynced_since: Option<SystemTime>,
 }
 
-/// A leaf's reflector: its store and its watch task. Dropping it stops the watch; the
+/// A leaf's reflector: its feed and its watch task. Dropping it stops the watch; the
 /// leaf's pods leave the index when the task has ended too.
 pub struct LeafPods {
-    store: Store<Pod>,
+    feed: Arc<Feed>,
     state: Arc<Mutex<WatchState>>,
     task: tokio::task::AbortHandle,
 }
@@ -56,30 +58,23 @@ impl LeafPods {
         watch_started: tokio::sync::watch::Receiver<u64>,
         runtime: &tokio::runtime::Handle,
     ) -> LeafPods {
-        let (store, writer) = reflector::store::<Pod>();
+        let feed = Arc::new(Feed::default());
         let state = Arc::new(Mutex::new(WatchState {
             unsynced_since: Some(SystemTime::now()),
             ..WatchState::default()
         }));
-        let api: Api<Pod> = Api::all(client);
-        let stream = watcher::watcher(api, watcher::Config::default())
-            // The index serves lookups and listings, not server-side apply: drop the bulk.
-            .modify(|pod| {
-                pod.managed_fields_mut().clear();
-                pod.annotations_mut()
-                    .remove("kubectl.kubernetes.io/last-applied-configuration");
-            })
-            .default_backoff()
-            .reflect(writer);
+        // `RawPod` drops the bulk (managed fields, last-applied) as it decodes.
+        let api: Api<RawPod> = Api::all(client);
+        let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
         let task = runtime.spawn(run(
             stream,
-            store.clone(),
+            feed.clone(),
             slot,
             state.clone(),
             watch_started,
         ));
         LeafPods {
-            store,
+            feed,
             state,
             task: task.abort_handle(),
         }
@@ -93,8 +88,13 @@ impl LeafPods {
     }
 
     /// Every pod the leaf holds now.
-    pub fn list(&self) -> Vec<Arc<Pod>> {
-        self.store.state()
+    pub fn list(&self) -> Vec<Arc<RawPod>> {
+        self.feed.list()
+    }
+
+    /// The leaf's change feed (its pods now, by namespace, and their recent changes).
+    pub fn feed(&self) -> &Arc<Feed> {
+        &self.feed
     }
 }
 
@@ -105,8 +105,8 @@ impl Drop for LeafPods {
 }
 
 async fn run(
-    stream: impl futures_util::Stream<Item = Result<Event<Pod>, watcher::Error>>,
-    store: Store<Pod>,
+    stream: impl futures_util::Stream<Item = Result<Event<RawPod>, watcher::Error>>,
+    feed: Arc<Feed>,
     slot: Arc<LeafSlot>,
     state: Arc<Mutex<WatchState>>,
     mut watch_started: tokio::sync::watch::Receiver<u64>,
@@ -123,6 +123,10 @@ async fn run(
     // Whether a full list has ever completed: only then can a later event show the
     // watch is back in sync after a failure.
     let mut listed = false;
+    // The pods of a relist under way: the feed and the index take them whole at its end.
+    let mut relist: Vec<Arc<RawPod>> = Vec::new();
+    let leaf = slot.name().to_string();
+    let stamp = |pod: RawPod| Arc::new(pod.stamp(&leaf));
     futures_util::pin_mut!(stream);
     loop {
         let event = tokio::select! {
@@ -136,23 +140,33 @@ async fn run(
         };
         let ok = match event {
             None => None,
-            // The reflector applied the event to the store before passing it on, so the
-            // store's `Arc` is there to share.
+            // One `Arc` per pod version, shared by the feed, its watchers and the index.
             Some(Ok(Event::Apply(pod))) => {
-                if let Some(held) = store.get(&ObjectRef::from_obj(&pod)) {
-                    slot.apply(held);
-                }
+                let pod = stamp(pod);
+                feed.apply(pod.clone());
+                slot.apply(pod);
                 None
             }
             Some(Ok(Event::Delete(pod))) => {
-                slot.delete(&pod.namespace().unwrap_or_default(), &pod.name_any());
+                let pod = stamp(pod);
+                slot.delete(pod.namespace(), pod.name());
+                feed.delete(pod);
                 None
             }
-            Some(Ok(Event::Init | Event::InitApply(_))) => None,
+            Some(Ok(Event::Init)) => {
+                relist.clear();
+                None
+            }
+            Some(Ok(Event::InitApply(pod))) => {
+                relist.push(stamp(pod));
+                None
+            }
             Some(Ok(Event::InitDone)) => {
                 listed = true;
-                slot.replace(store.state());
-                info!(leaf = %slot.name(), pods = store.len(), "leaf pods listed");
+                let all = std::mem::take(&mut relist);
+                slot.replace(all.clone());
+                feed.replace(all);
+                info!(leaf = %slot.name(), pods = feed.len(), "leaf pods listed");
                 Some(true)
             }
             Some(Err(e)) => {
@@ -182,7 +196,7 @@ async fn run(
         if s.synced {
             s.unsynced_since = None;
         }
-        s.pods = store.len();
+        s.pods = feed.len();
         if let Some(m) = &metrics {
             m.up.get_or_create(&labels).set(i64::from(s.synced));
             m.pods.get_or_create(&labels).set(s.pods as i64);

@@ -5,7 +5,8 @@
 //! - `leaf` (+ `leaf_tls`, `leaf_auth`): one leaf cluster's TLS, credentials, `kube::Client`
 //!   and raw upstream.
 //! - `index`: the pod index (which leaves hold `ns/name`); `leaf_pods`: the reflector per
-//!   leaf that feeds it.
+//!   leaf that feeds it and the leaf's change `feed` (its pods by namespace and their
+//!   recent changes, for lists and watches); `raw_pod`: a pod as the leaf sent it.
 //! - `leaf_events`, `leaf_namespaces`: each leaf's events (bounded) and namespaces, kept
 //!   as raw JSON by `leaf_raw`'s reflector.
 //! - `kubelet`, `logs`, `run`: the node API's routes and verbs, the log filter stream, and
@@ -21,6 +22,7 @@
 //! that run on the root cluster are `controllers`, and they use this module.
 
 pub mod access;
+pub mod feed;
 pub mod index;
 pub mod ingress;
 pub mod kubelet;
@@ -33,12 +35,15 @@ mod leaf_raw;
 pub mod leaf_tls;
 pub mod logs;
 pub mod names;
+pub mod raw_pod;
 pub mod root;
 pub mod run;
 pub mod status;
 pub mod vnode;
 
+pub use feed::{Change, ChangeKind, Feed, Gone};
 pub use index::{Held, LeafName, LeafSlot, PodIndex};
 pub use leaf::{Leaf, LeafError};
 pub use leaf_auth::TokenError;
 pub use leaf_pods::{LeafPods, WatchState};
+pub use raw_pod::RawPod;

@@ -267,11 +267,20 @@ fn pod_list(snapshot: &Snapshot) -> Response<Body> {
         .leaves
         .values()
         .flat_map(|leaf| leaf.pods())
-        .filter(|pod| {
-            let ns = pod.metadata.namespace.as_deref().unwrap_or("");
-            tenants.iter().any(|t| t.owns(ns))
+        .filter(|pod| tenants.iter().any(|t| t.owns(pod.namespace())))
+        .map(|pod| {
+            // As the leaf sent it: the kubelet's list names no leaf.
+            let mut v = pod.json().clone();
+            if let Some(meta) = v["metadata"].as_object_mut()
+                && let Some(a) = meta.get_mut("annotations").and_then(Value::as_object_mut)
+            {
+                a.remove(crate::k8s::raw_pod::LEAF_ANNOTATION);
+                if a.is_empty() {
+                    meta.remove("annotations");
+                }
+            }
+            v
         })
-        .filter_map(|pod| serde_json::to_value(&*pod).ok())
         .collect();
     items.sort_by(|a, b| {
         let key = |v: &Value| {

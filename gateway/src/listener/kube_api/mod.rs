@@ -7,8 +7,9 @@
 //! (discovery, namespaces, events, pods, pod subresources; 404 for anything else), the names in it
 //! (decoded, then valid Kubernetes names, else kube-apiserver's 400 or 404), the method
 //! (405), and the tenant's namespaces (403 worded as kube-apiserver's RBAC denial). Pods are
-//! listed, read and watched from the leaves' reflector stores, never fetched per request;
-//! namespaces and events come from the leaves' own reflectors (`namespaces`, `events`);
+//! listed, read and watched from the leaves' change feeds (`watch` follows them), never
+//! fetched per request; namespaces and events come from the leaves' own reflectors
+//! (`namespaces`, `events`);
 //! subresources (`exec`, `attach`, `portforward`, `log`) go to the leaf chosen by the
 //! shared pod-call code (`super::podcall`), which the node-api listener uses too, at a leaf
 //! path built from the validated names.
@@ -29,6 +30,7 @@ mod query;
 mod select;
 mod stale;
 mod table;
+mod watch;
 
 use std::sync::Arc;
 

@@ -96,22 +96,13 @@ impl Page {
 mod tests {
     use std::sync::Arc;
 
-    use k8s_openapi::api::core::v1::Pod;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
     use super::*;
 
     fn pod(ns: &str, name: &str, leaf: &str) -> Listed {
+        let json = serde_json::json!({"metadata": {"namespace": ns, "name": name}});
         Listed {
             leaf: leaf.into(),
-            pod: Arc::new(Pod {
-                metadata: ObjectMeta {
-                    namespace: Some(ns.into()),
-                    name: Some(name.into()),
-                    ..ObjectMeta::default()
-                },
-                ..Pod::default()
-            }),
+            pod: Arc::new(crate::k8s::RawPod::from_value(json).unwrap().stamp(leaf)),
         }
     }
 

@@ -197,7 +197,7 @@ fn builtin(
         .iter()
         .zip(objects)
         .map(|(listed, object)| {
-            // Cannot fail for JSON that k8s-openapi wrote: the shape is a subset of its Pod.
+            // Fails only for a leaf's pod whose fields have the wrong JSON types.
             let pod = Pod::deserialize(object).map_err(|e| {
                 (
                     StatusCode::INTERNAL_SERVER_ERROR,
@@ -225,11 +225,11 @@ mod tests {
 
     use super::*;
 
-    /// The built-in table reads each pod from the JSON k8s-openapi writes of it: every
-    /// field the wide columns need survives that trip, and LEAF comes last.
+    /// The built-in table reads each pod from its JSON as the leaf sent it: every field
+    /// the wide columns need is there, and LEAF comes last.
     #[test]
     fn builtin_prints_a_listed_pod_through_its_json() {
-        let pod = serde_json::from_value(json!({
+        let pod = crate::k8s::RawPod::from_value(json!({
             "metadata": {
                 "name": "web", "namespace": "apps",
                 "creationTimestamp": "2000-01-01T00:00:00Z",
@@ -253,7 +253,8 @@ mod tests {
                 }],
             },
         }))
-        .unwrap();
+        .unwrap()
+        .stamp("leaf-1");
         let listed = Listed {
             leaf: Arc::from("leaf-1"),
             pod: Arc::new(pod),

@@ -935,3 +935,114 @@ async fn subject_access_review_answers_the_policy() {
     );
     assert_eq!(reviews.len(), 3 * kubesim::kubectl::all().len());
 }
+
+/// A pod that is not ready yet: `Ready` False.
+fn unready_pod(ns: &str, name: &str) -> serde_json::Value {
+    let mut p = pod(ns, name, &["app"], "n1", "10.1.0.8");
+    p["status"]["conditions"] = json!([{"type": "Ready", "status": "False"}]);
+    p["status"]["containerStatuses"][0]["ready"] = json!(false);
+    p
+}
+
+/// Waits until the simulator has answered more than `before` watches on `path`.
+async fn watched(sim: &KubeSim, path: &str, before: usize) {
+    let count = || {
+        sim.requests()
+            .iter()
+            .filter(|r| r.path == path && r.query.contains("watch=true"))
+            .count()
+    };
+    tokio::time::timeout(Duration::from_secs(15), async {
+        while count() <= before {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("kubectl opened a watch within 15 s");
+}
+
+/// `kubectl wait` (1.37 lists by streaming: `sendInitialEvents=true` and the
+/// initial-events-end bookmark; 1.32 lists then watches) returns promptly once the
+/// condition holds: the simulator gives it what it needs.
+#[tokio::test]
+async fn kubectl_wait_for_ready_and_for_delete_return_promptly() {
+    let f = fixture().await;
+    let path = "/api/v1/namespaces/default/pods";
+    for (i, bin) in kubesim::kubectl::all().into_iter().enumerate() {
+        let b = bin.display();
+        let name = format!("slow-{i}");
+        f.sim.create(unready_pod("default", &name)).unwrap();
+        let cache = f.dir.path().join("cache");
+        let before = f
+            .sim
+            .requests()
+            .iter()
+            .filter(|r| r.path == path && r.query.contains("watch=true"))
+            .count();
+        let target = format!("pod/{name}");
+        let ready = command(&bin, &f.kubeconfig, &cache)
+            .args(["wait", "--for=condition=Ready", &target, "--timeout=30s"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        watched(&f.sim, path, before).await;
+        let streamed = f.sim.requests().iter().any(|r| {
+            r.path == path && r.query.contains("sendInitialEvents=true") && r.query.contains(&name)
+        });
+        assert_eq!(streamed, i == 0, "{b}: only 1.37 lists by streaming");
+        let patch = json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}});
+        f.sim
+            .patch_status("v1", "Pod", "default", &name, &patch)
+            .unwrap();
+        let changed = std::time::Instant::now();
+        let out = tokio::time::timeout(Duration::from_secs(10), ready.wait_with_output())
+            .await
+            .expect("kubectl wait ended")
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{b}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            changed.elapsed() < Duration::from_secs(2),
+            "{b}: {:?}",
+            changed.elapsed()
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("condition met"),
+            "{b}"
+        );
+
+        let before = f
+            .sim
+            .requests()
+            .iter()
+            .filter(|r| r.path == path && r.query.contains("watch=true"))
+            .count();
+        let gone = command(&bin, &f.kubeconfig, &cache)
+            .args(["wait", "--for=delete", &target, "--timeout=30s"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        watched(&f.sim, path, before).await;
+        f.sim.delete("v1", "Pod", "default", &name).unwrap();
+        let deleted = std::time::Instant::now();
+        let out = tokio::time::timeout(Duration::from_secs(10), gone.wait_with_output())
+            .await
+            .expect("kubectl wait ended")
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{b}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            deleted.elapsed() < Duration::from_secs(2),
+            "{b}: {:?}",
+            deleted.elapsed()
+        );
+    }
+}

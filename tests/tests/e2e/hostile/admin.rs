@@ -452,13 +452,9 @@ async fn another_tenants_pod_does_not_move_a_tenants_list_resource_version() {
         .unwrap();
     let started = Instant::now();
     while !gw.gateway.snapshot().leaves.values().any(|l| {
-        l.pods().iter().any(|p| {
-            p.metadata.name.as_deref() == Some("db")
-                && p.metadata
-                    .labels
-                    .as_ref()
-                    .is_some_and(|l| l.contains_key("changed"))
-        })
+        l.pods()
+            .iter()
+            .any(|p| p.name() == "db" && p.labels().is_some_and(|l| l.contains_key("changed")))
     }) {
         assert!(
             started.elapsed() < Duration::from_secs(10),
