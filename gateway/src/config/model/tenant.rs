@@ -4,8 +4,8 @@
 
 use sha2::{Digest, Sha256};
 
+use super::host::HostPattern;
 use super::plugins;
-use super::route::HostPattern;
 use super::units::RateLimit;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
