@@ -195,7 +195,8 @@ pub struct IngressMetrics {
     /// Model build plus snapshot swap, per applied change.
     pub build_seconds: Histogram,
     pub backend_endpoints: Family<IngressBackendLabels, Gauge>,
-    /// Hosts refused to an Ingress because the TOML config or another namespace owns them.
+    /// Hosts refused to an Ingress because the TOML config, another namespace or another
+    /// tenant owns them, or its tenant's `hosts` leave them out.
     pub refused: Family<IngressRefusedLabels, Gauge>,
 }
 
@@ -371,7 +372,7 @@ impl Metrics {
         );
         registry.register(
             "ingress_hosts_refused",
-            "Hosts whose Ingress rules or certificate are refused because the TOML config or another namespace owns them",
+            "Hosts whose Ingress rules or certificate are refused because the TOML config, another namespace or another tenant owns them, or the tenant's hosts patterns leave them out",
             m.ingress.refused.clone(),
         );
         m

@@ -312,6 +312,11 @@ impl Tenant {
         self.put("client_names", strings(names))
     }
 
+    /// `hosts`: the host patterns the tenant's Ingresses may claim.
+    pub fn hosts<T: fmt::Display>(self, patterns: impl IntoIterator<Item = T>) -> Tenant {
+        self.put("hosts", strings(patterns))
+    }
+
     /// One key of `bandwidth` (`per_connection`, `total`).
     pub fn bandwidth(mut self, key: &str, rate: &str) -> Tenant {
         table_in(&mut self.0, "bandwidth").insert(key.into(), rate.into());

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use serde::Deserialize;
+
 use super::cidr::Cidr;
 
 /// Kubernetes' `NodeAddressType`.
@@ -93,6 +95,22 @@ pub struct IngressConfig {
     pub allow_backends: Vec<Cidr>,
     /// Follow EndpointSlices that the EndpointSlice controller does not manage.
     pub allow_unmanaged_endpointslices: bool,
+    /// Who owns a host no TOML route owns: the namespace of its oldest Ingress, or the
+    /// tenant owning that namespace.
+    pub host_owner: HostOwner,
+}
+
+/// `[kubernetes.ingress] host_owner`: to whom the oldest Ingress naming a host gives it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HostOwner {
+    /// Its namespace: another namespace's rules for the host are refused.
+    #[default]
+    Namespace,
+    /// The tenant owning its namespace (its namespace when no tenant owns it): the
+    /// tenant's other namespaces may add paths and certificates; other tenants' and
+    /// tenant-less namespaces' are refused.
+    Tenant,
 }
 
 /// The address an Ingress's status publishes.

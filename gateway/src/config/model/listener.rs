@@ -7,7 +7,7 @@ use rustls::sign::CertifiedKey;
 use serde::Deserialize;
 
 use super::cidr::Cidr;
-use super::route::HostPattern;
+use super::host::HostPattern;
 
 /// What a listener serves.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -7,6 +7,7 @@
 //! sections share (`units`, `cidr`, `tls`). Each file imports only its siblings.
 
 pub mod cidr;
+mod host;
 mod kubernetes;
 mod leaf;
 mod listener;
@@ -22,6 +23,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+pub use host::*;
 pub use kubernetes::*;
 pub use leaf::*;
 pub use listener::*;

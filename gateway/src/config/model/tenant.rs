@@ -4,6 +4,7 @@
 
 use sha2::{Digest, Sha256};
 
+use super::host::HostPattern;
 use super::plugins;
 use super::units::RateLimit;
 
@@ -23,6 +24,9 @@ pub struct TenantConfig {
     pub client_names: Vec<String>,
     /// Caps on the tenant's open watches, streams and log follows (`[tenant.concurrent]`).
     pub concurrent: Concurrency,
+    /// The hosts its namespaces' Ingresses may claim (`hosts`, as route hosts match);
+    /// `None`: any host nobody else owns.
+    pub hosts: Option<Vec<HostPattern>>,
 }
 
 /// How many long-lived calls of each kind a tenant may hold open at once. Past a cap the

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::config::model::HostOwner;
 use crate::config::model::units::HumanDuration;
 
 #[derive(Debug, Deserialize)]
@@ -37,6 +38,8 @@ pub struct RawIngress {
     #[serde(default)]
     pub allow_backends: Vec<Spanned<String>>,
     pub allow_unmanaged_endpointslices: Option<bool>,
+    /// `"namespace"` (the default) or `"tenant"`.
+    pub host_owner: Option<HostOwner>,
 }
 
 /// A string written inline or read from an environment variable at load time.

@@ -116,6 +116,8 @@ pub struct RawTenant {
     /// Caps on the tenant's open watches, streams and log follows.
     #[serde(default)]
     pub concurrent: RawConcurrent,
+    /// The host patterns its namespaces' Ingresses may claim; absent: any host.
+    pub hosts: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 /// `[tenant.concurrent]`: how many long-lived calls of each kind the tenant may hold open.

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::config::{Config, DEFAULT_INGRESS_CLASS, PublishAddress};
+use crate::config::{Config, DEFAULT_INGRESS_CLASS, HostOwner, PublishAddress};
 
 const BASE: &str = "[[listener]]\nname = \"kubelet\"\nbind = \"127.0.0.1:0\"\n[[leaf]]\nname = \"leaf-1\"\nkubeconfig = \"/nonexistent\"\n";
 
@@ -90,6 +90,30 @@ fn ingress_alone_needs_no_node_keys_and_defaults_its_settings() {
     // Only pod endpoints unless the operator says otherwise.
     assert!(i.deny_backends.is_empty() && i.allow_backends.is_empty());
     assert!(!i.allow_unmanaged_endpointslices);
+    assert_eq!(i.host_owner, HostOwner::Namespace);
+}
+
+#[test]
+fn host_owner_is_the_namespace_or_the_tenant() {
+    let kc = root_kubeconfig();
+    let src = |value: &str| {
+        format!(
+            "[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n[kubernetes]\nkubeconfig = \"{}\"\n[kubernetes.ingress]\nhost_owner = {value}\n",
+            kc.path().display()
+        )
+    };
+    for (value, owner) in [
+        ("\"namespace\"", HostOwner::Namespace),
+        ("\"tenant\"", HostOwner::Tenant),
+    ] {
+        let c = Config::parse(Path::new("t.toml"), &src(value)).unwrap();
+        assert_eq!(c.kubernetes.unwrap().ingress.unwrap().host_owner, owner);
+    }
+    let e = errors(&src("\"team\""));
+    assert!(
+        e.contains("t.toml:7:14: kubernetes.ingress.host_owner: unknown variant `team`"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -152,3 +152,41 @@ fn tenant_caps_default_and_refuse_zero_or_a_connection_above_the_total() {
     let e = first_error("[[tenant]]\nname = \"a\"\n[tenant.concurrent]\nexecs = {}\n");
     assert!(e.contains("4:1: tenant[0].concurrent.execs"), "{e}");
 }
+
+#[test]
+fn tenant_hosts_are_host_patterns_and_overlaps_between_tenants_are_warnings() {
+    let c = parse("[[tenant]]\nname = \"a\"\n").unwrap();
+    assert_eq!(c.tenants[0].hosts, None, "absent: no restriction");
+    let c = parse(
+        "[[tenant]]\nname = \"a\"\nnamespaces = [\"a\"]\nhosts = [\"A.example.com\", \"*.a.example.com\"]\n[[tenant]]\nname = \"b\"\nnamespaces = [\"b\"]\nhosts = [\"b.example.com\", \"x.a.example.com\"]\n",
+    )
+    .unwrap();
+    assert_eq!(
+        c.tenants[0].hosts,
+        Some(vec![
+            HostPattern::Exact("a.example.com".into()),
+            HostPattern::Wildcard(".a.example.com".into()),
+        ])
+    );
+    assert_eq!(
+        c.warnings,
+        [
+            "test.toml:8:27: tenant[1].hosts[1]: `x.a.example.com` overlaps tenant `a`'s `*.a.example.com`: a name both match goes to whichever tenant's Ingress names it first"
+        ]
+    );
+    let e =
+        first_error("[[tenant]]\nname = \"a\"\nhosts = [\"a.example\", \"https://b.example/\"]\n");
+    assert!(
+        e.starts_with(
+            "test.toml:3:23: tenant[0].hosts[1]: `https://b.example/` is not a host name"
+        ),
+        "{e}"
+    );
+    let c = parse("[[tenant]]\nname = \"a\"\nhosts = []\n").unwrap();
+    assert_eq!(c.tenants[0].hosts, Some(Vec::new()));
+    assert!(
+        c.warnings[0].starts_with("test.toml:3:9: tenant[0].hosts: an empty list lets the tenant's Ingresses claim no host"),
+        "{:?}",
+        c.warnings
+    );
+}

@@ -338,6 +338,7 @@ impl Validator<'_, '_> {
             deny_backends,
             allow_backends,
             allow_unmanaged_endpointslices: raw.allow_unmanaged_endpointslices.unwrap_or(false),
+            host_owner: raw.host_owner.unwrap_or_default(),
         })
     }
 

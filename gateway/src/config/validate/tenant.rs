@@ -6,7 +6,9 @@
 //! belongs to one tenant. One in two would let the first tenant in the file win silently
 //! (and a caller of one tenant act as the other), so each is an error at the later
 //! tenant's key, naming the earlier one. Tokens shorter than [`SHORT_TOKEN`] characters
-//! are a warning: guessable, but the operator's call.
+//! are a warning: guessable, but the operator's call. Two tenants' `hosts` patterns that
+//! match a name in common are a warning too: the oldest Ingress decides which tenant gets
+//! such a name, which is legal but rarely meant.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -14,7 +16,7 @@ use std::path::Path;
 use toml::Spanned;
 
 use crate::config::model::{
-    Cap, Concurrency, LeafConfig, TenantConfig, TokenDigest, Tokens, token_lines,
+    Cap, Concurrency, HostPattern, LeafConfig, TenantConfig, TokenDigest, Tokens, token_lines,
 };
 use crate::config::raw::{RawCap, RawConfig, RawLeaf, RawTenant};
 
@@ -39,7 +41,68 @@ impl Validator<'_, '_> {
         }
         self.client_names_unshared(raw);
         self.namespaces_unshared(raw);
+        self.hosts_unshared(raw, &tenants);
         (tenants, names)
+    }
+
+    /// Tenant `i`'s `hosts`: each a host pattern as a route's `host` is written.
+    fn hosts(&mut self, t: &RawTenant, i: usize) -> Option<Vec<HostPattern>> {
+        let list = t.hosts.as_ref()?;
+        let raw = list.get_ref();
+        if raw.is_empty() {
+            self.report.warning(
+                list.span(),
+                format!("tenant[{i}].hosts"),
+                "an empty list lets the tenant's Ingresses claim no host; leave `hosts` out to let them claim any host",
+            );
+        }
+        let mut hosts = Vec::with_capacity(raw.len());
+        for (j, h) in raw.iter().enumerate() {
+            match HostPattern::parse(h.get_ref()) {
+                Ok(host) => hosts.push(host),
+                Err(m) => self
+                    .report
+                    .error(h.span(), format!("tenant[{i}].hosts[{j}]"), m),
+            }
+        }
+        Some(hosts)
+    }
+
+    /// A warning for each `hosts` pattern matching a name an earlier tenant's patterns
+    /// match too: which tenant gets such a name depends on whose Ingress came first.
+    fn hosts_unshared(&mut self, raw: &RawConfig, tenants: &[TenantConfig]) {
+        for (i, t) in tenants.iter().enumerate() {
+            for (j, host) in t.hosts.iter().flatten().enumerate() {
+                let overlap = tenants[..i].iter().find_map(|other| {
+                    other
+                        .hosts
+                        .iter()
+                        .flatten()
+                        .find(|o| hosts_overlap(host, o))
+                        .map(|o| (other, o))
+                });
+                let Some((other, o)) = overlap else {
+                    continue;
+                };
+                // Parsed patterns line up with the written ones only when every one parsed
+                // (else the config is in error anyway).
+                let written = raw.tenants[i].hosts.as_ref().map(|h| h.get_ref());
+                let Some(at) = written
+                    .filter(|w| w.len() == t.hosts.as_ref().map_or(0, Vec::len))
+                    .and_then(|w| w.get(j))
+                else {
+                    continue;
+                };
+                self.report.warning(
+                    at.span(),
+                    format!("tenant[{i}].hosts[{j}]"),
+                    format!(
+                        "`{host}` overlaps tenant `{}`'s `{o}`: a name both match goes to whichever tenant's Ingress names it first",
+                        other.name,
+                    ),
+                );
+            }
+        }
     }
 
     /// Tenant `i`'s tokens (`lines`, from its tokens file) held by no earlier tenant; one
@@ -184,6 +247,7 @@ impl Validator<'_, '_> {
             tokens,
             client_names: t.client_names.iter().map(|c| c.get_ref().clone()).collect(),
             concurrent: self.concurrent(t, &format!("tenant[{i}].concurrent")),
+            hosts: self.hosts(t, i),
             bandwidth: bandwidth(&t.bandwidth),
             plugins: plugins::validate(
                 self.report,
@@ -346,3 +410,17 @@ impl Validator<'_, '_> {
 
 /// Tokens shorter than this are warned about.
 pub(super) const SHORT_TOKEN: usize = 16;
+
+/// True when some host name matches both `a` and `b` (route hosts: a wildcard is one or
+/// more labels before its suffix).
+fn hosts_overlap(a: &HostPattern, b: &HostPattern) -> bool {
+    use HostPattern::{Any, Exact, Wildcard, WildcardLabel};
+    match (a, b) {
+        (Any, _) | (_, Any) => true,
+        (Exact(x), Exact(y)) => x == y,
+        (Exact(x), w) | (w, Exact(x)) => w.matches(x),
+        (Wildcard(s) | WildcardLabel(s), Wildcard(t) | WildcardLabel(t)) => {
+            s.ends_with(t.as_str()) || t.ends_with(s.as_str())
+        }
+    }
+}

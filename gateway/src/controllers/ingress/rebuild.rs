@@ -43,6 +43,7 @@ pub(super) fn settings(config: &Config) -> Option<Settings> {
                 name: t.name.clone(),
                 namespaces: t.namespaces.clone(),
                 bandwidth: t.bandwidth,
+                hosts: t.hosts.clone(),
             })
             .collect(),
         toml_hosts: model::toml_hosts(config, &ingress.listeners),
@@ -53,6 +54,7 @@ pub(super) fn settings(config: &Config) -> Option<Settings> {
             own,
             allow_unmanaged: ingress.allow_unmanaged_endpointslices,
         },
+        host_owner: ingress.host_owner,
     })
 }
 

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use crate::k8s::ingress::events;
+use crate::k8s::ingress::model::Refusal;
 use crate::snapshot::Snapshot;
 
 /// The provider as `/status` shows it, and the handle the gateway pokes after a reload.
@@ -97,13 +98,20 @@ impl IngressProvider {
                 m.refused
                     .iter()
                     .map(|r| {
-                        json!({
+                        let mut entry = json!({
                             "ingress": r.ingress.to_string(),
                             "host": r.host,
                             "certificate": r.certificate,
-                            "owner": r.owner,
                             "reason": r.message(),
-                        })
+                        });
+                        // Taken: who owns it; not allowed: whose `hosts` leave it out.
+                        match &r.why {
+                            Refusal::Taken { owner } => entry["owner"] = json!(owner),
+                            Refusal::NotAllowed { tenant, .. } => {
+                                entry["not_allowed_for"] = json!(tenant)
+                            }
+                        }
+                        entry
                     })
                     .collect()
             })

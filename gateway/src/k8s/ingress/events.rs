@@ -1,7 +1,7 @@
 //! Kubernetes Events on the Ingresses leafgate skips for a bad annotation or whose rules
-//! or certificate it refuses because another owns their host, written by the leader: one
-//! `Warning` Event, reason `InvalidAnnotation` or `HostTaken`, per (uid,
-//! resourceVersion, message).
+//! or certificate it refuses because another owns their host or their tenant may not
+//! claim it, written by the leader: one `Warning` Event, reason `InvalidAnnotation`,
+//! `HostTaken` or `HostNotAllowed`, per (uid, resourceVersion, message).
 //!
 //! The Event's name is derived from that triple, so a second create of the same Event
 //! (a new leader that does not know what the last one wrote) is refused by the API server
@@ -18,7 +18,7 @@ use kube::api::PostParams;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::model::{IngressRef, Model, Refused, Skipped};
+use super::model::{IngressRef, Model, Refusal, Refused, Skipped};
 
 /// The `reportingComponent` of leafgate's Events.
 pub const REPORTING_COMPONENT: &str = "leafgate.io/ingress-controller";
@@ -26,6 +26,9 @@ pub const REPORTING_COMPONENT: &str = "leafgate.io/ingress-controller";
 pub const INVALID_ANNOTATION: &str = "InvalidAnnotation";
 /// The reason of the Event on an Ingress whose rules or certificate for a host are refused.
 pub const HOST_TAKEN: &str = "HostTaken";
+/// The reason of the Event on an Ingress whose rules or certificate for a host are refused
+/// because the host is outside its tenant's `hosts` patterns.
+pub const HOST_NOT_ALLOWED: &str = "HostNotAllowed";
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What identifies one Event: the Ingress's uid and resourceVersion, and the message.
@@ -35,7 +38,7 @@ type EventKey = (String, String, String);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Notice<'m> {
     pub ingress: &'m IngressRef,
-    /// [`INVALID_ANNOTATION`] or [`HOST_TAKEN`].
+    /// [`INVALID_ANNOTATION`], [`HOST_TAKEN`] or [`HOST_NOT_ALLOWED`].
     pub reason: &'static str,
     pub message: String,
 }
@@ -54,7 +57,10 @@ impl<'m> From<&'m Refused> for Notice<'m> {
     fn from(r: &'m Refused) -> Self {
         Notice {
             ingress: &r.ingress,
-            reason: HOST_TAKEN,
+            reason: match r.why {
+                Refusal::Taken { .. } => HOST_TAKEN,
+                Refusal::NotAllowed { .. } => HOST_NOT_ALLOWED,
+            },
             message: r.message(),
         }
     }

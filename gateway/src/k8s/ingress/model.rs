@@ -12,8 +12,10 @@
 //! - the certificates of `spec.tls` by host;
 //! - conflicts between Ingresses on the same host and path (the oldest wins);
 //! - who owns a host: TOML first (its exact and wildcard hosts whole, its `*` over
-//!   host-less rules), else the namespace of the oldest Ingress naming it; rules and
-//!   certificates for a host owned elsewhere are refused and reported ([`Refused`]);
+//!   host-less rules), else the namespace of the oldest Ingress naming it (or the tenant
+//!   owning that namespace, with `host_owner = "tenant"`); rules and certificates for a
+//!   host owned elsewhere, or outside the `hosts` patterns of the Ingress's tenant, are
+//!   refused and reported ([`Refused`]);
 //! - which endpoints an Ingress may send to ([`BackendPolicy`]) and within which limits
 //!   its annotations stay (its tenant's).
 //!
@@ -34,7 +36,7 @@ use rustls::sign::CertifiedKey;
 
 use crate::config::cidr::Cidr;
 use crate::config::{
-    BandwidthConfig, Config, HostPattern, PathMatch, UpstreamConfig, one_label_before,
+    BandwidthConfig, Config, HostOwner, HostPattern, PathMatch, UpstreamConfig, one_label_before,
 };
 
 /// The `spec.controller` of the IngressClass leafgate serves.
@@ -55,6 +57,8 @@ pub struct Settings {
     /// The names the TOML certificates of the ingress listeners cover.
     pub toml_certs: HostOwners,
     pub backends: BackendPolicy,
+    /// Whom the oldest Ingress naming a host gives it to: its namespace, or its tenant.
+    pub host_owner: HostOwner,
 }
 
 /// A tenant as the Ingress model bounds it: which namespaces may name it, and the limits
@@ -65,6 +69,8 @@ pub struct TenantBounds {
     /// Its `namespaces` globs.
     pub namespaces: Vec<String>,
     pub bandwidth: BandwidthConfig,
+    /// Its `hosts` patterns: the hosts its namespaces' Ingresses may claim; `None`: any.
+    pub hosts: Option<Vec<HostPattern>>,
 }
 
 impl TenantBounds {
@@ -74,7 +80,32 @@ impl TenantBounds {
             name: name.to_string(),
             namespaces: namespaces.iter().map(|n| n.to_string()).collect(),
             bandwidth: BandwidthConfig::default(),
+            hosts: None,
         }
+    }
+
+    /// Whether its Ingresses may claim `host` (an Ingress host: exact, one-label
+    /// wildcard, or `Any` for rules without a host and `defaultBackend`): only when one
+    /// of its `hosts` patterns matches every name `host` matches. An exact name needs a
+    /// pattern matching it; a wildcard `*.s` needs a wildcard pattern on `s` or a suffix
+    /// of it; the catch-all needs the pattern `*` (a tenant limited to some hosts must not
+    /// take every host nobody routes).
+    pub fn may_claim(&self, host: &HostPattern) -> bool {
+        let Some(patterns) = &self.hosts else {
+            return true;
+        };
+        patterns.iter().any(|p| match (p, host) {
+            (HostPattern::Any, _) => true,
+            (_, HostPattern::Exact(name)) => p.matches(name),
+            (
+                HostPattern::Wildcard(t),
+                HostPattern::Wildcard(s) | HostPattern::WildcardLabel(s),
+            ) => s.ends_with(t.as_str()),
+            // A one-label pattern covers the one-label Ingress wildcard on the same suffix
+            // alone (TOML never makes one; kept exact for completeness).
+            (HostPattern::WildcardLabel(t), HostPattern::WildcardLabel(s)) => s == t,
+            _ => false,
+        })
     }
 }
 
@@ -304,7 +335,8 @@ pub struct Conflict {
 }
 
 /// An Ingress's rules (or certificate) for one host, refused because the host is owned
-/// by the TOML config or another namespace.
+/// by the TOML config, another namespace or another tenant, or lies outside its tenant's
+/// `hosts` patterns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refused {
     pub ingress: IngressRef,
@@ -312,8 +344,21 @@ pub struct Refused {
     pub host: String,
     /// The certificate of `spec.tls` for this host, not its rules.
     pub certificate: bool,
-    /// Who owns the host: `TOML route \`login\``, `namespace team-a (Ingress team-a/web)`.
-    pub owner: String,
+    pub why: Refusal,
+}
+
+/// Why a host was refused to an Ingress.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// Someone else owns it: `TOML route \`login\``, `namespace team-a (Ingress
+    /// team-a/web)`, `tenant team-a (Ingress team-a/web)`.
+    Taken { owner: String },
+    /// The tenant owning the Ingress's namespace may not claim it.
+    NotAllowed {
+        tenant: String,
+        /// Its `hosts` patterns, as written (`*.team-a.example.com`).
+        hosts: Vec<String>,
+    },
 }
 
 impl Refused {
@@ -323,7 +368,20 @@ impl Refused {
             true => "its TLS certificate is not served for it",
             false => "its rules for it are not served",
         };
-        format!("host {} is taken by {}: {what}", self.host, self.owner)
+        match &self.why {
+            Refusal::Taken { owner } => format!("host {} is taken by {owner}: {what}", self.host),
+            Refusal::NotAllowed { tenant, hosts } => {
+                let host = match self.host.as_str() {
+                    "*" => "* (rules without a host and defaultBackend)",
+                    h => h,
+                };
+                let may = match hosts.is_empty() {
+                    true => "may claim no host".to_string(),
+                    false => format!("may claim only hosts matching {}", hosts.join(", ")),
+                };
+                format!("host {host} is not allowed (tenant {tenant} {may}): {what}")
+            }
+        }
     }
 }
 

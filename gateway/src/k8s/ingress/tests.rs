@@ -10,8 +10,9 @@ use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use serde_json::{Value, json};
 
 use super::build;
-use super::model::{IngressBackend, Model, Objects, Settings, TenantBounds};
-use crate::config::{HostPattern, PathMatch, UpstreamProtocol};
+use super::events::{HOST_NOT_ALLOWED, HOST_TAKEN, notices};
+use super::model::{IngressBackend, Model, Objects, Refusal, Settings, TenantBounds};
+use crate::config::{HostOwner, HostPattern, PathMatch, UpstreamProtocol};
 use crate::routing::Router;
 
 fn obj<T: serde::de::DeserializeOwned>(v: Value) -> Arc<T> {
@@ -1284,7 +1285,8 @@ fn the_incremental_builder_makes_the_model_a_full_build_makes() {
     assert!(m.routes.iter().all(|r| r.tenant.as_deref() == Some("web")));
 }
 
-/// `(ingress, host, certificate, owner)` of each refusal.
+/// `(ingress, host, certificate, owner)` of each refusal; the owner of a host outside
+/// the tenant's `hosts` is written `not allowed to tenant <name>`.
 fn refused(model: &Model) -> Vec<(String, String, bool, String)> {
     model
         .refused
@@ -1294,7 +1296,10 @@ fn refused(model: &Model) -> Vec<(String, String, bool, String)> {
                 r.ingress.to_string(),
                 r.host.clone(),
                 r.certificate,
-                r.owner.clone(),
+                match &r.why {
+                    Refusal::Taken { owner } => owner.clone(),
+                    Refusal::NotAllowed { tenant, .. } => format!("not allowed to tenant {tenant}"),
+                },
             )
         })
         .collect()
@@ -1688,4 +1693,295 @@ fn annotations_stay_within_the_tenants_bounds() {
             .collect::<Vec<_>>(),
         ["leafgate.io/bandwidth-per-connection is above tenant team-b's limit: lowered to it"]
     );
+}
+
+fn hosts(patterns: &[&str]) -> Option<Vec<HostPattern>> {
+    Some(
+        patterns
+            .iter()
+            .map(|p| HostPattern::parse(p).unwrap())
+            .collect(),
+    )
+}
+
+#[test]
+fn a_tenants_hosts_patterns_cover_exact_names_and_whole_wildcards_only() {
+    let mut t = TenantBounds::new("team-a", &["team-a"]);
+    let ingress = |h: &str| HostPattern::parse_ingress(h).unwrap();
+    assert!(t.may_claim(&ingress("evil.example")) && t.may_claim(&HostPattern::Any));
+    t.hosts = hosts(&["team-a.example.com", "*.team-a.example.com"]);
+    for host in [
+        "team-a.example.com",
+        "app.team-a.example.com",
+        "a.b.team-a.example.com",
+        "*.team-a.example.com",
+        "*.x.team-a.example.com",
+    ] {
+        assert!(t.may_claim(&ingress(host)), "{host}");
+    }
+    for host in [
+        "evil.example",
+        "example.com",
+        "xteam-a.example.com",
+        "team-a.example.com.evil",
+        // Matches names outside the patterns (www.example.com).
+        "*.example.com",
+    ] {
+        assert!(!t.may_claim(&ingress(host)), "{host}");
+    }
+    assert!(
+        !t.may_claim(&HostPattern::Any),
+        "the catch-all is outside any list of hosts"
+    );
+    // An exact pattern is one name: it covers no wildcard.
+    t.hosts = hosts(&["app.example"]);
+    assert!(!t.may_claim(&ingress("*.app.example")));
+    t.hosts = hosts(&["*"]);
+    assert!(t.may_claim(&HostPattern::Any) && t.may_claim(&ingress("*.example.com")));
+    t.hosts = Some(Vec::new());
+    assert!(!t.may_claim(&ingress("team-a.example.com")));
+}
+
+/// team-a limited to `team-a.example.com` and `*.team-a.example.com`, team-b unlimited.
+fn limited_settings() -> Settings {
+    let mut s = settings();
+    s.tenants[0].hosts = hosts(&["team-a.example.com", "*.team-a.example.com"]);
+    s
+}
+
+#[test]
+fn an_ingress_claims_only_hosts_its_tenants_patterns_cover() {
+    let mut w = World::new();
+    for ns in ["team-a", "team-b", "other"] {
+        w.web(ns, "s", &["10.0.0.1"]);
+    }
+    w.secrets.push(tls_secret(
+        "team-a",
+        "tls",
+        &["evil.example", "app.team-a.example.com"],
+    ));
+    let r = |host: Option<&str>| rule(host, &[("/", "Prefix", "s")], json!({"number": 80}));
+    for (name, host) in [
+        ("apex", Some("team-a.example.com")),
+        ("app", Some("app.team-a.example.com")),
+        ("wild", Some("*.x.team-a.example.com")),
+        ("evil", Some("evil.example")),
+        ("wide", Some("*.example.com")),
+        ("hostless", None),
+    ] {
+        w.ingresses.push(obj(ingress("team-a", name, T0, r(host))));
+    }
+    let mut default = ingress("team-a", "default", T0, json!({}));
+    default["spec"]["defaultBackend"] = json!({"service": {"name": "s", "port": {"number": 80}}});
+    w.ingresses.push(obj(default));
+    let mut certs = ingress("team-a", "certs", T0, r(Some("app.team-a.example.com")));
+    certs["spec"]["tls"] =
+        json!([{"hosts": ["evil.example", "app.team-a.example.com"], "secretName": "tls"}]);
+    w.ingresses.push(obj(certs));
+    // Younger, but team-a's refused claims took nothing: team-b (no `hosts`) and a
+    // namespace no tenant owns get what they name.
+    w.ingresses
+        .push(obj(ingress("team-b", "evil", T1, r(Some("evil.example")))));
+    w.ingresses
+        .push(obj(ingress("other", "hostless", T1, r(None))));
+
+    let m = w.build_with(&limited_settings());
+    assert_eq!(
+        names(&m),
+        [
+            "ingress/other/hostless/*/prefix /",
+            "ingress/team-a/apex/team-a.example.com/prefix /",
+            "ingress/team-a/app/app.team-a.example.com/prefix /",
+            "ingress/team-a/wild/*.x.team-a.example.com/prefix /",
+            "ingress/team-b/evil/evil.example/prefix /",
+        ]
+    );
+    let hosts: Vec<String> = m.certs.iter().map(|(h, _)| h.to_string()).collect();
+    assert_eq!(hosts, ["app.team-a.example.com"]);
+    let no = |ingress: &str, host: &str, certificate| {
+        (
+            format!("team-a/{ingress}"),
+            host.to_string(),
+            certificate,
+            "not allowed to tenant team-a".to_string(),
+        )
+    };
+    let mut got = refused(&m);
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            no("certs", "evil.example", true),
+            no("default", "*", false),
+            no("evil", "evil.example", false),
+            no("hostless", "*", false),
+            no("wide", "*.example.com", false),
+        ]
+    );
+    let message = |ingress: &str, certificate: bool| {
+        m.refused
+            .iter()
+            .find(|r| r.ingress.name == ingress && r.certificate == certificate)
+            .unwrap()
+            .message()
+    };
+    assert_eq!(
+        message("evil", false),
+        "host evil.example is not allowed (tenant team-a may claim only hosts matching team-a.example.com, *.team-a.example.com): its rules for it are not served"
+    );
+    assert_eq!(
+        message("certs", true),
+        "host evil.example is not allowed (tenant team-a may claim only hosts matching team-a.example.com, *.team-a.example.com): its TLS certificate is not served for it"
+    );
+    assert_eq!(
+        message("hostless", false),
+        "host * (rules without a host and defaultBackend) is not allowed (tenant team-a may claim only hosts matching team-a.example.com, *.team-a.example.com): its rules for it are not served"
+    );
+    // Reported as its own Event reason, never as a taken host.
+    let reasons: Vec<(&str, &str)> = notices(&m)
+        .iter()
+        .map(|n| (n.ingress.name.as_str(), n.reason))
+        .collect();
+    assert!(reasons.contains(&("evil", HOST_NOT_ALLOWED)), "{reasons:?}");
+    assert!(
+        !reasons.iter().any(|(_, r)| *r == HOST_TAKEN),
+        "{reasons:?}"
+    );
+
+    // Without `hosts`, the same objects: team-a takes them all, oldest first.
+    let m = w.build();
+    assert!(names(&m).contains(&"ingress/team-a/evil/evil.example/prefix /".to_string()));
+    assert_eq!(
+        refused(&m)
+            .iter()
+            .filter(|r| r.0 == "team-b/evil")
+            .map(|r| r.3.as_str())
+            .collect::<Vec<_>>(),
+        // Named first by team-a/certs's `spec.tls` (same age, sorted by name).
+        ["namespace team-a (Ingress team-a/certs)"]
+    );
+    // A host TOML owns outside the patterns is reported as not allowed: the tenant's
+    // bound says why whoever owns it.
+    let mut s = limited_settings();
+    s.toml_hosts.add(
+        &HostPattern::parse("evil.example").unwrap(),
+        "TOML route `x`",
+    );
+    let m = w.build_with(&s);
+    assert!(
+        refused(&m).contains(&no("evil", "evil.example", false)),
+        "{:?}",
+        refused(&m)
+    );
+    // An empty list: nothing at all.
+    let mut s = settings();
+    s.tenants[0].hosts = Some(Vec::new());
+    let m = w.build_with(&s);
+    assert!(names(&m).iter().all(|n| !n.starts_with("ingress/team-a/")));
+    assert!(
+        m.refused[0]
+            .message()
+            .contains("(tenant team-a may claim no host)"),
+        "{}",
+        m.refused[0].message()
+    );
+}
+
+/// team-a owns `team-a` and `team-a-*`, team-b owns `team-b`; `other` is no tenant's.
+fn ownership_world() -> World {
+    let mut w = World::new();
+    for ns in ["team-a", "team-a-admin", "team-b", "other"] {
+        w.web(ns, "s", &["10.0.0.1"]);
+    }
+    w.secrets
+        .push(tls_secret("team-a-admin", "shop", &["shop.example"]));
+    let r =
+        |host: &str, path: &str| rule(Some(host), &[(path, "Prefix", "s")], json!({"number": 80}));
+    w.ingresses
+        .push(obj(ingress("team-a", "shop", T0, r("shop.example", "/"))));
+    let mut admin = ingress("team-a-admin", "admin", T1, r("shop.example", "/admin"));
+    admin["spec"]["tls"] = json!([{"hosts": ["shop.example"], "secretName": "shop"}]);
+    w.ingresses.push(obj(admin));
+    for ns in ["team-b", "other"] {
+        w.ingresses
+            .push(obj(ingress(ns, "late", T1, r("shop.example", "/late"))));
+    }
+    // A host a tenant-less namespace named first stays that namespace's.
+    w.ingresses
+        .push(obj(ingress("other", "first", T0, r("o.example", "/"))));
+    w.ingresses
+        .push(obj(ingress("team-a", "late", T1, r("o.example", "/a"))));
+    w
+}
+
+#[test]
+fn with_tenant_ownership_a_host_belongs_to_the_tenant_of_its_oldest_ingress() {
+    let w = ownership_world();
+    let mut s = settings();
+    s.host_owner = HostOwner::Tenant;
+    let m = w.build_with(&s);
+    assert_eq!(
+        names(&m),
+        [
+            "ingress/other/first/o.example/prefix /",
+            "ingress/team-a-admin/admin/shop.example/prefix /admin",
+            "ingress/team-a/shop/shop.example/prefix /",
+        ]
+    );
+    let hosts: Vec<String> = m.certs.iter().map(|(h, _)| h.to_string()).collect();
+    assert_eq!(
+        hosts,
+        ["shop.example"],
+        "the second namespace's certificate"
+    );
+    let tenant_a = "tenant team-a (Ingress team-a/shop)".to_string();
+    let mut got = refused(&m);
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            (
+                "other/late".into(),
+                "shop.example".into(),
+                false,
+                tenant_a.clone()
+            ),
+            (
+                "team-a/late".into(),
+                "o.example".into(),
+                false,
+                "namespace other (Ingress other/first)".into()
+            ),
+            ("team-b/late".into(), "shop.example".into(), false, tenant_a),
+        ]
+    );
+    assert!(
+        m.refused
+            .iter()
+            .find(|r| r.ingress.namespace == "team-b")
+            .unwrap()
+            .message()
+            .starts_with("host shop.example is taken by tenant team-a (Ingress team-a/shop): ")
+    );
+}
+
+#[test]
+fn by_default_a_tenants_second_namespace_is_refused_like_any_other() {
+    let m = ownership_world().build();
+    assert_eq!(HostOwner::default(), HostOwner::Namespace);
+    assert_eq!(
+        names(&m),
+        [
+            "ingress/other/first/o.example/prefix /",
+            "ingress/team-a/shop/shop.example/prefix /",
+        ]
+    );
+    assert!(m.certs.is_empty());
+    let owner = "namespace team-a (Ingress team-a/shop)";
+    let admin: Vec<(bool, String)> = refused(&m)
+        .into_iter()
+        .filter(|r| r.0 == "team-a-admin/admin")
+        .map(|r| (r.2, r.3))
+        .collect();
+    assert_eq!(admin, [(false, owner.into()), (true, owner.into())]);
 }

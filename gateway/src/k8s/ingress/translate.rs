@@ -1,8 +1,9 @@
 //! One Ingress of ours translated on its own, then all translations merged: the routes
 //! of each rule (`defaultBackend` as the catch-all and as the `/` of each of the
 //! Ingress's hosts lacking one), each resolved against the Services, EndpointSlices and
-//! Secrets it names; who owns a host (TOML, else the oldest Ingress's namespace), who
-//! wins a host and path within it (the oldest Ingress) and the report.
+//! Secrets it names; which hosts its tenant may claim (`hosts`), who owns a host (TOML,
+//! else the oldest Ingress's namespace, or its tenant), who wins a host and path within it
+//! (the oldest Ingress) and the report.
 //!
 //! No I/O, no clock: the objects and the settings in, [`Translated`] and the model out.
 
@@ -17,11 +18,11 @@ use super::annotations;
 use super::backends::{self, Backends};
 use super::certs::Certs;
 use super::model::{
-    Conflict, IngressBackend, IngressRef, IngressRoute, Model, Problem, Refused, Settings, Skipped,
-    TenantBounds,
+    Conflict, IngressBackend, IngressRef, IngressRoute, Model, Problem, Refusal, Refused, Settings,
+    Skipped, TenantBounds,
 };
 use super::rules::{ingress_host, wanted};
-use crate::config::{HostPattern, PathMatch, glob_matches};
+use crate::config::{HostOwner, HostPattern, PathMatch, glob_matches};
 
 /// One Ingress of ours translated on its own: what it asks for, resolved against the
 /// Services, EndpointSlices and Secrets it names. What depends on the other Ingresses
@@ -35,6 +36,9 @@ pub(super) struct Translated {
 /// A served Ingress's routes and certificates before the merge.
 #[derive(Debug)]
 pub(super) struct Served {
+    /// The tenant owning the namespace, as an index into `Settings::tenants` (the settings
+    /// it was translated under: a change of settings translates every Ingress again).
+    tenant: Option<usize>,
     /// Rules that could not be read, reported first.
     rule_problems: Vec<String>,
     /// In spec order: each (host, path) once as a route, then again as a repeat.
@@ -90,9 +94,12 @@ pub(super) fn translate(
             };
         }
     };
+    // The tenant whose `hosts` bound the Ingress and who owns its hosts with `host_owner =
+    // "tenant"`. The annotation may name only this one (tenants' namespaces are disjoint).
+    let namespace_tenant = tenant_of(&reference.namespace, &settings.tenants);
     let tenant = match &annotations.tenant {
         Some(name) => settings.tenants.iter().find(|t| t.name == *name),
-        None => tenant_of(&reference.namespace, &settings.tenants),
+        None => namespace_tenant.map(|i| &settings.tenants[i]),
     };
     let mut rule_problems = tenant.map_or_else(Vec::new, |t| annotations.clamp(t));
     let tenant = tenant.map(|t| t.name.clone());
@@ -152,6 +159,7 @@ pub(super) fn translate(
     Translated {
         reference,
         outcome: Ok(Served {
+            tenant: namespace_tenant,
             rule_problems,
             items,
             tls_problems,
@@ -161,16 +169,19 @@ pub(super) fn translate(
 }
 
 /// The model from the translations of our Ingresses, oldest first (ties by
-/// namespace/name). A host the TOML config owns is refused to all of them; any other
-/// belongs to the namespace of the first to name it (in a rule or in `spec.tls`), and
+/// namespace/name). A host outside the `hosts` patterns of an Ingress's tenant is refused
+/// to it (and it takes nothing by naming it). A host the TOML config owns is refused to all
+/// of them; any other belongs to the namespace of the first to name it (in a rule or in
+/// `spec.tls`), or to the tenant owning that namespace with `host_owner = "tenant"`, and
 /// is refused to the others; within it the first to claim a path wins it.
 pub(super) fn merge<'t>(
     ours: impl IntoIterator<Item = &'t Translated>,
     settings: &Settings,
 ) -> Model {
     let mut model = Model::default();
-    // Host (as written) -> the oldest Ingress naming it, among the hosts TOML leaves.
-    let mut owners: HashMap<&HostPattern, &IngressRef> = HashMap::new();
+    // Host (as written) -> the oldest Ingress naming it, among the hosts TOML leaves, and
+    // the tenant owning its namespace.
+    let mut owners: HashMap<&HostPattern, (&IngressRef, Option<usize>)> = HashMap::new();
     // (host, path) -> index in `routes`, and who else claimed it.
     let mut claimed: HashMap<(&HostPattern, &PathMatch), (usize, Vec<String>)> = HashMap::new();
     let mut routes: Vec<&IngressRoute> = Vec::new();
@@ -185,24 +196,49 @@ pub(super) fn merge<'t>(
                 continue;
             }
         };
-        // Who else owns `host`, if anyone: TOML, or another namespace's older Ingress.
-        let mut taken = |host: &'t HostPattern| -> Option<String> {
+        let tenant = served.tenant;
+        // Outside the `hosts` patterns of the Ingress's tenant: checked before ownership,
+        // so a host refused this way is never taken from anyone.
+        let not_allowed = |host: &HostPattern| -> Option<Refusal> {
+            let t = &settings.tenants[tenant?];
+            (!t.may_claim(host)).then(|| Refusal::NotAllowed {
+                tenant: t.name.clone(),
+                hosts: t.hosts.iter().flatten().map(ToString::to_string).collect(),
+            })
+        };
+        // Who else owns `host`, if anyone: TOML, or another namespace's (tenant's) older
+        // Ingress.
+        let mut taken = |host: &'t HostPattern| -> Option<Refusal> {
             if let Some(toml) = settings.toml_hosts.owner_of(host) {
-                return Some(toml.to_string());
+                return Some(Refusal::Taken {
+                    owner: toml.to_string(),
+                });
             }
-            let owner = *owners.entry(host).or_insert(reference);
-            (owner.namespace != reference.namespace)
-                .then(|| format!("namespace {} (Ingress {owner})", owner.namespace))
+            let (owner, owner_tenant) = *owners.entry(host).or_insert((reference, tenant));
+            let by_tenant = match (settings.host_owner, owner_tenant) {
+                (HostOwner::Tenant, Some(t)) => Some(t),
+                _ => None,
+            };
+            let same = match by_tenant {
+                Some(t) => tenant == Some(t),
+                None => owner.namespace == reference.namespace,
+            };
+            (!same).then(|| Refusal::Taken {
+                owner: match by_tenant {
+                    Some(t) => format!("tenant {} (Ingress {owner})", settings.tenants[t].name),
+                    None => format!("namespace {} (Ingress {owner})", owner.namespace),
+                },
+            })
         };
         // (host, certificate) already refused for this Ingress: reported once.
         let mut refused: HashSet<(&HostPattern, bool)> = HashSet::new();
-        let mut refuse = |host: &'t HostPattern, certificate: bool, owner: String| {
+        let mut refuse = |host: &'t HostPattern, certificate: bool, why: Refusal| {
             if refused.insert((host, certificate)) {
                 model.refused.push(Refused {
                     ingress: reference.clone(),
                     host: host.to_string(),
                     certificate,
-                    owner,
+                    why,
                 });
             }
         };
@@ -210,8 +246,8 @@ pub(super) fn merge<'t>(
         for item in &served.items {
             match item {
                 Item::Route { route, problem } => {
-                    if let Some(owner) = taken(&route.host) {
-                        refuse(&route.host, false, owner);
+                    if let Some(why) = not_allowed(&route.host).or_else(|| taken(&route.host)) {
+                        refuse(&route.host, false, why);
                         continue;
                     }
                     if let Some((_, losers)) = claimed.get_mut(&(&route.host, &route.path)) {
@@ -223,7 +259,8 @@ pub(super) fn merge<'t>(
                     routes.push(&**route);
                 }
                 // Refused with its first, already reported.
-                Item::Repeat { key } if taken(&key.0).is_some() => {}
+                Item::Repeat { key }
+                    if not_allowed(&key.0).is_some() || taken(&key.0).is_some() => {}
                 // The first of them was claimed just before, by this Ingress or another.
                 Item::Repeat { key } => match claimed.get_mut(&(&key.0, &key.1)) {
                     Some((winner, _)) if routes[*winner].ingress == *reference => {
@@ -239,13 +276,15 @@ pub(super) fn merge<'t>(
         }
         problems.extend(served.tls_problems.iter().cloned());
         for (host, cert) in &served.certs {
-            let owner = settings
-                .toml_certs
-                .owner_of(host)
-                .map(str::to_string)
+            let why = not_allowed(host)
+                .or_else(|| {
+                    settings.toml_certs.owner_of(host).map(|o| Refusal::Taken {
+                        owner: o.to_string(),
+                    })
+                })
                 .or_else(|| taken(host));
-            if let Some(owner) = owner {
-                refuse(host, true, owner);
+            if let Some(why) = why {
+                refuse(host, true, why);
                 continue;
             }
             if listed.insert((host, &cert.cert[..])) {
@@ -303,11 +342,11 @@ pub(super) fn age_order(ingress: &Ingress) -> (bool, Option<impl Ord + use<>>, &
     )
 }
 
-/// The first configured tenant whose `namespaces` globs match `namespace`.
-fn tenant_of<'s>(namespace: &str, tenants: &'s [TenantBounds]) -> Option<&'s TenantBounds> {
+/// The index of the first configured tenant whose `namespaces` globs match `namespace`.
+fn tenant_of(namespace: &str, tenants: &[TenantBounds]) -> Option<usize> {
     tenants
         .iter()
-        .find(|t| t.namespaces.iter().any(|g| glob_matches(g, namespace)))
+        .position(|t| t.namespaces.iter().any(|g| glob_matches(g, namespace)))
 }
 
 /// `ingress/<ns>/<name>/<host or *>/<exact|prefix> <path>`.

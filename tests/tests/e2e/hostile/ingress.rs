@@ -1,7 +1,9 @@
 //! Ingress authors get only what is theirs: an Ingress cannot take a host (or a path on
 //! it, a name under a wildcard, the catch-all) the TOML config routes, a host an older
-//! Ingress of another namespace holds, a name a TOML certificate covers; its backends are
-//! pod endpoints only; its annotations act only for its own tenant, within its limits.
+//! Ingress of another namespace (or, with `host_owner = "tenant"`, another tenant) holds,
+//! a name a TOML certificate covers, a host outside its tenant's `hosts` patterns; its
+//! backends are pod endpoints only; its annotations act only for its own tenant, within
+//! its limits.
 //! Each refusal is checked where a client sees it (which upstream answers, which
 //! certificate is served) and where the operator does (`/status`, Events, metrics).
 
@@ -97,14 +99,19 @@ async fn refused(gw: &TestGateway) -> Vec<(String, String, bool)> {
 
 /// Until a `HostTaken` Event on Ingress `ns/name` says `needle`.
 async fn host_taken_event(sim: &KubeSim, ns: &str, name: &str, needle: &str) {
+    warning_event(sim, "HostTaken", ns, name, needle).await;
+}
+
+/// Until a `Warning` Event of `reason` on Ingress `ns/name` says `needle`.
+async fn warning_event(sim: &KubeSim, reason: &str, ns: &str, name: &str, needle: &str) {
     eventually(
-        &format!("a HostTaken Event on {ns}/{name}"),
+        &format!("a {reason} Event on {ns}/{name}"),
         APPLIED,
         || async {
             list(sim, "v1", "Event").iter().any(|e| {
                 e["involvedObject"]["namespace"] == ns
                     && e["involvedObject"]["name"] == name
-                    && e["reason"] == "HostTaken"
+                    && e["reason"] == reason
                     && e["type"] == "Warning"
                     && e["message"].as_str().is_some_and(|m| m.contains(needle))
             })
@@ -467,4 +474,251 @@ async fn a_tenant_annotation_cannot_name_another_tenant_and_rates_are_clamped() 
         },
     )
     .await;
+}
+
+#[tokio::test]
+async fn a_tenant_cannot_claim_a_host_outside_its_hosts_patterns() {
+    let sim = root().await;
+    let up = TestUpstream::start("team-a").await;
+    create(&sim, backend_objects("team-a", "app", up.addr));
+    let dir = tempfile::tempdir().unwrap();
+    let own_ca = TestCa::new("team-a");
+    let evil = own_ca.issue(
+        dir.path(),
+        "evil",
+        &["evil.example", "app.team-a.example.com"],
+    );
+    sim.create(tls_secret("team-a", "evil-tls", &evil.cert, &evil.key))
+        .unwrap();
+    let to_app = || vec![path("/", "Prefix", backend("app", 80))];
+    let mut grab = ingress(
+        "team-a",
+        "grab",
+        Some("leafgate"),
+        vec![
+            rule("evil.example", to_app()),
+            // Matches names under example.com that no pattern covers.
+            rule("*.example.com", to_app()),
+            // The catch-all of hosts nobody routes: not within any host pattern.
+            rule("", to_app()),
+            // Within the patterns: served, which tells the build has been applied.
+            rule("app.team-a.example.com", to_app()),
+            rule("*.x.team-a.example.com", to_app()),
+        ],
+    );
+    grab["spec"]["tls"] =
+        json!([{"hosts": ["evil.example", "app.team-a.example.com"], "secretName": "evil-tls"}]);
+    sim.create(grab).unwrap();
+    let config = Config::web().tenant(
+        Tenant::new("team-a")
+            .namespaces(["team-a"])
+            .hosts(["team-a.example.com", "*.team-a.example.com"]),
+    );
+    let gw = gateway(&sim, loopback_allowed(), config).await;
+    let web = gw.addr("web");
+    served(&gw, "app.team-a.example.com", "/", "team-a").await;
+    assert_eq!(who(web, "y.x.team-a.example.com", "/").await, "team-a");
+    for host in ["evil.example", "www.example.com", "nobody.test"] {
+        let answer = who(web, host, "/").await;
+        assert!(
+            answer.starts_with("404 ") && answer.contains("no route"),
+            "{host} is not team-a's to claim: {answer}"
+        );
+    }
+
+    let mut refusals = refused(&gw).await;
+    refusals.sort();
+    let grab = |host: &str, certificate| ("team-a/grab".to_string(), host.to_string(), certificate);
+    assert_eq!(
+        refusals,
+        [
+            grab("*", false),
+            grab("*.example.com", false),
+            grab("evil.example", false),
+            grab("evil.example", true),
+        ]
+    );
+    let s = status(&gw).await;
+    let why = s["refused"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["host"] == "evil.example" && r["certificate"] == false)
+        .map(|r| r["reason"].as_str().unwrap().to_string());
+    assert_eq!(
+        why.as_deref(),
+        Some(
+            "host evil.example is not allowed (tenant team-a may claim only hosts matching team-a.example.com, *.team-a.example.com): its rules for it are not served"
+        ),
+        "{s}"
+    );
+    warning_event(
+        &sim,
+        "HostNotAllowed",
+        "team-a",
+        "grab",
+        "tenant team-a may claim only hosts matching team-a.example.com, *.team-a.example.com",
+    )
+    .await;
+    let metrics = get(gw.admin(), "admin", "/metrics").await.text();
+    assert!(
+        metrics.contains("leafgate_ingress_hosts_refused{what=\"rules\"} 3")
+            && metrics.contains("leafgate_ingress_hosts_refused{what=\"certificate\"} 1"),
+        "{metrics}"
+    );
+}
+
+/// `[kubernetes.ingress]` with `host_owner = "tenant"`, loopback backends allowed.
+fn tenant_ownership() -> Value {
+    json!({"allow_backends": ["127.0.0.0/8"], "host_owner": "tenant"})
+}
+
+#[tokio::test]
+async fn with_tenant_ownership_a_tenants_second_namespace_adds_paths_to_its_host() {
+    let sim = root().await;
+    let (web_up, admin_up) = (
+        TestUpstream::start("web").await,
+        TestUpstream::start("admin").await,
+    );
+    create(&sim, backend_objects("team-a", "web", web_up.addr));
+    create(
+        &sim,
+        backend_objects("team-a-admin", "admin", admin_up.addr),
+    );
+    create(
+        &sim,
+        [simple_ingress(
+            "team-a",
+            "web",
+            "leafgate",
+            "shop.example",
+            "web",
+        )],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new("operator CA");
+    ca.issue(dir.path(), "default", &["default.example"]);
+    let shop = ca.issue(dir.path(), "shop", &["shop.example"]);
+    sim.create(tls_secret(
+        "team-a-admin",
+        "shop-tls",
+        &shop.cert,
+        &shop.key,
+    ))
+    .unwrap();
+    let tls_listener = Listener::new("websecure").tls(
+        dir.path().join("default.pem"),
+        dir.path().join("default-key.pem"),
+    );
+    let config = Config::web()
+        .listener(tls_listener)
+        .tenant(Tenant::new("team-a").namespaces(["team-a", "team-a-*"]));
+    let gw = gateway(&sim, tenant_ownership(), config).await;
+    served(&gw, "shop.example", "/", "web").await;
+
+    // Younger, in the tenant's other namespace: a path and the certificate of its host.
+    let mut admin = ingress(
+        "team-a-admin",
+        "admin",
+        Some("leafgate"),
+        vec![rule(
+            "shop.example",
+            vec![path("/admin", "Prefix", backend("admin", 80))],
+        )],
+    );
+    admin["spec"]["tls"] = json!([{"hosts": ["shop.example"], "secretName": "shop-tls"}]);
+    sim.create(admin).unwrap();
+    served(&gw, "shop.example", "/admin", "admin").await;
+    assert_eq!(who(gw.addr("web"), "shop.example", "/").await, "web");
+    let session = tls_connect(
+        gw.addr("websecure"),
+        "shop.example",
+        ca.roots(),
+        &[b"http/1.1"],
+    )
+    .await;
+    assert_eq!(
+        session.peer_cert, shop.der,
+        "the second namespace's certificate"
+    );
+    assert_eq!(refused(&gw).await, []);
+}
+
+#[tokio::test]
+async fn with_tenant_ownership_another_tenant_is_refused() {
+    let sim = root().await;
+    let (a, b) = (
+        TestUpstream::start("team-a").await,
+        TestUpstream::start("intruder").await,
+    );
+    create(&sim, backend_objects("team-a", "shop", a.addr));
+    create(&sim, backend_objects("team-b", "evil", b.addr));
+    create(&sim, backend_objects("tenantless", "evil", b.addr));
+    create(
+        &sim,
+        [simple_ingress(
+            "team-a",
+            "shop",
+            "leafgate",
+            "shop.example",
+            "shop",
+        )],
+    );
+    let config = Config::web()
+        .tenant(Tenant::new("team-a").namespaces(["team-a", "team-a-*"]))
+        .tenant(Tenant::new("team-b").namespaces(["team-b"]));
+    let gw = gateway(&sim, tenant_ownership(), config).await;
+    served(&gw, "shop.example", "/", "team-a").await;
+
+    // Younger: another tenant's namespace, and a namespace no tenant owns.
+    let late = |ns: &str| {
+        ingress(
+            ns,
+            "late",
+            Some("leafgate"),
+            vec![rule(
+                "shop.example",
+                vec![path("/admin", "Prefix", backend("evil", 80))],
+            )],
+        )
+    };
+    create(
+        &sim,
+        [
+            late("team-b"),
+            late("tenantless"),
+            simple_ingress("team-b", "mine", "leafgate", "b.example", "evil"),
+        ],
+    );
+    served(&gw, "b.example", "/", "intruder").await;
+    eventually("both refusals reported", APPLIED, || async {
+        refused(&gw).await.len() == 2
+    })
+    .await;
+    assert_eq!(
+        who(gw.addr("web"), "shop.example", "/admin").await,
+        "team-a"
+    );
+    let mut refusals = refused(&gw).await;
+    refusals.sort();
+    assert_eq!(
+        refusals,
+        [
+            ("team-b/late".to_string(), "shop.example".to_string(), false),
+            (
+                "tenantless/late".to_string(),
+                "shop.example".to_string(),
+                false
+            ),
+        ]
+    );
+    for ns in ["team-b", "tenantless"] {
+        host_taken_event(
+            &sim,
+            ns,
+            "late",
+            "host shop.example is taken by tenant team-a (Ingress team-a/shop)",
+        )
+        .await;
+    }
 }
