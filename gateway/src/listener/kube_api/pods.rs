@@ -18,11 +18,10 @@ use super::caller::Caller;
 use super::listed::Listed;
 use super::page::Page;
 use super::query::query_value;
-use super::select::{FieldSelector, LabelSelector};
+use super::select::Filter;
 use super::stale::{self, Stale};
 use super::table;
 use super::watch::{self, Token};
-use crate::k8s::RawPod;
 use crate::k8s::kubelet::PodTarget;
 use crate::k8s::status::Status;
 use crate::listener::client::Client;
@@ -31,31 +30,6 @@ use crate::listener::reply::{self, Dialect};
 use crate::plugins::Verb;
 use crate::proxy::Body;
 use crate::snapshot::Snapshot;
-
-/// What a list or watch selects (within what the tenant may see).
-pub(super) struct Filter {
-    pub namespace: Option<String>,
-    pub labels: LabelSelector,
-    pub fields: FieldSelector,
-}
-
-impl Filter {
-    /// Whether `pod` is in the request's namespace and matches its selectors.
-    pub fn selects(&self, pod: &RawPod) -> bool {
-        let ns = pod.namespace();
-        self.namespace.as_deref().is_none_or(|want| want == ns)
-            && self.fields.matches(|f| super::listed::field(pod, f))
-            && self.labels.matches(pod.labels())
-    }
-
-    fn from_query(query: Option<&str>, namespace: Option<&str>) -> Result<Filter, String> {
-        Ok(Filter {
-            namespace: namespace.map(str::to_string),
-            labels: LabelSelector::parse(&query_value(query, "labelSelector").unwrap_or_default())?,
-            fields: FieldSelector::parse(&query_value(query, "fieldSelector").unwrap_or_default())?,
-        })
-    }
-}
 
 /// The tenant's pods that `filter` selects, sorted by namespace, name and leaf, and the
 /// list's token: per leaf, the feed's position of the last change in the tenant's

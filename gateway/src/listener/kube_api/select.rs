@@ -5,6 +5,10 @@
 
 use std::collections::BTreeMap;
 
+use super::listed;
+use super::query::query_value;
+use crate::k8s::raw_pod::RawPod;
+
 /// One requirement of a selector.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Requirement {
@@ -204,6 +208,31 @@ fn field_requirement(term: &str) -> Result<Requirement, String> {
         true => Requirement::Equals(label, value),
         false => Requirement::NotEquals(label, value),
     })
+}
+
+/// What a list or watch selects (within what the tenant may see).
+pub struct Filter {
+    pub namespace: Option<String>,
+    pub labels: LabelSelector,
+    pub fields: FieldSelector,
+}
+
+impl Filter {
+    /// Whether `pod` is in the request's namespace and matches its selectors.
+    pub fn selects(&self, pod: &RawPod) -> bool {
+        let ns = pod.namespace();
+        self.namespace.as_deref().is_none_or(|want| want == ns)
+            && self.fields.matches(|f| listed::field(pod, f))
+            && self.labels.matches(pod.labels())
+    }
+
+    pub fn from_query(query: Option<&str>, namespace: Option<&str>) -> Result<Filter, String> {
+        Ok(Filter {
+            namespace: namespace.map(str::to_string),
+            labels: LabelSelector::parse(&query_value(query, "labelSelector").unwrap_or_default())?,
+            fields: FieldSelector::parse(&query_value(query, "fieldSelector").unwrap_or_default())?,
+        })
+    }
 }
 
 #[cfg(test)]

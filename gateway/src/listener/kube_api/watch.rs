@@ -42,8 +42,8 @@ use serde_json::json;
 
 use super::caller::Caller;
 use super::listed::Listed;
-use super::pods::Filter;
 use super::query::query_value;
+use super::select::Filter;
 use super::table::{self, Wanted};
 use crate::k8s::status::Status;
 use crate::k8s::{Change, ChangeKind, Feed, RawPod};
