@@ -50,10 +50,21 @@ pub struct PodSpec {
     pub readiness_gates: Vec<ReadinessGate>,
 }
 
+/// A container of `spec.containers` or `spec.initContainers`: its name, and for an init
+/// container its `restartPolicy` (`Always` makes it a native sidecar).
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 pub struct Named {
     pub name: String,
+    pub restart_policy: Option<String>,
+}
+
+impl Named {
+    /// An init container that keeps running beside the app containers (a native sidecar,
+    /// `restartPolicy: Always`), as `isRestartableInitContainer` tells them apart.
+    pub fn is_sidecar(&self) -> bool {
+        self.restart_policy.as_deref() == Some("Always")
+    }
 }
 
 /// A condition in `status.conditions` the pod waits for before it counts as ready.
@@ -70,19 +81,40 @@ pub struct PodStatus {
     pub reason: Option<String>,
     #[serde(rename = "podIP")]
     pub pod_ip: Option<String>,
+    #[serde(rename = "podIPs")]
+    pub pod_ips: Vec<PodIp>,
     pub nominated_node_name: Option<String>,
     pub conditions: Vec<PodCondition>,
     pub container_statuses: Vec<ContainerStatus>,
     pub init_container_statuses: Vec<ContainerStatus>,
 }
 
-/// One of `status.conditions`: its type and `"True"`, `"False"` or `"Unknown"`.
+impl PodStatus {
+    /// The pod's first IP: `podIPs[0]`, else `podIP` (kube-apiserver's v1 conversion fills
+    /// `podIPs` from `podIP` when only the latter is set, before its printer reads it).
+    pub fn first_ip(&self) -> Option<&str> {
+        match self.pod_ips.first() {
+            Some(ip) => Some(ip.ip.as_str()),
+            None => self.pod_ip.as_deref(),
+        }
+    }
+}
+
+/// One of `status.podIPs`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct PodIp {
+    pub ip: String,
+}
+
+/// One of `status.conditions`: its type, `"True"`, `"False"` or `"Unknown"`, and why.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct PodCondition {
     #[serde(rename = "type")]
     pub type_: String,
     pub status: String,
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -91,7 +123,11 @@ pub struct ContainerStatus {
     pub name: String,
     pub ready: bool,
     pub restart_count: i64,
+    /// Whether the container passed its startup probe (absent before the kubelet knows).
+    pub started: Option<bool>,
     pub state: ContainerState,
+    /// The state it was in before its last restart; `terminated.finishedAt` dates RESTARTS.
+    pub last_state: ContainerState,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -108,4 +144,6 @@ pub struct StateDetail {
     pub reason: Option<String>,
     pub exit_code: i64,
     pub signal: i64,
+    /// RFC 3339, for a terminated state.
+    pub finished_at: Option<String>,
 }

@@ -4,13 +4,13 @@
 //!
 //! It produces column definitions and typed cells, not a wire format: the gateway writes
 //! them as `meta.k8s.io` Table JSON (adding its LEAF column), the `pods-table` plugin as WIT
-//! records in its own layout. Known gaps against kube-apiserver (e.g. native sidecars, the
-//! last restart's age in RESTARTS, SchedulingGated, NotReady) stay as they are until
-//! fidelity is taken up; this is the one place to close them.
+//! records in its own layout. READY, STATUS and RESTARTS come from `summary` (`printPod`'s
+//! walk over the containers); this module adds AGE and the wide cells.
 
 use serde::Serialize;
 
-use crate::pod::{ContainerStatus, Pod};
+use crate::pod::Pod;
+use crate::summary::summarize;
 use crate::time::{human_age, parse_timestamp};
 
 /// One column of a pod table, shaped as a `meta.k8s.io` Table's `columnDefinitions` entry.
@@ -53,7 +53,7 @@ pub const POD_COLUMNS: [Column; 9] = [
         name: "Restarts",
         kind: "string",
         format: "",
-        description: "The number of times the containers in this pod have been restarted.",
+        description: "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.",
         priority: 0,
     },
     Column {
@@ -93,59 +93,49 @@ pub const POD_COLUMNS: [Column; 9] = [
     },
 ];
 
-/// One pod's cells, one field per column of `POD_COLUMNS`.
+/// One pod's cells, one field per column of `POD_COLUMNS`, all text as kube-apiserver
+/// sends them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodRow {
     pub name: String,
-    /// `ready/containers`, e.g. `1/2`.
+    /// `ready/total`, e.g. `2/2`, native sidecars counted.
     pub ready: String,
     pub status: String,
-    /// Summed over the app containers.
-    pub restarts: i64,
+    /// `5`, or `5 (3m ago)` after the newest dated restart (a string column upstream too).
+    pub restarts: String,
     /// `<unknown>` without a readable creation timestamp.
     pub age: String,
     pub ip: String,
     pub node: String,
     pub nominated_node: String,
-    /// `met/gates`, or `<none>` when the pod has none.
+    /// `true/gates`, or `<none>` when the pod has none.
     pub readiness_gates: String,
 }
 
 impl PodRow {
-    /// The row of `pod`, its age counted to `now` (seconds since the Unix epoch).
+    /// The row of `pod`, its ages counted to `now` (seconds since the Unix epoch).
     pub fn new(pod: &Pod, now: i64) -> PodRow {
-        let statuses = &pod.status.container_statuses;
-        let ready = statuses.iter().filter(|c| c.ready).count();
-        let age = pod
-            .metadata
-            .creation_timestamp
-            .as_deref()
-            .and_then(parse_timestamp)
-            .map_or_else(
-                || "<unknown>".to_string(),
-                |created| human_age(now - created),
-            );
+        let summary = summarize(pod);
         PodRow {
             name: pod.metadata.name.clone(),
-            ready: format!("{ready}/{}", pod.spec.containers.len()),
-            status: status(pod),
-            restarts: statuses.iter().map(|c| c.restart_count).sum(),
-            age,
-            ip: or_none(pod.status.pod_ip.as_deref()),
+            ready: summary.ready_cell(),
+            status: summary.status.clone(),
+            restarts: summary.restarts_cell(now),
+            age: age_since(pod.metadata.creation_timestamp.as_deref(), now),
+            ip: or_none(pod.status.first_ip()),
             node: or_none(pod.spec.node_name.as_deref()),
             nominated_node: or_none(pod.status.nominated_node_name.as_deref()),
             readiness_gates: readiness_gates(pod),
         }
     }
 
-    /// The cells in `POD_COLUMNS` order, all text as kube-apiserver sends them (RESTARTS
-    /// included: its column is a string).
+    /// The cells in `POD_COLUMNS` order.
     pub fn cells(self) -> [String; 9] {
         [
             self.name,
             self.ready,
             self.status,
-            self.restarts.to_string(),
+            self.restarts,
             self.age,
             self.ip,
             self.node,
@@ -153,6 +143,13 @@ impl PodRow {
             self.readiness_gates,
         ]
     }
+}
+
+/// `translateTimestampSince`: the age of an RFC 3339 time, `<unknown>` when absent.
+fn age_since(timestamp: Option<&str>, now: i64) -> String {
+    timestamp
+        .and_then(parse_timestamp)
+        .map_or_else(|| "<unknown>".to_string(), |t| human_age(now - t))
 }
 
 /// A text cell: the value, or `<none>` when it is absent or empty, as kubectl prints it.
@@ -164,6 +161,7 @@ pub fn or_none(value: Option<&str>) -> String {
 }
 
 /// READINESS GATES: how many of the pod's gates have their condition `True`, of how many.
+/// Each gate reads the first condition of its type, as `printPod` does.
 fn readiness_gates(pod: &Pod) -> String {
     let gates = &pod.spec.readiness_gates;
     if gates.is_empty() {
@@ -175,75 +173,16 @@ fn readiness_gates(pod: &Pod) -> String {
         .filter(|g| {
             conditions
                 .iter()
-                .any(|c| c.type_ == g.condition_type && c.status == "True")
+                .find(|c| c.type_ == g.condition_type)
+                .is_some_and(|c| c.status == "True")
         })
         .count();
     format!("{met}/{}", gates.len())
 }
 
-/// Why a container is not simply running, as kubectl words it; `None` when it is.
-fn container_reason(c: &ContainerStatus) -> Option<String> {
-    if let Some(reason) = c.state.waiting.as_ref().and_then(|w| w.reason.clone()) {
-        return Some(reason).filter(|r| !r.is_empty());
-    }
-    let t = c.state.terminated.as_ref()?;
-    Some(match t.reason.as_deref() {
-        Some(r) if !r.is_empty() => r.to_string(),
-        _ if t.signal != 0 => format!("Signal:{}", t.signal),
-        _ => format!("ExitCode:{}", t.exit_code),
-    })
-}
-
-/// The STATUS column, by kube-apiserver's printer's reasoning: the pod's reason or phase,
-/// overridden by the first init container not done, else by the app containers' waiting
-/// and terminated reasons, and finally by Terminating.
+/// The STATUS column alone (see `summary::summarize` for READY and RESTARTS too).
 pub fn status(pod: &Pod) -> String {
-    let mut reason = pod
-        .status
-        .reason
-        .clone()
-        .filter(|r| !r.is_empty())
-        .or_else(|| pod.status.phase.clone())
-        .unwrap_or_else(|| "Unknown".into());
-    let mut initializing = false;
-    for (i, c) in pod.status.init_container_statuses.iter().enumerate() {
-        if c.state
-            .terminated
-            .as_ref()
-            .is_some_and(|t| t.exit_code == 0)
-        {
-            continue;
-        }
-        initializing = true;
-        let waiting = c.state.waiting.as_ref().and_then(|w| w.reason.as_deref());
-        reason = match (&c.state.terminated, waiting) {
-            (Some(_), _) => format!("Init:{}", container_reason(c).unwrap_or_default()),
-            (None, Some(r)) if !r.is_empty() && r != "PodInitializing" => format!("Init:{r}"),
-            _ => format!("Init:{i}/{}", pod.spec.init_containers.len()),
-        };
-        break;
-    }
-    if !initializing {
-        let mut has_running = false;
-        for c in pod.status.container_statuses.iter().rev() {
-            match container_reason(c) {
-                Some(r) => reason = r,
-                None if c.ready && c.state.running.is_some() => has_running = true,
-                None => {}
-            }
-        }
-        if reason == "Completed" && has_running {
-            reason = "Running".into();
-        }
-    }
-    if pod.metadata.deletion_timestamp.is_some() {
-        reason = if pod.status.reason.as_deref() == Some("NodeLost") {
-            "Unknown".into()
-        } else {
-            "Terminating".into()
-        };
-    }
-    reason
+    summarize(pod).status
 }
 
 #[cfg(test)]
@@ -352,11 +291,19 @@ mod tests {
     #[test]
     fn completed_beside_a_ready_running_container_is_running() {
         let done = json!({ "name": "a", "state": { "terminated": { "reason": "Completed" } } });
+        // printPod also asks the pod's Ready condition: True reads Running, else NotReady.
+        let ready = json!([{ "type": "Ready", "status": "True" }]);
+        assert_eq!(
+            status_of(json!({ "status": {
+                "phase": "Running", "conditions": ready, "containerStatuses": [done, running("b")],
+            } })),
+            "Running"
+        );
         assert_eq!(
             status_of(
                 json!({ "status": { "phase": "Running", "containerStatuses": [done, running("b")] } })
             ),
-            "Running"
+            "NotReady"
         );
         assert_eq!(
             status_of(json!({ "status": { "phase": "Succeeded", "containerStatuses": [done] } })),

@@ -1,14 +1,16 @@
 //! pods-table: prints pods the way `kubectl get pods` does, plus the leaf each runs in.
 //!
-//! Columns: NAME, READY ("1/2"), STATUS (kubectl's reasoning: init containers, waiting and
-//! terminated reasons, Terminating), RESTARTS (summed over containers), AGE ("5m", "3h",
+//! Columns: NAME, READY ("2/2", native sidecars counted), STATUS (kube-apiserver's
+//! `printPod` reasoning: init containers and sidecars, waiting and terminated reasons,
+//! SchedulingGated, NotReady, Terminating), RESTARTS ("5 (3m ago)"), AGE ("5m", "3h",
 //! "2d"), LEAF (from the `leafgate.io/leaf` annotation the gateway sets); IP and NODE have
 //! priority 1, so kubectl shows them only with `-o wide`, as the API server's own pod
 //! printer does. Any resource but `pods` falls back to the gateway's default table.
 //!
 //! The cells come from `leafgate-k8s-print` (through `leafgate_plugin::k8s`), the printer
 //! the gateway's built-in table uses; this plugin only chooses its columns: upper-case
-//! names, RESTARTS as an integer, LEAF before the wide IP and NODE.
+//! names, LEAF before the wide IP and NODE. Every cell is text, RESTARTS included, as
+//! kube-apiserver types its column (`5 (3m ago)` is no integer).
 
 use leafgate_plugin::k8s::{self, Pod, PodRow, table};
 use leafgate_plugin::table_formatter::{Cell, Column, ColumnType, Guest, Row, Table, TableRequest};
@@ -16,14 +18,9 @@ use leafgate_plugin::table_formatter::{Cell, Column, ColumnType, Guest, Row, Tab
 struct PodsTable;
 
 fn column(name: &str, format: &str, description: &str, priority: i32) -> Column {
-    let type_ = if name == "RESTARTS" {
-        ColumnType::Integer
-    } else {
-        ColumnType::String
-    };
     Column {
         name: name.into(),
-        type_,
+        type_: ColumnType::String,
         format: format.into(),
         description: description.into(),
         priority,
@@ -43,7 +40,7 @@ fn columns() -> Vec<Column> {
         column(
             "RESTARTS",
             "",
-            "The number of times the containers have been restarted.",
+            "The number of times the containers have been restarted, and how long ago the last one was.",
             0,
         ),
         column("AGE", "", "Time since the pod was created.", 0),
@@ -62,7 +59,7 @@ fn row(pod: &Pod, now: i64) -> Row {
             Cell::Text(cells.name),
             Cell::Text(cells.ready),
             Cell::Text(cells.status),
-            Cell::Integer(cells.restarts),
+            Cell::Text(cells.restarts),
             Cell::Text(cells.age),
             Cell::Text(table::or_none(pod.metadata.leaf())),
             Cell::Text(cells.ip),

@@ -11,9 +11,10 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 pub use leafgate_k8s_print::pod::{
-    ContainerState, ContainerStatus, LEAF_ANNOTATION, Named, ObjectMeta, Pod, PodCondition,
+    ContainerState, ContainerStatus, LEAF_ANNOTATION, Named, ObjectMeta, Pod, PodCondition, PodIp,
     PodSpec, PodStatus, ReadinessGate, StateDetail,
 };
+pub use leafgate_k8s_print::summary::{Summary, summarize};
 pub use leafgate_k8s_print::table::{self, Column, POD_COLUMNS, PodRow};
 pub use leafgate_k8s_print::time::{human_age, parse_timestamp};
 

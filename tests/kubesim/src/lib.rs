@@ -9,7 +9,8 @@
 //! - `api`: the router (discovery, CRUD, list/watch, Table, logs, streaming hand-off).
 //! - `access`: `SubjectAccessReview`, answered from a policy the test sets.
 //! - `store`: objects, resourceVersions, watch history, log buffers.
-//! - `select`, `patch`, `table` (+ `printers` for Ingress and Event columns), `discovery`, `resources`, `query`: the pieces they use.
+//! - `select`, `patch`, `table` (+ `printers`: the Pod, Ingress and Event columns), `discovery`, `resources`, `query`: the pieces they use.
+//! - `fixtures`: the catalogue of pod shapes and what `printPod` prints for each.
 //! - `kubectl`: which real kubectl binaries tests run against.
 //! - `status`: `metav1.Status` bodies, as kube-apiserver writes them.
 //! - `remote`: the streaming pod subresources (`exec`, `attach`, `portforward`) over SPDY/3.1
@@ -23,6 +24,7 @@ pub mod access;
 pub mod api;
 pub mod client;
 pub mod discovery;
+pub mod fixtures;
 pub mod http1;
 pub mod kubectl;
 pub mod kubelet;

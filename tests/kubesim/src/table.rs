@@ -114,162 +114,18 @@ pub fn columns(res: &Resource) -> Vec<Value> {
         "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
         0,
     );
-    if res.plural != "pods" {
-        return crate::printers::columns(res.plural, name.clone(), age.clone())
-            .unwrap_or_else(|| vec![name, age]);
-    }
-    vec![
-        name,
-        col(
-            "Ready",
-            "string",
-            "",
-            "The aggregate readiness state of this pod for accepting traffic.",
-            0,
-        ),
-        col(
-            "Status",
-            "string",
-            "",
-            "The aggregate status of the containers in this pod.",
-            0,
-        ),
-        col(
-            "Restarts",
-            "string",
-            "",
-            "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.",
-            0,
-        ),
-        age,
-        col(
-            "IP",
-            "string",
-            "",
-            "IP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.",
-            1,
-        ),
-        col(
-            "Node",
-            "string",
-            "",
-            "NodeName is a request to schedule this pod onto a specific node. If it is non-empty, the scheduler simply schedules this pod onto that node, assuming that it fits resource requirements.",
-            1,
-        ),
-        col(
-            "Nominated Node",
-            "string",
-            "",
-            "nominatedNodeName is set only when this pod preempts other pods on the node, but it cannot schedule right away as preemption victims receive their graceful termination periods. This field does not guarantee that the pod will be scheduled on this node. Scheduler may decide to place the pod elsewhere if other nodes become available sooner. Scheduler may also decide to give the resources on this node to a higher priority pod that is created after preemption. As a result, this field may be different than PodSpec.nodeName when the pod is scheduled.",
-            1,
-        ),
-        col(
-            "Readiness Gates",
-            "string",
-            "",
-            "If specified, all readiness gates will be evaluated for pod readiness. A pod is ready when all its containers are ready AND all conditions specified in the readiness gates have status equal to \"True\" More info: https://git.k8s.io/enhancements/keps/sig-network/580-pod-readiness-gates",
-            1,
-        ),
-    ]
+    crate::printers::columns(res.plural, name.clone(), age.clone())
+        .unwrap_or_else(|| vec![name, age])
 }
 
 fn s<'a>(v: &'a Value, p: &str) -> &'a str {
     v.pointer(p).and_then(Value::as_str).unwrap_or("")
 }
 
-/// The pod's cells as kube-apiserver's printer computes them (the common cases).
-fn pod_cells(pod: &Value) -> Vec<Value> {
-    let total = pod
-        .pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .map_or(0, Vec::len);
-    let statuses = pod
-        .pointer("/status/containerStatuses")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let mut ready = 0;
-    let mut restarts = 0;
-    let mut reason = match s(pod, "/status/reason") {
-        "" => s(pod, "/status/phase").to_string(),
-        r => r.to_string(),
-    };
-    for c in statuses.iter().rev() {
-        restarts += c.get("restartCount").and_then(Value::as_i64).unwrap_or(0);
-        if let Some(w) = c.pointer("/state/waiting/reason").and_then(Value::as_str) {
-            reason = w.to_string();
-        } else if let Some(t) = c.pointer("/state/terminated") {
-            reason = match t.get("reason").and_then(Value::as_str) {
-                Some(r) => r.to_string(),
-                None => format!(
-                    "ExitCode:{}",
-                    t.get("exitCode").and_then(Value::as_i64).unwrap_or(0)
-                ),
-            };
-        } else if c.get("ready").and_then(Value::as_bool) == Some(true)
-            && c.pointer("/state/running").is_some()
-        {
-            ready += 1;
-        }
-    }
-    if reason == "Running" || reason.is_empty() {
-        reason = if reason.is_empty() {
-            "Pending".into()
-        } else {
-            reason
-        };
-    }
-    if pod.pointer("/metadata/deletionTimestamp").is_some() {
-        reason = "Terminating".into();
-    }
-    let gates = pod
-        .pointer("/spec/readinessGates")
-        .and_then(Value::as_array);
-    let gates = match gates {
-        Some(g) if !g.is_empty() => {
-            let conds = pod.pointer("/status/conditions").and_then(Value::as_array);
-            let ok = g
-                .iter()
-                .filter(|gate| {
-                    conds.is_some_and(|cs| {
-                        cs.iter().any(|c| {
-                            c.get("type") == gate.get("conditionType") && s(c, "/status") == "True"
-                        })
-                    })
-                })
-                .count();
-            format!("{ok}/{}", g.len())
-        }
-        _ => "<none>".into(),
-    };
-    let or_none = |v: &str| {
-        if v.is_empty() {
-            "<none>".to_string()
-        } else {
-            v.to_string()
-        }
-    };
-    vec![
-        json!(s(pod, "/metadata/name")),
-        json!(format!("{ready}/{total}")),
-        json!(reason),
-        json!(restarts),
-        json!(age(pod)),
-        json!(or_none(s(pod, "/status/podIP"))),
-        json!(or_none(s(pod, "/spec/nodeName"))),
-        json!(or_none(s(pod, "/status/nominatedNodeName"))),
-        json!(gates),
-    ]
-}
-
 /// One table row for `obj`.
 pub fn row(res: &Resource, obj: &Value, include: Include) -> Value {
-    let cells = if res.plural == "pods" {
-        pod_cells(obj)
-    } else {
-        crate::printers::cells(res.plural, obj)
-            .unwrap_or_else(|| vec![json!(s(obj, "/metadata/name")), json!(age(obj))])
-    };
+    let cells = crate::printers::cells(res.plural, obj)
+        .unwrap_or_else(|| vec![json!(s(obj, "/metadata/name")), json!(age(obj))]);
     let mut row = json!({"cells": cells});
     match include {
         Include::None => {}
@@ -325,19 +181,5 @@ mod tests {
         let a = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
         assert_eq!(wants_table(a), Some("v1"));
         assert_eq!(wants_table("application/json"), None);
-    }
-
-    #[test]
-    fn pod_row() {
-        let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "a"}, {"name": "b"}], "nodeName": "n1"},
-            "status": {"phase": "Running", "podIP": "10.0.0.1", "containerStatuses": [
-                {"name": "a", "ready": true, "restartCount": 1, "state": {"running": {}}},
-                {"name": "b", "ready": false, "restartCount": 0, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}});
-        let res = crate::resources::find("", "v1", "pods").unwrap();
-        let r = row(res, &pod, Include::None);
-        assert_eq!(r["cells"][1], "1/2");
-        assert_eq!(r["cells"][2], "CrashLoopBackOff");
-        assert_eq!(r["cells"][3], 1);
-        assert_eq!(r["cells"][6], "n1");
     }
 }

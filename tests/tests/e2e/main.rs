@@ -11,6 +11,7 @@ mod ingress_smoke;
 mod kosmos;
 mod kube_api;
 mod kube_events;
+mod kube_tables;
 mod kube_watch;
 mod leaves;
 mod log_stream;

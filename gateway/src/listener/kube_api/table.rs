@@ -282,7 +282,9 @@ mod tests {
             ]
         );
         let cells = rows[0].as_array().unwrap();
-        assert_eq!(cells[..4], ["web", "0/2", "Init:CrashLoopBackOff", "1"]);
+        // While the pod initializes, printPod counts the init containers' restarts (2), not
+        // the app containers' (1).
+        assert_eq!(cells[..4], ["web", "0/2", "Init:CrashLoopBackOff", "2"]);
         assert!(cells[4].as_str().unwrap().ends_with('y'), "{}", cells[4]);
         assert_eq!(
             cells[5..],
