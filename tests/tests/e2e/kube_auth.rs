@@ -149,10 +149,10 @@ impl Bed {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> (Option<i32>, String, String) {
-        let cache = self.dir.path().join(format!(
-            "cache-{}",
-            bin.to_string_lossy().replace('/', "_")
-        ));
+        let cache = self
+            .dir
+            .path()
+            .join(format!("cache-{}", bin.to_string_lossy().replace('/', "_")));
         let mut cmd = Command::new(bin);
         cmd.arg("--kubeconfig")
             .arg(self.kubeconfig(token))
@@ -246,7 +246,10 @@ async fn auth_can_i_answers_from_the_tenants_rights() {
         ] {
             let (code, out, err) = can_i(no).await;
             assert_eq!(code, Some(1), "{no:?}: {out}{err}");
-            assert!(out.starts_with("no - leafgate serves"), "{no:?}: {out}{err}");
+            assert!(
+                out.starts_with("no - leafgate serves"),
+                "{no:?}: {out}{err}"
+            );
         }
         // Another tenant's namespace and one that exists nowhere: the same no, so the
         // answer says nothing of which exists.
@@ -270,10 +273,22 @@ async fn auth_can_i_list_and_whoami_say_what_and_who() {
             .kubectl(&bin, Some(TOKEN_A), &["auth", "can-i", "--list"], &[])
             .await;
         assert_eq!(code, Some(0), "{err}");
-        let header: Vec<&str> = out.lines().next().unwrap_or("").split_whitespace().collect();
+        let header: Vec<&str> = out
+            .lines()
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
         assert_eq!(
             header,
-            ["Resources", "Non-Resource", "URLs", "Resource", "Names", "Verbs"],
+            [
+                "Resources",
+                "Non-Resource",
+                "URLs",
+                "Resource",
+                "Names",
+                "Verbs"
+            ],
             "{out}"
         );
         let line = |start: &str| {
@@ -283,24 +298,44 @@ async fn auth_can_i_list_and_whoami_say_what_and_who() {
                 .split_whitespace()
                 .collect::<Vec<_>>()
         };
-        assert_eq!(line("pods/exec "), ["pods/exec", "[]", "[]", "[create", "get]"]);
-        assert_eq!(line("pods "), ["pods", "[]", "[]", "[get", "list", "watch]"]);
+        assert_eq!(
+            line("pods/exec "),
+            ["pods/exec", "[]", "[]", "[create", "get]"]
+        );
+        assert_eq!(
+            line("pods "),
+            ["pods", "[]", "[]", "[get", "list", "watch]"]
+        );
         assert_eq!(line("namespaces "), ["namespaces", "[]", "[apps]", "[get]"]);
         assert!(out.contains("[/readyz]"), "{out}");
         // In another tenant's namespace: only what holds everywhere.
         let (_, other, _) = bed
-            .kubectl(&bin, Some(TOKEN_A), &["auth", "can-i", "--list", "-n", "other"], &[])
+            .kubectl(
+                &bin,
+                Some(TOKEN_A),
+                &["auth", "can-i", "--list", "-n", "other"],
+                &[],
+            )
             .await;
         assert!(!other.lines().any(|l| l.starts_with("pods")), "{other}");
-        assert!(other.contains("selfsubjectaccessreviews.authorization.k8s.io"), "{other}");
+        assert!(
+            other.contains("selfsubjectaccessreviews.authorization.k8s.io"),
+            "{other}"
+        );
 
         let (code, out, err) = bed
             .kubectl(&bin, Some(TOKEN_A), &["auth", "whoami"], &[])
             .await;
         assert_eq!(code, Some(0), "{err}");
-        let rows: Vec<Vec<&str>> = out.lines().map(|l| l.split_whitespace().collect()).collect();
+        let rows: Vec<Vec<&str>> = out
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
         assert!(rows.contains(&vec!["Username", "tenant:acme"]), "{out}");
-        assert!(rows.contains(&vec!["Groups", "[system:authenticated]"]), "{out}");
+        assert!(
+            rows.contains(&vec!["Groups", "[system:authenticated]"]),
+            "{out}"
+        );
         assert!(
             rows.contains(&vec!["Extra:", "leafgate.io/tenant", "[acme]"]),
             "{out}"
@@ -361,7 +396,12 @@ async fn explain_apply_and_edit_read_the_openapi_documents() {
             "{out}"
         );
         let (code, out, err) = bed
-            .kubectl(&bin, Some(TOKEN_A), &["explain", "pod.spec.containers.image"], &[])
+            .kubectl(
+                &bin,
+                Some(TOKEN_A),
+                &["explain", "pod.spec.containers.image"],
+                &[],
+            )
             .await;
         assert_eq!(code, Some(0), "{err}");
         assert!(out.contains("Container image name."), "{out}");
@@ -376,7 +416,12 @@ async fn explain_apply_and_edit_read_the_openapi_documents() {
         }
 
         let (code, out, err) = bed
-            .kubectl(&bin, Some(TOKEN_A), &["edit", "pod", "web"], &[("KUBE_EDITOR", "true")])
+            .kubectl(
+                &bin,
+                Some(TOKEN_A),
+                &["edit", "pod", "web"],
+                &[("KUBE_EDITOR", "true")],
+            )
             .await;
         assert_eq!(code, Some(0), "{out}{err}");
         assert!(err.contains("Edit cancelled, no changes made."), "{err}");
@@ -402,7 +447,12 @@ async fn version_is_the_oldest_leaf_and_health_answers_as_kube_apiserver() {
             assert_eq!((code, out.as_str()), (Some(0), "ok"), "{path}: {err}");
         }
         let (code, out, err) = bed
-            .kubectl(&bin, Some(TOKEN_A), &["get", "--raw", "/readyz?verbose"], &[])
+            .kubectl(
+                &bin,
+                Some(TOKEN_A),
+                &["get", "--raw", "/readyz?verbose"],
+                &[],
+            )
             .await;
         assert_eq!(code, Some(0), "{err}");
         assert_eq!(out, "[+]ping ok\n[+]leaf-sync ok\nreadyz check passed\n");
@@ -458,7 +508,12 @@ async fn reviews_read_json_refuse_other_types_and_openapi_hashes_move() {
     let (code, _, _) = bed.raw("POST", ssar, "text/plain", b"yes".to_vec()).await;
     assert_eq!(code, 415);
     let (code, _, _) = bed
-        .raw("POST", ssar, "application/vnd.kubernetes.protobuf", b"k8s\0\x0a\x7f".to_vec())
+        .raw(
+            "POST",
+            ssar,
+            "application/vnd.kubernetes.protobuf",
+            b"k8s\0\x0a\x7f".to_vec(),
+        )
         .await;
     assert_eq!(code, 400);
     let (code, _, _) = bed
@@ -472,7 +527,10 @@ async fn reviews_read_json_refuse_other_types_and_openapi_hashes_move() {
     let (code, _, root) = bed.raw("GET", "/openapi/v3", "", Vec::new()).await;
     assert_eq!(code, 200);
     let root: Value = serde_json::from_slice(&root).unwrap();
-    let url = root["paths"]["api/v1"]["serverRelativeURL"].as_str().unwrap().to_string();
+    let url = root["paths"]["api/v1"]["serverRelativeURL"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let (code, headers, _) = bed.raw("GET", &url, "", Vec::new()).await;
     assert_eq!(code, 200);
     assert_eq!(headers["cache-control"], "public, immutable");

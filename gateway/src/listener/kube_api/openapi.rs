@@ -377,7 +377,7 @@ fn core_v1() -> Value {
         json!({
             "get": op(&id("connectGet"), what, "connect", &gvk, params.clone(), text.clone()),
             "post": op(&id("connectPost"), what, "connect", &gvk, params, text.clone()),
-            "parameters": [name_param(&format!("{kind}")), ns_param.clone()],
+            "parameters": [name_param(kind), ns_param.clone()],
         })
     };
     let container = || {
@@ -536,7 +536,9 @@ fn document(group_version: &str, paths: Value, schemas: Value) -> Value {
 fn capitalized(s: &str) -> String {
     let mut chars = s.chars();
     chars.next().map_or_else(String::new, |c| {
-        c.to_ascii_uppercase().to_string() + chars.as_str()
+        let mut word = c.to_ascii_uppercase().to_string();
+        word.push_str(chars.as_str());
+        word
     })
 }
 
