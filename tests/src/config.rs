@@ -204,6 +204,11 @@ impl Listener {
         self.put("allowed_clients", strings(names))
     }
 
+    /// kube-api: `kubernetes_version`, the `/version` reported instead of the leaves'.
+    pub fn kubernetes_version(self, version: &str) -> Listener {
+        self.put("kubernetes_version", version.into())
+    }
+
     pub fn max_connections(self, n: u32) -> Listener {
         self.put("max_connections", n.into())
     }

@@ -40,6 +40,7 @@ use super::leaf_events::LeafEvents;
 use super::leaf_namespaces::LeafNamespaces;
 use super::leaf_pods::{LeafPods, WatchState};
 use super::leaf_tls::{self, LeafConnector};
+use super::leaf_version::{LeafVersion, Version};
 
 /// Errors from the leaf's transport and middleware, boxed as hyper and tower expect.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -79,6 +80,7 @@ pub struct Leaf {
     pods: LeafPods,
     events: LeafEvents,
     namespaces: LeafNamespaces,
+    version: LeafVersion,
 }
 
 /// The part shared by the `kube::Client` service and `send`.
@@ -179,6 +181,7 @@ impl Leaf {
         );
         let events = LeafEvents::start(client.clone(), &name, &runtime);
         let namespaces = LeafNamespaces::start(client.clone(), &name, &runtime);
+        let version = LeafVersion::start(client.clone(), transport.watches.subscribe(), &runtime);
         Ok(Leaf {
             config: config.clone(),
             transport,
@@ -186,6 +189,7 @@ impl Leaf {
             pods,
             events,
             namespaces,
+            version,
         })
     }
 
@@ -234,6 +238,11 @@ impl Leaf {
     /// The leaf's pod watch, for `/status`.
     pub fn watch_state(&self) -> WatchState {
         self.pods.state()
+    }
+
+    /// The leaf's Kubernetes version, once its server has told it.
+    pub fn version(&self) -> Option<Version> {
+        self.version.get()
     }
 
     /// Every pod the leaf holds now (from its reflector's feed).

@@ -4,6 +4,7 @@
 //!
 //! - `leaf` (+ `leaf_tls`, `leaf_auth`): one leaf cluster's TLS, credentials, `kube::Client`
 //!   and raw upstream.
+//! - `leaf_version`: each leaf's `/version`, kept current.
 //! - `index`: the pod index (which leaves hold `ns/name`); `leaf_pods`: the reflector per
 //!   leaf that feeds it and the leaf's change `feed` (its pods by namespace and their
 //!   recent changes, for lists and watches); `raw_pod`: a pod as the leaf sent it.
@@ -33,6 +34,7 @@ pub mod leaf_namespaces;
 pub mod leaf_pods;
 mod leaf_raw;
 pub mod leaf_tls;
+pub mod leaf_version;
 pub mod logs;
 pub mod names;
 pub mod raw_pod;

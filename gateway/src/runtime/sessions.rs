@@ -480,6 +480,7 @@ mod tests {
                 .iter()
                 .map(|e| crate::config::AllowedClient::parse(e).unwrap())
                 .collect(),
+            kubernetes_version: None,
         });
         config
     }

@@ -7,9 +7,25 @@ use serde_json::{Value, json};
 
 use crate::resources::{GROUPS, RESOURCES, VERBS};
 
+/// The version a simulator reports unless told otherwise.
+pub const GIT_VERSION: &str = "v1.37.1-kubesim";
+
+/// `/version` of a simulator left at the default version.
 pub fn version() -> Value {
+    version_for(GIT_VERSION)
+}
+
+/// `/version` for `git_version` (`v1.37.1-kubesim`): `major` and `minor` are its first two
+/// numbers, as kube-apiserver derives them from its build's version.
+pub fn version_for(git_version: &str) -> Value {
+    let mut numbers = git_version
+        .trim_start_matches('v')
+        .split(['.', '-', '+'])
+        .map(str::to_string);
+    let major = numbers.next().unwrap_or_default();
+    let minor = numbers.next().unwrap_or_default();
     json!({
-        "major": "1", "minor": "37", "gitVersion": "v1.37.1-kubesim",
+        "major": major, "minor": minor, "gitVersion": git_version,
         "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
         "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.25.0", "compiler": "gc",
         "platform": "linux/amd64"

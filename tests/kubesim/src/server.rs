@@ -90,6 +90,8 @@ pub(crate) struct Shared {
     pub role: Role,
     /// `SubjectAccessReview`s: the policy and what was asked.
     pub access: AccessPolicy,
+    /// What `/version` reports.
+    pub git_version: String,
 }
 
 struct Running {
@@ -106,6 +108,7 @@ pub struct KubeSimBuilder {
     kubelet_ca: Option<String>,
     address_types: Option<Vec<String>>,
     kubelet_role: Option<String>,
+    git_version: Option<String>,
 }
 
 impl KubeSimBuilder {
@@ -140,6 +143,13 @@ impl KubeSimBuilder {
     /// signed by `client_ca_pem` (`RequireAndVerifyClientCert`).
     pub fn kubelet_role(mut self, client_ca_pem: &str) -> Self {
         self.kubelet_role = Some(client_ca_pem.to_string());
+        self
+    }
+
+    /// The version `/version` reports, `v<major>.<minor>.<patch>[-suffix]` (default
+    /// `discovery::GIT_VERSION`); `major` and `minor` follow from it.
+    pub fn version(mut self, git_version: &str) -> Self {
+        self.git_version = Some(git_version.to_string());
         self
     }
 
@@ -202,6 +212,9 @@ impl KubeSimBuilder {
                 Role::ApiServer
             },
             access: AccessPolicy::default(),
+            git_version: self
+                .git_version
+                .unwrap_or_else(|| crate::discovery::GIT_VERSION.to_string()),
         });
         let mut sim = KubeSim {
             ca_pem: ca.pem.clone(),

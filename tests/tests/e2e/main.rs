@@ -10,6 +10,7 @@ mod ingress;
 mod ingress_smoke;
 mod kosmos;
 mod kube_api;
+mod kube_auth;
 mod kube_events;
 mod kube_tables;
 mod kube_watch;

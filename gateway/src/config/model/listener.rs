@@ -38,6 +38,48 @@ pub struct ListenerConfig {
     /// caller is authorized by a SubjectAccessReview at the root cluster (validation
     /// makes sure `[kubernetes]` names one).
     pub allowed_clients: Vec<AllowedClient>,
+    /// kube-api: the version `/version` reports, pinned; `None`: the oldest among the
+    /// tenant's synced leaves.
+    pub kubernetes_version: Option<KubernetesVersion>,
+}
+
+/// A Kubernetes version as `/version` reports it: `gitVersion` `v1.33.4` (a `-suffix` or
+/// `+suffix` kept), `major` `1`, `minor` `33`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KubernetesVersion {
+    pub major: u32,
+    pub minor: u32,
+    pub git_version: String,
+}
+
+impl KubernetesVersion {
+    /// `v<major>.<minor>.<patch>`, optionally followed by `-...` or `+...`.
+    pub fn parse(text: &str) -> Result<KubernetesVersion, String> {
+        let bad = || {
+            format!(
+                "`{text}` is not a Kubernetes version: write it as `/version`'s gitVersion, e.g. \"v1.33.4\""
+            )
+        };
+        let rest = text.strip_prefix('v').ok_or_else(bad)?;
+        let core = rest.split(['-', '+']).next().unwrap_or("");
+        let numbers: Vec<u32> = core
+            .split('.')
+            .map(|n| {
+                (!n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+                    .then(|| n.parse().ok())
+                    .flatten()
+                    .ok_or_else(bad)
+            })
+            .collect::<Result<_, _>>()?;
+        match numbers[..] {
+            [major, minor, _patch] => Ok(KubernetesVersion {
+                major,
+                minor,
+                git_version: text.to_string(),
+            }),
+            _ => Err(bad()),
+        }
+    }
 }
 
 /// One `allowed_clients` entry, `CN` or `CN/O`: a client certificate whose subject's common
@@ -115,7 +157,31 @@ pub struct ServerTls {
 
 #[cfg(test)]
 mod tests {
-    use super::AllowedClient;
+    use super::{AllowedClient, KubernetesVersion};
+
+    #[test]
+    fn kubernetes_versions_read_as_git_versions() {
+        let v = KubernetesVersion::parse("v1.33.4").unwrap();
+        assert_eq!(
+            (v.major, v.minor, v.git_version.as_str()),
+            (1, 33, "v1.33.4")
+        );
+        assert_eq!(
+            KubernetesVersion::parse("v1.30.2-gke.1+x").unwrap().minor,
+            30
+        );
+        for bad in [
+            "1.33.4",
+            "v1.33",
+            "v1..4",
+            "v1.33.4.5",
+            "vx.y.z",
+            "v1.33.-4",
+            "",
+        ] {
+            assert!(KubernetesVersion::parse(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn an_allowed_client_is_a_cn_or_a_cn_and_an_organization() {

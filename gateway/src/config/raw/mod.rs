@@ -79,6 +79,8 @@ pub struct RawListener {
     pub trusted_proxies: Vec<Spanned<String>>,
     #[serde(default)]
     pub allowed_clients: Vec<Spanned<String>>,
+    /// kube-api: the version `/version` reports (`v1.33.4`) instead of the leaves' oldest.
+    pub kubernetes_version: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use crate::config::model::cidr::Cidr;
 use crate::config::model::{
-    AdminConfig, AllowedClient, HostPattern, ListenerConfig, ListenerKind, ServerTls,
+    AdminConfig, AllowedClient, HostPattern, KubernetesVersion, ListenerConfig, ListenerKind,
+    ServerTls,
 };
 use crate::config::raw::{RawConfig, RawListener};
 
@@ -74,6 +75,7 @@ impl Validator<'_, '_> {
         let allowed_clients = self.allowed_clients(l, key);
         let max_connections = self.max_connections(l, key);
         let trusted_proxies = self.trusted_proxies(l, key);
+        let kubernetes_version = self.kubernetes_version(l, key, kind);
         Some(ListenerConfig {
             name: l.name.get_ref().clone(),
             bind,
@@ -82,7 +84,30 @@ impl Validator<'_, '_> {
             max_connections,
             trusted_proxies,
             allowed_clients,
+            kubernetes_version,
         })
+    }
+
+    /// `kubernetes_version`: a kube-api listener's pinned `/version`.
+    fn kubernetes_version(
+        &mut self,
+        l: &RawListener,
+        key: &str,
+        kind: ListenerKind,
+    ) -> Option<KubernetesVersion> {
+        let raw = l.kubernetes_version.as_ref()?;
+        let key = format!("{key}.kubernetes_version");
+        if kind != ListenerKind::KubeApi {
+            self.report.error(
+                raw.span(),
+                key,
+                "`kubernetes_version` is what a `kube-api` listener reports at `/version`; other kinds have none",
+            );
+            return None;
+        }
+        KubernetesVersion::parse(raw.get_ref())
+            .map_err(|why| self.report.error(raw.span(), key, why))
+            .ok()
     }
 
     /// `allowed_clients`, each entry that reads as `CN` or `CN/O`.

@@ -1,6 +1,12 @@
 //! Discovery: what kubectl asks before anything else (`/version`, `/api`, `/api/v1`,
-//! `/apis`), answered so it finds pods (with `exec`, `attach`, `log`, `portforward`),
-//! namespaces and events, and nothing leafgate does not serve.
+//! `/apis`, `/apis/<group>/v1`), answered so it finds pods (with `exec`, `attach`, `log`,
+//! `portforward`), namespaces, events and the review APIs (`auth`), and nothing leafgate
+//! does not serve; and the health checks (`/healthz`, `/livez`, `/readyz`) as
+//! kube-apiserver words them.
+//!
+//! `/version` is the oldest version among the tenant's synced leaves (so kubectl's skew
+//! warning speaks of the oldest cluster it reaches), unless the listener pins one with
+//! `kubernetes_version`; before any leaf has answered, the version leafgate is built for.
 //!
 //! kubectl >= 1.30 first asks `/api` and `/apis` for the aggregated discovery document
 //! (`as=APIGroupDiscoveryList`) and falls back to the legacy documents when the answer's
@@ -9,28 +15,143 @@
 use http::StatusCode;
 use serde_json::{Value, json};
 
+use crate::config::TenantConfig;
+use crate::k8s::status::Status;
 use crate::listener::reply;
 use crate::proxy::Body;
+use crate::snapshot::Snapshot;
 
-/// The Kubernetes version leafgate's API front speaks (the pinned kubectl's minor).
+/// The Kubernetes version leafgate's API front speaks (the pinned kubectl's minor), said
+/// until a leaf has told its own.
 const MAJOR: &str = "1";
 const MINOR: &str = "37";
 
-pub fn version() -> http::Response<Body> {
-    reply::json(
-        StatusCode::OK,
-        &json!({
-            "major": MAJOR,
-            "minor": MINOR,
-            "gitVersion": format!("v{MAJOR}.{MINOR}.0+leafgate-{}", env!("CARGO_PKG_VERSION")),
-            "gitCommit": "",
-            "gitTreeState": "clean",
-            "buildDate": "1970-01-01T00:00:00Z",
-            "goVersion": "",
-            "compiler": "leafgate",
-            "platform": "linux/amd64",
-        }),
-    )
+/// The groups served besides the core group, each at `v1`, with their resources: `(name,
+/// kind, verbs)`, none namespaced.
+const GROUPS: &[(&str, &[(&str, &str)])] = &[
+    (
+        "authentication.k8s.io",
+        &[("selfsubjectreviews", "SelfSubjectReview")],
+    ),
+    (
+        "authorization.k8s.io",
+        &[
+            ("selfsubjectaccessreviews", "SelfSubjectAccessReview"),
+            ("selfsubjectrulesreviews", "SelfSubjectRulesReview"),
+        ],
+    ),
+];
+
+/// `/version`: the listener's pinned version, else the oldest among `tenant`'s leaves
+/// whose pod watch is synced and whose server has answered `/version`.
+pub fn version(snapshot: &Snapshot, listener: &str, tenant: &TenantConfig) -> http::Response<Body> {
+    let pinned = snapshot
+        .config
+        .listeners
+        .iter()
+        .find(|l| l.name == listener)
+        .and_then(|l| l.kubernetes_version.as_ref());
+    if let Some(v) = pinned {
+        return reply::json(
+            StatusCode::OK,
+            &info(&v.major.to_string(), &v.minor.to_string(), &v.git_version),
+        );
+    }
+    let oldest = snapshot
+        .leaves
+        .values()
+        .filter(|leaf| {
+            tenant
+                .leaves
+                .as_ref()
+                .is_none_or(|names| names.iter().any(|n| n == leaf.name()))
+        })
+        .filter(|leaf| leaf.watch_state().synced)
+        .filter_map(|leaf| leaf.version())
+        .min_by(|a, b| a.order.cmp(&b.order));
+    let body = match oldest {
+        Some(v) => serde_json::to_value(&v.info).unwrap_or_else(|_| json!({})),
+        None => info(
+            MAJOR,
+            MINOR,
+            &format!("v{MAJOR}.{MINOR}.0+leafgate-{}", env!("CARGO_PKG_VERSION")),
+        ),
+    };
+    reply::json(StatusCode::OK, &body)
+}
+
+/// A `version.Info` leafgate writes itself (pinned, or its own).
+fn info(major: &str, minor: &str, git_version: &str) -> Value {
+    json!({
+        "major": major,
+        "minor": minor,
+        "gitVersion": git_version,
+        "gitCommit": "",
+        "gitTreeState": "clean",
+        "buildDate": "1970-01-01T00:00:00Z",
+        "goVersion": "",
+        "compiler": "leafgate",
+        "platform": "linux/amd64",
+    })
+}
+
+/// `/healthz`, `/livez`, `/readyz` (`which`), and one check of them (`/readyz/ping`), as
+/// kube-apiserver's `healthz` handler answers: `ok`; with `?verbose`, each check as
+/// `[+]name ok` then `<which> check passed`; a failure is a 500 listing the checks,
+/// `[-]name failed: reason withheld`, then `<which> check failed`. `ping` always passes;
+/// `/readyz` adds `leaf-sync`: every leaf the tenant reaches has a synced pod watch.
+pub fn health(
+    snapshot: &Snapshot,
+    tenant: &TenantConfig,
+    which: &str,
+    check: Option<&str>,
+    verbose: bool,
+) -> http::Response<Body> {
+    let mut checks = vec![("ping", true)];
+    if which == "readyz" {
+        let synced = snapshot
+            .leaves
+            .values()
+            .filter(|leaf| {
+                tenant
+                    .leaves
+                    .as_ref()
+                    .is_none_or(|names| names.iter().any(|n| n == leaf.name()))
+            })
+            .all(|leaf| leaf.watch_state().synced);
+        checks.push(("leaf-sync", synced));
+    }
+    if let Some(name) = check {
+        return match checks.iter().find(|(n, _)| *n == name) {
+            Some((_, true)) => reply::kubelet(StatusCode::OK, "ok"),
+            Some((_, false)) => reply::kubelet(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal server error: reason withheld\n",
+            ),
+            None => reply::kubelet(StatusCode::NOT_FOUND, "404 page not found\n"),
+        };
+    }
+    let passed = checks.iter().all(|(_, ok)| *ok);
+    if passed && !verbose {
+        return reply::kubelet(StatusCode::OK, "ok");
+    }
+    let mut text: String = checks
+        .iter()
+        .map(|(name, ok)| {
+            if *ok {
+                format!("[+]{name} ok\n")
+            } else {
+                format!("[-]{name} failed: reason withheld\n")
+            }
+        })
+        .collect();
+    if passed {
+        text.push_str(&format!("{which} check passed\n"));
+        reply::kubelet(StatusCode::OK, text)
+    } else {
+        text.push_str(&format!("{which} check failed\n"));
+        reply::kubelet(StatusCode::INTERNAL_SERVER_ERROR, text)
+    }
 }
 
 pub fn api_versions() -> http::Response<Body> {
@@ -44,10 +165,52 @@ pub fn api_versions() -> http::Response<Body> {
     )
 }
 
+fn group_doc(name: &str) -> Value {
+    let gv = json!({ "groupVersion": format!("{name}/v1"), "version": "v1" });
+    json!({ "name": name, "versions": [gv], "preferredVersion": gv })
+}
+
 pub fn api_groups() -> http::Response<Body> {
+    let groups: Vec<Value> = GROUPS.iter().map(|(name, _)| group_doc(name)).collect();
     reply::json(
         StatusCode::OK,
-        &json!({ "kind": "APIGroupList", "apiVersion": "v1", "groups": [] }),
+        &json!({ "kind": "APIGroupList", "apiVersion": "v1", "groups": groups }),
+    )
+}
+
+/// Whether leafgate serves `group` (at `v1`).
+pub fn serves_group(group: &str) -> bool {
+    GROUPS.iter().any(|(name, _)| *name == group)
+}
+
+/// `/apis/<group>`: the `APIGroup` (404 for a group not served).
+pub fn api_group(group: &str) -> http::Response<Body> {
+    if !serves_group(group) {
+        return reply::status(&Status::no_such_resource());
+    }
+    let mut doc = group_doc(group);
+    doc["kind"] = json!("APIGroup");
+    doc["apiVersion"] = json!("v1");
+    reply::json(StatusCode::OK, &doc)
+}
+
+/// `/apis/<group>/v1`: its resources (the reviews: only created; 404 if not served).
+pub fn group_resources(group: &str) -> http::Response<Body> {
+    let Some((_, served)) = GROUPS.iter().find(|(name, _)| *name == group) else {
+        return reply::status(&Status::no_such_resource());
+    };
+    let resources: Vec<Value> = served
+        .iter()
+        .map(|(name, kind)| resource(name, false, kind, &["create"]))
+        .collect();
+    reply::json(
+        StatusCode::OK,
+        &json!({
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": format!("{group}/v1"),
+            "resources": resources,
+        }),
     )
 }
 

@@ -17,6 +17,7 @@
 //! This module never writes to a leaf and serves no other resource: kubectl sees exactly
 //! what discovery announces.
 
+mod auth;
 mod caller;
 mod discovery;
 mod events;
@@ -24,8 +25,10 @@ mod fields;
 mod listed;
 mod namespaces;
 mod object_table;
+mod openapi;
 mod page;
 mod pods;
+mod proto;
 mod query;
 mod select;
 mod stale;
@@ -66,9 +69,50 @@ pub async fn serve(
     let path = req.uri().path().trim_end_matches('/').to_string();
     let segments: Vec<&str> = path.split('/').skip(1).collect();
     match segments.as_slice() {
-        ["version"] => only_get(&req, discovery::version),
+        ["version"] => only_get(&req, || {
+            discovery::version(snapshot, &client.listener, caller.config)
+        }),
+        [which @ ("healthz" | "livez" | "readyz"), check @ ..] if check.len() <= 1 => {
+            let verbose = query_value(req.uri().query(), "verbose").is_some();
+            only_get(&req, || {
+                discovery::health(
+                    snapshot,
+                    caller.config,
+                    which,
+                    check.first().copied(),
+                    verbose,
+                )
+            })
+        }
+        ["openapi", "v3", rest @ ..] => only_get(&req, || {
+            let none_match = req.headers().get(http::header::IF_NONE_MATCH);
+            openapi::serve(&rest.join("/"), req.uri().query(), none_match)
+        }),
         ["api"] => only_get(&req, discovery::api_versions),
         ["apis"] => only_get(&req, discovery::api_groups),
+        [
+            "apis",
+            "authorization.k8s.io",
+            "v1",
+            "selfsubjectaccessreviews",
+        ] => auth::access_review(req, &caller).await,
+        [
+            "apis",
+            "authorization.k8s.io",
+            "v1",
+            "selfsubjectrulesreviews",
+        ] => auth::rules_review(req, &caller).await,
+        ["apis", "authentication.k8s.io", "v1", "selfsubjectreviews"] => {
+            auth::self_review(req, client, &caller).await
+        }
+        ["apis", group] if discovery::serves_group(group) => {
+            let group = group.to_string();
+            only_get(&req, || discovery::api_group(&group))
+        }
+        ["apis", group, "v1"] if discovery::serves_group(group) => {
+            let group = group.to_string();
+            only_get(&req, || discovery::group_resources(&group))
+        }
         ["api", "v1"] => only_get(&req, discovery::resources),
         ["api", "v1", "namespaces"] => namespaces::collection(&req, snapshot, &caller),
         ["api", "v1", "namespaces", ns] => match namespace(ns) {

@@ -220,7 +220,12 @@ async fn route(shared: &Shared, req: Request<Incoming>) -> Result<Response<Body>
     let path = req.uri().path().to_string();
     let get = req.method() == Method::GET;
     match path.trim_end_matches('/') {
-        "/version" if get => return Ok(json_response(200, &crate::discovery::version())),
+        "/version" if get => {
+            return Ok(json_response(
+                200,
+                &crate::discovery::version_for(&shared.git_version),
+            ));
+        }
         "/api" if get => {
             let host = req
                 .headers()
