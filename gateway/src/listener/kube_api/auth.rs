@@ -526,6 +526,7 @@ mod tests {
             tokens: Default::default(),
             client_names: Vec::new(),
             concurrent: Default::default(),
+            hosts: None,
         }
     }
 
