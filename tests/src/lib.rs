@@ -9,6 +9,7 @@ pub mod client;
 pub mod config;
 pub mod gateway;
 pub mod ingress;
+pub mod kube;
 pub mod plugins;
 pub mod upstream;
 

@@ -8,10 +8,11 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use kubesim::KubeSim;
 use kubesim::testkit::{annotate_port, assert_echoes, echo_server, forwarding_from};
-use kubesim::{Credential, KubeSim};
 use leafgate_tests::certs::TestCa;
 use leafgate_tests::config::{Leaf, Listener, Plugin, Tenant};
+use leafgate_tests::kube::{self, KubeUser};
 use leafgate_tests::plugins::plugin;
 use leafgate_tests::{Config, TestGateway};
 use serde_json::{Value, json};
@@ -76,16 +77,11 @@ impl Bed {
         let leaf_a = KubeSim::builder().start().await.unwrap();
         let leaf_b = KubeSim::builder().start().await.unwrap();
         let gw_dir = tempfile::tempdir().unwrap();
-        for (sim, file) in [(&leaf_a, "a.kubeconfig"), (&leaf_b, "b.kubeconfig")] {
-            sim.kubeconfig(
-                &Credential::ClientCert("leafgate".into()),
-                &gw_dir.path().join(file),
-            )
-            .unwrap();
-        }
-        let ca = TestCa::new("kube-api CA");
-        ca.issue(gw_dir.path(), "kube-api", &["127.0.0.1"]);
-        ca.write(gw_dir.path(), "clients-ca.pem");
+        kube::leaf_kubeconfigs(
+            gw_dir.path(),
+            &[(&leaf_a, "a.kubeconfig"), (&leaf_b, "b.kubeconfig")],
+        );
+        let ca = kube::serving_ca(gw_dir.path());
         std::fs::write(
             gw_dir.path().join("acme.tokens"),
             format!("# acme's CI\n\n  {TOKEN_A}  \n"),
@@ -137,35 +133,13 @@ impl Bed {
         self.gw.addr("kube")
     }
 
-    /// A kubeconfig for `token` (or a client certificate named `cn`), namespace `ns`.
+    /// A kubeconfig for `user`, namespace `ns`.
     fn kubeconfig(&self, user: User<'_>, ns: &str) -> PathBuf {
-        let ca = self.ca.write(self.dir.path(), "ca.pem");
-        let user_yaml = match user {
-            User::Token(t) => format!("    token: {t}\n"),
-            User::Cert(cn) => {
-                let files = self.ca.issue(self.dir.path(), cn, &[cn]);
-                format!(
-                    "    client-certificate: {}\n    client-key: {}\n",
-                    files.cert.display(),
-                    files.key.display()
-                )
-            }
+        let user = match user {
+            User::Token(t) => KubeUser::Token(t),
+            User::Cert(cn) => KubeUser::Cert(cn),
         };
-        let name = match user {
-            User::Token(t) => t.to_string(),
-            User::Cert(cn) => cn.to_string(),
-        };
-        let path = self.dir.path().join(format!("{name}-{ns}.kubeconfig"));
-        std::fs::write(
-            &path,
-            format!(
-                "apiVersion: v1\nkind: Config\nclusters:\n- name: leafgate\n  cluster:\n    server: https://{}\n    certificate-authority: {}\nusers:\n- name: u\n  user:\n{user_yaml}contexts:\n- name: c\n  context:\n    cluster: leafgate\n    user: u\n    namespace: {ns}\ncurrent-context: c\n",
-                self.addr(),
-                ca.display()
-            ),
-        )
-        .unwrap();
-        path
+        kube::kubeconfig(self.dir.path(), &self.ca, self.addr(), user, Some(ns))
     }
 
     fn kubectl_cmd(&self, bin: &Path, kubeconfig: &Path) -> Command {

@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use kubesim::{Credential, KubeSim};
+use kubesim::KubeSim;
 use leafgate_tests::certs::TestCa;
 use leafgate_tests::config::{Leaf, Listener, Tenant};
+use leafgate_tests::kube::{self, KubeUser};
 use leafgate_tests::{Config, TestGateway};
 use serde_json::{Value, json};
 use tokio::process::Command;
@@ -47,16 +48,11 @@ impl Bed {
         let leaf_a = KubeSim::builder().start().await.unwrap();
         let leaf_b = KubeSim::builder().version(OLD_LEAF).start().await.unwrap();
         let gw_dir = tempfile::tempdir().unwrap();
-        for (sim, file) in [(&leaf_a, "a.kubeconfig"), (&leaf_b, "b.kubeconfig")] {
-            sim.kubeconfig(
-                &Credential::ClientCert("leafgate".into()),
-                &gw_dir.path().join(file),
-            )
-            .unwrap();
-        }
-        let ca = TestCa::new("kube-api CA");
-        ca.issue(gw_dir.path(), "kube-api", &["127.0.0.1"]);
-        ca.write(gw_dir.path(), "clients-ca.pem");
+        kube::leaf_kubeconfigs(
+            gw_dir.path(),
+            &[(&leaf_a, "a.kubeconfig"), (&leaf_b, "b.kubeconfig")],
+        );
+        let ca = kube::serving_ca(gw_dir.path());
         std::fs::write(gw_dir.path().join("acme.tokens"), TOKEN_A).unwrap();
         std::fs::write(gw_dir.path().join("other.tokens"), TOKEN_OTHER).unwrap();
         let mut listener = Listener::kube_api("kube")
@@ -110,34 +106,10 @@ impl Bed {
         self.gw.addr("kube")
     }
 
-    /// A kubeconfig for a bearer token, or (`cert`) a client certificate named `acme-ci`.
+    /// A kubeconfig for a bearer token, or (`None`) a client certificate named `acme-ci`.
     fn kubeconfig(&self, token: Option<&str>) -> PathBuf {
-        let ca = self.ca.write(self.dir.path(), "ca.pem");
-        let (name, user) = match token {
-            Some(t) => (t.to_string(), format!("    token: {t}\n")),
-            None => {
-                let files = self.ca.issue(self.dir.path(), "acme-ci", &["acme-ci"]);
-                (
-                    "acme-ci".to_string(),
-                    format!(
-                        "    client-certificate: {}\n    client-key: {}\n",
-                        files.cert.display(),
-                        files.key.display()
-                    ),
-                )
-            }
-        };
-        let path = self.dir.path().join(format!("{name}.kubeconfig"));
-        std::fs::write(
-            &path,
-            format!(
-                "apiVersion: v1\nkind: Config\nclusters:\n- name: leafgate\n  cluster:\n    server: https://{}\n    certificate-authority: {}\nusers:\n- name: u\n  user:\n{user}contexts:\n- name: c\n  context:\n    cluster: leafgate\n    user: u\n    namespace: apps\ncurrent-context: c\n",
-                self.addr(),
-                ca.display()
-            ),
-        )
-        .unwrap();
-        path
+        let user = token.map_or(KubeUser::Cert("acme-ci"), KubeUser::Token);
+        kube::kubeconfig(self.dir.path(), &self.ca, self.addr(), user, Some("apps"))
     }
 
     /// Runs `bin` as acme (token, or its certificate with `token: None`) in namespace

@@ -15,6 +15,7 @@ use kubesim::fixtures::{PodShape, pod_shapes};
 use kubesim::{Credential, KubeSim};
 use leafgate_tests::certs::TestCa;
 use leafgate_tests::config::{Leaf, Listener, Plugin, Tenant};
+use leafgate_tests::kube::{self, KubeUser};
 use leafgate_tests::plugins::plugin;
 use leafgate_tests::{Config, TestGateway};
 use serde_json::json;
@@ -116,8 +117,7 @@ impl Bed {
             )
             .unwrap();
         }
-        let ca = TestCa::new("kube-api CA");
-        ca.issue(gw_dir.path(), "kube-api", &["127.0.0.1"]);
+        let ca = kube::serving_ca(gw_dir.path());
         for (file, token) in [
             ("acme.tokens", TOKEN_ACME),
             ("plugged.tokens", TOKEN_PLUGGED),
@@ -163,18 +163,14 @@ impl Bed {
 
     /// A kubeconfig for leafgate's kube-api front as `token`.
     fn gateway_kubeconfig(&self, token: &str) -> PathBuf {
-        let ca = self.ca.write(self.dir.path(), "ca.pem");
-        let path = self.dir.path().join(format!("{token}.kubeconfig"));
-        std::fs::write(
-            &path,
-            format!(
-                "apiVersion: v1\nkind: Config\nclusters:\n- name: leafgate\n  cluster:\n    server: https://{}\n    certificate-authority: {}\nusers:\n- name: u\n  user:\n    token: {token}\ncontexts:\n- name: c\n  context:\n    cluster: leafgate\n    user: u\ncurrent-context: c\n",
-                self.gw.addr("kube"),
-                ca.display()
-            ),
+        let addr = self.gw.addr("kube");
+        kube::kubeconfig(
+            self.dir.path(),
+            &self.ca,
+            addr,
+            KubeUser::Token(token),
+            None,
         )
-        .unwrap();
-        path
     }
 
     /// A kubeconfig straight at leaf `i`'s simulator.

@@ -17,9 +17,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use kubesim::{Credential, KubeSim};
+use kubesim::KubeSim;
 use leafgate_tests::certs::TestCa;
 use leafgate_tests::config::{Leaf, Listener, Tenant};
+use leafgate_tests::kube::{self, KubeUser};
 use leafgate_tests::{Config, TestGateway};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -54,15 +55,11 @@ impl Bed {
         let leaf_a = KubeSim::builder().start().await.unwrap();
         let leaf_b = KubeSim::builder().start().await.unwrap();
         let gw_dir = tempfile::tempdir().unwrap();
-        for (sim, file) in [(&leaf_a, "a.kubeconfig"), (&leaf_b, "b.kubeconfig")] {
-            sim.kubeconfig(
-                &Credential::ClientCert("leafgate".into()),
-                &gw_dir.path().join(file),
-            )
-            .unwrap();
-        }
-        let ca = TestCa::new("kube-api CA");
-        ca.issue(gw_dir.path(), "kube-api", &["127.0.0.1"]);
+        kube::leaf_kubeconfigs(
+            gw_dir.path(),
+            &[(&leaf_a, "a.kubeconfig"), (&leaf_b, "b.kubeconfig")],
+        );
+        let ca = kube::serving_ca(gw_dir.path());
         std::fs::write(gw_dir.path().join("acme.tokens"), TOKEN_A).unwrap();
         std::fs::write(gw_dir.path().join("other.tokens"), TOKEN_OTHER).unwrap();
         let config = Config::new()
@@ -108,18 +105,13 @@ impl Bed {
 
     /// A kubeconfig for `token` in namespace `apps`.
     fn kubeconfig(&self, token: &str) -> PathBuf {
-        let ca = self.ca.write(self.dir.path(), "ca.pem");
-        let path = self.dir.path().join(format!("{token}.kubeconfig"));
-        std::fs::write(
-            &path,
-            format!(
-                "apiVersion: v1\nkind: Config\nclusters:\n- name: leafgate\n  cluster:\n    server: https://{}\n    certificate-authority: {}\nusers:\n- name: u\n  user:\n    token: {token}\ncontexts:\n- name: c\n  context:\n    cluster: leafgate\n    user: u\n    namespace: apps\ncurrent-context: c\n",
-                self.addr(),
-                ca.display()
-            ),
+        kube::kubeconfig(
+            self.dir.path(),
+            &self.ca,
+            self.addr(),
+            KubeUser::Token(token),
+            Some("apps"),
         )
-        .unwrap();
-        path
     }
 
     /// kubectl as acme, logging its requests (`-v=6`) so the test sees its watch open.

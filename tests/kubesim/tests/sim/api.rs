@@ -393,7 +393,8 @@ async fn tables_and_include_object() {
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["Name", "Age"]);
+    // kube-apiserver's namespace printer: NAME STATUS AGE.
+    assert_eq!(names, ["Name", "Status", "Age"]);
     assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
     let t = table(&sim, "/api/v1/namespaces/default/pods?includeObject=Object").await;
     assert_eq!(t["columnDefinitions"].as_array().unwrap().len(), 9);

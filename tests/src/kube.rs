@@ -1,0 +1,84 @@
+//! The kube-api front's test bed pieces that every kubectl suite needs: the leaves'
+//! kubeconfigs in the gateway's folder, the listener's serving certificate, and
+//! kubeconfigs that point kubectl at the listener as a tenant's token or certificate.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use kubesim::{Credential, KubeSim};
+
+use crate::certs::TestCa;
+use crate::config::Listener;
+
+/// Writes each leaf's kubeconfig (leafgate's client certificate) into `dir` as named.
+pub fn leaf_kubeconfigs(dir: &Path, leaves: &[(&KubeSim, &str)]) {
+    for (sim, file) in leaves {
+        sim.kubeconfig(&Credential::ClientCert("leafgate".into()), &dir.join(file))
+            .unwrap();
+    }
+}
+
+/// A CA that signs the kube-api listener's certificate (`kube-api.pem`, for 127.0.0.1)
+/// in `dir` and tenants' client certificates (`clients-ca.pem`).
+pub fn serving_ca(dir: &Path) -> TestCa {
+    let ca = TestCa::new("kube-api CA");
+    ca.issue(dir, "kube-api", &["127.0.0.1"]);
+    ca.write(dir, "clients-ca.pem");
+    ca
+}
+
+/// The kube-api listener `kube` with the certificate [`serving_ca`] wrote, taking client
+/// certificates too.
+pub fn listener() -> Listener {
+    Listener::kube_api("kube")
+        .tls("kube-api.pem", "kube-api-key.pem")
+        .client_ca("clients-ca.pem")
+}
+
+/// Who kubectl is.
+#[derive(Clone, Copy, Debug)]
+pub enum KubeUser<'a> {
+    /// A bearer token from a tenant's `tokens_file`.
+    Token(&'a str),
+    /// A client certificate the CA issues for this common name.
+    Cert(&'a str),
+}
+
+/// A kubeconfig in `dir` for `server` (trusting `ca`) as `user`, in namespace `ns` when
+/// given. Each user and namespace gets a file of its own.
+pub fn kubeconfig(
+    dir: &Path,
+    ca: &TestCa,
+    server: SocketAddr,
+    user: KubeUser<'_>,
+    ns: Option<&str>,
+) -> PathBuf {
+    let ca_file = ca.write(dir, "ca.pem");
+    let (name, user_yaml) = match user {
+        KubeUser::Token(t) => (t.to_string(), format!("    token: {t}\n")),
+        KubeUser::Cert(cn) => {
+            let files = ca.issue(dir, cn, &[cn]);
+            (
+                cn.to_string(),
+                format!(
+                    "    client-certificate: {}\n    client-key: {}\n",
+                    files.cert.display(),
+                    files.key.display()
+                ),
+            )
+        }
+    };
+    let namespace = ns
+        .map(|n| format!("    namespace: {n}\n"))
+        .unwrap_or_default();
+    let path = dir.join(format!("{name}-{}.kubeconfig", ns.unwrap_or("_")));
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: leafgate\n  cluster:\n    server: https://{server}\n    certificate-authority: {}\nusers:\n- name: u\n  user:\n{user_yaml}contexts:\n- name: c\n  context:\n    cluster: leafgate\n    user: u\n{namespace}current-context: c\n",
+            ca_file.display()
+        ),
+    )
+    .unwrap();
+    path
+}
