@@ -4,11 +4,17 @@
 # over LEAVES simulated leaves, with leafgate's built-in table and with the `pods-table`
 # plugin; peer: the same client against one simulator holding every pod. leafgate runs on
 # CPU 1, the leaves and clients on CPU 0.
+# Then the watch costs (issue 24, `kube-api-watch`): WATCHERS idle watches for WATCH_SECONDS
+# (leafgate's CPU), CHANGES changes reaching them all (latency), and 100 watches of a
+# one-pod namespace beside another tenant's 4,000 churning pods (the CPU they add).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PODS=${PODS:-10000}
 LEAVES=${LEAVES:-4}
 ROUNDS=${ROUNDS:-20}
+WATCHERS=${WATCHERS:-1000}
+WATCH_SECONDS=${WATCH_SECONDS:-10}
+CHANGES=${CHANGES:-20}
 target=${CARGO_TARGET_DIR:-$PWD/target}
 
 bash scripts/tools.sh
@@ -17,3 +23,6 @@ cargo build --release -q -p leafgate -p leafgate-tests --bin leafgate --bin leaf
 LEAFGATE_CPUS=${LEAFGATE_CPUS:-1} taskset -c "${CLIENT_CPUS:-0}" \
   "$target/release/leafgate-bench" kube-api "$target/release/leafgate" \
   "$target/plugins-wasm/wasm32-wasip2/release/pods_table.wasm" "$PODS" "$LEAVES" "$ROUNDS"
+LEAFGATE_CPUS=${LEAFGATE_CPUS:-1} taskset -c "${CLIENT_CPUS:-0}" \
+  "$target/release/leafgate-bench" kube-api-watch "$target/release/leafgate" \
+  "$LEAVES" "$WATCHERS" "$WATCH_SECONDS" "$CHANGES"

@@ -18,6 +18,9 @@
 //!   to the leaf (see `exec.rs`).
 //! - `kube-api LEAFGATE PODS_TABLE_WASM PODS LEAVES ROUNDS`: `kubectl get pods -A` and the
 //!   raw Table list through the kube-api front (see `kube_api.rs`).
+//! - `kube-api-watch LEAFGATE LEAVES WATCHERS SECONDS CHANGES`: what idle pod watches and
+//!   watches beside another tenant's churn cost leafgate, and how fast one change reaches
+//!   every watcher (see `kube_watch.rs`).
 //! - `ingress LEAFGATE INGRESSES ROUNDS`: first sync of INGRESSES Ingresses and the time
 //!   one change takes to be served (see `ingress.rs`).
 
@@ -25,6 +28,7 @@ mod conns;
 mod exec;
 mod ingress;
 mod kube_api;
+mod kube_watch;
 mod phases;
 
 use std::net::SocketAddr;
@@ -74,6 +78,16 @@ async fn main() {
             )
             .await
         }
+        Some("kube-api-watch") => {
+            kube_watch::run(
+                &args[1],
+                args[2].parse().unwrap(),
+                args[3].parse().unwrap(),
+                args[4].parse().unwrap(),
+                args[5].parse().unwrap(),
+            )
+            .await
+        }
         Some("ingress") => {
             ingress::run(&args[1], args[2].parse().unwrap(), args[3].parse().unwrap()).await
         }
@@ -88,7 +102,7 @@ async fn main() {
         }
         _ => {
             eprintln!(
-                "usage: leafgate-bench serve | push ADDR HOST SECONDS | echo | conns ADDR HOST N PID... | reload-config ADDR ROUTES | reload CONFIG ADDR ROUTES ROUNDS | reload-phases ROUTES ROUNDS | exec LEAFGATE SIZE_MIB ROUNDS | kube-api LEAFGATE PODS_TABLE_WASM PODS LEAVES ROUNDS | ingress LEAFGATE INGRESSES ROUNDS"
+                "usage: leafgate-bench serve | push ADDR HOST SECONDS | echo | conns ADDR HOST N PID... | reload-config ADDR ROUTES | reload CONFIG ADDR ROUTES ROUNDS | reload-phases ROUTES ROUNDS | exec LEAFGATE SIZE_MIB ROUNDS | kube-api LEAFGATE PODS_TABLE_WASM PODS LEAVES ROUNDS | kube-api-watch LEAFGATE LEAVES WATCHERS SECONDS CHANGES | ingress LEAFGATE INGRESSES ROUNDS"
             );
             std::process::exit(2);
         }
