@@ -11,9 +11,15 @@
 //! gateway's own resume token there (each watcher's own), so [`RawPod::write_wire`] writes
 //! a fixed head, the token, and the pre-serialized rest. This module must not dial, route
 //! or decide who may see a pod.
+//!
+//! What a pod Table needs of a pod is worked out once too, when the pod arrives, not per
+//! list: its `metadata` serialized (a row's `PartialObjectMetadata`) and the printer's view
+//! of it ([`leafgate_k8s_print::Pod`]); a list of 10,000 pods then joins bytes and prints
+//! cells, and builds no `serde_json::Value`.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -40,7 +46,16 @@ pub struct RawPod {
     /// The object serialized after its `resourceVersion` value: `}` or `,` and the rest of
     /// `metadata`, then every other field. Empty until [`RawPod::stamp`].
     tail: Bytes,
+    /// `metadata` serialized whole (with the leaf's `resourceVersion`). Empty until
+    /// [`RawPod::stamp`].
+    metadata: Bytes,
+    /// The printer's reading of the pod, or why its fields cannot be read (a field of the
+    /// wrong JSON type). Set by [`RawPod::stamp`].
+    printed: Result<Arc<Printed>, String>,
 }
+
+/// The printer's reading of a pod.
+pub type Printed = leafgate_k8s_print::Pod;
 
 impl std::fmt::Debug for RawPod {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -107,6 +122,8 @@ impl RawPod {
             meta,
             json,
             tail: Bytes::new(),
+            metadata: Bytes::new(),
+            printed: Err("the pod was not stamped".into()),
         })
     }
 
@@ -138,6 +155,10 @@ impl RawPod {
             .expect("made an object above")
             .insert(LEAF_ANNOTATION.into(), Value::from(leaf));
         self.tail = Bytes::from(tail(obj));
+        self.metadata = Bytes::from(serde_json::to_vec(&obj["metadata"]).unwrap_or_default());
+        self.printed = Printed::deserialize(&self.json)
+            .map(Arc::new)
+            .map_err(|e| e.to_string());
         self
     }
 
@@ -174,6 +195,17 @@ impl RawPod {
     /// The whole object, as the leaf sent it (plus the stamp).
     pub fn json(&self) -> &Value {
         &self.json
+    }
+
+    /// `metadata` as JSON, serialized when the pod was stamped.
+    pub fn metadata_json(&self) -> &[u8] {
+        &self.metadata
+    }
+
+    /// The printer's reading of the pod, read when it was stamped; the error says which
+    /// field has the wrong type.
+    pub fn printed(&self) -> Result<&Printed, &str> {
+        self.printed.as_deref().map_err(String::as_str)
     }
 
     /// Appends the stamped pod's JSON to `out`, with `resource_version` as its
@@ -260,6 +292,28 @@ mod tests {
             (&back["apiVersion"], &back["kind"]),
             (&json!("v1"), &json!("Pod"))
         );
+        // What a Table row needs was made once, from the same stamped object.
+        let metadata: Value = serde_json::from_slice(pod.metadata_json()).unwrap();
+        assert_eq!(metadata, pod.json()["metadata"]);
+        assert_eq!(metadata["resourceVersion"], "17");
+        let printed = pod.printed().unwrap();
+        assert_eq!(printed.metadata.leaf(), Some("leaf-1"));
+        assert_eq!(printed.spec.containers.len(), 2);
+    }
+
+    #[test]
+    fn a_pod_the_printer_cannot_read_says_why() {
+        let pod = test_pod(
+            "l",
+            json!({"metadata": {"name": "x"}, "spec": {"containers": 7}}),
+        );
+        assert!(
+            pod.printed().unwrap_err().contains("invalid type"),
+            "{:?}",
+            pod.printed().err()
+        );
+        let unstamped = RawPod::from_value(json!({"metadata": {"name": "x"}})).unwrap();
+        assert!(unstamped.printed().is_err());
     }
 
     #[test]

@@ -68,12 +68,25 @@ fn row(pod: &Pod, now: i64) -> Row {
     }
 }
 
+/// The pods of the request: the gateway sends a JSON array, read straight into the printer's
+/// `Pod` (only the fields it prints are kept, the rest skipped as it is read). Anything else
+/// goes through the SDK's reader, which also takes a `List` object: it buffers the whole
+/// document first to try both shapes, which for 10,000 pods costs more than the plugin's
+/// default memory and deadline allow.
+fn parse(objects: &str) -> Result<Vec<Pod>, String> {
+    if objects.trim_start().starts_with('[') {
+        serde_json::from_str(objects).map_err(|e| format!("not a JSON array of pods: {e}"))
+    } else {
+        k8s::list_from_json(objects)
+    }
+}
+
 impl Guest for PodsTable {
     fn format(req: TableRequest) -> Option<Table> {
         if req.resource != "pods" || !req.group.is_empty() {
             return None;
         }
-        let pods: Vec<Pod> = match k8s::list_from_json(&req.objects) {
+        let pods: Vec<Pod> = match parse(&req.objects) {
             Ok(pods) => pods,
             Err(e) => {
                 leafgate_plugin::log::warn(&format!("pods-table: {e}; using the default table"));

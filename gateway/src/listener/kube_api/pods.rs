@@ -12,7 +12,6 @@ use std::sync::Arc;
 
 use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
-use serde_json::{Value, json};
 
 use super::caller::Caller;
 use super::listed::Listed;
@@ -110,25 +109,41 @@ pub async fn collection(
     };
     let token = page.version.clone().unwrap_or_else(|| versions.encode());
     let (pods, next) = page.cut(pods, &token);
-    let mut list = match wanted {
-        Some(wanted) => match table::build(caller, &pods, wanted, &token).await {
-            Ok(table) => table,
-            Err((code, message)) => return reply::error(Dialect::Status, code, &message),
-        },
-        None => {
-            let items: Vec<Value> = pods.iter().map(Listed::json).collect();
-            json!({
-                "kind": "PodList", "apiVersion": "v1",
-                "metadata": { "resourceVersion": token },
-                "items": items,
-            })
-        }
-    };
-    if let Some((token, remaining)) = next {
-        list["metadata"]["continue"] = json!(token);
-        list["metadata"]["remainingItemCount"] = json!(remaining);
+    if let Some(wanted) = wanted {
+        let next = next
+            .as_ref()
+            .map(|(token, remaining)| (token.as_str(), *remaining));
+        return match table::write(caller, &pods, wanted, &token, next).await {
+            Ok(table) => stale.tell(table::json_response(table)),
+            Err((code, message)) => reply::error(Dialect::Status, code, &message),
+        };
     }
-    stale.tell(reply::json(StatusCode::OK, &list))
+    // Joined from each pod's serialized form, as the Table is: no `Value` per pod.
+    let mut list = Vec::with_capacity(256 + pods.len() * 1024);
+    list.extend_from_slice(
+        br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"#,
+    );
+    push_str(&mut list, &token);
+    if let Some((token, remaining)) = &next {
+        list.extend_from_slice(br#","continue":"#);
+        push_str(&mut list, token);
+        list.extend_from_slice(br#","remainingItemCount":"#);
+        list.extend_from_slice(remaining.to_string().as_bytes());
+    }
+    list.extend_from_slice(br#"},"items":["#);
+    for (i, listed) in pods.iter().enumerate() {
+        if i > 0 {
+            list.push(b',');
+        }
+        listed.pod.write_wire(listed.version(), &mut list);
+    }
+    list.extend_from_slice(b"]}");
+    stale.tell(table::json_response(list))
+}
+
+fn push_str(out: &mut Vec<u8>, s: &str) {
+    // Writing a `&str` to a `Vec` cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
 }
 
 /// `GET /api/v1/namespaces/{ns}/pods/{name}`: the copy in the leaf the tenant's

@@ -6,19 +6,18 @@
 //! `--show-labels` works) and checks the plugin's answer: one row per object, as many cells
 //! as columns; anything else fails the request as a plugin failure (502).
 
-use http::{Request, Response, StatusCode, header};
+use http::{HeaderValue, Request, Response, StatusCode, header};
 use hyper::body::Incoming;
-use leafgate_k8s_print::{Column, POD_COLUMNS, Pod, PodRow};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use leafgate_k8s_print::{Column, POD_COLUMNS, PodRow};
+use serde_json::Value;
 
 use super::caller::Caller;
 use super::listed::Listed;
 use super::query::query_value;
 use crate::k8s::status::Status;
 use crate::listener::reply::{self, Dialect};
-use crate::plugins::TableRequest;
-use crate::proxy::Body;
+use crate::plugins::{Table as PluginTable, TableRequest};
+use crate::proxy::{Body, full};
 
 /// What each row's `object` holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,28 +86,58 @@ pub async fn respond(
     wanted: Wanted,
     version: &str,
 ) -> Response<Body> {
-    match build(caller, pods, wanted, version).await {
-        Ok(table) => reply::json(StatusCode::OK, &table),
+    match write(caller, pods, wanted, version, None).await {
+        Ok(table) => json_response(table),
         Err((code, message)) => reply::error(Dialect::Status, code, &message),
     }
 }
 
-/// The Table of `pods`: columns and cells from the tenant's plugin or the built-in
-/// printer, objects per `include`.
+/// Serialized JSON (a Table, a list) as a 200 answer: what `reply::json` sends for a `Value`.
+pub fn json_response(table: Vec<u8>) -> Response<Body> {
+    let mut res = Response::new(full(table));
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    res
+}
+
+/// The Table of `pods` as a JSON value (a watch event carries one per pod).
 pub async fn build(
     caller: &Caller<'_>,
     pods: &[Listed],
     wanted: Wanted,
     version: &str,
 ) -> Result<Value, (StatusCode, String)> {
-    let objects: Vec<Value> = pods.iter().map(Listed::json).collect();
+    let table = write(caller, pods, wanted, version, None).await?;
+    serde_json::from_slice(&table).map_err(|e| {
+        (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the pod table is not JSON: {e}"),
+        )
+    })
+}
+
+/// The Table of `pods`, serialized: columns and cells from the tenant's plugin or the
+/// built-in printer, objects per `include`, and `next` (a continue token and how many pods
+/// remain) in its `metadata` when the list is cut into pages.
+///
+/// Written as bytes, not built as a `Value`: each pod's metadata and whole object were
+/// serialized when the feed received it, so a row costs its cells and a copy.
+pub async fn write(
+    caller: &Caller<'_>,
+    pods: &[Listed],
+    wanted: Wanted,
+    version: &str,
+    next: Option<(&str, usize)>,
+) -> Result<Vec<u8>, (StatusCode, String)> {
     let plugin = if caller.tenant.plugins.has_table_formatter() {
         let request = TableRequest {
             group: String::new(),
             version: "v1".into(),
             resource: "pods".into(),
             wide: false,
-            objects: Value::Array(objects.clone()).to_string(),
+            objects: objects_json(pods),
         };
         caller
             .tenant
@@ -124,55 +153,127 @@ pub async fn build(
     } else {
         None
     };
-    let (columns, rows) = match plugin {
+    serialize(
+        plugin.as_ref(),
+        &caller.tenant.name,
+        pods,
+        wanted,
+        version,
+        next,
+    )
+}
+
+/// [`write`] once the plugin (if any) has answered: `plugin`'s columns and cells, or the
+/// built-in ones.
+fn serialize(
+    plugin: Option<&PluginTable>,
+    tenant: &str,
+    pods: &[Listed],
+    wanted: Wanted,
+    version: &str,
+    next: Option<(&str, usize)>,
+) -> Result<Vec<u8>, (StatusCode, String)> {
+    // Rows are ~600 bytes with their metadata.
+    let mut out = Vec::with_capacity(1024 + pods.len() * 640);
+    out.extend_from_slice(br#"{"kind":"Table","apiVersion":"#);
+    push_str(&mut out, wanted.api_version);
+    out.extend_from_slice(br#","metadata":{"resourceVersion":"#);
+    push_str(&mut out, version);
+    if let Some((token, remaining)) = next {
+        out.extend_from_slice(br#","continue":"#);
+        push_str(&mut out, token);
+        out.extend_from_slice(br#","remainingItemCount":"#);
+        out.extend_from_slice(remaining.to_string().as_bytes());
+    }
+    out.extend_from_slice(br#"},"columnDefinitions":"#);
+    match plugin {
         Some(t) => {
-            if t.rows.len() != objects.len() {
+            if t.rows.len() != pods.len() {
                 return Err((
                     StatusCode::BAD_GATEWAY,
                     format!(
-                        "table formatter of tenant {:?} answered {} rows for {} objects",
-                        caller.tenant.name,
+                        "table formatter of tenant {tenant:?} answered {} rows for {} objects",
                         t.rows.len(),
-                        objects.len()
+                        pods.len()
                     ),
                 ));
             }
-            let columns = serde_json::to_value(&t.columns).unwrap_or(Value::Null);
-            let rows: Vec<Value> = t
-                .rows
-                .iter()
-                .map(|cells| serde_json::to_value(cells).unwrap_or(Value::Null))
-                .collect();
-            (columns, rows)
-        }
-        None => builtin(pods, &objects)?,
-    };
-    let rows: Vec<Value> = rows
-        .into_iter()
-        .zip(objects)
-        .map(|(cells, object)| {
-            let mut row = json!({ "cells": cells });
-            match wanted.include {
-                Include::None => {}
-                Include::Metadata => {
-                    row["object"] = json!({
-                        "kind": "PartialObjectMetadata",
-                        "apiVersion": "meta.k8s.io/v1",
-                        "metadata": object["metadata"],
-                    });
+            push_json(&mut out, &t.columns);
+            out.extend_from_slice(br#","rows":["#);
+            for (i, (cells, listed)) in t.rows.iter().zip(pods).enumerate() {
+                if i > 0 {
+                    out.push(b',');
                 }
-                Include::Object => row["object"] = object,
+                out.extend_from_slice(br#"{"cells":"#);
+                push_json(&mut out, cells);
+                row_object(&mut out, listed, wanted.include);
             }
-            row
-        })
-        .collect();
-    Ok(json!({
-        "kind": "Table",
-        "apiVersion": wanted.api_version,
-        "metadata": { "resourceVersion": version },
-        "columnDefinitions": columns,
-        "rows": rows,
-    }))
+        }
+        None => {
+            push_json(
+                &mut out,
+                &POD_COLUMNS.iter().chain([&LEAF_COLUMN]).collect::<Vec<_>>(),
+            );
+            out.extend_from_slice(br#","rows":["#);
+            let now = k8s_openapi::jiff::Timestamp::now().as_second();
+            for (i, listed) in pods.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(br#"{"cells":"#);
+                builtin_cells(&mut out, listed, now)?;
+                row_object(&mut out, listed, wanted.include);
+            }
+        }
+    }
+    out.extend_from_slice(b"]}");
+    Ok(out)
+}
+
+/// The pods as the JSON array a table formatter reads: each as the API serves it, joined
+/// from its serialized form.
+fn objects_json(pods: &[Listed]) -> String {
+    let mut out = Vec::with_capacity(2 + pods.len() * 1024);
+    out.push(b'[');
+    for (i, listed) in pods.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        listed.pod.write_wire(listed.version(), &mut out);
+    }
+    out.push(b']');
+    // Joined from serde_json's own output, so UTF-8.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// The rest of a row after its cells: its `object` as `include` asks, and the row's end.
+fn row_object(out: &mut Vec<u8>, listed: &Listed, include: Include) {
+    match include {
+        Include::None => {}
+        Include::Metadata => {
+            out.extend_from_slice(
+                br#","object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":"#,
+            );
+            out.extend_from_slice(listed.pod.metadata_json());
+            out.push(b'}');
+        }
+        Include::Object => {
+            out.extend_from_slice(br#","object":"#);
+            listed.pod.write_wire(listed.version(), out);
+        }
+    }
+    out.push(b'}');
+}
+
+fn push_str(out: &mut Vec<u8>, s: &str) {
+    // Writing a `&str` to a `Vec` cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
+fn push_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    // The values written here (columns, cells) are plain strings, numbers and structs of
+    // them: serializing them to a `Vec` cannot fail.
+    let _ = serde_json::to_writer(&mut *out, value);
 }
 
 /// The column leafgate adds after kube-apiserver's own: which leaf the pod runs in.
@@ -184,44 +285,35 @@ const LEAF_COLUMN: Column = Column {
     priority: 0,
 };
 
-/// kube-apiserver's pod columns plus LEAF, printed by `leafgate-k8s-print` (the printer the
-/// `pods-table` plugin uses too) from `objects`, the pods' JSON the Table carries anyway.
-fn builtin(
-    pods: &[Listed],
-    objects: &[Value],
-) -> Result<(Value, Vec<Value>), (StatusCode, String)> {
-    let columns = POD_COLUMNS.iter().chain([&LEAF_COLUMN]);
-    let columns = serde_json::to_value(columns.collect::<Vec<_>>()).unwrap_or(Value::Null);
-    let now = k8s_openapi::jiff::Timestamp::now().as_second();
-    let rows = pods
-        .iter()
-        .zip(objects)
-        .map(|(listed, object)| {
-            // Fails only for a leaf's pod whose fields have the wrong JSON types.
-            let pod = Pod::deserialize(object).map_err(|e| {
-                (
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    format!(
-                        "the built-in table cannot read a pod of leaf {:?}: {e}",
-                        listed.leaf
-                    ),
-                )
-            })?;
-            let mut cells: Vec<Value> = PodRow::new(&pod, now)
-                .cells()
-                .into_iter()
-                .map(Value::String)
-                .collect();
-            cells.push(json!(&*listed.leaf));
-            Ok(Value::Array(cells))
-        })
-        .collect::<Result<_, _>>()?;
-    Ok((columns, rows))
+/// One pod's cells in kube-apiserver's pod columns plus LEAF, printed by
+/// `leafgate-k8s-print` (the printer the `pods-table` plugin uses too) from the reading of
+/// the pod made when the feed received it.
+fn builtin_cells(out: &mut Vec<u8>, listed: &Listed, now: i64) -> Result<(), (StatusCode, String)> {
+    // Fails only for a leaf's pod whose fields have the wrong JSON types.
+    let pod = listed.pod.printed().map_err(|e| {
+        (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!(
+                "the built-in table cannot read a pod of leaf {:?}: {e}",
+                listed.leaf
+            ),
+        )
+    })?;
+    out.push(b'[');
+    for cell in PodRow::new(pod, now).cells() {
+        push_str(out, &cell);
+        out.push(b',');
+    }
+    push_str(out, &listed.leaf);
+    out.push(b']');
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+
+    use serde_json::json;
 
     use super::*;
 
@@ -259,7 +351,44 @@ mod tests {
             leaf: Arc::from("leaf-1"),
             pod: Arc::new(pod),
         };
-        let (columns, rows) = builtin(std::slice::from_ref(&listed), &[listed.json()]).unwrap();
+        let wanted = Wanted {
+            api_version: "meta.k8s.io/v1",
+            include: Include::Metadata,
+        };
+        let table = serialize(
+            None,
+            "t",
+            std::slice::from_ref(&listed),
+            wanted,
+            "rv",
+            Some(("next", 3)),
+        )
+        .unwrap();
+        let table: Value = serde_json::from_slice(&table).unwrap();
+        assert_eq!(
+            (&table["kind"], &table["apiVersion"]),
+            (&json!("Table"), &json!("meta.k8s.io/v1"))
+        );
+        assert_eq!(
+            table["metadata"],
+            json!({"resourceVersion": "rv", "continue": "next", "remainingItemCount": 3})
+        );
+        // The row's object is the pod's metadata, as the leaf sent it plus the stamp.
+        assert_eq!(
+            table["rows"][0]["object"],
+            json!({
+                "kind": "PartialObjectMetadata",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": listed.json()["metadata"],
+            })
+        );
+        let (columns, rows) = (&table["columnDefinitions"], &table["rows"]);
+        let rows: Vec<Value> = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["cells"].clone())
+            .collect();
         let names: Vec<&str> = columns
             .as_array()
             .unwrap()
