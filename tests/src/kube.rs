@@ -82,3 +82,52 @@ pub fn kubeconfig(
     .unwrap();
     path
 }
+
+/// The common bed of the kubectl suites: leaves `leaf-a` and `leaf-b` (each a simulator)
+/// behind the kube-api listener, tenant `acme` (`apps`, `apps-*`) and tenant `other`
+/// (`other`), each with one bearer token.
+pub struct TwoLeaves {
+    pub gw: crate::TestGateway,
+    pub leaf_a: KubeSim,
+    pub leaf_b: KubeSim,
+    pub ca: TestCa,
+}
+
+impl TwoLeaves {
+    /// Starts it with `acme`'s and `other`'s tokens.
+    pub async fn start(acme_token: &str, other_token: &str) -> TwoLeaves {
+        use crate::config::{Leaf, Tenant};
+        let leaf_a = KubeSim::builder().start().await.unwrap();
+        let leaf_b = KubeSim::builder().start().await.unwrap();
+        let gw_dir = tempfile::tempdir().unwrap();
+        leaf_kubeconfigs(
+            gw_dir.path(),
+            &[(&leaf_a, "a.kubeconfig"), (&leaf_b, "b.kubeconfig")],
+        );
+        let ca = serving_ca(gw_dir.path());
+        std::fs::write(gw_dir.path().join("acme.tokens"), acme_token).unwrap();
+        std::fs::write(gw_dir.path().join("other.tokens"), other_token).unwrap();
+        let config = crate::Config::new()
+            .admin()
+            .listener(listener())
+            .leaf(Leaf::new("leaf-a", "a.kubeconfig"))
+            .leaf(Leaf::new("leaf-b", "b.kubeconfig"))
+            .tenant(
+                Tenant::new("acme")
+                    .namespaces(["apps", "apps-*"])
+                    .tokens_file("acme.tokens"),
+            )
+            .tenant(
+                Tenant::new("other")
+                    .namespaces(["other"])
+                    .tokens_file("other.tokens"),
+            );
+        let gw = crate::TestGateway::start_in(gw_dir, config).await;
+        TwoLeaves {
+            gw,
+            leaf_a,
+            leaf_b,
+            ca,
+        }
+    }
+}

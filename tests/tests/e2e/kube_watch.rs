@@ -18,10 +18,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use kubesim::KubeSim;
+use leafgate_tests::TestGateway;
 use leafgate_tests::certs::TestCa;
-use leafgate_tests::config::{Leaf, Listener, Tenant};
 use leafgate_tests::kube::{self, KubeUser};
-use leafgate_tests::{Config, TestGateway};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
@@ -52,32 +51,12 @@ struct Bed {
 
 impl Bed {
     async fn start() -> Bed {
-        let leaf_a = KubeSim::builder().start().await.unwrap();
-        let leaf_b = KubeSim::builder().start().await.unwrap();
-        let gw_dir = tempfile::tempdir().unwrap();
-        kube::leaf_kubeconfigs(
-            gw_dir.path(),
-            &[(&leaf_a, "a.kubeconfig"), (&leaf_b, "b.kubeconfig")],
-        );
-        let ca = kube::serving_ca(gw_dir.path());
-        std::fs::write(gw_dir.path().join("acme.tokens"), TOKEN_A).unwrap();
-        std::fs::write(gw_dir.path().join("other.tokens"), TOKEN_OTHER).unwrap();
-        let config = Config::new()
-            .admin()
-            .listener(Listener::kube_api("kube").tls("kube-api.pem", "kube-api-key.pem"))
-            .leaf(Leaf::new("leaf-a", "a.kubeconfig"))
-            .leaf(Leaf::new("leaf-b", "b.kubeconfig"))
-            .tenant(
-                Tenant::new("acme")
-                    .namespaces(["apps", "apps-*"])
-                    .tokens_file("acme.tokens"),
-            )
-            .tenant(
-                Tenant::new("other")
-                    .namespaces(["other"])
-                    .tokens_file("other.tokens"),
-            );
-        let gw = TestGateway::start_in(gw_dir, config).await;
+        let kube::TwoLeaves {
+            gw,
+            leaf_a,
+            leaf_b,
+            ca,
+        } = kube::TwoLeaves::start(TOKEN_A, TOKEN_OTHER).await;
         Bed {
             gw,
             leaf_a,
