@@ -806,6 +806,91 @@ async fn a_table_formatter_that_answers_a_row_short_fails_the_request() {
     assert_eq!(code, 200);
 }
 
+/// `count` pods of acme in `apps`, alternating between the leaves, each carrying ~1 KiB of
+/// annotation so the list is long in bytes: `count` x ~1.3 KiB of JSON.
+async fn padded_pods(bed: &Bed, count: usize) -> Vec<String> {
+    let names: Vec<String> = (0..count).map(|i| format!("pad-{i:04}")).collect();
+    for (i, name) in names.iter().enumerate() {
+        let mut p = pod("apps", name, json!({"app": "pad"}));
+        p["metadata"]["annotations"] = json!({ "note": "x".repeat(1024) });
+        let leaf = if i % 2 == 0 { &bed.leaf_a } else { &bed.leaf_b };
+        leaf.create(p).unwrap();
+    }
+    for name in &names {
+        bed.indexed("apps", name).await;
+    }
+    names
+}
+
+/// A list of ~800 KiB of pods is more than one formatter call reads: the gateway gives it
+/// to `pods-table` in parts, each within the plugin's default limits (10 ms, 64 MiB), and
+/// joins the rows, each still beside its own pod.
+#[tokio::test]
+async fn a_long_list_is_formatted_in_parts_within_the_plugins_default_limits() {
+    let bed = Bed::start(true).await;
+    let mut names = padded_pods(&bed, 600).await;
+    names.sort();
+    let accept = "application/json;as=Table;v=v1;g=meta.k8s.io";
+    let (code, t) = bed
+        .raw(Some(TOKEN_A), "/api/v1/namespaces/apps/pods", accept)
+        .await;
+    assert_eq!(code, 200, "{t}");
+    let rows = t["rows"].as_array().unwrap();
+    let printed: Vec<&str> = rows
+        .iter()
+        .map(|r| r["cells"][0].as_str().unwrap())
+        .collect();
+    let objects: Vec<&str> = rows
+        .iter()
+        .map(|r| r["object"]["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(printed, objects, "every row beside its own pod");
+    let mut sorted = printed.clone();
+    sorted.sort();
+    assert_eq!(sorted, names, "every pod printed once");
+    // The LEAF column says where each pod runs, whichever part printed it.
+    let leaf_at = t["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|c| c["name"] == "LEAF")
+        .unwrap();
+    for row in rows {
+        let name = row["cells"][0].as_str().unwrap();
+        let n: usize = name["pad-".len()..].parse().unwrap();
+        let leaf = if n % 2 == 0 { "leaf-a" } else { "leaf-b" };
+        assert_eq!(row["cells"][leaf_at], leaf, "{name}");
+    }
+}
+
+/// A formatter whose columns change from one part of a list to the next fails the request
+/// (502) rather than print a table whose rows do not fit its header; a short list, one call,
+/// prints.
+#[tokio::test]
+async fn a_table_formatter_that_answers_parts_of_a_list_with_other_columns_fails_the_request() {
+    let shifting = leafgate_tests::plugins::fault_plugin("shifting-table");
+    let bed = Bed::start(false).await;
+    std::fs::write(&bed.gw.config, config(Some(&shifting)).to_string()).unwrap();
+    bed.gw.gateway.reload().await.unwrap();
+    let bed = bed.with_pods().await;
+    let accept = "application/json;as=Table;v=v1;g=meta.k8s.io";
+    let (code, t) = bed
+        .raw(Some(TOKEN_A), "/api/v1/namespaces/apps/pods", accept)
+        .await;
+    assert_eq!(code, 200, "{t}");
+    padded_pods(&bed, 600).await;
+    let (code, t) = bed
+        .raw(Some(TOKEN_A), "/api/v1/namespaces/apps/pods", accept)
+        .await;
+    assert_eq!(code, 502, "{t}");
+    assert!(
+        t["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("other columns for a later part of the list")),
+        "{t}"
+    );
+}
+
 /// Ten pods of acme in `apps`, five in each leaf, the odd ones `Pending` on no node.
 async fn ten_pods(bed: &Bed) {
     for i in 0..10 {

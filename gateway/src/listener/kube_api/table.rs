@@ -4,7 +4,8 @@
 //! Whoever made the columns and cells, leafgate fills each row's `object` as
 //! `includeObject` asks (`Metadata` by default, so `-A` prints NAMESPACE and
 //! `--show-labels` works) and checks the plugin's answer: one row per object, as many cells
-//! as columns; anything else fails the request as a plugin failure (502).
+//! as columns; anything else fails the request as a plugin failure (502). A long list goes
+//! to the plugin in parts, each call within the plugin's limits, and their rows are joined.
 
 use http::{HeaderValue, Request, Response, StatusCode, header};
 use hyper::body::Incoming;
@@ -132,14 +133,43 @@ pub async fn write(
     next: Option<(&str, usize)>,
 ) -> Result<Vec<u8>, (StatusCode, String)> {
     let plugin = if caller.tenant.plugins.has_table_formatter() {
+        formatted(caller, pods).await?
+    } else {
+        None
+    };
+    serialize(plugin.as_ref(), pods, wanted, version, next)
+}
+
+/// How much of the list one call of a table formatter reads, in bytes of the pods' JSON.
+///
+/// A formatter's call has the same limits as any plugin call (10 ms and 64 MiB by default),
+/// sized for a decision, not for a list of 10,000 pods (~4 MB of JSON, ~45 ms to read and
+/// print in a sandbox). So a long list is formatted in parts of about this size, each call
+/// within the limits, and their rows are joined: a call reads ~256 KiB in ~3 ms.
+const PART_BYTES: usize = 256 * 1024;
+
+/// The tenant's formatter's table of `pods`, formatted part by part ([`PART_BYTES`]); `None`
+/// when it declines any part (the built-in table prints them all).
+///
+/// Every part must answer the same columns and one row per object, as the WIT's
+/// `table-formatter` world says; otherwise the request fails as a plugin failure (502).
+async fn formatted(
+    caller: &Caller<'_>,
+    pods: &[Listed],
+) -> Result<Option<PluginTable>, (StatusCode, String)> {
+    let tenant = &caller.tenant.name;
+    let mut joined: Option<PluginTable> = None;
+    let mut rest = pods;
+    loop {
+        let (objects, count) = objects_json(rest);
         let request = TableRequest {
             group: String::new(),
             version: "v1".into(),
             resource: "pods".into(),
             wide: false,
-            objects: objects_json(pods),
+            objects,
         };
-        caller
+        let answer = caller
             .tenant
             .plugins
             .format_table(&request)
@@ -147,27 +177,45 @@ pub async fn write(
             .map_err(|e| {
                 (
                     e.status(),
-                    format!("table formatter of tenant {:?}: {e}", caller.tenant.name),
+                    format!("table formatter of tenant {tenant:?}: {e}"),
                 )
-            })?
-    } else {
-        None
-    };
-    serialize(
-        plugin.as_ref(),
-        &caller.tenant.name,
-        pods,
-        wanted,
-        version,
-        next,
-    )
+            })?;
+        let Some(part) = answer else {
+            return Ok(None);
+        };
+        if part.rows.len() != count {
+            return Err((
+                StatusCode::BAD_GATEWAY,
+                format!(
+                    "table formatter of tenant {tenant:?} answered {} rows for {count} objects",
+                    part.rows.len(),
+                ),
+            ));
+        }
+        match &mut joined {
+            None => joined = Some(part),
+            Some(table) if table.columns == part.columns => table.rows.extend(part.rows),
+            Some(_) => {
+                return Err((
+                    StatusCode::BAD_GATEWAY,
+                    format!(
+                        "table formatter of tenant {tenant:?} answered other columns for a \
+                         later part of the list"
+                    ),
+                ));
+            }
+        }
+        rest = &rest[count..];
+        if rest.is_empty() {
+            return Ok(joined);
+        }
+    }
 }
 
 /// [`write`] once the plugin (if any) has answered: `plugin`'s columns and cells, or the
 /// built-in ones.
 fn serialize(
     plugin: Option<&PluginTable>,
-    tenant: &str,
     pods: &[Listed],
     wanted: Wanted,
     version: &str,
@@ -188,16 +236,6 @@ fn serialize(
     out.extend_from_slice(br#"},"columnDefinitions":"#);
     match plugin {
         Some(t) => {
-            if t.rows.len() != pods.len() {
-                return Err((
-                    StatusCode::BAD_GATEWAY,
-                    format!(
-                        "table formatter of tenant {tenant:?} answered {} rows for {} objects",
-                        t.rows.len(),
-                        pods.len()
-                    ),
-                ));
-            }
             push_json(&mut out, &t.columns);
             out.extend_from_slice(br#","rows":["#);
             for (i, (cells, listed)) in t.rows.iter().zip(pods).enumerate() {
@@ -230,20 +268,26 @@ fn serialize(
     Ok(out)
 }
 
-/// The pods as the JSON array a table formatter reads: each as the API serves it, joined
-/// from its serialized form.
-fn objects_json(pods: &[Listed]) -> String {
-    let mut out = Vec::with_capacity(2 + pods.len() * 1024);
+/// The first pods of `pods` as the JSON array a table formatter reads (each as the API
+/// serves it, joined from its serialized form), and how many it holds: pods until the array
+/// passes [`PART_BYTES`], at least one, all of them for an empty list.
+fn objects_json(pods: &[Listed]) -> (String, usize) {
+    let mut out = Vec::with_capacity(PART_BYTES + 64 * 1024);
     out.push(b'[');
-    for (i, listed) in pods.iter().enumerate() {
-        if i > 0 {
+    let mut count = 0;
+    for listed in pods {
+        if count > 0 {
+            if out.len() >= PART_BYTES {
+                break;
+            }
             out.push(b',');
         }
         listed.pod.write_wire(listed.version(), &mut out);
+        count += 1;
     }
     out.push(b']');
     // Joined from serde_json's own output, so UTF-8.
-    String::from_utf8(out).unwrap_or_default()
+    (String::from_utf8(out).unwrap_or_default(), count)
 }
 
 /// The rest of a row after its cells: its `object` as `include` asks, and the row's end.
@@ -357,7 +401,6 @@ mod tests {
         };
         let table = serialize(
             None,
-            "t",
             std::slice::from_ref(&listed),
             wanted,
             "rv",
