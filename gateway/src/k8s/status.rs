@@ -26,6 +26,8 @@ pub struct Status {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Details {
     pub name: Option<String>,
+    /// The API group of `kind`; absent for the core group.
+    pub group: Option<String>,
     pub kind: Option<String>,
     /// `retryAfterSeconds`: when to try again (a 429); the answer's `Retry-After` too.
     pub retry_after_seconds: Option<u32>,
@@ -71,8 +73,19 @@ impl Status {
 
     /// An object that does not exist: `pods "web-0" not found`.
     pub fn not_found(kind: &str, name: &str) -> Status {
-        Status::new(404, format!("{kind} {name:?} not found")).detailed(Details {
+        Status::not_found_in("", kind, name)
+    }
+
+    /// [`Status::not_found`] for a resource of API `group`: `events.events.k8s.io "x" not
+    /// found`, the group in the details.
+    pub fn not_found_in(group: &str, kind: &str, name: &str) -> Status {
+        Status::new(
+            404,
+            format!("{} {name:?} not found", qualified(group, kind)),
+        )
+        .detailed(Details {
             name: Some(name.to_string()),
+            group: (!group.is_empty()).then(|| group.to_string()),
             kind: Some(kind.to_string()),
             ..Details::default()
         })
@@ -88,10 +101,23 @@ impl Status {
         name: Option<&str>,
         namespace: Option<&str>,
     ) -> Status {
+        Status::forbidden_in("", user, verb, resource, name, namespace)
+    }
+
+    /// [`Status::forbidden`] for a resource of API `group`: `events.events.k8s.io is
+    /// forbidden: User "u" cannot list resource "events" in API group "events.k8s.io" ...`.
+    pub fn forbidden_in(
+        group: &str,
+        user: &str,
+        verb: &str,
+        resource: &str,
+        name: Option<&str>,
+        namespace: Option<&str>,
+    ) -> Status {
         let kind = resource.split('/').next().unwrap_or(resource);
         let subject = match name {
-            Some(name) => format!("{kind} {name:?}"),
-            None => kind.to_string(),
+            Some(name) => format!("{} {name:?}", qualified(group, kind)),
+            None => qualified(group, kind),
         };
         let scope = match namespace {
             Some(ns) => format!("in the namespace {ns:?}"),
@@ -100,11 +126,12 @@ impl Status {
         Status::new(
             403,
             format!(
-                "{subject} is forbidden: User {user:?} cannot {verb} resource {resource:?} in API group \"\" {scope}"
+                "{subject} is forbidden: User {user:?} cannot {verb} resource {resource:?} in API group {group:?} {scope}"
             ),
         )
         .detailed(Details {
             name: name.map(str::to_string),
+            group: (!group.is_empty()).then(|| group.to_string()),
             kind: Some(kind.to_string()),
             ..Details::default()
         })
@@ -142,6 +169,9 @@ impl Status {
             if let Some(name) = &details.name {
                 d.insert("name".into(), json!(name));
             }
+            if let Some(group) = &details.group {
+                d.insert("group".into(), json!(group));
+            }
             if let Some(kind) = &details.kind {
                 d.insert("kind".into(), json!(kind));
             }
@@ -151,6 +181,15 @@ impl Status {
             object["details"] = Value::Object(d);
         }
         object
+    }
+}
+
+/// A resource as kube-apiserver's messages name it: `pods`, `events.events.k8s.io`.
+fn qualified(group: &str, resource: &str) -> String {
+    if group.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}.{group}")
     }
 }
 

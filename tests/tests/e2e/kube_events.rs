@@ -623,3 +623,110 @@ async fn kubectl_get_events_watch_follows_the_leaves_without_other_tenants() {
         child.kill().await.unwrap();
     }
 }
+
+/// `events.k8s.io/v1` serves the same events in the newer API's shape (`regarding`, `note`,
+/// `deprecatedSource`), selects with its own field labels (`regarding.name`; the core
+/// `involvedObject.name` is its 400), prints the same table, and refuses another tenant's
+/// namespace naming its group, as kube-apiserver does.
+#[tokio::test]
+async fn events_k8s_io_serves_the_same_events_in_the_new_apis_shape() {
+    let bed = Bed::start().await.with_events().await;
+    for bin in kubesim::kubectl::all() {
+        let b = bin.display();
+        let (code, out, err) = bed
+            .kubectl(
+                &bin,
+                TOKEN_A,
+                &[
+                    "get",
+                    "events.v1.events.k8s.io",
+                    "--field-selector",
+                    "regarding.name=web",
+                    "-o",
+                    "json",
+                ],
+            )
+            .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        let list: Value = serde_json::from_str(&out).unwrap();
+        let items = list["items"].as_array().unwrap();
+        let mut notes: Vec<&str> = items.iter().map(|i| i["note"].as_str().unwrap()).collect();
+        notes.sort();
+        assert_eq!(
+            notes,
+            [
+                "a web of leaf-b",
+                "assigned apps/web",
+                "pulled busybox for web"
+            ],
+            "{b}: {out}"
+        );
+        for item in items {
+            assert_eq!(item["apiVersion"], "events.k8s.io/v1", "{b}: {item}");
+            assert_eq!(item["regarding"]["name"], "web", "{b}: {item}");
+            assert_eq!(item["deprecatedSource"]["component"], "kubelet", "{b}");
+            assert_eq!(item["deprecatedCount"], 1, "{b}: {item}");
+            assert!(item.get("involvedObject").is_none(), "{b}: {item}");
+            assert!(item.get("message").is_none(), "{b}: {item}");
+        }
+        // The table is kube-apiserver's printEvent, as under core/v1.
+        let (code, out, err) = bed
+            .kubectl(&bin, TOKEN_A, &["get", "events.events.k8s.io", "-A"])
+            .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        let r = rows(&out);
+        assert_eq!(
+            r[0],
+            [
+                "NAMESPACE",
+                "LAST",
+                "SEEN",
+                "TYPE",
+                "REASON",
+                "OBJECT",
+                "MESSAGE",
+                "LEAF"
+            ],
+            "{b}: {out}"
+        );
+        assert_eq!(r.len(), 7, "acme's six events: {b}: {out}");
+        let (code, _, err) = bed
+            .kubectl(
+                &bin,
+                TOKEN_A,
+                &[
+                    "get",
+                    "events.events.k8s.io",
+                    "--field-selector",
+                    "involvedObject.name=web",
+                ],
+            )
+            .await;
+        assert_eq!(code, Some(1), "{b}");
+        assert!(
+            err.contains("field label not supported: involvedObject.name"),
+            "{b}: {err}"
+        );
+        let (code, _, err) = bed
+            .kubectl(
+                &bin,
+                TOKEN_OTHER,
+                &["get", "events.events.k8s.io", "-n", "apps"],
+            )
+            .await;
+        assert_eq!(code, Some(1), "{b}");
+        assert_eq!(
+            err.trim(),
+            "Error from server (Forbidden): events.events.k8s.io is forbidden: User \"tenant:other\" cannot list resource \"events\" in API group \"events.k8s.io\" in the namespace \"apps\"",
+            "{b}"
+        );
+        let (code, out, err) = bed
+            .kubectl(
+                &bin,
+                TOKEN_A,
+                &["auth", "can-i", "watch", "events.events.k8s.io"],
+            )
+            .await;
+        assert_eq!((code, out.trim()), (Some(0), "yes"), "{b}: {err}");
+    }
+}

@@ -2,7 +2,8 @@
 //! `SelfSubjectRulesReview` (`can-i --list`) and `SelfSubjectReview` (`whoami`), answered
 //! from what this front serves a tenant, never from a leaf.
 //!
-//! A tenant may read (get, list, watch) pods and events (core/v1) in its namespaces, list
+//! A tenant may read (get, list, watch) pods and events (core/v1 and `events.k8s.io`) in
+//! its namespaces, list
 //! namespaces and get its own;
 //! create (and, for WebSocket clients, get) `pods/exec`, `pods/attach`, `pods/portforward`
 //! and get `pods/log` there; create the three reviews; and get the discovery, OpenAPI,
@@ -57,6 +58,11 @@ const NAMESPACED: &[Rule] = &[
         resources: &["pods", "events"],
     },
     Rule {
+        verbs: READ,
+        group: "events.k8s.io",
+        resources: &["events"],
+    },
+    Rule {
         verbs: STREAM,
         group: "",
         resources: &["pods/attach", "pods/exec", "pods/portforward"],
@@ -105,7 +111,7 @@ const NON_RESOURCE: &[&str] = &[
 ];
 
 /// What leafgate serves, for the reason of a denial.
-const SERVED: &str = "leafgate serves get, list and watch on pods and events, get and list on namespaces, create on pods/exec, pods/attach and pods/portforward, and get on pods/log, in the tenant's namespaces";
+const SERVED: &str = "leafgate serves get, list and watch on pods and events (core and events.k8s.io), get and list on namespaces, create on pods/exec, pods/attach and pods/portforward, and get on pods/log, in the tenant's namespaces";
 
 /// `spec.resourceAttributes`.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -563,9 +569,10 @@ mod tests {
             );
         }
         assert!(can("apps", "watch", "", "events", "", "").allowed);
+        assert!(can("apps", "watch", "events.k8s.io", "events", "", "").allowed);
         assert!(
-            !can("apps", "watch", "events.k8s.io", "events", "", "").allowed,
-            "not served"
+            !can("other", "list", "events.k8s.io", "events", "", "").allowed,
+            "another tenant's namespace"
         );
         assert!(
             !can("", "watch", "", "namespaces", "", "").allowed,

@@ -70,8 +70,20 @@ impl Caller<'_> {
         name: Option<&str>,
         namespace: Option<&str>,
     ) -> Response<Body> {
-        reply::status(&Status::forbidden(
-            &self.user, verb, resource, name, namespace,
+        self.forbidden_in("", verb, resource, name, namespace)
+    }
+
+    /// [`Caller::forbidden`] for a resource of API `group`.
+    pub fn forbidden_in(
+        &self,
+        group: &str,
+        verb: &str,
+        resource: &str,
+        name: Option<&str>,
+        namespace: Option<&str>,
+    ) -> Response<Body> {
+        reply::status(&Status::forbidden_in(
+            group, &self.user, verb, resource, name, namespace,
         ))
     }
 }

@@ -1,6 +1,7 @@
 //! Discovery: what kubectl asks before anything else (`/version`, `/api`, `/api/v1`,
 //! `/apis`, `/apis/<group>/v1`), answered so it finds pods (with `exec`, `attach`, `log`,
-//! `portforward`), namespaces, events and the review APIs (`auth`), and nothing leafgate
+//! `portforward`), namespaces, events (core/v1 and `events.k8s.io/v1`) and the review APIs
+//! (`auth`), and nothing leafgate
 //! does not serve; and the health checks (`/healthz`, `/livez`, `/readyz`) as
 //! kube-apiserver words them.
 //!
@@ -26,19 +27,48 @@ use crate::snapshot::Snapshot;
 const MAJOR: &str = "1";
 const MINOR: &str = "37";
 
-/// The groups served besides the core group, each at `v1`, with their resources: `(name,
-/// kind, verbs)`, none namespaced.
-const GROUPS: &[(&str, &[(&str, &str)])] = &[
+/// A resource of a group, as its `APIResourceList` names it.
+struct Served {
+    name: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+    verbs: &'static [&'static str],
+    short_names: &'static [&'static str],
+}
+
+/// A review: only created, cluster-wide.
+const fn review(name: &'static str, kind: &'static str) -> Served {
+    Served {
+        name,
+        kind,
+        namespaced: false,
+        verbs: &["create"],
+        short_names: &[],
+    }
+}
+
+/// The groups served besides the core group, each at `v1`, with their resources.
+const GROUPS: &[(&str, &[Served])] = &[
     (
         "authentication.k8s.io",
-        &[("selfsubjectreviews", "SelfSubjectReview")],
+        &[review("selfsubjectreviews", "SelfSubjectReview")],
     ),
     (
         "authorization.k8s.io",
         &[
-            ("selfsubjectaccessreviews", "SelfSubjectAccessReview"),
-            ("selfsubjectrulesreviews", "SelfSubjectRulesReview"),
+            review("selfsubjectaccessreviews", "SelfSubjectAccessReview"),
+            review("selfsubjectrulesreviews", "SelfSubjectRulesReview"),
         ],
+    ),
+    (
+        "events.k8s.io",
+        &[Served {
+            name: "events",
+            kind: "Event",
+            namespaced: true,
+            verbs: &["get", "list", "watch"],
+            short_names: &["ev"],
+        }],
     ),
 ];
 
@@ -194,14 +224,20 @@ pub fn api_group(group: &str) -> http::Response<Body> {
     reply::json(StatusCode::OK, &doc)
 }
 
-/// `/apis/<group>/v1`: its resources (the reviews: only created; 404 if not served).
+/// `/apis/<group>/v1`: its resources (404 if not served).
 pub fn group_resources(group: &str) -> http::Response<Body> {
     let Some((_, served)) = GROUPS.iter().find(|(name, _)| *name == group) else {
         return reply::status(&Status::no_such_resource());
     };
     let resources: Vec<Value> = served
         .iter()
-        .map(|(name, kind)| resource(name, false, kind, &["create"]))
+        .map(|r| {
+            let mut doc = resource(r.name, r.namespaced, r.kind, r.verbs);
+            if !r.short_names.is_empty() {
+                doc["shortNames"] = json!(r.short_names);
+            }
+            doc
+        })
         .collect();
     reply::json(
         StatusCode::OK,

@@ -1,4 +1,5 @@
-//! core/v1 `events` from the leaves' event reflectors (`k8s::leaf_events`): list (one
+//! `events` from the leaves' event reflectors (`k8s::leaf_events`), under core/v1 and
+//! `events.k8s.io/v1` alike (`event_api`: the same objects in each API's shape): list (one
 //! namespace, or every namespace the tenant owns), get, and watch, as `Event`/`EventList`
 //! JSON or as kube-apiserver's `printEvent` Table with a LEAF column.
 //!
@@ -32,6 +33,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use super::caller::Caller;
+use super::event_api::EventApi;
 use super::fields::Fields;
 use super::object_table::{self, leaf_column};
 use super::query::query_value;
@@ -46,24 +48,6 @@ use crate::listener::sessions::{self, Reach};
 use crate::proxy::Body;
 use crate::runtime::sessions::{Kind, Revoked, Scope};
 use crate::snapshot::Snapshot;
-
-/// The fields kube-apiserver indexes for events (`pkg/registry/core/event/strategy.go`
-/// `ToSelectableFields`).
-const SELECTABLE: &[&str] = &[
-    "metadata.name",
-    "metadata.namespace",
-    "involvedObject.kind",
-    "involvedObject.namespace",
-    "involvedObject.name",
-    "involvedObject.uid",
-    "involvedObject.apiVersion",
-    "involvedObject.resourceVersion",
-    "involvedObject.fieldPath",
-    "reason",
-    "reportingComponent",
-    "source",
-    "type",
-];
 
 /// The longest a watch stays open without `timeoutSeconds`, as kube-apiserver's
 /// `--min-request-timeout` default.
@@ -124,29 +108,35 @@ impl Listed {
         (self.namespace(), self.name(), &self.leaf)
     }
 
-    /// The event as the API serves it, with the leaf annotation.
-    fn json(&self) -> Value {
+    /// The event as `api` serves it, with the leaf annotation.
+    fn json(&self, api: EventApi) -> Value {
         let mut v = (*self.event).clone();
         v["metadata"]["annotations"][LEAF_ANNOTATION] = json!(&*self.leaf);
-        v
+        api.shape(v)
     }
 }
 
-/// What a list or watch selects.
+/// What a list or watch selects, and the API it came in by.
 struct Filter {
+    api: EventApi,
     namespace: Option<String>,
     labels: LabelSelector,
     fields: Fields,
 }
 
 impl Filter {
-    fn from_query(query: Option<&str>, namespace: Option<&str>) -> Result<Filter, String> {
+    fn from_query(
+        query: Option<&str>,
+        namespace: Option<&str>,
+        api: EventApi,
+    ) -> Result<Filter, String> {
         Ok(Filter {
+            api,
             namespace: namespace.map(str::to_string),
             labels: LabelSelector::parse(&query_value(query, "labelSelector").unwrap_or_default())?,
             fields: Fields::parse(
                 &query_value(query, "fieldSelector").unwrap_or_default(),
-                SELECTABLE,
+                &api.selectable(),
             )?,
         })
     }
@@ -160,7 +150,10 @@ impl Filter {
         let labels: Option<BTreeMap<String, String>> = event
             .pointer("/metadata/labels")
             .and_then(|l| serde_json::from_value(l.clone()).ok());
-        self.labels.matches(labels.as_ref()) && self.fields.matches(|k| field(event, k))
+        self.labels.matches(labels.as_ref())
+            && self
+                .fields
+                .matches(|k| field(event, self.api.core_field(k)))
     }
 }
 
@@ -242,14 +235,15 @@ fn continue_after(token: &str) -> Option<(String, String, String)> {
     serde_json::from_slice(&URL_SAFE_NO_PAD.decode(token).ok()?).ok()
 }
 
-/// `GET /api/v1/events` and `/api/v1/namespaces/{ns}/events`: a list, or a watch with
-/// `watch=true`.
+/// `GET /api/v1/events` and `/api/v1/namespaces/{ns}/events` (or the same under
+/// `/apis/events.k8s.io/v1`, `api`): a list, or a watch with `watch=true`.
 pub fn collection(
     req: &Request<Incoming>,
     client: &Client,
     snapshot: &Arc<Snapshot>,
     caller: &Caller<'_>,
     namespace: Option<&str>,
+    api: EventApi,
 ) -> Response<Body> {
     if req.method() != Method::GET {
         return reply::status(&Status::method_not_allowed());
@@ -260,9 +254,9 @@ pub fn collection(
     if let Some(ns) = namespace
         && !caller.config.owns(ns)
     {
-        return caller.forbidden(verb, "events", None, Some(ns));
+        return caller.forbidden_in(api.group(), verb, "events", None, Some(ns));
     }
-    let filter = match Filter::from_query(query, namespace) {
+    let filter = match Filter::from_query(query, namespace, api) {
         Ok(f) => f,
         Err(e) => return reply::status(&Status::new(400, e)),
     };
@@ -306,26 +300,26 @@ pub fn collection(
         }
     }
     match wanted {
-        Some(wanted) => reply::json(StatusCode::OK, &print(&events, wanted, metadata)),
+        Some(wanted) => reply::json(StatusCode::OK, &print(&events, api, wanted, metadata)),
         None => reply::json(
             StatusCode::OK,
             &json!({
-                "kind": "EventList", "apiVersion": "v1",
+                "kind": "EventList", "apiVersion": api.api_version(),
                 "metadata": metadata,
-                "items": events.iter().map(Listed::json).collect::<Vec<_>>(),
+                "items": events.iter().map(|e| e.json(api)).collect::<Vec<_>>(),
             }),
         ),
     }
 }
 
-/// `GET /api/v1/namespaces/{ns}/events/{name}`: the event, from the first leaf (by name)
-/// holding it.
+/// `GET /api/v1/namespaces/{ns}/events/{name}` (or under `/apis/events.k8s.io/v1`,
+/// `api`): the event, from the first leaf (by name) holding it.
 pub fn one(
     req: &Request<Incoming>,
     snapshot: &Snapshot,
     caller: &Caller<'_>,
-    namespace: &str,
-    raw_name: &str,
+    (namespace, raw_name): (&str, &str),
+    api: EventApi,
 ) -> Response<Body> {
     if req.method() != Method::GET {
         return reply::status(&Status::method_not_allowed());
@@ -339,7 +333,7 @@ pub fn one(
         ));
     }
     if !caller.config.owns(namespace) {
-        return caller.forbidden("get", "events", Some(&name), Some(namespace));
+        return caller.forbidden_in(api.group(), "get", "events", Some(&name), Some(namespace));
     }
     let wanted = match table::requested(req) {
         Ok(t) => t,
@@ -356,14 +350,14 @@ pub fn one(
             })
     });
     let Some(listed) = found else {
-        return reply::status(&Status::not_found("events", &name));
+        return reply::status(&Status::not_found_in(api.group(), "events", &name));
     };
     match wanted {
         Some(wanted) => {
             let metadata = json!({ "resourceVersion": listed.version().to_string() });
-            reply::json(StatusCode::OK, &print(&[listed], wanted, metadata))
+            reply::json(StatusCode::OK, &print(&[listed], api, wanted, metadata))
         }
-        None => reply::json(StatusCode::OK, &listed.json()),
+        None => reply::json(StatusCode::OK, &listed.json(api)),
     }
 }
 
@@ -494,10 +488,14 @@ fn cells(e: &Listed, now: i64) -> Vec<Value> {
     ]
 }
 
-/// The Table of `events`.
-fn print(events: &[Listed], wanted: Wanted, metadata: Value) -> Value {
+/// The Table of `events`, each row's object in `api`'s shape (the cells are the same under
+/// either API: kube-apiserver prints its one internal object).
+fn print(events: &[Listed], api: EventApi, wanted: Wanted, metadata: Value) -> Value {
     let now = now();
-    let rows = events.iter().map(|e| (cells(e, now), e.json())).collect();
+    let rows = events
+        .iter()
+        .map(|e| (cells(e, now), e.json(api)))
+        .collect();
     object_table::table(wanted, &COLUMNS, rows, metadata)
 }
 
@@ -589,7 +587,11 @@ fn watch(
             tenant,
         };
         for e in initial {
-            if tx.send(line("ADDED", &e, wanted)).await.is_err() {
+            if tx
+                .send(line("ADDED", &e, filter.api, wanted))
+                .await
+                .is_err()
+            {
                 return;
             }
         }
@@ -597,7 +599,7 @@ fn watch(
             let bookmark = json!({
                 "type": "BOOKMARK",
                 "object": {
-                    "kind": "Event", "apiVersion": "v1",
+                    "kind": "Event", "apiVersion": filter.api.api_version(),
                     "metadata": {
                         "resourceVersion": versions.token(),
                         "annotations": { "k8s.io/initial-events-end": "true" },
@@ -620,8 +622,8 @@ fn watch(
                     if let Some(why) = session.revoked() {
                         let status = match why {
                             Revoked::Unauthenticated => Status::unauthorized(),
-                            Revoked::Forbidden { namespace, .. } => Status::forbidden(
-                                &caller.user, "watch", "events", None,
+                            Revoked::Forbidden { namespace, .. } => Status::forbidden_in(
+                                filter.api.group(), &caller.user, "watch", "events", None,
                                 namespace.as_deref().or(filter.namespace.as_deref()),
                             ),
                         };
@@ -656,7 +658,11 @@ fn watch(
                 continue;
             }
             let listed = Listed { leaf, event };
-            if tx.send(line(kind.as_str(), &listed, wanted)).await.is_err() {
+            if tx
+                .send(line(kind.as_str(), &listed, filter.api, wanted))
+                .await
+                .is_err()
+            {
                 return;
             }
         }
@@ -695,14 +701,15 @@ fn follow(
 }
 
 /// One watch line: `{"type": kind, "object": ...}` and a newline.
-fn line(kind: &str, e: &Listed, wanted: Option<Wanted>) -> Bytes {
+fn line(kind: &str, e: &Listed, api: EventApi, wanted: Option<Wanted>) -> Bytes {
     let object = match wanted {
         Some(wanted) => print(
             std::slice::from_ref(e),
+            api,
             wanted,
             json!({ "resourceVersion": e.version().to_string() }),
         ),
-        None => e.json(),
+        None => e.json(api),
     };
     Bytes::from(format!("{}\n", json!({ "type": kind, "object": object })))
 }
@@ -772,14 +779,14 @@ mod tests {
         });
         let f = Fields::parse(
             "involvedObject.name=web,involvedObject.uid=u-1,involvedObject.kind=Pod,source=kubelet,type!=Warning",
-            SELECTABLE,
+            &EventApi::Core.selectable(),
         )
         .unwrap();
         assert!(f.matches(|k| field(&e, k)));
-        let f = Fields::parse("involvedObject.fieldPath=x", SELECTABLE).unwrap();
+        let f = Fields::parse("involvedObject.fieldPath=x", &EventApi::Core.selectable()).unwrap();
         assert!(!f.matches(|k| field(&e, k)));
         assert_eq!(
-            Fields::parse("spec.nodeName=x", SELECTABLE).unwrap_err(),
+            Fields::parse("spec.nodeName=x", &EventApi::Core.selectable()).unwrap_err(),
             "field label not supported: spec.nodeName"
         );
     }

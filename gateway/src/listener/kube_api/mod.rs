@@ -20,6 +20,7 @@
 mod auth;
 mod caller;
 mod discovery;
+mod event_api;
 mod events;
 mod fields;
 mod listed;
@@ -41,6 +42,7 @@ use http::{Method, Request, Response};
 use hyper::body::Incoming;
 
 use self::caller::{Caller, authenticate};
+use self::event_api::EventApi;
 use self::query::query_value;
 use super::client::{Client, Front};
 use super::podcall::{Call, impersonation};
@@ -119,13 +121,31 @@ pub async fn serve(
             Ok(ns) => namespaces::one(&req, snapshot, &caller, &ns),
             Err(refusal) => reply::status(&refusal),
         },
-        ["api", "v1", "events"] => events::collection(&req, client, snapshot, &caller, None),
-        ["api", "v1", "namespaces", ns, "events"] => match namespace(ns) {
-            Ok(ns) => events::collection(&req, client, snapshot, &caller, Some(&ns)),
+        ["api", "v1", "events"] => {
+            events::collection(&req, client, snapshot, &caller, None, EventApi::Core)
+        }
+        ["apis", "events.k8s.io", "v1", "events"] => {
+            events::collection(&req, client, snapshot, &caller, None, EventApi::EventsV1)
+        }
+        ["api", "v1", "namespaces", ns, "events"]
+        | ["apis", "events.k8s.io", "v1", "namespaces", ns, "events"] => match namespace(ns) {
+            Ok(ns) => {
+                let api = event_api(&segments);
+                events::collection(&req, client, snapshot, &caller, Some(&ns), api)
+            }
             Err(refusal) => reply::status(&refusal),
         },
-        ["api", "v1", "namespaces", ns, "events", name] => match namespace(ns) {
-            Ok(ns) => events::one(&req, snapshot, &caller, &ns, name),
+        ["api", "v1", "namespaces", ns, "events", name]
+        | [
+            "apis",
+            "events.k8s.io",
+            "v1",
+            "namespaces",
+            ns,
+            "events",
+            name,
+        ] => match namespace(ns) {
+            Ok(ns) => events::one(&req, snapshot, &caller, (&ns, name), event_api(&segments)),
             Err(refusal) => reply::status(&refusal),
         },
         ["api", "v1", "pods"] => pods::collection(&req, client, snapshot, &caller, None).await,
@@ -145,6 +165,15 @@ pub async fn serve(
             Err(refusal) => reply::status(&refusal),
         },
         _ => reply::status(&Status::no_such_resource()),
+    }
+}
+
+/// The API an events path came in by: `/apis/events.k8s.io/...` or core's `/api/v1/...`.
+fn event_api(segments: &[&str]) -> EventApi {
+    if segments.first() == Some(&"apis") {
+        EventApi::EventsV1
+    } else {
+        EventApi::Core
     }
 }
 
