@@ -728,5 +728,16 @@ async fn events_k8s_io_serves_the_same_events_in_the_new_apis_shape() {
             )
             .await;
         assert_eq!((code, out.trim()), (Some(0), "yes"), "{b}: {err}");
+        // `explain` reads the group's own OpenAPI document.
+        let (code, out, err) = bed
+            .kubectl(
+                &bin,
+                TOKEN_A,
+                &["explain", "events.note", "--api-version=events.k8s.io/v1"],
+            )
+            .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        assert!(out.contains("GROUP:      events.k8s.io"), "{b}: {out}");
+        assert!(out.contains("FIELD: note <string>"), "{b}: {out}");
     }
 }

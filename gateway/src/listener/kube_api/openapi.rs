@@ -12,7 +12,8 @@
 //!   never writes to a leaf) declares `fieldValidation`: kubectl then leaves validation to
 //!   the server instead of failing with "failed to download openapi", and the write ends in
 //!   the front's clear 405.
-//! - `apis/authorization.k8s.io/v1` and `apis/authentication.k8s.io/v1`: the reviews.
+//! - `apis/authorization.k8s.io/v1` and `apis/authentication.k8s.io/v1`: the reviews;
+//!   `apis/events.k8s.io/v1`: its events (read only).
 //!
 //! The schemas are generated from the `k8s-openapi` types leafgate decodes pods with (its
 //! `schemars` feature, which carries the upstream field documentation), once, at first use:
@@ -27,6 +28,7 @@ use http::{HeaderValue, Response, StatusCode, header};
 use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use k8s_openapi::api::authorization::v1::{SelfSubjectAccessReview, SelfSubjectRulesReview};
 use k8s_openapi::api::core::v1::{Event, Namespace, Pod};
+use k8s_openapi::api::events::v1::Event as EventV1;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, Status as MetaStatus};
 use k8s_openapi::schemars::JsonSchema;
 use k8s_openapi::schemars::generate::{SchemaGenerator, SchemaSettings};
@@ -114,6 +116,7 @@ fn build() -> Documents {
         ("api/v1", core_v1()),
         ("apis/authorization.k8s.io/v1", authorization_v1()),
         ("apis/authentication.k8s.io/v1", authentication_v1()),
+        ("apis/events.k8s.io/v1", events_v1()),
     ]
     .into_iter()
     .map(|(path, doc)| {
@@ -171,8 +174,8 @@ impl Schemas {
     /// Adds `<Kind>List` of `T` (`k8s-openapi` has one generic `List<T>`, without a
     /// schema): `items` of `T` and the list metadata, as kube-apiserver's documents write
     /// every list; returns its `$ref`.
-    fn add_list<T: JsonSchema>(&mut self, kind: &str) -> Value {
-        let item = self.add::<T>(Some(gvk("", "v1", kind)));
+    fn add_list<T: JsonSchema>(&mut self, group: &str, kind: &str) -> Value {
+        let item = self.add::<T>(Some(gvk(group, "v1", kind)));
         let meta = self.add::<ListMeta>(None);
         let name = format!("{}List", T::schema_name());
         let list_kind = format!("{kind}List");
@@ -190,7 +193,8 @@ impl Schemas {
         self.generator
             .definitions_mut()
             .insert(name.clone(), schema);
-        self.kinds.push((name.clone(), gvk("", "v1", &list_kind)));
+        self.kinds
+            .push((name.clone(), gvk(group, "v1", &list_kind)));
         json!({ "$ref": format!("#/components/schemas/{name}") })
     }
 
@@ -296,11 +300,11 @@ fn core_v1() -> Value {
     let ns_gvk = gvk("", "v1", "Namespace");
     let event_gvk = gvk("", "v1", "Event");
     let pod = s.add::<Pod>(Some(pod_gvk.clone()));
-    let pods = s.add_list::<Pod>("Pod");
+    let pods = s.add_list::<Pod>("", "Pod");
     let namespace = s.add::<Namespace>(Some(ns_gvk.clone()));
-    let namespaces = s.add_list::<Namespace>("Namespace");
+    let namespaces = s.add_list::<Namespace>("", "Namespace");
     let event = s.add::<Event>(Some(event_gvk.clone()));
-    let events = s.add_list::<Event>("Event");
+    let events = s.add_list::<Event>("", "Event");
     s.add::<MetaStatus>(Some(gvk("", "v1", "Status")));
     let ns_param = path_param(
         "namespace",
@@ -521,6 +525,33 @@ fn authentication_v1() -> Value {
     document(&format!("{group}/v1"), Value::Object(paths), s.finish())
 }
 
+/// `events.k8s.io/v1`: its `Event`, read only, as core/v1's events.
+fn events_v1() -> Value {
+    let mut s = Schemas::new();
+    let group = "events.k8s.io";
+    let event_gvk = gvk(group, "v1", "Event");
+    let event = s.add::<EventV1>(Some(event_gvk.clone()));
+    let events = s.add_list::<EventV1>(group, "Event");
+    let ns_param = path_param(
+        "namespace",
+        "object name and auth scope, such as for teams and projects",
+    );
+    let paths = json!({
+        "/apis/events.k8s.io/v1/events": {
+            "get": op("listEventsV1EventForAllNamespaces", "list or watch objects of kind Event", "list", &event_gvk, list_params(), ok(&events)),
+        },
+        "/apis/events.k8s.io/v1/namespaces/{namespace}/events": {
+            "get": op("listEventsV1NamespacedEvent", "list or watch objects of kind Event", "list", &event_gvk, list_params(), ok(&events)),
+            "parameters": [ns_param.clone()],
+        },
+        "/apis/events.k8s.io/v1/namespaces/{namespace}/events/{name}": {
+            "get": op("readEventsV1NamespacedEvent", "read the specified Event", "get", &event_gvk, vec![], ok(&event)),
+            "parameters": [path_param("name", "name of the Event"), ns_param],
+        },
+    });
+    document(&format!("{group}/v1"), paths, s.finish())
+}
+
 fn document(group_version: &str, paths: Value, schemas: Value) -> Value {
     json!({
         "openapi": "3.0.0",
@@ -572,6 +603,7 @@ mod tests {
         assert_eq!(hash, digest);
         assert!(root["paths"]["apis/authorization.k8s.io/v1"].is_object());
         assert!(root["paths"]["apis/authentication.k8s.io/v1"].is_object());
+        assert!(root["paths"]["apis/events.k8s.io/v1"].is_object());
     }
 
     #[tokio::test]
@@ -632,5 +664,26 @@ mod tests {
             schemas["io.k8s.api.core.v1.Namespace"]["x-kubernetes-group-version-kind"].is_array()
         );
         assert!(schemas["io.k8s.api.core.v1.Event"]["x-kubernetes-group-version-kind"].is_array());
+    }
+
+    #[tokio::test]
+    async fn the_events_k8s_io_event_is_tagged_and_reads_in_its_own_shape() {
+        let doc = body(serve("apis/events.k8s.io/v1", None, None)).await;
+        let schemas = doc["components"]["schemas"].as_object().unwrap();
+        let (name, event) = schemas
+            .iter()
+            .find(|(_, s)| {
+                s["x-kubernetes-group-version-kind"]
+                    == json!([{"group": "events.k8s.io", "version": "v1", "kind": "Event"}])
+            })
+            .unwrap_or_else(|| panic!("no tagged Event among {:?}", schemas.keys()));
+        for field in [
+            "note",
+            "regarding",
+            "reportingController",
+            "deprecatedCount",
+        ] {
+            assert!(event["properties"][field].is_object(), "{name}: {field}");
+        }
     }
 }
