@@ -54,6 +54,19 @@ impl ChangeKind {
 pub struct Change {
     pub kind: ChangeKind,
     pub event: Arc<Value>,
+    /// For `Modified`, the event as it was: a watch with a selector tells from it whether
+    /// the event entered or left what it selects.
+    pub prev: Option<Arc<Value>>,
+}
+
+impl Change {
+    fn new(kind: ChangeKind, event: Arc<Value>) -> Change {
+        Change {
+            kind,
+            event,
+            prev: None,
+        }
+    }
 }
 
 /// A leaf's event reflector: its bounded store and its watch task. Dropping it stops the
@@ -209,6 +222,7 @@ impl Store {
                 Some(_) => ChangeKind::Modified,
                 None => ChangeKind::Added,
             };
+            let prev = old;
             self.by_time.insert((last_seen, key.clone()));
             self.by_key.insert(
                 key,
@@ -217,12 +231,9 @@ impl Store {
                     event: event.clone(),
                 },
             );
-            changes.push(Change { kind, event });
+            changes.push(Change { kind, event, prev });
         } else if let Some(old) = old {
-            changes.push(Change {
-                kind: ChangeKind::Deleted,
-                event: old,
-            });
+            changes.push(Change::new(ChangeKind::Deleted, old));
         }
         changes.extend(self.trim(now));
         changes
@@ -243,10 +254,7 @@ impl Store {
                 break;
             }
             if let Some(event) = self.remove(&key) {
-                gone.push(Change {
-                    kind: ChangeKind::Deleted,
-                    event,
-                });
+                gone.push(Change::new(ChangeKind::Deleted, event));
             }
         }
         gone
@@ -286,23 +294,18 @@ impl Sink for EventSink {
         for (key, kept) in &fresh.by_key {
             let version = |e: &Value| text(e, "/metadata/resourceVersion").to_string();
             match store.by_key.get(key) {
-                None => changes.push(Change {
-                    kind: ChangeKind::Added,
-                    event: kept.event.clone(),
-                }),
+                None => changes.push(Change::new(ChangeKind::Added, kept.event.clone())),
                 Some(old) if version(&old.event) != version(&kept.event) => changes.push(Change {
                     kind: ChangeKind::Modified,
                     event: kept.event.clone(),
+                    prev: Some(old.event.clone()),
                 }),
                 Some(_) => {}
             }
         }
         for (key, kept) in &store.by_key {
             if !fresh.by_key.contains_key(key) {
-                changes.push(Change {
-                    kind: ChangeKind::Deleted,
-                    event: kept.event.clone(),
-                });
+                changes.push(Change::new(ChangeKind::Deleted, kept.event.clone()));
             }
         }
         *store = fresh;
@@ -321,10 +324,7 @@ impl Sink for EventSink {
     fn deleted(&mut self, object: Value) {
         let mut store = self.shared.write();
         if let Some(event) = store.remove(&key_of(&object)) {
-            self.publish(vec![Change {
-                kind: ChangeKind::Deleted,
-                event,
-            }]);
+            self.publish(vec![Change::new(ChangeKind::Deleted, event)]);
         }
         drop(store);
     }

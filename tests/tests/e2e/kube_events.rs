@@ -741,3 +741,88 @@ async fn events_k8s_io_serves_the_same_events_in_the_new_apis_shape() {
         assert!(out.contains("FIELD: note <string>"), "{b}: {out}");
     }
 }
+
+/// A watch with a field selector sees an event modified out of what it selects as
+/// `DELETED` (its content as it was, as kube-apiserver's watch cache sends it) and one
+/// modified into it as `ADDED`.
+#[tokio::test]
+async fn an_event_modified_across_a_watchs_selector_leaves_and_enters_it() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let bed = Bed::start().await.with_events().await;
+    let mut warning = event(
+        "apps",
+        "web.backoff",
+        ("Pod", "apps", "web", "u"),
+        "BackOff",
+        "back-off restarting",
+    );
+    warning["type"] = json!("Warning");
+    let mut current = bed.leaf_a.create(warning.clone()).unwrap();
+    bed.held("leaf-a", 5, "apps").await;
+    for (i, bin) in kubesim::kubectl::all().into_iter().enumerate() {
+        let b = bin.display();
+        let kubeconfig = bed.kubeconfig(TOKEN_A);
+        let mut child = kubectl(
+            &bin,
+            &kubeconfig,
+            &bed.dir.path().join("cache"),
+            &[
+                "get",
+                "events",
+                "-w",
+                "--output-watch-events",
+                "--field-selector",
+                "type=Warning",
+            ],
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut next = async || {
+            tokio::time::timeout(Duration::from_secs(15), lines.next_line())
+                .await
+                .expect("a line within 15 s")
+                .unwrap()
+                .expect("kubectl still watching")
+        };
+        assert!(next().await.starts_with("EVENT "), "{b}");
+        // The list: the Warning, and the markers of earlier rounds.
+        for _ in 0..=i {
+            let listed = next().await;
+            assert!(listed.starts_with("ADDED "), "{b}: {listed}");
+        }
+        // A new Warning shows the watch is following (the list came before it).
+        let mut marker = warning.clone();
+        marker["metadata"]["name"] = json!(format!("web.marker-{i}"));
+        marker["message"] = json!(format!("marker {i}"));
+        bed.leaf_a.create(marker).unwrap();
+        let line = next().await;
+        assert!(line.contains(&format!("marker {i}")), "{b}: {line}");
+        // Modified out of the selector: DELETED, still reading as the Warning it was.
+        let was = current["message"].as_str().unwrap().to_string();
+        let mut normal = current.clone();
+        normal["type"] = json!("Normal");
+        normal["message"] = json!("recovered");
+        normal["metadata"]["resourceVersion"] = json!("");
+        let normal = bed.leaf_a.replace(normal).unwrap();
+        let line = next().await;
+        assert!(
+            line.starts_with("DELETED ") && line.contains("Warning") && line.contains(&was),
+            "{b}: {line}"
+        );
+        // Modified back into it: ADDED, as it now is.
+        let mut again = normal.clone();
+        again["type"] = json!("Warning");
+        again["message"] = json!(format!("back-off again {i}"));
+        again["metadata"]["resourceVersion"] = json!("");
+        current = bed.leaf_a.replace(again).unwrap();
+        let line = next().await;
+        assert!(
+            line.starts_with("ADDED ") && line.contains(&format!("back-off again {i}")),
+            "{b}: {line}"
+        );
+        child.kill().await.unwrap();
+    }
+}

@@ -14,7 +14,8 @@
 //! list's `resourceVersion` is an opaque token of each leaf's highest version among the
 //! tenant's own events (another tenant's would be a side channel); a watch from it sends
 //! what the stores hold above it, then follows the reflectors' changes as they come (no
-//! polling). Deletions between a list and its watch are not replayed: events come and
+//! polling; an event modified out of what the watch selects leaves it as `DELETED`, one
+//! modified into it enters as `ADDED`). Deletions between a list and its watch are not replayed: events come and
 //! go, and the next list is whole.
 
 use std::collections::BTreeMap;
@@ -39,7 +40,7 @@ use super::object_table::{self, leaf_column};
 use super::query::query_value;
 use super::select::LabelSelector;
 use super::table::{self, Wanted};
-use crate::k8s::leaf_events::Change;
+use crate::k8s::leaf_events::{Change, ChangeKind};
 use crate::k8s::names;
 use crate::k8s::status::Status;
 use crate::listener::client::Client;
@@ -653,13 +654,24 @@ fn watch(
                 }
                 Some(Ok((leaf, change))) => (leaf, change),
             };
-            let (leaf, Change { kind, event }) = next;
-            if !filter.admits(&caller, &event) {
+            let (leaf, change) = next;
+            let Some(kind) = seen_as(&change, &filter, &caller) else {
                 continue;
-            }
+            };
+            // An event modified out of the selection leaves as it was, with the change's
+            // version, as kube-apiserver's watch cache sends it.
+            let event = match (change.prev, kind) {
+                (Some(prev), "DELETED") if change.kind == ChangeKind::Modified => {
+                    let mut prev = (*prev).clone();
+                    prev["metadata"]["resourceVersion"] =
+                        change.event["metadata"]["resourceVersion"].clone();
+                    Arc::new(prev)
+                }
+                _ => change.event,
+            };
             let listed = Listed { leaf, event };
             if tx
-                .send(line(kind.as_str(), &listed, filter.api, wanted))
+                .send(line(kind, &listed, filter.api, wanted))
                 .await
                 .is_err()
             {
@@ -678,6 +690,22 @@ fn watch(
         HeaderValue::from_static("application/json"),
     );
     res
+}
+
+/// How a watch with `filter` sees `change`: an event modified into what it selects is
+/// `ADDED`, one modified out of it `DELETED`, as kube-apiserver's watch cache tells them.
+fn seen_as(change: &Change, filter: &Filter, caller: &Caller<'_>) -> Option<&'static str> {
+    let now = filter.admits(caller, &change.event);
+    let before = change.prev.as_deref().map(|p| filter.admits(caller, p));
+    match (change.kind, before) {
+        (ChangeKind::Modified, Some(before)) => match (before, now) {
+            (true, true) => Some("MODIFIED"),
+            (false, true) => Some("ADDED"),
+            (true, false) => Some("DELETED"),
+            (false, false) => None,
+        },
+        (kind, _) => now.then_some(kind.as_str()),
+    }
 }
 
 type Followed = Result<(Arc<str>, Change), broadcast::error::RecvError>;

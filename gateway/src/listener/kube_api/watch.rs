@@ -426,7 +426,13 @@ impl Watcher<'_> {
             for c in changes {
                 self.token.set(&s.leaf, epoch, c.seq);
                 if let Some(kind) = seen_as(&c, filter) {
-                    self.event(kind, &s.leaf, &c.pod).await;
+                    // A pod modified out of the selection leaves as it was, as
+                    // kube-apiserver's watch cache sends it (with the change's version).
+                    let pod = match (&c.prev, c.kind, kind) {
+                        (Some(prev), ChangeKind::Modified, "DELETED") => prev,
+                        _ => &c.pod,
+                    };
+                    self.event(kind, &s.leaf, pod).await;
                     if self.out.len() >= FRAME {
                         self.flush().await?;
                     }
