@@ -131,3 +131,45 @@ impl TwoLeaves {
         }
     }
 }
+
+/// A kubectl that keeps printing (`get -w`, `logs -f`), read a line at a time: its stdout
+/// piped, killed when dropped.
+pub struct Following {
+    child: tokio::process::Child,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+}
+
+impl Following {
+    /// Starts `cmd` with its stdout (and stderr) piped.
+    pub fn spawn(mut cmd: tokio::process::Command) -> Following {
+        let mut child = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("kubectl starts");
+        let stdout = child.stdout.take().expect("piped stdout");
+        Following {
+            child,
+            lines: tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stdout)),
+        }
+    }
+
+    /// The next line it prints, within 15 s; `None` once it has exited.
+    pub async fn next_line(&mut self) -> Option<String> {
+        tokio::time::timeout(std::time::Duration::from_secs(15), self.lines.next_line())
+            .await
+            .expect("a line within 15 s")
+            .expect("kubectl's output reads")
+    }
+
+    /// The next line it prints, within 15 s, while it keeps running.
+    pub async fn next(&mut self) -> String {
+        self.next_line().await.expect("kubectl still running")
+    }
+
+    /// Stops it.
+    pub async fn stop(mut self) {
+        let _ = self.child.kill().await;
+    }
+}

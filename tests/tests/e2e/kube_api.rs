@@ -12,11 +12,10 @@ use kubesim::KubeSim;
 use kubesim::testkit::{annotate_port, assert_echoes, echo_server, forwarding_from};
 use leafgate_tests::certs::TestCa;
 use leafgate_tests::config::{Leaf, Listener, Plugin, Tenant};
-use leafgate_tests::kube::{self, KubeUser};
+use leafgate_tests::kube::{self, Following, KubeUser};
 use leafgate_tests::plugins::plugin;
 use leafgate_tests::{Config, TestGateway};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
 const TOKEN_A: &str = "acme-token-1";
@@ -460,21 +459,10 @@ async fn kubectl_get_watch_prints_a_pod_added_to_a_leaf() {
     for (i, bin) in kubesim::kubectl::all().into_iter().enumerate() {
         let b = bin.display();
         let kubeconfig = bed.kubeconfig(User::Token(TOKEN_A), "apps");
-        let mut child = bed
-            .kubectl_cmd(&bin, &kubeconfig)
-            .args(["get", "pods", "-w"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut next = async || {
-            tokio::time::timeout(Duration::from_secs(15), lines.next_line())
-                .await
-                .expect("a line within 15 s")
-                .unwrap()
-                .expect("kubectl still watching")
-        };
+        let mut cmd = bed.kubectl_cmd(&bin, &kubeconfig);
+        cmd.args(["get", "pods", "-w"]);
+        let mut watching = Following::spawn(cmd);
+        let mut next = async || watching.next().await;
         assert!(next().await.starts_with("NAME "), "{b}");
         // The list first: db, the pods earlier rounds added, web.
         let mut listed: Vec<String> = Vec::new();
@@ -488,7 +476,7 @@ async fn kubectl_get_watch_prints_a_pod_added_to_a_leaf() {
         let line = next().await;
         assert!(line.starts_with(&format!("{late} ")), "{b}: {line}");
         assert!(line.contains("leaf-b"), "{b}: {line}");
-        child.kill().await.unwrap();
+        watching.stop().await;
     }
 }
 
@@ -567,19 +555,10 @@ async fn kubectl_logs_tail_and_follow_through_redact() {
         );
 
         let kubeconfig = bed.kubeconfig(me, "apps");
-        let mut child = bed
-            .kubectl_cmd(&bin, &kubeconfig)
-            .args(["logs", "-f", "web", "--tail=1"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut next = async || {
-            tokio::time::timeout(Duration::from_secs(15), lines.next_line())
-                .await
-                .expect("a line within 15 s")
-                .unwrap()
-        };
+        let mut cmd = bed.kubectl_cmd(&bin, &kubeconfig);
+        cmd.args(["logs", "-f", "web", "--tail=1"]);
+        let mut following = Following::spawn(cmd);
+        let mut next = async || following.next_line().await;
         next().await.expect("the tail");
         bed.leaf_a.append_log(
             "apps",
@@ -592,7 +571,7 @@ async fn kubectl_logs_tail_and_follow_through_redact() {
             Some(format!("login {i} *** ok").as_str()),
             "{b}"
         );
-        child.kill().await.unwrap();
+        following.stop().await;
     }
 }
 

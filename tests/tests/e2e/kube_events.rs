@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use kubesim::{Credential, KubeSim};
 use leafgate_tests::TestGateway;
 use leafgate_tests::certs::TestCa;
-use leafgate_tests::kube::{self, KubeUser};
+use leafgate_tests::kube::{self, Following, KubeUser};
 use serde_json::{Value, json};
 use tokio::process::Command;
 
@@ -549,29 +549,17 @@ async fn namespaces_are_the_ones_the_leaves_have() {
 
 #[tokio::test]
 async fn kubectl_get_events_watch_follows_the_leaves_without_other_tenants() {
-    use tokio::io::{AsyncBufReadExt, BufReader};
     let bed = Bed::start().await.with_events().await;
     for (i, bin) in kubesim::kubectl::all().into_iter().enumerate() {
         let b = bin.display();
         let kubeconfig = bed.kubeconfig(TOKEN_A);
-        let mut child = kubectl(
+        let mut watching = Following::spawn(kubectl(
             &bin,
             &kubeconfig,
             &bed.dir.path().join("cache"),
             &["get", "events", "-w"],
-        )
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut next = async || {
-            tokio::time::timeout(Duration::from_secs(15), lines.next_line())
-                .await
-                .expect("a line within 15 s")
-                .unwrap()
-                .expect("kubectl still watching")
-        };
+        ));
+        let mut next = async || watching.next().await;
         assert!(next().await.starts_with("LAST SEEN "), "{b}");
         // The list first: apps' five events, and those earlier rounds added.
         let mut listed = Vec::new();
@@ -620,7 +608,7 @@ async fn kubectl_get_events_watch_follows_the_leaves_without_other_tenants() {
             line.contains("acme's later event") && line.ends_with("leaf-a"),
             "{b}: {line}"
         );
-        child.kill().await.unwrap();
+        watching.stop().await;
     }
 }
 
@@ -747,7 +735,6 @@ async fn events_k8s_io_serves_the_same_events_in_the_new_apis_shape() {
 /// modified into it as `ADDED`.
 #[tokio::test]
 async fn an_event_modified_across_a_watchs_selector_leaves_and_enters_it() {
-    use tokio::io::{AsyncBufReadExt, BufReader};
     let bed = Bed::start().await.with_events().await;
     let mut warning = event(
         "apps",
@@ -762,7 +749,7 @@ async fn an_event_modified_across_a_watchs_selector_leaves_and_enters_it() {
     for (i, bin) in kubesim::kubectl::all().into_iter().enumerate() {
         let b = bin.display();
         let kubeconfig = bed.kubeconfig(TOKEN_A);
-        let mut child = kubectl(
+        let mut watching = Following::spawn(kubectl(
             &bin,
             &kubeconfig,
             &bed.dir.path().join("cache"),
@@ -774,19 +761,8 @@ async fn an_event_modified_across_a_watchs_selector_leaves_and_enters_it() {
                 "--field-selector",
                 "type=Warning",
             ],
-        )
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut next = async || {
-            tokio::time::timeout(Duration::from_secs(15), lines.next_line())
-                .await
-                .expect("a line within 15 s")
-                .unwrap()
-                .expect("kubectl still watching")
-        };
+        ));
+        let mut next = async || watching.next().await;
         assert!(next().await.starts_with("EVENT "), "{b}");
         // The list: the Warning, and the markers of earlier rounds.
         for _ in 0..=i {
@@ -823,6 +799,6 @@ async fn an_event_modified_across_a_watchs_selector_leaves_and_enters_it() {
             line.starts_with("ADDED ") && line.contains(&format!("back-off again {i}")),
             "{b}: {line}"
         );
-        child.kill().await.unwrap();
+        watching.stop().await;
     }
 }
