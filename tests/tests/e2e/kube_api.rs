@@ -124,6 +124,23 @@ impl Bed {
         self
     }
 
+    /// With the standard pods, acme's `table_formatter` the fault plugin `name`, put in by
+    /// a reload.
+    async fn with_table_formatter(name: &str) -> Bed {
+        let plugin = leafgate_tests::plugins::fault_plugin(name);
+        let bed = Bed::start(false).await;
+        std::fs::write(&bed.gw.config, config(Some(&plugin)).to_string()).unwrap();
+        bed.gw.gateway.reload().await.unwrap();
+        bed.with_pods().await
+    }
+
+    /// acme's pods in `apps` as the Table kubectl asks for.
+    async fn pod_table(&self) -> (u16, Value) {
+        let accept = "application/json;as=Table;v=v1;g=meta.k8s.io";
+        self.raw(Some(TOKEN_A), "/api/v1/namespaces/apps/pods", accept)
+            .await
+    }
+
     async fn indexed(&self, ns: &str, name: &str) {
         self.gw.indexed(ns, name).await;
     }
@@ -758,15 +775,8 @@ async fn tables_honour_include_object_and_the_version_asked_for() {
 
 #[tokio::test]
 async fn a_table_formatter_that_answers_a_row_short_fails_the_request() {
-    let short = leafgate_tests::plugins::fault_plugin("short-table");
-    let bed = Bed::start(false).await;
-    std::fs::write(&bed.gw.config, config(Some(&short)).to_string()).unwrap();
-    bed.gw.gateway.reload().await.unwrap();
-    let bed = bed.with_pods().await;
-    let accept = "application/json;as=Table;v=v1;g=meta.k8s.io";
-    let (code, t) = bed
-        .raw(Some(TOKEN_A), "/api/v1/namespaces/apps/pods", accept)
-        .await;
+    let bed = Bed::with_table_formatter("short-table").await;
+    let (code, t) = bed.pod_table().await;
     assert_eq!(code, 502, "{t}");
     assert!(
         t["message"]
@@ -809,10 +819,7 @@ async fn a_long_list_is_formatted_in_parts_within_the_plugins_default_limits() {
     let bed = Bed::start(true).await;
     let mut names = padded_pods(&bed, 600).await;
     names.sort();
-    let accept = "application/json;as=Table;v=v1;g=meta.k8s.io";
-    let (code, t) = bed
-        .raw(Some(TOKEN_A), "/api/v1/namespaces/apps/pods", accept)
-        .await;
+    let (code, t) = bed.pod_table().await;
     assert_eq!(code, 200, "{t}");
     let rows = t["rows"].as_array().unwrap();
     let printed: Vec<&str> = rows
@@ -847,20 +854,11 @@ async fn a_long_list_is_formatted_in_parts_within_the_plugins_default_limits() {
 /// prints.
 #[tokio::test]
 async fn a_table_formatter_that_answers_parts_of_a_list_with_other_columns_fails_the_request() {
-    let shifting = leafgate_tests::plugins::fault_plugin("shifting-table");
-    let bed = Bed::start(false).await;
-    std::fs::write(&bed.gw.config, config(Some(&shifting)).to_string()).unwrap();
-    bed.gw.gateway.reload().await.unwrap();
-    let bed = bed.with_pods().await;
-    let accept = "application/json;as=Table;v=v1;g=meta.k8s.io";
-    let (code, t) = bed
-        .raw(Some(TOKEN_A), "/api/v1/namespaces/apps/pods", accept)
-        .await;
+    let bed = Bed::with_table_formatter("shifting-table").await;
+    let (code, t) = bed.pod_table().await;
     assert_eq!(code, 200, "{t}");
     padded_pods(&bed, 600).await;
-    let (code, t) = bed
-        .raw(Some(TOKEN_A), "/api/v1/namespaces/apps/pods", accept)
-        .await;
+    let (code, t) = bed.pod_table().await;
     assert_eq!(code, 502, "{t}");
     assert!(
         t["message"]

@@ -47,6 +47,18 @@ fn uid(created: &Value) -> String {
     created["metadata"]["uid"].as_str().unwrap().to_string()
 }
 
+/// `get events -A`'s header, as words: kube-apiserver's event columns, then LEAF.
+const ALL_NAMESPACES_HEADER: [&str; 8] = [
+    "NAMESPACE",
+    "LAST",
+    "SEEN",
+    "TYPE",
+    "REASON",
+    "OBJECT",
+    "MESSAGE",
+    "LEAF",
+];
+
 /// The table's rows as words, header first.
 fn rows(out: &str) -> Vec<Vec<&str>> {
     out.lines()
@@ -190,6 +202,13 @@ impl Bed {
         )
     }
 
+    /// kubectl's output for `args`, which must succeed.
+    async fn ok(&self, bin: &Path, token: &str, args: &[&str]) -> String {
+        let (code, out, err) = self.kubectl(bin, token, args).await;
+        assert_eq!(code, Some(0), "{} {args:?}: {err}", bin.display());
+        out
+    }
+
     async fn kubectl(
         &self,
         bin: &Path,
@@ -284,10 +303,7 @@ async fn describe_pod_shows_its_events_from_its_leaf() {
     bed.gw.indexed("apps", "web").await;
     for bin in kubesim::kubectl::all() {
         let b = bin.display();
-        let (code, out, err) = bed
-            .kubectl(&bin, TOKEN_A, &["describe", "pod", "web"])
-            .await;
-        assert_eq!(code, Some(0), "{b}: {err}");
+        let out = bed.ok(&bin, TOKEN_A, &["describe", "pod", "web"]).await;
         let events = out.split("Events:").nth(1).unwrap_or("");
         assert!(!events.contains("<none>"), "{b}: {out}");
         for want in [
@@ -309,23 +325,9 @@ async fn get_events_merges_the_leaves_and_selects_by_field() {
     let bed = Bed::start().await.with_events().await;
     for bin in kubesim::kubectl::all() {
         let b = bin.display();
-        let (code, out, err) = bed.kubectl(&bin, TOKEN_A, &["get", "events", "-A"]).await;
-        assert_eq!(code, Some(0), "{b}: {err}");
+        let out = bed.ok(&bin, TOKEN_A, &["get", "events", "-A"]).await;
         let r = rows(&out);
-        assert_eq!(
-            r[0],
-            [
-                "NAMESPACE",
-                "LAST",
-                "SEEN",
-                "TYPE",
-                "REASON",
-                "OBJECT",
-                "MESSAGE",
-                "LEAF"
-            ],
-            "{b}: {out}"
-        );
+        assert_eq!(r[0], ALL_NAMESPACES_HEADER, "{b}: {out}");
         let seen: Vec<(&str, &str, &str)> = r[1..]
             .iter()
             .map(|w| (w[0], w[4], *w.last().unwrap()))
@@ -345,8 +347,8 @@ async fn get_events_merges_the_leaves_and_selects_by_field() {
         );
         assert!(!out.contains("pulled the secret image"), "{b}: {out}");
 
-        let (code, out, err) = bed
-            .kubectl(
+        let out = bed
+            .ok(
                 &bin,
                 TOKEN_A,
                 &[
@@ -359,7 +361,6 @@ async fn get_events_merges_the_leaves_and_selects_by_field() {
                 ],
             )
             .await;
-        assert_eq!(code, Some(0), "{b}: {err}");
         let r = rows(&out);
         assert_eq!(r.len(), 2, "{b}: {out}");
         assert!(
@@ -384,8 +385,7 @@ async fn get_events_merges_the_leaves_and_selects_by_field() {
             "{b}: {err}"
         );
 
-        let (code, out, err) = bed.kubectl(&bin, TOKEN_A, &["events", "-n", "apps"]).await;
-        assert_eq!(code, Some(0), "{b}: {err}");
+        let out = bed.ok(&bin, TOKEN_A, &["events", "-n", "apps"]).await;
         for want in ["assigned apps/web", "started db", "a web of leaf-b"] {
             assert!(out.contains(want), "{b}: no {want:?} in {out}");
         }
@@ -394,17 +394,15 @@ async fn get_events_merges_the_leaves_and_selects_by_field() {
             "{b}: apps-2 is not apps: {out}"
         );
 
-        let (code, out, err) = bed
-            .kubectl(&bin, TOKEN_A, &["events", "-n", "apps", "--for", "pod/db"])
+        let out = bed
+            .ok(&bin, TOKEN_A, &["events", "-n", "apps", "--for", "pod/db"])
             .await;
-        assert_eq!(code, Some(0), "{b}: {err}");
         assert!(out.contains("started db"), "{b}: {out}");
         assert!(!out.contains("assigned apps/web"), "{b}: {out}");
 
-        let (code, out, err) = bed
-            .kubectl(&bin, TOKEN_A, &["get", "event", "db.1", "-o", "json"])
+        let out = bed
+            .ok(&bin, TOKEN_A, &["get", "event", "db.1", "-o", "json"])
             .await;
-        assert_eq!(code, Some(0), "{b}: {err}");
         let ev: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(
             ev["metadata"]["annotations"]["leafgate.io/leaf"], "leaf-b",
@@ -421,10 +419,7 @@ async fn a_tenant_never_sees_another_tenants_events() {
         let b = bin.display();
         // other's -A: its own event only, not acme's event that names its namespace (that
         // event lives in acme's namespace, as RBAC would scope it).
-        let (code, out, err) = bed
-            .kubectl(&bin, TOKEN_OTHER, &["get", "events", "-A"])
-            .await;
-        assert_eq!(code, Some(0), "{b}: {err}");
+        let out = bed.ok(&bin, TOKEN_OTHER, &["get", "events", "-A"]).await;
         let r = rows(&out);
         assert_eq!(r.len(), 2, "{b}: {out}");
         assert_eq!((r[1][0], r[1][4]), ("other", "pod/secret"), "{b}: {out}");
@@ -479,8 +474,8 @@ async fn a_tenant_never_sees_another_tenants_events() {
         assert_ne!(code, Some(0), "{b}");
         assert!(!out.contains("assigned apps/web"), "{b}: {out}");
         // acme sees the event in its namespace that names other's pod: its namespace, its event.
-        let (code, out, err) = bed
-            .kubectl(
+        let out = bed
+            .ok(
                 &bin,
                 TOKEN_A,
                 &[
@@ -491,7 +486,6 @@ async fn a_tenant_never_sees_another_tenants_events() {
                 ],
             )
             .await;
-        assert_eq!(code, Some(0), "{b}: {err}");
         let r = rows(&out);
         assert_eq!(r.len(), 2, "{b}: {out}");
         assert!(out.contains("names another namespace"), "{b}: {out}");
@@ -503,8 +497,7 @@ async fn namespaces_are_the_ones_the_leaves_have() {
     let bed = Bed::start().await.with_events().await;
     for bin in kubesim::kubectl::all() {
         let b = bin.display();
-        let (code, out, err) = bed.kubectl(&bin, TOKEN_A, &["get", "ns"]).await;
-        assert_eq!(code, Some(0), "{b}: {err}");
+        let out = bed.ok(&bin, TOKEN_A, &["get", "ns"]).await;
         let r = rows(&out);
         assert_eq!(r[0], ["NAME", "STATUS", "AGE"], "{b}: {out}");
         let names: Vec<(&str, &str)> = r[1..].iter().map(|w| (w[0], w[1])).collect();
@@ -515,10 +508,7 @@ async fn namespaces_are_the_ones_the_leaves_have() {
         );
         assert!(r[1][2].ends_with('s'), "{b}: a real age: {out}");
 
-        let (code, out, err) = bed
-            .kubectl(&bin, TOKEN_A, &["get", "ns", "-o", "wide"])
-            .await;
-        assert_eq!(code, Some(0), "{b}: {err}");
+        let out = bed.ok(&bin, TOKEN_A, &["get", "ns", "-o", "wide"]).await;
         let r = rows(&out);
         assert_eq!(r[0], ["NAME", "STATUS", "AGE", "LEAF"], "{b}: {out}");
         assert_eq!((r[1][0], r[1][3]), ("apps", "leaf-a,leaf-b"), "{b}: {out}");
@@ -531,8 +521,7 @@ async fn namespaces_are_the_ones_the_leaves_have() {
             "Error from server (NotFound): namespaces \"apps-zzz\" not found",
             "{b}"
         );
-        let (code, out, err) = bed.kubectl(&bin, TOKEN_A, &["get", "ns", "apps-2"]).await;
-        assert_eq!(code, Some(0), "{b}: {err}");
+        let out = bed.ok(&bin, TOKEN_A, &["get", "ns", "apps-2"]).await;
         assert_eq!(rows(&out)[1][..2], ["apps-2", "Active"], "{b}: {out}");
 
         // Another tenant's namespace is refused whether or not it exists.
@@ -541,8 +530,7 @@ async fn namespaces_are_the_ones_the_leaves_have() {
             assert_eq!(code, Some(1), "{b}");
             assert!(err.contains("(Forbidden)"), "{b}: {err}");
         }
-        let (code, out, err) = bed.kubectl(&bin, TOKEN_OTHER, &["get", "ns"]).await;
-        assert_eq!(code, Some(0), "{b}: {err}");
+        let out = bed.ok(&bin, TOKEN_OTHER, &["get", "ns"]).await;
         assert_eq!(rows(&out).len(), 2, "{b}: {out}");
     }
 }
@@ -621,8 +609,8 @@ async fn events_k8s_io_serves_the_same_events_in_the_new_apis_shape() {
     let bed = Bed::start().await.with_events().await;
     for bin in kubesim::kubectl::all() {
         let b = bin.display();
-        let (code, out, err) = bed
-            .kubectl(
+        let out = bed
+            .ok(
                 &bin,
                 TOKEN_A,
                 &[
@@ -635,7 +623,6 @@ async fn events_k8s_io_serves_the_same_events_in_the_new_apis_shape() {
                 ],
             )
             .await;
-        assert_eq!(code, Some(0), "{b}: {err}");
         let list: Value = serde_json::from_str(&out).unwrap();
         let items = list["items"].as_array().unwrap();
         let mut notes: Vec<&str> = items.iter().map(|i| i["note"].as_str().unwrap()).collect();
@@ -658,25 +645,11 @@ async fn events_k8s_io_serves_the_same_events_in_the_new_apis_shape() {
             assert!(item.get("message").is_none(), "{b}: {item}");
         }
         // The table is kube-apiserver's printEvent, as under core/v1.
-        let (code, out, err) = bed
-            .kubectl(&bin, TOKEN_A, &["get", "events.events.k8s.io", "-A"])
+        let out = bed
+            .ok(&bin, TOKEN_A, &["get", "events.events.k8s.io", "-A"])
             .await;
-        assert_eq!(code, Some(0), "{b}: {err}");
         let r = rows(&out);
-        assert_eq!(
-            r[0],
-            [
-                "NAMESPACE",
-                "LAST",
-                "SEEN",
-                "TYPE",
-                "REASON",
-                "OBJECT",
-                "MESSAGE",
-                "LEAF"
-            ],
-            "{b}: {out}"
-        );
+        assert_eq!(r[0], ALL_NAMESPACES_HEADER, "{b}: {out}");
         assert_eq!(r.len(), 7, "acme's six events: {b}: {out}");
         let (code, _, err) = bed
             .kubectl(
@@ -717,14 +690,13 @@ async fn events_k8s_io_serves_the_same_events_in_the_new_apis_shape() {
             .await;
         assert_eq!((code, out.trim()), (Some(0), "yes"), "{b}: {err}");
         // `explain` reads the group's own OpenAPI document.
-        let (code, out, err) = bed
-            .kubectl(
+        let out = bed
+            .ok(
                 &bin,
                 TOKEN_A,
                 &["explain", "events.note", "--api-version=events.k8s.io/v1"],
             )
             .await;
-        assert_eq!(code, Some(0), "{b}: {err}");
         assert!(out.contains("GROUP:      events.k8s.io"), "{b}: {out}");
         assert!(out.contains("FIELD: note <string>"), "{b}: {out}");
     }
