@@ -25,6 +25,7 @@ use crate::workers;
 
 use super::body::Body;
 use super::error::SendError;
+use super::fast::pool::RawPool;
 use super::h2::{Dialed, H2Conns, H2Dialer};
 use super::http1::{Http1Pool, PooledBody};
 
@@ -39,6 +40,9 @@ pub struct Upstream {
     next: AtomicUsize,
     /// HTTP/1.1 to plain backends: our own per-thread pool (`http1`).
     plain: Http1Pool,
+    /// Raw sockets to the same backends, for the listener's fast path; `Some` when every
+    /// backend is plain and the route does not insist on HTTP/2.
+    raw: Option<RawPool>,
     /// Pooled HTTP/1.1 clients for TLS backends, one per serving thread, so a
     /// connection's upstream exchanges stay on its thread (see `workers`).
     clients: Vec<Client<Connector, Body>>,
@@ -53,6 +57,13 @@ pub struct Upstream {
     /// What it was built from, so a reload with the same settings can keep it (and its
     /// pooled connections and ejection marks).
     config: UpstreamConfig,
+}
+
+impl BackendState {
+    /// The backend's place in its upstream, which picks its pool slot.
+    pub fn index(&self) -> usize {
+        self.index
+    }
 }
 
 pub struct BackendState {
@@ -116,6 +127,9 @@ impl Upstream {
                 .collect(),
             next: AtomicUsize::new(0),
             plain: Http1Pool::new(config.backends.len(), timeouts.connect, timeouts.idle),
+            raw: (config.protocol != UpstreamProtocol::H2
+                && config.backends.iter().all(|b| !b.tls))
+            .then(|| RawPool::new(config.backends.len(), timeouts.connect, timeouts.idle)),
             clients,
             h2: H2Conns::new(config.backends.len()),
             dialer,
@@ -186,6 +200,11 @@ impl Upstream {
         }
         *req.uri_mut() = Self::uri(&backend.backend, path.as_ref());
         Ok(self.client().request(req).await?.map(Either::Right))
+    }
+
+    /// The raw HTTP/1.1 pool of the fast path, when every backend can be reached by it.
+    pub fn raw(&self) -> Option<&RawPool> {
+        self.raw.as_ref()
     }
 
     pub fn len(&self) -> usize {
