@@ -31,7 +31,10 @@ use tracing::{debug, warn};
 
 use super::HEADER_READ_TIMEOUT;
 use super::client::Client;
+use prometheus_client::metrics::counter::Counter;
+
 use crate::config::{ListenerKind, Timeouts};
+use crate::metrics::ListenerLabels;
 use crate::proxy::error::{ProxyError, SendError, classify, error_text};
 use crate::proxy::fast::chunked::{self, Decoder};
 use crate::proxy::fast::pool::RawPool;
@@ -64,8 +67,13 @@ pub async fn serve<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    let labels = ListenerLabels {
+        listener: client.listener.to_string(),
+    };
+    let metrics = &client.shared.metrics;
     let mut conn = Conn {
         client,
+        served: metrics.fast_path_requests.get_or_create(&labels).clone(),
         input: Buf::new(),
         answer: Buf::new(),
         head: Vec::with_capacity(1024),
@@ -84,6 +92,7 @@ where
         match step {
             None => {
                 if conn.input.is_full() {
+                    metrics.fast_path_handoffs.get_or_create(&labels).inc();
                     return conn.to_hyper("a head longer than the fast path's buffer");
                 }
                 let read = if conn.input.is_empty() {
@@ -107,7 +116,10 @@ where
                     }
                 }
             }
-            Some(Step::Hyper(why)) => return conn.to_hyper(why),
+            Some(Step::Hyper(why)) => {
+                metrics.fast_path_handoffs.get_or_create(&labels).inc();
+                return conn.to_hyper(why);
+            }
             Some(Step::Go(plan)) => {
                 if let Next::Close = conn.exchange(io, plan, stop).await {
                     let _ = io.shutdown().await;
@@ -194,6 +206,8 @@ enum Failed {
 
 struct Conn<'a> {
     client: &'a Client,
+    /// This listener's count of requests served here.
+    served: Counter,
     /// The client's bytes.
     input: Buf,
     /// The backend's bytes.
@@ -218,6 +232,7 @@ impl Conn<'_> {
         S: AsyncRead + AsyncWrite + Unpin,
     {
         let started = Instant::now();
+        self.served.inc();
         self.input.consume(plan.head_len);
         self.body_left = plan.body;
         let upstream = &*plan.upstream;
@@ -524,9 +539,15 @@ impl Conn<'_> {
         loop {
             loop {
                 let bytes = self.answer.bytes();
-                let piece = decoder
-                    .decode(bytes)
-                    .map_err(|e| Failed::Body(e.to_string()))?;
+                let piece = match decoder.decode(bytes) {
+                    Ok(piece) => piece,
+                    Err(e) => {
+                        // What came before the fault still goes out, as hyper's path
+                        // sends it; the unfinished answer tells the client.
+                        let _ = io.write_all(&self.out).await;
+                        return Err(Failed::Body(e.to_string()));
+                    }
+                };
                 if let Some(data) = piece.data {
                     chunked::encode(&mut self.out, &bytes[data]);
                 }
