@@ -19,11 +19,11 @@ struct Counting;
 
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
 
-// SAFETY: every call is passed to the system allocator unchanged; only a counter is added.
 #[allow(
     unsafe_code,
     reason = "a global allocator is an unsafe trait to implement"
 )]
+// SAFETY: every call is passed to the system allocator unchanged; only a counter is added.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
@@ -97,11 +97,9 @@ fn requests(tcp: &mut TcpStream, n: usize) {
             let got = tcp.read(&mut buf[have..]).unwrap();
             assert!(got > 0, "the gateway closed the connection");
             have += got;
-            if let Some(end) = find(&buf[..have], b"\r\n\r\n") {
-                if have >= end + 4 + 5 {
-                    assert!(buf.starts_with(b"HTTP/1.1 200 "));
-                    break;
-                }
+            if find(&buf[..have], b"\r\n\r\n").is_some_and(|end| have >= end + 4 + 5) {
+                assert!(buf.starts_with(b"HTTP/1.1 200 "));
+                break;
             }
         }
     }

@@ -23,16 +23,15 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
+use prometheus_client::metrics::counter::Counter;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, warn};
+use tracing::debug;
 
 use super::HEADER_READ_TIMEOUT;
 use super::client::Client;
-use prometheus_client::metrics::counter::Counter;
-
 use crate::config::{ListenerKind, Timeouts};
 use crate::metrics::ListenerLabels;
 use crate::proxy::error::{ProxyError, SendError, classify, error_text};
@@ -259,19 +258,9 @@ impl Conn<'_> {
                 Err(Failed::Client | Failed::Body(_)) => return Next::Close,
                 Err(Failed::Upstream(err)) => err,
             };
-            exchange.count_error(&err);
-            let refused = matches!(
-                err,
-                ProxyError::Connect { .. } | ProxyError::ConnectTimeout { .. }
-            );
-            if refused {
-                upstream.eject(backend);
-            }
-            if refused && attempt < attempts {
-                debug!(backend = %backend.label, error = %err, "backend refused; trying the next one");
+            if upstream.failed(backend, &err, &exchange, attempt < attempts) {
                 continue;
             }
-            warn!(route = %plan.route.name, backend = %backend.label, error = %err, "upstream failed");
             return self.fail(io, &plan, &err, started, stop).await;
         };
         self.answer_back(io, &plan, tcp, backend, raw, started, stop)

@@ -10,9 +10,8 @@
 //!
 //! A connection the backend closed while idle is noticed before use (`ready` fails) or, in
 //! a race, by the send itself, which hands the unsent request back to be tried on another
-//! connection, as the pooled client did. Idle connections older than the route's idle
-//! timeout are closed when a request finds them, and by a sweep every half timeout, so a
-//! quiet backend does not keep sockets open for ever. TLS backends keep the pooled client
+//! connection, as the pooled client did. The idle connections sit on `idle`'s shelf, which
+//! closes those past the route's idle timeout. TLS backends keep the pooled client
 //! (`upstream`), which owns their handshake and ALPN.
 
 use std::pin::Pin;

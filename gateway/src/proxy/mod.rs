@@ -42,7 +42,6 @@ use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::{BodyExt, Either};
 use hyper::body::Incoming;
-use tracing::{debug, warn};
 
 pub use self::body::{Body, BoxError, full};
 pub use self::error::{ProxyError, error_response};
@@ -94,19 +93,9 @@ pub async fn forward(
                 after,
             },
         };
-        exchange.count_error(&err);
-        let refused = matches!(
-            err,
-            ProxyError::Connect { .. } | ProxyError::ConnectTimeout { .. }
-        );
-        if refused {
-            upstream.eject(backend);
-        }
-        if refused && attempt < attempts {
-            debug!(backend = %backend.label, error = %err, "backend refused; trying the next one");
+        if upstream.failed(backend, &err, exchange, attempt < attempts) {
             continue;
         }
-        warn!(route = exchange.route, backend = %backend.label, error = %err, "upstream failed");
         return Err(err);
     }
 }

@@ -18,13 +18,15 @@ use http_body_util::Either;
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
+use tracing::{debug, warn};
 
 use crate::config::{Backend, Timeouts, UpstreamConfig, UpstreamProtocol, UpstreamTls};
 use crate::tls::{self, Verify};
 use crate::workers;
 
 use super::body::Body;
-use super::error::SendError;
+use super::error::{ProxyError, SendError};
+use super::exchange::Exchange;
 use super::fast::pool::RawPool;
 use super::h2::{Dialed, H2Conns, H2Dialer};
 use super::http1::{Http1Pool, PooledBody};
@@ -225,6 +227,32 @@ impl Upstream {
             .map(|i| &self.backends[(start + i) % n])
             .find(|b| b.ejected_until.load(Ordering::Relaxed) <= now)
             .unwrap_or(&self.backends[start % n])
+    }
+
+    /// Settles a failed attempt on `backend`: counts `err`, marks a backend that refused
+    /// the connection failed, and says whether to try the next backend (only after a
+    /// refusal, and only when `again` allows: a request whose body is sent cannot be).
+    pub fn failed(
+        &self,
+        backend: &BackendState,
+        err: &ProxyError,
+        exchange: &Exchange<'_>,
+        again: bool,
+    ) -> bool {
+        exchange.count_error(err);
+        let refused = matches!(
+            err,
+            ProxyError::Connect { .. } | ProxyError::ConnectTimeout { .. }
+        );
+        if refused {
+            self.eject(backend);
+        }
+        if refused && again {
+            debug!(backend = %backend.label, error = %err, "backend refused; trying the next one");
+            return true;
+        }
+        warn!(route = exchange.route, backend = %backend.label, error = %err, "upstream failed");
+        false
     }
 
     /// Marks `backend` failed: `pick` skips it for [`EJECT_FOR`].

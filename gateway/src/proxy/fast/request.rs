@@ -13,6 +13,7 @@
 //! method and target, the client's headers but hop-by-hop ones (and, from an untrusted
 //! peer, the forwarding claims), then leafgate's forwarding headers and `Via`.
 
+use super::lines::{digits, line};
 use crate::proxy::headers::{self, ClientSide};
 
 /// Header lines a request may have; more is hyper's 431 (the same limit).
@@ -160,22 +161,6 @@ impl Head<'_, '_> {
         headers::push_forwarded_element(out, client);
         out.extend_from_slice(b"\r\nvia: 1.1 leafgate\r\n\r\n");
     }
-}
-
-fn line(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
-    out.extend_from_slice(name);
-    out.extend_from_slice(b": ");
-    out.extend_from_slice(value);
-    out.extend_from_slice(b"\r\n");
-}
-
-/// A `Content-Length` hyper reads the same way: digits only, no sign, no list, no
-/// overflow (18 digits at most keeps well inside `u64`).
-fn digits(value: &[u8]) -> Option<u64> {
-    if value.is_empty() || value.len() > 18 || !value.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    Some(value.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0')))
 }
 
 /// An origin-form target whose every byte `http::Uri` and the router take as they are:

@@ -10,6 +10,7 @@
 //! appended, a `Date` when it sent none, the length as it sent it or else chunked
 //! (the client speaks HTTP/1.1), `Connection: close` when this is the connection's last.
 
+use super::lines::{digits, line};
 use crate::proxy::clock;
 use crate::proxy::headers;
 
@@ -137,7 +138,7 @@ impl Answer<'_, '_> {
         } else {
             b"HTTP/1.1 "
         });
-        out.extend_from_slice(self.status.to_string_fast().as_bytes());
+        out.extend_from_slice(&status_digits(self.status));
         out.push(b' ');
         out.extend_from_slice(self.reason.as_bytes());
         out.extend_from_slice(b"\r\n");
@@ -200,48 +201,14 @@ impl Answer<'_, '_> {
     }
 }
 
-/// Three ASCII digits of a status code, without formatting machinery.
-trait StatusText {
-    fn to_string_fast(self) -> StatusDigits;
-}
-
-struct StatusDigits([u8; 3]);
-
-impl StatusDigits {
-    fn as_bytes(&self) -> &[u8] {
-        &self.0
-    }
-}
-
-impl StatusText for u16 {
-    fn to_string_fast(self) -> StatusDigits {
-        let n = self.min(999);
-        StatusDigits([
-            b'0' + (n / 100) as u8,
-            b'0' + (n / 10 % 10) as u8,
-            b'0' + (n % 10) as u8,
-        ])
-    }
-}
-
-fn line(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
-    out.extend_from_slice(name);
-    out.extend_from_slice(b": ");
-    out.extend_from_slice(value);
-    out.extend_from_slice(b"\r\n");
-}
-
-/// A length as hyper reads one: digits only, no overflow.
-fn digits(value: &[u8]) -> Option<u64> {
-    if value.is_empty() {
-        return None;
-    }
-    value.iter().try_fold(0u64, |n, &b| {
-        if !b.is_ascii_digit() {
-            return None;
-        }
-        n.checked_mul(10)?.checked_add(u64::from(b - b'0'))
-    })
+/// A status code's three digits (httparse reads exactly three).
+fn status_digits(status: u16) -> [u8; 3] {
+    let n = status.min(999);
+    [
+        b'0' + (n / 100) as u8,
+        b'0' + (n / 10 % 10) as u8,
+        b'0' + (n % 10) as u8,
+    ]
 }
 
 #[cfg(test)]
