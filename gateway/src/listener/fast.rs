@@ -170,6 +170,7 @@ fn plan(client: &Client, head: &Head<'_, '_>, upstream_head: &mut Vec<u8>) -> St
         head_len: head.len,
         body: head.content_length,
         close: head.close,
+        idempotent: matches!(head.method, "GET" | "PUT" | "DELETE" | "OPTIONS"),
     })
 }
 
@@ -186,6 +187,9 @@ struct Plan {
     head_len: usize,
     body: u64,
     close: bool,
+    /// The method is idempotent (RFC 9110 §9.2.2): sent again when a pooled connection
+    /// turns out closed after the write.
+    idempotent: bool,
 }
 
 enum Next {
@@ -253,7 +257,10 @@ impl Conn<'_> {
         let (tcp, backend) = loop {
             attempt += 1;
             let backend = upstream.pick();
-            let err = match self.send(io, raw, backend, upstream.timeouts).await {
+            let err = match self
+                .send(io, raw, backend, upstream.timeouts, plan.idempotent)
+                .await
+            {
                 Ok(tcp) => break (tcp, backend),
                 Err(Failed::Client | Failed::Body(_)) => return Next::Close,
                 Err(Failed::Upstream(err)) => err,
@@ -269,13 +276,15 @@ impl Conn<'_> {
 
     /// Sends the request on a pooled connection (or a new one) and waits for the answer's
     /// head, which is left complete at the start of `self.answer`. A pooled connection
-    /// the backend closed under us is replaced once, when the request has no body.
+    /// the backend had closed (the write failed, or the read found the end before any
+    /// answer) is replaced by a new one, for an idempotent request with no body.
     async fn send<S>(
         &mut self,
         io: &mut S,
         raw: &RawPool,
         backend: &BackendState,
         timeouts: Timeouts,
+        idempotent: bool,
     ) -> Result<TcpStream, Failed>
     where
         S: AsyncRead + AsyncWrite + Unpin,
@@ -301,7 +310,7 @@ impl Conn<'_> {
                     ))
                 })?,
             };
-            let retry = reused && self.body_left == 0;
+            let retry = reused && idempotent && self.body_left == 0;
             // The head, with what of the body has already come, in one write.
             let early = self.early_body();
             let sent = write_all_vectored(
