@@ -32,3 +32,8 @@ scripts/tools.sh
 
 echo "==> cargo test --workspace"
 cargo test --workspace
+
+# The routes listeners' suites again with every request served by hyper alone: the
+# HTTP/1.1 fast path (on by default) must not be what makes them pass.
+echo "==> proxy suites on hyper's path (http1_fast_path = false)"
+LEAFGATE_TEST_HTTP1_FAST_PATH=off cargo test -p leafgate-tests --test e2e -- proxy:: connections:: hijack:: hostile::

@@ -134,6 +134,10 @@ pub struct Metrics {
     pub connections: Family<ListenerLabels, Counter>,
     /// Times a listener reached `max_connections` and stopped accepting until one closed.
     pub listener_saturated: Family<ListenerLabels, Counter>,
+    /// Requests the HTTP/1.1 fast path served (`listener::fast`); the rest went to hyper.
+    pub fast_path_requests: Family<ListenerLabels, Counter>,
+    /// Connections the fast path handed to hyper at a request it does not take.
+    pub fast_path_handoffs: Family<ListenerLabels, Counter>,
     pub upstream_errors: Family<UpstreamErrorLabels, Counter>,
     pub upgraded_active: Family<SpliceLabels, Gauge>,
     pub upgraded_total: Family<SpliceLabels, Counter>,
@@ -232,6 +236,8 @@ impl Metrics {
             active_connections: Family::default(),
             connections: Family::default(),
             listener_saturated: Family::default(),
+            fast_path_requests: Family::default(),
+            fast_path_handoffs: Family::default(),
             upstream_errors: Family::default(),
             upgraded_active: Family::default(),
             upgraded_total: Family::default(),
@@ -286,6 +292,16 @@ impl Metrics {
             "listener_saturated",
             "Times a listener was at max_connections and left new clients in the backlog",
             m.listener_saturated.clone(),
+        );
+        registry.register(
+            "http1_fast_path_requests",
+            "Requests served by the HTTP/1.1 fast path, by listener",
+            m.fast_path_requests.clone(),
+        );
+        registry.register(
+            "http1_fast_path_handoffs",
+            "Connections the HTTP/1.1 fast path handed to hyper at a request it does not take",
+            m.fast_path_handoffs.clone(),
         );
         registry.register(
             "upstream_errors",

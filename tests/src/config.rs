@@ -164,8 +164,16 @@ impl fmt::Display for Config {
 
 impl Listener {
     /// A plain (`kind = "http"` by default) listener.
+    ///
+    /// With `LEAFGATE_TEST_HTTP1_FAST_PATH=off` in the environment it serves every
+    /// request through hyper (`http1_fast_path = false`), so a suite can run on either
+    /// path (`scripts/test.sh` runs the proxy suites on both).
     pub fn new(name: &str) -> Listener {
-        Listener(Table::from_iter([("name".into(), name.into()), bind_any()]))
+        let listener = Listener(Table::from_iter([("name".into(), name.into()), bind_any()]));
+        match std::env::var("LEAFGATE_TEST_HTTP1_FAST_PATH").as_deref() {
+            Ok("off") => listener.set("http1_fast_path", false),
+            _ => listener,
+        }
     }
 
     /// A kubelet-compatible node API listener; it needs `tls` with a `client_ca`.

@@ -12,6 +12,7 @@ pub mod ingress;
 pub mod kube;
 pub mod plugins;
 pub mod upstream;
+pub mod wire;
 
 pub use config::Config;
 pub use gateway::TestGateway;

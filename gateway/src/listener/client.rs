@@ -97,7 +97,11 @@ impl Client {
 
     /// Counts one answered request under `route` and its status, timed from `started`.
     pub fn record(&self, route: &str, res: &Response<Body>, started: Instant) {
-        let status = res.status().as_u16();
+        self.count(route, res.status().as_u16(), started);
+    }
+
+    /// Counts one answered request under `route` and `status`, timed from `started`.
+    pub fn count(&self, route: &str, status: u16, started: Instant) {
         tracing::Span::current().record("status", status);
         let elapsed = started.elapsed().as_secs_f64();
         // A poisoned cache only costs the lookup; the metrics stay right.

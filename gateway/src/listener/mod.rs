@@ -7,7 +7,12 @@
 //! [`front::handle`], by the front (routes, node API, kube API) chosen
 //! for the connection when it was accepted.
 //!
-//! The files: `client` (a connection's client end and its front), `front` (a request's
+//! On a routes listener, a connection is first served by the HTTP/1.1 fast path (`fast`),
+//! which hands it to hyper (`rewind`: with the bytes it read put back) at the first request
+//! it does not take: HTTP/2, upgrades and anything unusual are hyper's.
+//!
+//! The files: `client` (a connection's client end and its front), `fast` (the HTTP/1.1
+//! fast path), `rewind` (a stream with read bytes put back), `front` (a request's
 //! first steps and the choice of front), the fronts `routes`, `node_api` and `kube_api/`,
 //! what both Kubernetes fronts share (`podcall`: the leaf choice and the call's tail;
 //! `reply`: the error dialects), and `identity` (a client certificate's names).
@@ -26,12 +31,14 @@
 //! complete, keep-alive ends. `kill` (the grace period ran out) drops whatever is left.
 
 pub mod client;
+pub mod fast;
 pub mod front;
 pub mod identity;
 pub mod kube_api;
 pub mod node_api;
 pub mod podcall;
 pub mod reply;
+pub mod rewind;
 pub mod routes;
 pub mod sessions;
 
@@ -49,6 +56,7 @@ use tracing::{Instrument, debug, info, info_span, warn};
 
 use self::client::{Client, Front};
 use self::identity::ClientIdentity;
+use self::rewind::Rewind;
 use crate::metrics::ListenerLabels;
 use crate::runtime::Shared;
 use crate::workers;
@@ -321,12 +329,18 @@ impl Connection {
             .clone();
         active.inc();
 
-        let (tls, timeouts, front) = {
+        let (tls, timeouts, front, fast) = {
             let snapshot = self.shared.snapshot.load();
             let listener = snapshot.listeners.get(&*self.listener);
             let tls = listener.and_then(|l| l.tls.clone());
             let front = listener.map_or(Front::Routes, |l| Front::of(l.config.kind));
-            (tls, snapshot.config.timeouts, front)
+            let fast = listener.is_some_and(|l| l.config.http1_fast_path);
+            (
+                tls,
+                snapshot.config.timeouts,
+                front,
+                fast && front == Front::Routes,
+            )
         };
         // The first byte (ClientHello or request) must come within `first_byte`.
         if !first_byte(&stream, timeouts.first_byte).await {
@@ -336,23 +350,24 @@ impl Connection {
         let idle = timeouts.client_idle;
         match tls {
             None => {
-                self.serve_http(TokioIo::new(stream), None, idle, front)
-                    .await
+                let client = self.client(false, None, front);
+                self.serve(stream, client, fast, idle).await
             }
             Some(config) => {
                 let acceptor = tokio_rustls::TlsAcceptor::from(config);
                 match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
                     Ok(Ok(tls)) => {
                         // Verified against `client_ca` by the handshake; read once here.
-                        let identity = tls
-                            .get_ref()
-                            .1
+                        let session = tls.get_ref().1;
+                        let identity = session
                             .peer_certificates()
                             .and_then(|chain| chain.first())
                             .and_then(|leaf| ClientIdentity::from_der(leaf))
                             .map(Arc::new);
-                        self.serve_http(TokioIo::new(tls), Some(identity), idle, front)
-                            .await
+                        // A client that chose HTTP/2 by ALPN is hyper's from the start.
+                        let fast = fast && session.alpn_protocol() != Some(b"h2");
+                        let client = self.client(true, identity, front);
+                        self.serve(tls, client, fast, idle).await
                     }
                     Ok(Err(e)) => debug!(error = %e, "TLS handshake failed"),
                     Err(_) => debug!("TLS handshake timed out"),
@@ -362,25 +377,50 @@ impl Connection {
         active.dec();
     }
 
-    /// Serves HTTP on `io`; `tls` is `Some` on a TLS connection, holding the client
-    /// certificate's names when one was presented.
-    async fn serve_http<I>(
-        self,
-        io: TokioIo<I>,
-        tls: Option<Option<Arc<ClientIdentity>>>,
-        idle: Duration,
+    /// The client end of this connection, shared by its requests.
+    fn client(
+        &self,
+        tls: bool,
+        identity: Option<Arc<ClientIdentity>>,
         front: Front,
-    ) where
-        I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-    {
-        let client = Arc::new(Client::new(
+    ) -> Arc<Client> {
+        Arc::new(Client::new(
             self.listener.clone(),
             self.peer,
-            tls.is_some(),
-            tls.flatten(),
+            tls,
+            identity,
             self.shared.clone(),
             front,
-        ));
+        ))
+    }
+
+    /// Serves `io` on the fast path while it takes the requests (when `fast`), then on
+    /// hyper from the first request it does not take.
+    async fn serve<I>(self, mut io: I, client: Arc<Client>, fast: bool, idle: Duration)
+    where
+        I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let unread = if fast {
+            let kill = self.shared.kill.clone();
+            tokio::select! {
+                ended = fast::serve(&mut io, &client, &self.stop, idle) => match ended {
+                    fast::Ended::Closed => return,
+                    fast::Ended::ToHyper(unread) => unread,
+                },
+                _ = kill.cancelled() => return,
+            }
+        } else {
+            Vec::new()
+        };
+        self.serve_http(TokioIo::new(Rewind::new(unread, io)), client, idle)
+            .await
+    }
+
+    /// Serves HTTP on `io` with hyper.
+    async fn serve_http<I>(self, io: TokioIo<I>, client: Arc<Client>, idle: Duration)
+    where
+        I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
         let in_flight = Arc::new(InFlight::default());
         let counter = in_flight.clone();
         let svc = hyper::service::service_fn(move |req| {

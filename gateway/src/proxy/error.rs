@@ -97,17 +97,22 @@ impl ProxyError {
 
 /// A plain-text error answer from leafgate itself.
 pub fn error_response(status: StatusCode, reason: &str) -> Response<Body> {
-    let text = format!(
-        "{} {}: {reason}\n",
-        status.as_u16(),
-        status.canonical_reason().unwrap_or("")
-    );
+    let text = error_text(status, reason);
     Response::builder()
         .status(status)
         .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
         .header(header::CACHE_CONTROL, "no-store")
         .body(full(text))
         .expect("static parts make a valid response")
+}
+
+/// The body of leafgate's own error answer: the status and a one-line reason.
+pub fn error_text(status: StatusCode, reason: &str) -> String {
+    format!(
+        "{} {}: {reason}\n",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or("")
+    )
 }
 
 /// Sorts a failed exchange with `backend` into what happened, for the status and the

@@ -15,7 +15,7 @@ pub struct Exchange<'a> {
 }
 
 impl Exchange<'_> {
-    pub(super) fn count_error(&self, err: &ProxyError) {
+    pub fn count_error(&self, err: &ProxyError) {
         self.metrics
             .upstream_errors
             .get_or_create(&UpstreamErrorLabels {

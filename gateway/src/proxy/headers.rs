@@ -115,6 +115,11 @@ impl Peer {
     pub fn ip(&self) -> IpAddr {
         self.ip
     }
+
+    /// The address as `X-Forwarded-For` and `X-Real-IP` write it.
+    pub fn text(&self) -> &[u8] {
+        self.text.as_bytes()
+    }
 }
 
 /// What leafgate knows about the client side of a request.
@@ -137,7 +142,7 @@ pub struct ClientSide<'a> {
 /// `Via` is appended either way.
 pub fn add_forwarded(headers: &mut HeaderMap, client: &ClientSide<'_>, version: http::Version) {
     let peer = client.peer;
-    let proto = if client.tls { "https" } else { "http" };
+    let proto = client.proto();
     // Room for the six headers below at once: a parsed request's map is sized to the
     // headers it came with, and growing it one insert at a time rehashes it twice.
     headers.reserve(6);
@@ -180,21 +185,68 @@ pub fn add_forwarded(headers: &mut HeaderMap, client: &ClientSide<'_>, version: 
         headers.insert(X_REAL_IP, peer.text.clone());
     }
 
-    let mut element = String::with_capacity(64);
-    element.push_str("for=");
-    element.push_str(&peer.node);
-    element.push_str(";proto=");
-    element.push_str(proto);
-    if let Some(host) = client.host {
-        element.push_str(";host=");
-        push_quoted(&mut element, host);
-    }
+    let mut element = Vec::with_capacity(64);
+    push_forwarded_element(&mut element, client);
     let forwarded = match prior(headers, &header::FORWARDED) {
-        Some(prior) => format!("{prior}, {element}"),
+        Some(prior) => [prior.as_bytes(), b", ", &element].concat(),
         None => element,
     };
-    set(headers, header::FORWARDED, &forwarded);
+    match HeaderValue::from_bytes(&forwarded) {
+        Ok(v) => {
+            headers.insert(header::FORWARDED, v);
+        }
+        Err(_) => {
+            headers.remove(header::FORWARDED);
+        }
+    }
     add_via(headers, version);
+}
+
+/// Appends leafgate's own `Forwarded` element for `client` (RFC 7239 §4):
+/// `for=<node>;proto=<http|https>[;host=<host>]`.
+pub fn push_forwarded_element(out: &mut Vec<u8>, client: &ClientSide<'_>) {
+    out.extend_from_slice(b"for=");
+    out.extend_from_slice(client.peer.node.as_bytes());
+    out.extend_from_slice(b";proto=");
+    out.extend_from_slice(client.proto().as_bytes());
+    if let Some(host) = client.host {
+        out.extend_from_slice(b";host=");
+        push_quoted(out, host);
+    }
+}
+
+impl ClientSide<'_> {
+    /// The scheme the client spoke, as `X-Forwarded-Proto` and `Forwarded` write it.
+    pub fn proto(&self) -> &'static str {
+        if self.tls { "https" } else { "http" }
+    }
+}
+
+/// True for a header that describes one connection, not the message (see [`HOP_BY_HOP`]),
+/// by its name as it came on the wire, in any case.
+pub fn is_hop_by_hop(name: &[u8]) -> bool {
+    HOP_BY_HOP
+        .iter()
+        .any(|h| h.as_str().as_bytes().eq_ignore_ascii_case(name))
+}
+
+/// True for a header a client could use to claim another address, scheme or host
+/// (`X-Forwarded-*`, `Forwarded`, `X-Real-IP`): [`add_forwarded`] replaces them all for a
+/// peer that is not trusted. By its name as it came on the wire, in any case.
+pub fn is_forwarding_claim(name: &[u8]) -> bool {
+    let prefix = b"x-forwarded-";
+    (name.len() >= prefix.len() && name[..prefix.len()].eq_ignore_ascii_case(prefix))
+        || name.eq_ignore_ascii_case(b"forwarded")
+        || name.eq_ignore_ascii_case(b"x-real-ip")
+}
+
+/// The comma-separated tokens of a list header's value, trimmed of spaces and tabs, empty
+/// ones left out (RFC 9110 §5.6.1).
+pub fn list_tokens(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+    value
+        .split(|&b| b == b',')
+        .map(|t| t.trim_ascii())
+        .filter(|t| !t.is_empty())
 }
 
 /// Every line of a list header joined into one value (RFC 9110 §5.3), or `None`.
@@ -224,24 +276,24 @@ fn set(headers: &mut HeaderMap, name: HeaderName, value: &str) {
 
 /// Appends a `Forwarded` value, as a token when it is one, else as a quoted-string (RFC 9110
 /// §5.6.4).
-fn push_quoted(out: &mut String, value: &str) {
+fn push_quoted(out: &mut Vec<u8>, value: &str) {
     let token = !value.is_empty()
         && value
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
     if token {
-        out.push_str(value);
+        out.extend_from_slice(value.as_bytes());
         return;
     }
     out.reserve(value.len() + 2);
-    out.push('"');
-    for c in value.chars() {
-        if c == '"' || c == '\\' {
-            out.push('\\');
+    out.push(b'"');
+    for b in value.bytes() {
+        if b == b'"' || b == b'\\' {
+            out.push(b'\\');
         }
-        out.push(c);
+        out.push(b);
     }
-    out.push('"');
+    out.push(b'"');
 }
 
 /// Appends `<version> leafgate` to `Via` (RFC 9110 §7.6.3), on requests and responses.

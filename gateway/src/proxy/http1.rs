@@ -10,16 +10,14 @@
 //!
 //! A connection the backend closed while idle is noticed before use (`ready` fails) or, in
 //! a race, by the send itself, which hands the unsent request back to be tried on another
-//! connection, as the pooled client did. Idle connections older than the route's idle
-//! timeout are closed when a request finds them, and by a sweep every half timeout, so a
-//! quiet backend does not keep sockets open for ever. TLS backends keep the pooled client
+//! connection, as the pooled client did. The idle connections sit on `idle`'s shelf, which
+//! closes those past the route's idle timeout. TLS backends keep the pooled client
 //! (`upstream`), which owns their handshake and ALPN.
 
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response, header};
@@ -27,92 +25,31 @@ use http_body::{Body as HttpBody, Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
 use tracing::debug;
 
 use crate::config::Backend;
-use crate::workers;
 
 use super::body::Body;
 use super::error::{DialError, SendError};
-
-/// Idle connections kept per serving thread and backend; more are closed when they come
-/// back. Enough for the keep-alive connections of a busy thread (nginx's `keepalive` is
-/// usually set to tens or hundreds).
-const MAX_IDLE: usize = 1024;
+use super::fast::pool::connect;
+use super::idle::{Idles, Reusable};
 
 /// Idle HTTP/1.1 connections to one upstream's plain backends, per serving thread.
 pub struct Http1Pool {
-    idles: Arc<Idles>,
-    backends: usize,
+    idles: Arc<Idles<SendRequest<Body>>>,
     connect: Duration,
 }
 
-/// The idle connections, shared with the response bodies that give them back and with the
-/// sweep that closes expired ones.
-struct Idles {
-    /// `[thread * backends + backend]`: idle connections, the most recently used last.
-    slots: Box<[Mutex<Vec<Idle>>]>,
-    /// How long a connection may stay idle.
-    timeout: Duration,
-    /// The sweep was started (by the first connection given back).
-    sweeping: AtomicBool,
-}
-
-impl Idles {
-    fn slot(&self, slot: usize) -> std::sync::MutexGuard<'_, Vec<Idle>> {
-        self.slots[slot].lock().unwrap_or_else(|e| e.into_inner())
+impl Reusable for SendRequest<Body> {
+    fn is_closed(&self) -> bool {
+        SendRequest::is_closed(self)
     }
-
-    /// Starts the sweep on the current runtime, once. It holds the pool weakly and ends
-    /// with it (a reload that replaces the upstream drops the pool).
-    fn start_sweep(self: &Arc<Self>) {
-        if self.sweeping.swap(true, Ordering::Relaxed) {
-            return;
-        }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            self.sweeping.store(false, Ordering::Relaxed);
-            return;
-        };
-        let every = (self.timeout / 2).clamp(Duration::from_millis(10), Duration::from_secs(30));
-        let idles: Weak<Idles> = Arc::downgrade(self);
-        runtime.spawn(async move {
-            loop {
-                tokio::time::sleep(every).await;
-                let Some(idles) = idles.upgrade() else {
-                    return;
-                };
-                idles.close_expired();
-            }
-        });
-    }
-
-    /// Drops (so closes) every connection idle past the timeout or closed by the backend.
-    fn close_expired(&self) {
-        for slot in 0..self.slots.len() {
-            self.slot(slot)
-                .retain(|c| c.since.elapsed() <= self.timeout && !c.sender.is_closed());
-        }
-    }
-}
-
-struct Idle {
-    sender: SendRequest<Body>,
-    since: Instant,
 }
 
 impl Http1Pool {
     pub fn new(backends: usize, connect: Duration, idle: Duration) -> Self {
-        let threads = workers::count().max(1);
         Http1Pool {
-            idles: Arc::new(Idles {
-                slots: (0..threads * backends.max(1))
-                    .map(|_| Mutex::new(Vec::new()))
-                    .collect(),
-                timeout: idle,
-                sweeping: AtomicBool::new(false),
-            }),
-            backends: backends.max(1),
+            idles: Idles::new(backends, idle),
             connect,
         }
     }
@@ -126,15 +63,14 @@ impl Http1Pool {
         backend: &Backend,
         mut req: Request<Body>,
     ) -> Result<Response<PooledBody>, SendError> {
-        let threads = self.idles.slots.len() / self.backends;
-        let slot = (workers::current_index() % threads) * self.backends + index;
+        let slot = self.idles.slot_of(index);
         origin_form(&mut req);
         if !req.headers().contains_key(header::HOST) {
             if let Ok(host) = http::HeaderValue::from_str(backend.authority.as_str()) {
                 req.headers_mut().insert(header::HOST, host);
             }
         }
-        while let Some(mut sender) = self.checkout(slot) {
+        while let Some(mut sender) = self.idles.checkout(slot) {
             if sender.ready().await.is_err() {
                 continue;
             }
@@ -156,32 +92,8 @@ impl Http1Pool {
         Ok(self.pooled(res, sender, slot))
     }
 
-    /// The most recently used idle connection of `slot` that is still open and not past
-    /// the idle timeout; the ones it passes over are closed.
-    fn checkout(&self, slot: usize) -> Option<SendRequest<Body>> {
-        let mut idle = self.idles.slot(slot);
-        while let Some(conn) = idle.pop() {
-            if conn.since.elapsed() > self.idles.timeout {
-                // Everything below it is older still.
-                idle.clear();
-                return None;
-            }
-            if !conn.sender.is_closed() {
-                return Some(conn.sender);
-            }
-        }
-        None
-    }
-
     async fn dial(&self, backend: &Backend) -> Result<SendRequest<Body>, DialError> {
-        let address = (
-            backend.authority.host(),
-            backend.authority.port_u16().unwrap_or(80),
-        );
-        let tcp = tokio::time::timeout(self.connect, TcpStream::connect(address))
-            .await
-            .map_err(|_| DialError::Timeout(self.connect))??;
-        tcp.set_nodelay(true)?;
+        let tcp = connect(backend, self.connect).await?;
         let (sender, conn) = http1::handshake(TokioIo::new(tcp)).await?;
         tokio::spawn(async move {
             if let Err(e) = conn.await {
@@ -226,7 +138,7 @@ fn origin_form(req: &mut Request<Body>) {
 /// A connection waiting for its response body's end to go back to its pool.
 struct GiveBack {
     sender: SendRequest<Body>,
-    idles: Arc<Idles>,
+    idles: Arc<Idles<SendRequest<Body>>>,
     slot: usize,
 }
 
@@ -272,23 +184,14 @@ impl Drop for PooledBody {
         if !(self.ended || self.inner.is_end_stream()) || back.sender.is_closed() {
             return;
         }
-        {
-            let mut idle = back.idles.slot(back.slot);
-            if idle.len() >= MAX_IDLE {
-                return;
-            }
-            idle.push(Idle {
-                sender: back.sender,
-                since: Instant::now(),
-            });
-        }
-        back.idles.start_sweep();
+        back.idles.give_back(back.slot, back.sender);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Instant;
 
     use http_body_util::BodyExt;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -15,18 +15,22 @@
 //! [`ProxyError`], which alone decides the status code and the reason the client reads.
 //!
 //! Files, each importing only the ones listed before it: `body` (the body type and its
-//! wrappers), `error` (every failure and its status), `headers` (pure header rules),
-//! `prepare` (the one preparation of a request's head, and of its answer's), `exchange`
-//! (a request's surroundings), `h2` and `http1` (connections to backends), `upstream` (a
-//! route's backends), `splice` (the byte pump), `upgrade` (the hijack path). This file
-//! uses them and none of them uses it.
+//! wrappers), `clock` (coarse clocks), `error` (every failure and its status), `headers`
+//! (pure header rules), `idle` (the shelf of idle upstream connections), `prepare` (the
+//! one preparation of a request's head, and of its answer's), `exchange` (a request's
+//! surroundings), `fast/` (the HTTP/1.1 fast path's codec and raw pool), `h2` and `http1`
+//! (connections to backends), `upstream` (a route's backends), `splice` (the byte pump),
+//! `upgrade` (the hijack path). This file uses them and none of them uses it.
 
 pub mod body;
+pub mod clock;
 pub mod error;
 pub mod exchange;
+pub mod fast;
 pub mod h2;
 pub mod headers;
 pub mod http1;
+pub mod idle;
 pub mod prepare;
 pub mod splice;
 pub mod upgrade;
@@ -38,7 +42,6 @@ use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::{BodyExt, Either};
 use hyper::body::Incoming;
-use tracing::{debug, warn};
 
 pub use self::body::{Body, BoxError, full};
 pub use self::error::{ProxyError, error_response};
@@ -90,19 +93,9 @@ pub async fn forward(
                 after,
             },
         };
-        exchange.count_error(&err);
-        let refused = matches!(
-            err,
-            ProxyError::Connect { .. } | ProxyError::ConnectTimeout { .. }
-        );
-        if refused {
-            upstream.eject(backend);
-        }
-        if refused && attempt < attempts {
-            debug!(backend = %backend.label, error = %err, "backend refused; trying the next one");
+        if upstream.failed(backend, &err, exchange, attempt < attempts) {
             continue;
         }
-        warn!(route = exchange.route, backend = %backend.label, error = %err, "upstream failed");
         return Err(err);
     }
 }

@@ -18,13 +18,16 @@ use http_body_util::Either;
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
+use tracing::{debug, warn};
 
 use crate::config::{Backend, Timeouts, UpstreamConfig, UpstreamProtocol, UpstreamTls};
 use crate::tls::{self, Verify};
 use crate::workers;
 
 use super::body::Body;
-use super::error::SendError;
+use super::error::{ProxyError, SendError};
+use super::exchange::Exchange;
+use super::fast::pool::RawPool;
 use super::h2::{Dialed, H2Conns, H2Dialer};
 use super::http1::{Http1Pool, PooledBody};
 
@@ -39,6 +42,9 @@ pub struct Upstream {
     next: AtomicUsize,
     /// HTTP/1.1 to plain backends: our own per-thread pool (`http1`).
     plain: Http1Pool,
+    /// Raw sockets to the same backends, for the listener's fast path; `Some` when every
+    /// backend is plain and the route does not insist on HTTP/2.
+    raw: Option<RawPool>,
     /// Pooled HTTP/1.1 clients for TLS backends, one per serving thread, so a
     /// connection's upstream exchanges stay on its thread (see `workers`).
     clients: Vec<Client<Connector, Body>>,
@@ -53,6 +59,13 @@ pub struct Upstream {
     /// What it was built from, so a reload with the same settings can keep it (and its
     /// pooled connections and ejection marks).
     config: UpstreamConfig,
+}
+
+impl BackendState {
+    /// The backend's place in its upstream, which picks its pool slot.
+    pub fn index(&self) -> usize {
+        self.index
+    }
 }
 
 pub struct BackendState {
@@ -116,6 +129,9 @@ impl Upstream {
                 .collect(),
             next: AtomicUsize::new(0),
             plain: Http1Pool::new(config.backends.len(), timeouts.connect, timeouts.idle),
+            raw: (config.protocol != UpstreamProtocol::H2
+                && config.backends.iter().all(|b| !b.tls))
+            .then(|| RawPool::new(config.backends.len(), timeouts.connect, timeouts.idle)),
             clients,
             h2: H2Conns::new(config.backends.len()),
             dialer,
@@ -188,6 +204,11 @@ impl Upstream {
         Ok(self.client().request(req).await?.map(Either::Right))
     }
 
+    /// The raw HTTP/1.1 pool of the fast path, when every backend can be reached by it.
+    pub fn raw(&self) -> Option<&RawPool> {
+        self.raw.as_ref()
+    }
+
     pub fn len(&self) -> usize {
         self.backends.len()
     }
@@ -206,6 +227,32 @@ impl Upstream {
             .map(|i| &self.backends[(start + i) % n])
             .find(|b| b.ejected_until.load(Ordering::Relaxed) <= now)
             .unwrap_or(&self.backends[start % n])
+    }
+
+    /// Settles a failed attempt on `backend`: counts `err`, marks a backend that refused
+    /// the connection failed, and says whether to try the next backend (only after a
+    /// refusal, and only when `again` allows: a request whose body is sent cannot be).
+    pub fn failed(
+        &self,
+        backend: &BackendState,
+        err: &ProxyError,
+        exchange: &Exchange<'_>,
+        again: bool,
+    ) -> bool {
+        exchange.count_error(err);
+        let refused = matches!(
+            err,
+            ProxyError::Connect { .. } | ProxyError::ConnectTimeout { .. }
+        );
+        if refused {
+            self.eject(backend);
+        }
+        if refused && again {
+            debug!(backend = %backend.label, error = %err, "backend refused; trying the next one");
+            return true;
+        }
+        warn!(route = exchange.route, backend = %backend.label, error = %err, "upstream failed");
+        false
     }
 
     /// Marks `backend` failed: `pick` skips it for [`EJECT_FOR`].

@@ -476,6 +476,7 @@ mod tests {
             tls: None,
             max_connections: None,
             trusted_proxies: Vec::new(),
+            http1_fast_path: true,
             allowed_clients: allowed_clients
                 .iter()
                 .map(|e| crate::config::AllowedClient::parse(e).unwrap())

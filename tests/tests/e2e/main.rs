@@ -4,6 +4,7 @@
 
 mod connections;
 mod examples;
+mod fast_path;
 mod hijack;
 mod hostile;
 mod ingress;

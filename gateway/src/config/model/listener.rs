@@ -34,6 +34,9 @@ pub struct ListenerConfig {
     /// Peers whose `X-Forwarded-*`, `Forwarded` and `X-Real-IP` are kept and appended to;
     /// from any other peer they are replaced by leafgate's own.
     pub trusted_proxies: Vec<Cidr>,
+    /// Routes listeners: plain HTTP/1.1 exchanges take the fast path (`listener::fast`);
+    /// false serves every request through hyper.
+    pub http1_fast_path: bool,
     /// node-api: the client certificates let in, by subject (never by SAN). Empty: each
     /// caller is authorized by a SubjectAccessReview at the root cluster (validation
     /// makes sure `[kubernetes]` names one).

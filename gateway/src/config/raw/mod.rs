@@ -77,6 +77,9 @@ pub struct RawListener {
     pub max_connections: Option<Spanned<u64>>,
     #[serde(default)]
     pub trusted_proxies: Vec<Spanned<String>>,
+    /// Serve plain HTTP/1.1 exchanges on leafgate's own fast path (default true); false
+    /// serves every request through hyper.
+    pub http1_fast_path: Option<bool>,
     #[serde(default)]
     pub allowed_clients: Vec<Spanned<String>>,
     /// kube-api: the version `/version` reports (`v1.33.4`) instead of the leaves' oldest.

@@ -83,6 +83,7 @@ impl Validator<'_, '_> {
             tls,
             max_connections,
             trusted_proxies,
+            http1_fast_path: l.http1_fast_path.unwrap_or(true),
             allowed_clients,
             kubernetes_version,
         })

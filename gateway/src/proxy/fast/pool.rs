@@ -1,0 +1,72 @@
+//! Raw keep-alive connections to a route's plain HTTP/1.1 backends, for the fast path: the
+//! socket itself is pooled (no connection task, no channel), on the same per-thread shelf
+//! as hyper's connections (`idle`).
+//!
+//! A connection goes back only once its answer was read to its exact end with nothing
+//! after it, so the next exchange starts on a clean stream. One the backend closed while it
+//! sat idle is noticed at checkout by a peek that does not wait.
+
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use tokio::io::ReadBuf;
+use tokio::net::TcpStream;
+
+use crate::config::Backend;
+use crate::proxy::error::DialError;
+use crate::proxy::idle::{Idles, Reusable};
+
+impl Reusable for TcpStream {
+    /// Closed, failed, or holding bytes nobody asked for: not to be reused.
+    fn is_closed(&self) -> bool {
+        let mut byte = [0u8; 1];
+        let mut buf = ReadBuf::new(&mut byte);
+        let mut cx = Context::from_waker(Waker::noop());
+        !matches!(self.poll_peek(&mut cx, &mut buf), Poll::Pending)
+    }
+}
+
+/// Idle raw connections to one upstream's plain backends.
+pub struct RawPool {
+    idles: Arc<Idles<TcpStream>>,
+    connect: Duration,
+}
+
+impl RawPool {
+    pub fn new(backends: usize, connect: Duration, idle: Duration) -> Self {
+        RawPool {
+            idles: Idles::new(backends, idle),
+            connect,
+        }
+    }
+
+    /// An idle connection of this thread to backend number `index`.
+    pub fn checkout(&self, index: usize) -> Option<TcpStream> {
+        self.idles.checkout(self.idles.slot_of(index))
+    }
+
+    /// Puts a connection whose last answer was read to its end back for reuse.
+    pub fn give_back(&self, index: usize, tcp: TcpStream) {
+        self.idles.give_back(self.idles.slot_of(index), tcp);
+    }
+
+    /// A new connection to `backend`, within the connect timeout.
+    pub async fn dial(&self, backend: &Backend) -> Result<TcpStream, DialError> {
+        connect(backend, self.connect).await
+    }
+}
+
+/// A new TCP connection to a plain `backend` within `timeout`, with Nagle off (heads and
+/// bodies are written whole).
+pub async fn connect(backend: &Backend, timeout: Duration) -> Result<TcpStream, DialError> {
+    let address = (
+        backend.authority.host(),
+        backend.authority.port_u16().unwrap_or(80),
+    );
+    let tcp = tokio::time::timeout(timeout, TcpStream::connect(address))
+        .await
+        .map_err(|_| DialError::Timeout(timeout))??;
+    tcp.set_nodelay(true)?;
+    Ok(tcp)
+}

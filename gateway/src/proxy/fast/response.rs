@@ -1,0 +1,340 @@
+//! A backend's answer head, read where it lies in the upstream buffer, and the head the
+//! client gets.
+//!
+//! Read as hyper's client reads it (same parser and limits): informational answers are
+//! passed over, the body's framing follows RFC 9112 §6.3 (204 and 304 have none,
+//! `Transfer-Encoding` ending in `chunked` wins over `Content-Length`, differing lengths
+//! are an error, no length reads to the close), and the connection is reused only when
+//! the backend keeps it alive. Written as hyper's server writes what `proxy::respond`
+//! makes of it: the backend's status line, its headers but hop-by-hop ones, `Via`
+//! appended, a `Date` when it sent none, the length as it sent it or else chunked
+//! (the client speaks HTTP/1.1), `Connection: close` when this is the connection's last.
+
+use super::lines::{digits, line};
+use crate::proxy::clock;
+use crate::proxy::headers;
+
+/// Header lines an answer may have (hyper's client limit).
+pub const MAX_HEADERS: usize = 100;
+
+/// How an answer's body is delimited on the backend's connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Framing {
+    /// No body (204, 304, or `Content-Length: 0`).
+    Empty,
+    Length(u64),
+    Chunked,
+    /// The body ends when the backend closes.
+    UntilClose,
+}
+
+/// What the bytes at the start of the upstream buffer are.
+pub enum Read<'h, 'b> {
+    Partial,
+    /// An informational (1xx) answer of this many bytes, to pass over.
+    Informational(usize),
+    Answer(Answer<'h, 'b>),
+    /// An answer hyper's client refuses too (a 502).
+    Bad(&'static str),
+}
+
+pub struct Answer<'h, 'b> {
+    /// Bytes the head takes in the buffer.
+    pub len: usize,
+    pub status: u16,
+    pub framing: Framing,
+    /// The backend keeps the connection open after this answer.
+    pub keep_alive: bool,
+    minor: u8,
+    reason: &'b str,
+    headers: &'h [httparse::Header<'b>],
+}
+
+/// Reads the answer head at the start of `buf` into `slots`.
+pub fn parse<'h, 'b>(
+    buf: &'b [u8],
+    slots: &'h mut [httparse::Header<'b>; MAX_HEADERS],
+) -> Read<'h, 'b> {
+    let mut res = httparse::Response::new(slots);
+    let len = match res.parse(buf) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return Read::Partial,
+        Err(_) => return Read::Bad("an answer head that does not parse"),
+    };
+    let status = res.code.unwrap_or(0);
+    let minor = res.version.unwrap_or(0);
+    match status {
+        0..=99 => return Read::Bad("a status code out of range"),
+        101 => return Read::Bad("a protocol switch nobody asked for"),
+        100..=199 => return Read::Informational(len),
+        _ => {}
+    }
+    let headers: &'h [httparse::Header<'b>] = res.headers;
+    let mut keep_alive = minor == 1;
+    let mut close = false;
+    let mut chunked = None;
+    let mut length = None;
+    for h in headers {
+        let name = h.name.as_bytes();
+        if name.eq_ignore_ascii_case(b"connection") {
+            for token in headers::list_tokens(h.value) {
+                if token.eq_ignore_ascii_case(b"close") {
+                    close = true;
+                } else if token.eq_ignore_ascii_case(b"keep-alive") {
+                    keep_alive = true;
+                }
+            }
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            if minor == 0 {
+                return Read::Bad("Transfer-Encoding on HTTP/1.0");
+            }
+            // The last line's last coding decides, as hyper reads it.
+            chunked = Some(
+                headers::list_tokens(h.value)
+                    .last()
+                    .is_some_and(|t| t.eq_ignore_ascii_case(b"chunked")),
+            );
+        } else if name.eq_ignore_ascii_case(b"content-length") {
+            for v in h.value.split(|&b| b == b',') {
+                let Some(n) = digits(v.trim_ascii()) else {
+                    return Read::Bad("an invalid Content-Length");
+                };
+                if length.is_some_and(|l| l != n) {
+                    return Read::Bad("differing Content-Lengths");
+                }
+                length = Some(n);
+            }
+        }
+    }
+    let framing = match (status, chunked, length) {
+        (204 | 304, _, _) => Framing::Empty,
+        (_, Some(true), _) => Framing::Chunked,
+        (_, Some(false), _) | (_, None, None) => Framing::UntilClose,
+        (_, None, Some(0)) => Framing::Empty,
+        (_, None, Some(n)) => Framing::Length(n),
+    };
+    let keep_alive = keep_alive
+        && !close
+        && framing != Framing::UntilClose
+        && !(chunked.is_some() && length.is_some());
+    Read::Answer(Answer {
+        len,
+        status,
+        framing,
+        keep_alive,
+        minor,
+        reason: res.reason.unwrap_or(""),
+        headers,
+    })
+}
+
+impl Answer<'_, '_> {
+    /// Writes the head the client gets into `out` (cleared first); `last` when the client
+    /// connection closes after this answer.
+    pub fn write_client(&self, out: &mut Vec<u8>, last: bool) {
+        out.clear();
+        out.extend_from_slice(if self.minor == 0 {
+            b"HTTP/1.0 "
+        } else {
+            b"HTTP/1.1 "
+        });
+        out.extend_from_slice(&status_digits(self.status));
+        out.push(b' ');
+        out.extend_from_slice(self.reason.as_bytes());
+        out.extend_from_slice(b"\r\n");
+        let mut date = false;
+        let mut length = false;
+        let mut te_trailers = false;
+        for h in self.headers {
+            let name = h.name.as_bytes();
+            if name.eq_ignore_ascii_case(b"te") {
+                te_trailers |=
+                    headers::list_tokens(h.value).any(|t| t.eq_ignore_ascii_case(b"trailers"));
+            }
+            if headers::is_hop_by_hop(name) || self.named_by_connection(name) {
+                continue;
+            }
+            if name.eq_ignore_ascii_case(b"content-length") {
+                // Written once, and only for a body sized by it.
+                if length || !matches!(self.framing, Framing::Length(_) | Framing::Empty) {
+                    continue;
+                }
+                length = true;
+            }
+            date |= name.eq_ignore_ascii_case(b"date");
+            line(out, name, h.value);
+        }
+        if te_trailers {
+            out.extend_from_slice(b"te: trailers\r\n");
+        }
+        out.extend_from_slice(if self.minor == 0 {
+            b"via: 1.0 leafgate\r\n"
+        } else {
+            b"via: 1.1 leafgate\r\n"
+        });
+        match self.framing {
+            Framing::Chunked | Framing::UntilClose => {
+                out.extend_from_slice(b"transfer-encoding: chunked\r\n");
+            }
+            Framing::Empty if !length && !matches!(self.status, 204 | 304) => {
+                out.extend_from_slice(b"content-length: 0\r\n");
+            }
+            Framing::Empty | Framing::Length(_) => {}
+        }
+        if last {
+            out.extend_from_slice(b"connection: close\r\n");
+        }
+        if !date {
+            out.extend_from_slice(b"date: ");
+            out.extend_from_slice(&clock::date());
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+    }
+
+    /// Whether a `Connection` line of the answer names `name` (it is then hop-by-hop).
+    fn named_by_connection(&self, name: &[u8]) -> bool {
+        self.headers
+            .iter()
+            .filter(|h| h.name.eq_ignore_ascii_case("connection"))
+            .any(|h| headers::list_tokens(h.value).any(|t| t.eq_ignore_ascii_case(name)))
+    }
+}
+
+/// A status code's three digits (httparse reads exactly three).
+fn status_digits(status: u16) -> [u8; 3] {
+    let n = status.min(999);
+    [
+        b'0' + (n / 100) as u8,
+        b'0' + (n / 10 % 10) as u8,
+        b'0' + (n % 10) as u8,
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(head: &[u8], last: bool) -> Result<(Framing, bool, String), &'static str> {
+        let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        match parse(head, &mut slots) {
+            Read::Partial => Err("partial"),
+            Read::Informational(_) => Err("informational"),
+            Read::Bad(why) => Err(why),
+            Read::Answer(a) => {
+                let mut out = Vec::new();
+                a.write_client(&mut out, last);
+                Ok((a.framing, a.keep_alive, String::from_utf8(out).unwrap()))
+            }
+        }
+    }
+
+    const DATE: &str = "date: Sun, 06 Nov 1994 08:49:37 GMT\r\n";
+
+    #[test]
+    fn the_framing_is_read_as_hyper_reads_it() {
+        let cases: &[(&str, Framing, bool)] = &[
+            (
+                "HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n",
+                Framing::Length(5),
+                true,
+            ),
+            (
+                "HTTP/1.1 200 OK\r\ncontent-length: 5, 5\r\n\r\n",
+                Framing::Length(5),
+                true,
+            ),
+            (
+                "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n",
+                Framing::Empty,
+                true,
+            ),
+            ("HTTP/1.1 204 No Content\r\n\r\n", Framing::Empty, true),
+            (
+                "HTTP/1.1 304 Not Modified\r\ncontent-length: 9\r\n\r\n",
+                Framing::Empty,
+                true,
+            ),
+            (
+                "HTTP/1.1 200 OK\r\ntransfer-encoding: gzip, chunked\r\n\r\n",
+                Framing::Chunked,
+                true,
+            ),
+            (
+                "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\ncontent-length: 3\r\n\r\n",
+                Framing::Chunked,
+                false,
+            ),
+            (
+                "HTTP/1.1 200 OK\r\ntransfer-encoding: gzip\r\n\r\n",
+                Framing::UntilClose,
+                false,
+            ),
+            ("HTTP/1.1 200 OK\r\n\r\n", Framing::UntilClose, false),
+            (
+                "HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 1\r\n\r\n",
+                Framing::Length(1),
+                false,
+            ),
+            (
+                "HTTP/1.0 200 OK\r\ncontent-length: 1\r\n\r\n",
+                Framing::Length(1),
+                false,
+            ),
+            (
+                "HTTP/1.0 200 OK\r\nconnection: keep-alive\r\ncontent-length: 1\r\n\r\n",
+                Framing::Length(1),
+                true,
+            ),
+        ];
+        for (head, framing, keep_alive) in cases {
+            let (f, k, _) = answer(head.as_bytes(), false).unwrap();
+            assert_eq!((f, k), (*framing, *keep_alive), "{head}");
+        }
+        for bad in [
+            "HTTP/1.1 200 OK\r\ncontent-length: 5\r\ncontent-length: 6\r\n\r\n",
+            "HTTP/1.1 200 OK\r\ncontent-length: -5\r\n\r\n",
+            "HTTP/1.1 101 Switching Protocols\r\n\r\n",
+            "HTTP/1.0 200 OK\r\ntransfer-encoding: chunked\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nbad header\r\n\r\n",
+        ] {
+            assert!(answer(bad.as_bytes(), false).is_err(), "{bad}");
+        }
+        assert_eq!(
+            answer(b"HTTP/1.1 100 Continue\r\n\r\n", false).unwrap_err(),
+            "informational"
+        );
+    }
+
+    #[test]
+    fn the_client_reads_the_backend_s_head_less_its_hops() {
+        let head = format!(
+            "HTTP/1.1 200 Fine\r\nConnection: keep-alive, x-hop\r\nX-Hop: 1\r\nKeep-Alive: 5\r\n{DATE}Content-Length: 2\r\nX-App: 1\r\n\r\n"
+        );
+        let (_, _, out) = answer(head.as_bytes(), true).unwrap();
+        assert_eq!(
+            out,
+            format!(
+                "HTTP/1.1 200 Fine\r\n{DATE}Content-Length: 2\r\nX-App: 1\r\nvia: 1.1 leafgate\r\nconnection: close\r\n\r\n"
+            )
+        );
+        let (_, _, out) = answer(
+            b"HTTP/1.1 404 Not Found\r\ntransfer-encoding: chunked\r\n\r\n",
+            false,
+        )
+        .unwrap();
+        assert!(out.starts_with("HTTP/1.1 404 Not Found\r\nvia: 1.1 leafgate\r\ntransfer-encoding: chunked\r\ndate: "), "{out}");
+        let (_, _, out) =
+            answer(format!("HTTP/1.1 200 OK\r\n{DATE}\r\n").as_bytes(), false).unwrap();
+        assert!(
+            out.contains("transfer-encoding: chunked\r\n"),
+            "until-close is re-framed: {out}"
+        );
+        let (_, _, out) = answer(
+            format!("HTTP/1.1 204 No Content\r\n{DATE}\r\n").as_bytes(),
+            false,
+        )
+        .unwrap();
+        assert!(!out.contains("content-length"), "{out}");
+    }
+}

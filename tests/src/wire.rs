@@ -1,0 +1,381 @@
+//! HTTP/1.1 on the wire, for tests that compare two ways of serving the same bytes: a
+//! client that writes exact bytes (in pieces) and reads back every answer as a list of
+//! facts, and a scripted backend that echoes what reached it and answers as the request's
+//! path says.
+//!
+//! The client's [`Outcome`] keeps what a client can rely on: each answer's version, status,
+//! reason, headers (names lowercased, sorted; `date` and the framing headers left out)
+//! and decoded body, then whether the connection ended cleanly or in the middle of an
+//! answer. Two servers that give equal outcomes for the same bytes behave the same for
+//! every client.
+//!
+//! The backend's paths:
+//! - anything else: `200` with `content-length`, the body an echo of the request as it
+//!   arrived: `METHOD target`, its headers (lowercased, sorted), a blank line, the body;
+//! - `/chunked/<sizes>[/ext][/trailer]`: a chunked body of those chunk sizes (comma-separated),
+//!   with chunk extensions and a trailer when asked;
+//! - `/close/<n>`: `n` bytes with no length, then the connection closes;
+//! - `/status/<code>`: that status, a 2-byte body unless the status has none;
+//! - `/hop`: hop-by-hop headers in the answer (`Connection` naming one);
+//! - `/early-hints`: a `103` before the `200`;
+//! - `/bad-head`: a head no parser takes; `/no-answer`: the connection closes unanswered;
+//! - `/short-body`: a length of 10 and 3 bytes, then the close; `/bad-chunk`: a chunk size
+//!   that is not hex, mid-body.
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Every answer a client read on one connection, and how the connection ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub answers: Vec<Answer>,
+    pub end: End,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub version: u8,
+    pub status: u16,
+    pub reason: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// The server closed after a whole answer (or before any).
+    Closed,
+    /// Still open when the client stopped waiting.
+    Open,
+    /// Closed, or bytes that are no answer, in the middle of one.
+    Broken,
+}
+
+/// Writes `pieces` to `addr` one after another, then reads every answer until the server
+/// closes or stays silent for `quiet`. `methods` are the requests' methods in order (a
+/// `HEAD` answer has no body).
+pub async fn exchange(
+    addr: SocketAddr,
+    pieces: &[Vec<u8>],
+    methods: &[&str],
+    quiet: Duration,
+) -> Outcome {
+    let mut tcp = TcpStream::connect(addr).await.expect("connect");
+    tcp.set_nodelay(true).unwrap();
+    for piece in pieces {
+        if tcp.write_all(piece).await.is_err() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let closed = loop {
+        match tokio::time::timeout(quiet, tcp.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => break true,
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+            Err(_) => break false,
+        }
+    };
+    read_answers(&got, methods, closed)
+}
+
+/// The answers in `bytes`, as [`exchange`] reports them.
+pub fn read_answers(mut bytes: &[u8], methods: &[&str], closed: bool) -> Outcome {
+    let mut answers = Vec::new();
+    let mut methods = methods.iter();
+    let mut method = methods.next().copied();
+    loop {
+        if bytes.is_empty() {
+            let end = if closed { End::Closed } else { End::Open };
+            return Outcome { answers, end };
+        }
+        let mut slots = [httparse::EMPTY_HEADER; 128];
+        let mut res = httparse::Response::new(&mut slots);
+        let len = match res.parse(bytes) {
+            Ok(httparse::Status::Complete(len)) => len,
+            _ => {
+                return Outcome {
+                    answers,
+                    end: End::Broken,
+                };
+            }
+        };
+        let status = res.code.unwrap_or(0);
+        let mut length = None;
+        let mut chunked = false;
+        let mut headers = Vec::new();
+        for h in res.headers.iter() {
+            let name = h.name.to_ascii_lowercase();
+            let value = String::from_utf8_lossy(h.value).into_owned();
+            match name.as_str() {
+                "content-length" => length = value.trim().parse::<usize>().ok(),
+                "transfer-encoding" => chunked = value.to_ascii_lowercase().ends_with("chunked"),
+                "date" => {}
+                _ => headers.push((name, value)),
+            }
+        }
+        headers.sort();
+        let version = res.version.unwrap_or(9);
+        let reason = res.reason.unwrap_or("").to_string();
+        bytes = &bytes[len..];
+        let no_body = (100..200).contains(&status)
+            || status == 204
+            || status == 304
+            || method == Some("HEAD");
+        let body = if no_body {
+            Vec::new()
+        } else if chunked {
+            match dechunk(bytes) {
+                Some((body, used)) => {
+                    bytes = &bytes[used..];
+                    body
+                }
+                None => {
+                    return Outcome {
+                        answers,
+                        end: End::Broken,
+                    };
+                }
+            }
+        } else if let Some(n) = length {
+            if bytes.len() < n {
+                return Outcome {
+                    answers,
+                    end: End::Broken,
+                };
+            }
+            let body = bytes[..n].to_vec();
+            bytes = &bytes[n..];
+            body
+        } else {
+            let body = bytes.to_vec();
+            bytes = &[];
+            if !closed {
+                return Outcome {
+                    answers,
+                    end: End::Broken,
+                };
+            }
+            body
+        };
+        if status >= 200 {
+            method = methods.next().copied();
+        }
+        answers.push(Answer {
+            version,
+            status,
+            reason,
+            headers,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        });
+    }
+}
+
+/// A chunked body at the start of `bytes`: its data and the bytes it took, trailers read
+/// and dropped.
+pub fn dechunk(bytes: &[u8]) -> Option<(Vec<u8>, usize)> {
+    let mut at = 0;
+    let mut data = Vec::new();
+    loop {
+        let line_end = find(&bytes[at..], b"\r\n")? + at;
+        let line = std::str::from_utf8(&bytes[at..line_end]).ok()?;
+        let size = usize::from_str_radix(line.split(';').next()?.trim(), 16).ok()?;
+        at = line_end + 2;
+        if size == 0 {
+            loop {
+                let end = find(&bytes[at..], b"\r\n")? + at;
+                let empty = end == at;
+                at = end + 2;
+                if empty {
+                    return Some((data, at));
+                }
+            }
+        }
+        if bytes.len() < at + size + 2 || &bytes[at + size..at + size + 2] != b"\r\n" {
+            return None;
+        }
+        data.extend_from_slice(&bytes[at..at + size]);
+        at += size + 2;
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// A scripted HTTP/1.1 backend on `127.0.0.1:0` (see the module's paths); keep-alive.
+pub struct ScriptedBackend {
+    pub addr: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for ScriptedBackend {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl ScriptedBackend {
+    pub async fn start() -> ScriptedBackend {
+        let socket = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = socket.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            while let Ok((tcp, _)) = socket.accept().await {
+                tokio::spawn(serve(tcp));
+            }
+        });
+        ScriptedBackend { addr, task }
+    }
+}
+
+async fn serve(mut tcp: TcpStream) {
+    let mut buf = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        // A whole request: head, then its body by length or chunks.
+        let request = loop {
+            if let Some(r) = take_request(&mut buf) {
+                break r;
+            }
+            match tcp.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        };
+        let Some((method, target, echo)) = request else {
+            return;
+        };
+        let answer = script(&method, &target, &echo);
+        if tcp.write_all(&answer.bytes).await.is_err() || answer.close {
+            let _ = tcp.shutdown().await;
+            return;
+        }
+    }
+}
+
+/// The request at the start of `buf`, taken out of it: `None` when incomplete,
+/// `Some(None)` when it does not parse.
+#[allow(clippy::type_complexity, reason = "a test helper's one return")]
+fn take_request(buf: &mut Vec<u8>) -> Option<Option<(String, String, String)>> {
+    let mut slots = [httparse::EMPTY_HEADER; 256];
+    let mut req = httparse::Request::new(&mut slots);
+    let len = match req.parse(buf) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return None,
+        Err(_) => return Some(None),
+    };
+    let method = req.method.unwrap_or("").to_string();
+    let target = req.path.unwrap_or("").to_string();
+    let mut headers: Vec<(String, String)> = req
+        .headers
+        .iter()
+        .map(|h| {
+            (
+                h.name.to_ascii_lowercase(),
+                String::from_utf8_lossy(h.value).into_owned(),
+            )
+        })
+        .collect();
+    headers.sort();
+    let chunked = headers
+        .iter()
+        .any(|(n, v)| n == "transfer-encoding" && v.to_ascii_lowercase().contains("chunked"));
+    let length = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+        .unwrap_or(0);
+    let (body, used) = if chunked {
+        dechunk(&buf[len..])?
+    } else {
+        if buf.len() < len + length {
+            return None;
+        }
+        (buf[len..len + length].to_vec(), length)
+    };
+    let mut echo = format!("{method} {target}\n");
+    for (n, v) in &headers {
+        let _ = writeln!(echo, "{n}: {v}");
+    }
+    echo.push('\n');
+    echo.push_str(&String::from_utf8_lossy(&body));
+    buf.drain(..len + used);
+    Some(Some((method, target, echo)))
+}
+
+struct Scripted {
+    bytes: Vec<u8>,
+    close: bool,
+}
+
+fn script(method: &str, target: &str, echo: &str) -> Scripted {
+    let parts: Vec<&str> = target.trim_start_matches('/').split('/').collect();
+    let keep = |bytes: Vec<u8>| Scripted {
+        bytes,
+        close: false,
+    };
+    let filler = |n: usize| -> String { (0..n).map(|i| (b'a' + (i % 26) as u8) as char).collect() };
+    let no_body = method == "HEAD";
+    match parts.as_slice() {
+        ["chunked", sizes, flags @ ..] => {
+            let mut out = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\nx-kind: chunked\r\n\r\n".to_vec();
+            if !no_body {
+                for size in sizes.split(',').filter_map(|s| s.parse::<usize>().ok()).filter(|&s| s > 0) {
+                    let ext = if flags.contains(&"ext") { ";name=value" } else { "" };
+                    out.extend_from_slice(format!("{size:x}{ext}\r\n{}\r\n", filler(size)).as_bytes());
+                }
+                out.extend_from_slice(b"0\r\n");
+                if flags.contains(&"trailer") {
+                    out.extend_from_slice(b"x-trailer: 1\r\n");
+                }
+                out.extend_from_slice(b"\r\n");
+            }
+            keep(out)
+        }
+        ["close", n] => {
+            let n = n.parse().unwrap_or(0);
+            Scripted {
+                bytes: format!("HTTP/1.1 200 OK\r\nx-kind: close\r\n\r\n{}", filler(n)).into_bytes(),
+                close: true,
+            }
+        }
+        ["status", code] => {
+            let code: u16 = code.parse().unwrap_or(200);
+            let body = if matches!(code, 204 | 304) || no_body { "" } else { "ok" };
+            let length = if code == 204 { String::new() } else { "content-length: 2\r\n".to_string() };
+            keep(format!("HTTP/1.1 {code} Scripted\r\n{length}\r\n{body}").into_bytes())
+        }
+        ["hop"] => keep(
+            b"HTTP/1.1 200 OK\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\nKeep-Alive: timeout=5\r\nProxy-Authenticate: x\r\nX-End: 1\r\ncontent-length: 3\r\n\r\nhop"
+                .to_vec(),
+        ),
+        ["early-hints"] => keep(
+            b"HTTP/1.1 103 Early Hints\r\nlink: </a>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhints".to_vec(),
+        ),
+        ["bad-head"] => Scripted {
+            bytes: b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n".to_vec(),
+            close: true,
+        },
+        ["no-answer"] => Scripted {
+            bytes: Vec::new(),
+            close: true,
+        },
+        ["short-body"] => Scripted {
+            bytes: b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc".to_vec(),
+            close: true,
+        },
+        ["bad-chunk"] => Scripted {
+            bytes: b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\nzz\r\nxx\r\n0\r\n\r\n".to_vec(),
+            close: true,
+        },
+        _ => {
+            let body = if no_body { "" } else { echo };
+            keep(format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\nx-kind: echo\r\n\r\n{body}", echo.len()).into_bytes())
+        }
+    }
+}

@@ -1,0 +1,484 @@
+//! The HTTP/1.1 fast path against hyper's path, differentially: one gateway with two
+//! listeners on the same route, `fast` (the fast path) and `hyper` (`http1_fast_path =
+//! false`), and the same bytes sent to each. Every outcome a client can see (each answer's
+//! status, reason, headers, body, then how the connection ended; see `wire`) must be the
+//! same, for hand-written well-formed and malformed requests, for generated heads, bodies
+//! and pipelines, and for generated answers (chunked bodies, bodies to the close, statuses
+//! without a body). The backend echoes what reached it, so the comparison covers both
+//! directions. Each property runs a bounded number of cases.
+
+use std::time::Duration;
+
+use leafgate_tests::config::{Listener, Route};
+use leafgate_tests::wire::{self, End, Outcome, ScriptedBackend};
+use leafgate_tests::{Config, TestGateway};
+use proptest::prelude::*;
+use proptest::test_runner::{Config as Cases, TestRunner};
+
+/// How long a client waits for more after the last byte it read.
+const QUIET: Duration = Duration::from_millis(300);
+
+struct Bed {
+    gw: TestGateway,
+    _backend: ScriptedBackend,
+}
+
+impl Bed {
+    async fn start() -> Bed {
+        let backend = ScriptedBackend::start().await;
+        let gw = TestGateway::start(
+            Config::new()
+                .admin()
+                .listener(Listener::new("fast").set("http1_fast_path", true))
+                .listener(Listener::new("hyper").set("http1_fast_path", false))
+                .route(Route::host("*").backend(backend.addr)),
+        )
+        .await;
+        Bed {
+            gw,
+            _backend: backend,
+        }
+    }
+
+    /// The outcomes of the same pieces on the fast path and on hyper's.
+    async fn both(&self, pieces: &[Vec<u8>], methods: &[&str]) -> (Outcome, Outcome) {
+        let fast = wire::exchange(self.gw.addr("fast"), pieces, methods, QUIET);
+        let hyper = wire::exchange(self.gw.addr("hyper"), pieces, methods, QUIET);
+        tokio::join!(fast, hyper)
+    }
+
+    async fn same(&self, what: &str, pieces: &[Vec<u8>], methods: &[&str]) -> Outcome {
+        let (fast, hyper) = self.both(pieces, methods).await;
+        assert_eq!(fast, hyper, "{what}: the fast path and hyper's differ");
+        fast
+    }
+
+    /// Requests the fast path served, from the admin metrics.
+    async fn served_fast(&self) -> u64 {
+        let text = leafgate_tests::client::get(self.gw.admin(), "admin", "/metrics")
+            .await
+            .text();
+        text.lines()
+            .filter(|l| l.starts_with("leafgate_http1_fast_path_requests_total{listener=\"fast\"}"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
+    }
+}
+
+const END: &[u8] = b"GET /end HTTP/1.1\r\nHost: a.example\r\nConnection: close\r\n\r\n";
+
+fn with_end(req: &[u8]) -> Vec<Vec<u8>> {
+    vec![[req, END].concat()]
+}
+
+#[tokio::test]
+async fn well_formed_requests_are_served_alike_and_on_the_fast_path() {
+    let bed = Bed::start().await;
+    let cases: &[(&str, &[u8], &[&str])] = &[
+        ("a plain GET", b"GET /a?b=1 HTTP/1.1\r\nHost: a.example\r\nAccept: */*\r\n\r\n", &["GET", "GET"]),
+        ("a POST with a body", b"POST /p HTTP/1.1\r\nHost: a.example\r\nContent-Length: 11\r\n\r\nhello world", &["POST", "GET"]),
+        ("a host with a port and capitals", b"GET / HTTP/1.1\r\nHost: A.Example:8080\r\n\r\n", &["GET", "GET"]),
+        ("hop-by-hop and spoofed forwarding headers", b"GET / HTTP/1.1\r\nHost: a.example\r\nConnection: keep-alive\r\nKeep-Alive: 5\r\nProxy-Authorization: x\r\nX-Forwarded-For: 6.6.6.6\r\nX-Forwarded-Proto: https\r\nForwarded: for=6.6.6.6\r\nX-Real-IP: 6.6.6.6\r\nVia: 1.1 edge\r\n\r\n", &["GET", "GET"]),
+        ("a client that closes", b"GET / HTTP/1.1\r\nHost: a.example\r\nConnection: close\r\n\r\n", &["GET"]),
+        ("a bare-LF head", b"GET /lf HTTP/1.1\nHost: a.example\n\n", &["GET", "GET"]),
+        ("a chunked answer with extensions and trailers", b"GET /chunked/5,300,1/ext/trailer HTTP/1.1\r\nHost: a.example\r\n\r\n", &["GET", "GET"]),
+        ("an answer to the close", b"GET /close/700 HTTP/1.1\r\nHost: a.example\r\nConnection: close\r\n\r\n", &["GET"]),
+        ("a 204", b"GET /status/204 HTTP/1.1\r\nHost: a.example\r\n\r\n", &["GET", "GET"]),
+        ("a 304", b"GET /status/304 HTTP/1.1\r\nHost: a.example\r\n\r\n", &["GET", "GET"]),
+        ("a 503", b"DELETE /status/503 HTTP/1.1\r\nHost: a.example\r\n\r\n", &["DELETE", "GET"]),
+        ("an answer's hop-by-hop headers", b"GET /hop HTTP/1.1\r\nHost: a.example\r\n\r\n", &["GET", "GET"]),
+        ("an informational answer first", b"GET /early-hints HTTP/1.1\r\nHost: a.example\r\n\r\n", &["GET", "GET"]),
+    ];
+    let before = bed.served_fast().await;
+    for (what, req, methods) in cases {
+        let outcome = bed.same(what, &with_end(req), methods).await;
+        assert!(
+            outcome
+                .answers
+                .iter()
+                .all(|a| !matches!(a.status, 400 | 431 | 502 | 504)),
+            "{what}: {outcome:?}"
+        );
+    }
+    let served = bed.served_fast().await - before;
+    assert!(
+        served >= cases.len() as u64,
+        "the fast path served {served} of these requests"
+    );
+}
+
+#[tokio::test]
+async fn malformed_and_unusual_requests_get_hyper_s_answers() {
+    let bed = Bed::start().await;
+    let cases: &[(&str, &[u8], &[&str])] = &[
+        ("CL and TE", b"POST / HTTP/1.1\r\nHost: a.example\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", &["POST", "GET"]),
+        ("two different CLs", b"POST / HTTP/1.1\r\nHost: a.example\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", &["POST", "GET"]),
+        ("two equal CLs", b"POST / HTTP/1.1\r\nHost: a.example\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nab", &["POST", "GET"]),
+        ("a signed CL", b"POST / HTTP/1.1\r\nHost: a.example\r\nContent-Length: +2\r\n\r\nab", &["POST", "GET"]),
+        ("a TE that is not chunked", b"POST / HTTP/1.1\r\nHost: a.example\r\nTransfer-Encoding: gzip\r\n\r\n", &["POST", "GET"]),
+        ("an invalid chunk size", b"POST / HTTP/1.1\r\nHost: a.example\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nab\r\n0\r\n\r\n", &["POST", "GET"]),
+        ("a chunked upload", b"POST /up HTTP/1.1\r\nHost: a.example\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", &["POST", "GET"]),
+        ("an obs-fold", b"GET / HTTP/1.1\r\nHost: a.example\r\nX-A: 1\r\n 2\r\n\r\n", &["GET", "GET"]),
+        ("a space before the colon", b"GET / HTTP/1.1\r\nHost : a.example\r\n\r\n", &["GET", "GET"]),
+        ("a bare CR", b"GET / HTTP/1.1\r\nHost: a.example\rX: 1\r\n\r\n", &["GET", "GET"]),
+        ("a NUL in a value", b"GET / HTTP/1.1\r\nHost: a.example\r\nX: a\0b\r\n\r\n", &["GET", "GET"]),
+        ("HTTP/1.0", b"GET / HTTP/1.0\r\nHost: a.example\r\n\r\n", &["GET"]),
+        ("HTTP/2.0 on an HTTP/1 line", b"GET / HTTP/2.0\r\nHost: a.example\r\n\r\n", &["GET", "GET"]),
+        ("no Host", b"GET / HTTP/1.1\r\n\r\n", &["GET", "GET"]),
+        ("two Hosts", b"GET / HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\n\r\n", &["GET", "GET"]),
+        ("an absolute target", b"GET http://a.example/x HTTP/1.1\r\nHost: a.example\r\n\r\n", &["GET", "GET"]),
+        ("a path to normalise", b"GET /a/../b/%2e%2e/c HTTP/1.1\r\nHost: a.example\r\n\r\n", &["GET", "GET"]),
+        ("a path that escapes", b"GET /../../etc HTTP/1.1\r\nHost: a.example\r\n\r\n", &["GET", "GET"]),
+        ("HEAD", b"HEAD / HTTP/1.1\r\nHost: a.example\r\n\r\n", &["HEAD", "GET"]),
+        ("an extension method", b"BREW /pot HTTP/1.1\r\nHost: a.example\r\n\r\n", &["BREW", "GET"]),
+        ("expect-continue", b"POST / HTTP/1.1\r\nHost: a.example\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nab", &["POST", "GET"]),
+        ("an upgrade the backend refuses", b"GET / HTTP/1.1\r\nHost: a.example\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n", &["GET", "GET"]),
+        ("Connection naming a header", b"GET / HTTP/1.1\r\nHost: a.example\r\nConnection: x-secret\r\nX-Secret: 1\r\n\r\n", &["GET", "GET"]),
+        ("TE: trailers", b"GET / HTTP/1.1\r\nHost: a.example\r\nTE: trailers\r\n\r\n", &["GET", "GET"]),
+        ("a lowercase method", b"get / HTTP/1.1\r\nHost: a.example\r\n\r\n", &["get", "GET"]),
+        ("garbage", b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03", &["GET"]),
+    ];
+    for (what, req, methods) in cases {
+        bed.same(what, &with_end(req), methods).await;
+    }
+}
+
+#[tokio::test]
+async fn oversized_heads_get_hyper_s_431() {
+    let bed = Bed::start().await;
+    let many: String = (0..120).map(|i| format!("x-{i}: {i}\r\n")).collect();
+    let req = format!("GET / HTTP/1.1\r\nHost: a.example\r\n{many}\r\n");
+    let outcome = bed
+        .same("too many headers", &with_end(req.as_bytes()), &["GET"])
+        .await;
+    assert_eq!(outcome.answers[0].status, 431, "{outcome:?}");
+    let long = "a".repeat(40 * 1024);
+    let req = format!("GET / HTTP/1.1\r\nHost: a.example\r\nX-Long: {long}\r\n\r\n");
+    bed.same(
+        "a head past the fast path's buffer",
+        &with_end(req.as_bytes()),
+        &["GET", "GET"],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_failing_backend_gets_the_same_answers() {
+    let bed = Bed::start().await;
+    for path in ["/bad-head", "/no-answer"] {
+        let req = format!("GET {path} HTTP/1.1\r\nHost: a.example\r\n\r\n");
+        let (fast, hyper) = bed.both(&with_end(req.as_bytes()), &["GET", "GET"]).await;
+        // The reason's wording is each client library's; the rest must agree.
+        let strip = |o: &Outcome| -> Vec<(u16, Vec<(String, String)>)> {
+            o.answers
+                .iter()
+                .map(|a| (a.status, a.headers.clone()))
+                .collect()
+        };
+        assert_eq!(strip(&fast), strip(&hyper), "{path}: {fast:?} / {hyper:?}");
+        assert_eq!(fast.answers[0].status, 502, "{path}");
+        assert_eq!(fast.end, hyper.end, "{path}");
+    }
+    for path in ["/short-body", "/bad-chunk"] {
+        let req = format!("GET {path} HTTP/1.1\r\nHost: a.example\r\n\r\n");
+        let (fast, hyper) = bed.both(&with_end(req.as_bytes()), &["GET", "GET"]).await;
+        for (name, o) in [("fast", &fast), ("hyper", &hyper)] {
+            assert!(
+                o.end == End::Broken && o.answers.is_empty(),
+                "{path} on {name}: a broken body must end the answer unfinished: {o:?}"
+            );
+        }
+    }
+}
+
+/// One generated request, its bytes and its method: mostly ones the fast path takes
+/// (whose outcomes are then the fast path's), some with anything in them.
+fn request() -> impl Strategy<Value = (Vec<u8>, String)> {
+    prop_oneof![3 => plain_request(), 1 => hostile_request()]
+}
+
+/// A request the fast path takes, with some of what it rewrites (hop-by-hop and forwarding
+/// headers) and a body or none.
+fn plain_request() -> impl Strategy<Value = (Vec<u8>, String)> {
+    let method = prop_oneof![
+        Just("GET"),
+        Just("POST"),
+        Just("PUT"),
+        Just("DELETE"),
+        Just("PATCH"),
+        Just("OPTIONS")
+    ];
+    let target = prop_oneof![
+        Just("/"),
+        Just("/a/b?x=1&y=%20"),
+        Just("/chunked/3,40/ext"),
+        Just("/status/204"),
+        Just("/status/404"),
+        Just("/hop"),
+        Just("/close/9"),
+    ];
+    let host = prop_oneof![Just("a.example"), Just("A.EXAMPLE:80"), Just("[::1]:8080")];
+    let header = (
+        prop_oneof![
+            Just("Accept"),
+            Just("x-one"),
+            Just("Via"),
+            Just("X-Forwarded-For"),
+            Just("Forwarded"),
+            Just("X-Real-IP"),
+            Just("Keep-Alive"),
+            Just("Proxy-Connection"),
+            Just("Connection"),
+        ],
+        prop_oneof![
+            Just("1"),
+            Just("keep-alive"),
+            Just("  spaced  "),
+            Just("a\tb"),
+            Just("caf\u{e9}")
+        ],
+    );
+    let headers = prop::collection::vec(header, 0..4);
+    let body = prop::option::of(prop::collection::vec(any::<u8>(), 0..40));
+    (method, target, host, headers, body).prop_map(|(method, target, host, headers, body)| {
+        let mut head = format!("{method} {target} HTTP/1.1\r\nHost: {host}\r\n");
+        for (n, v) in headers {
+            // `Connection` may only say keep-alive here.
+            let v = if n == "Connection" { "keep-alive" } else { v };
+            head.push_str(&format!("{n}: {v}\r\n"));
+        }
+        let mut bytes = Vec::new();
+        match body {
+            Some(body) => {
+                head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+                bytes.extend_from_slice(head.as_bytes());
+                bytes.extend_from_slice(&body);
+            }
+            None => {
+                head.push_str("\r\n");
+                bytes.extend_from_slice(head.as_bytes());
+            }
+        }
+        (bytes, method.to_string())
+    })
+}
+
+/// A request with anything from a pool of odd methods, targets, hosts, headers, framings
+/// and line ends in it: mostly hyper's to answer.
+fn hostile_request() -> impl Strategy<Value = (Vec<u8>, String)> {
+    let method = prop_oneof![
+        6 => Just("GET"), 3 => Just("POST"), 1 => Just("PUT"), 1 => Just("DELETE"),
+        1 => Just("PATCH"), 1 => Just("OPTIONS"), 1 => Just("HEAD"), 1 => Just("get"),
+    ];
+    let target = prop_oneof![
+        4 => Just("/"), 2 => Just("/a/b?x=1&y=%20"), 1 => Just("/a/../b"), 1 => Just("/%2e%2e/x"),
+        1 => Just("/a//b"), 1 => Just("/chunked/3,40/ext"), 1 => Just("/close/9"),
+        1 => Just("/status/204"), 1 => Just("/status/404"), 1 => Just("/hop"), 1 => Just("*"),
+        1 => Just("http://a.example/abs"), 1 => Just("/x%zz"),
+    ];
+    let host = prop_oneof![
+        6 => Just(vec!["a.example"]), 1 => Just(vec!["A.EXAMPLE:80"]), 1 => Just(vec![]),
+        1 => Just(vec!["a.example", "b.example"]), 1 => Just(vec!["a b"]),
+        1 => Just(vec!["[::1]:8080"]),
+    ];
+    let header = (
+        prop_oneof![
+            Just("Accept"),
+            Just("x-one"),
+            Just("Connection"),
+            Just("Keep-Alive"),
+            Just("TE"),
+            Just("Transfer-Encoding"),
+            Just("Content-Length"),
+            Just("Expect"),
+            Just("Upgrade"),
+            Just("X-Forwarded-For"),
+            Just("Forwarded"),
+            Just("Via"),
+            Just("Proxy-Connection"),
+            Just("x-caf\u{e9}"),
+        ],
+        prop_oneof![
+            Just("1"),
+            Just("close"),
+            Just("keep-alive"),
+            Just("chunked"),
+            Just("gzip, chunked"),
+            Just("100-continue"),
+            Just("websocket"),
+            Just("trailers"),
+            Just("  spaced  "),
+            Just("a\tb"),
+            Just(""),
+            Just("0"),
+            Just("+5"),
+            Just("1,1"),
+            Just("x-one"),
+            Just("a\r\n folded"),
+            Just("caf\u{e9}"),
+        ],
+    );
+    let headers = prop::collection::vec(header, 0..4);
+    let body = prop::collection::vec(any::<u8>(), 0..40);
+    let framing = prop_oneof![4 => Just(0u8), 1 => Just(1u8), 1 => Just(2u8)];
+    let bare_lf = prop::bool::weighted(0.05);
+    (method, target, host, headers, body, framing, bare_lf).prop_map(
+        |(method, target, hosts, headers, body, framing, bare_lf)| {
+            let eol = if bare_lf { "\n" } else { "\r\n" };
+            let mut head = format!("{method} {target} HTTP/1.1{eol}");
+            for h in hosts {
+                head.push_str(&format!("Host: {h}{eol}"));
+            }
+            for (n, v) in headers {
+                head.push_str(&format!("{n}: {v}{eol}"));
+            }
+            let mut bytes = Vec::new();
+            match framing {
+                // A body sized by its length.
+                1 => {
+                    head.push_str(&format!("Content-Length: {}{eol}{eol}", body.len()));
+                    bytes.extend_from_slice(head.as_bytes());
+                    bytes.extend_from_slice(&body);
+                }
+                // A chunked body, in chunks of up to 7 bytes.
+                2 => {
+                    head.push_str(&format!("Transfer-Encoding: chunked{eol}{eol}"));
+                    bytes.extend_from_slice(head.as_bytes());
+                    for chunk in body.chunks(7) {
+                        bytes.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+                        bytes.extend_from_slice(chunk);
+                        bytes.extend_from_slice(b"\r\n");
+                    }
+                    bytes.extend_from_slice(b"0\r\n\r\n");
+                }
+                _ => {
+                    head.push_str(eol);
+                    bytes.extend_from_slice(head.as_bytes());
+                }
+            }
+            (bytes, method.to_string())
+        },
+    )
+}
+
+/// A pipeline of generated requests, ended by one that closes, cut into pieces at
+/// generated places.
+fn pipeline() -> impl Strategy<Value = (Vec<Vec<u8>>, Vec<String>)> {
+    (
+        prop::collection::vec(request(), 1..4),
+        prop::collection::vec(any::<prop::sample::Index>(), 0..3),
+    )
+        .prop_map(|(requests, cuts)| {
+            let mut all = Vec::new();
+            let mut methods = Vec::new();
+            for (bytes, method) in requests {
+                all.extend_from_slice(&bytes);
+                methods.push(method);
+            }
+            all.extend_from_slice(END);
+            methods.push("GET".into());
+            let mut at: Vec<usize> = cuts.iter().map(|i| i.index(all.len())).collect();
+            at.sort_unstable();
+            at.dedup();
+            let mut pieces = Vec::new();
+            let mut from = 0;
+            for cut in at {
+                pieces.push(all[from..cut].to_vec());
+                from = cut;
+            }
+            pieces.push(all[from..].to_vec());
+            (pieces, methods)
+        })
+}
+
+/// Runs `cases` generated cases of `strategy` through `check` on one runtime; at least
+/// `fast` requests of them must have been served by the fast path (the comparison would
+/// prove nothing if hyper had served both sides).
+fn run<S: Strategy>(
+    cases: u32,
+    fast: u64,
+    strategy: S,
+    check: impl Fn(&tokio::runtime::Runtime, &Bed, S::Value),
+) where
+    S::Value: std::fmt::Debug,
+{
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let bed = rt.block_on(Bed::start());
+    let mut runner = TestRunner::new(Cases {
+        cases,
+        failure_persistence: None,
+        ..Cases::default()
+    });
+    runner
+        .run(&strategy, |value| {
+            check(&rt, &bed, value);
+            Ok(())
+        })
+        .unwrap();
+    let served = rt.block_on(bed.served_fast());
+    assert!(
+        served >= fast,
+        "the fast path served only {served} requests"
+    );
+}
+
+#[test]
+fn generated_heads_bodies_and_pipelines_get_the_same_outcomes() {
+    run(96, 150, pipeline(), |rt, bed, (pieces, methods)| {
+        let methods: Vec<&str> = methods.iter().map(String::as_str).collect();
+        rt.block_on(bed.same(&format!("{pieces:?}"), &pieces, &methods));
+    });
+}
+
+/// A generated answer the backend is asked for: a chunked body of some chunk sizes (with
+/// extensions, a trailer), a body to the close, or a status.
+fn answer_path() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => (prop::collection::vec(1usize..5000, 0..5), any::<bool>(), any::<bool>()).prop_map(
+            |(sizes, ext, trailer)| {
+                let sizes: Vec<String> = sizes.iter().map(ToString::to_string).collect();
+                let mut path = format!("/chunked/{}", sizes.join(","));
+                if ext {
+                    path.push_str("/ext");
+                }
+                if trailer {
+                    path.push_str("/trailer");
+                }
+                path
+            }
+        ),
+        1 => (0usize..70_000).prop_map(|n| format!("/close/{n}")),
+        1 => prop_oneof![Just(200u16), Just(201), Just(204), Just(299), Just(304), Just(404), Just(500)]
+            .prop_map(|c| format!("/status/{c}")),
+        1 => (0usize..3000).prop_map(|n| format!("/echo/{}", "x".repeat(n))),
+    ]
+}
+
+#[test]
+fn generated_answers_reach_the_client_alike() {
+    run(
+        64,
+        64,
+        prop::collection::vec(answer_path(), 1..4),
+        |rt, bed, paths| {
+            let mut bytes = Vec::new();
+            for (i, path) in paths.iter().enumerate() {
+                let close = path.starts_with("/close/") || i + 1 == paths.len();
+                let connection = if close { "Connection: close\r\n" } else { "" };
+                bytes.extend_from_slice(
+                    format!("GET {path} HTTP/1.1\r\nHost: a.example\r\n{connection}\r\n")
+                        .as_bytes(),
+                );
+                if close {
+                    break;
+                }
+            }
+            let methods = vec!["GET"; paths.len()];
+            rt.block_on(bed.same(&format!("{paths:?}"), &[bytes], &methods));
+        },
+    );
+}
