@@ -5,6 +5,12 @@
 //!   client (so `hyper::upgrade::on` works on its 101s), or [`Leaf::connector`] +
 //!   [`Leaf::prepare`] for the proxy core's own upgrade path, the way it dials routes.
 //!
+//! Streams start warm: each serving thread keeps a few spare connections to the leaf,
+//! TLS-established ahead of need ([`Leaf::spares`], `tls::spares`), which the upgrade path
+//! and the pooled client take before dialling. They belong to this `Leaf`: a reload that
+//! changes the leaf's address, TLS or credentials builds a new one, and the old spares go
+//! with the old `Leaf`.
+//!
 //! Both go through [`Leaf::prepare`]: the URI is aimed at the leaf's server (keeping a
 //! path prefix such as `/k8s/clusters/c-1`), `Host` is the leaf's, and the caller's
 //! `Authorization` is dropped and replaced by the leaf's own (a `tokenFile` is re-read as
@@ -26,6 +32,7 @@ use http_body_util::BodyExt;
 use http_body_util::combinators::UnsyncBoxBody;
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::Connect;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tracing::warn;
 
@@ -40,6 +47,7 @@ use super::leaf_events::LeafEvents;
 use super::leaf_namespaces::LeafNamespaces;
 use super::leaf_pods::{LeafPods, WatchState};
 use super::leaf_tls::{self, LeafConnector};
+use crate::tls::spares::{Policy, Spares};
 use super::leaf_version::{LeafVersion, Version};
 
 /// Errors from the leaf's transport and middleware, boxed as hyper and tower expect.
@@ -93,9 +101,12 @@ struct Transport {
     prefix: String,
     credentials: Credentials,
     connector: LeafConnector,
+    /// Warm connections, one set per serving thread (a connection stays on its thread).
+    spares: Vec<Spares>,
     /// Pooled clients for forwarded requests, one per serving thread (as routes'
-    /// upstreams have), so a connection's exchanges stay on its thread.
-    clients: Vec<Client<LeafConnector, LeafBody>>,
+    /// upstreams have), so a connection's exchanges stay on its thread; each dials
+    /// through its thread's spares.
+    clients: Vec<Client<Spares, LeafBody>>,
     /// The pooled client of the `kube::Client`, whose requests run on the control runtime.
     control: Client<LeafConnector, LeafBody>,
     /// Counts watch requests the server accepted (200): a watch resumed after a failure
@@ -145,10 +156,17 @@ impl Leaf {
                 .pool_timer(TokioTimer::new())
                 .timer(TokioTimer::new())
                 .pool_idle_timeout(POOL_IDLE)
-                .build(connector.clone())
+                .clone()
         };
-        let clients = (0..workers::count()).map(|_| pooled()).collect();
-        let control = pooled();
+        let policy = Policy {
+            dial_timeout: CONNECT_TIMEOUT,
+            ..Policy::default()
+        };
+        let spares: Vec<Spares> = (0..workers::count())
+            .map(|_| Spares::new(connector.clone(), &config.server, policy))
+            .collect();
+        let clients = spares.iter().map(|s| pooled().build(s.clone())).collect();
+        let control = pooled().build(connector.clone());
         let transport = Arc::new(Transport {
             name: name.clone(),
             scheme: config.server.scheme().cloned().unwrap_or(Scheme::HTTPS),
@@ -157,6 +175,7 @@ impl Leaf {
             prefix: config.server.path().trim_end_matches('/').to_string(),
             credentials,
             connector,
+            spares,
             clients,
             control,
             watches: tokio::sync::watch::Sender::new(0),
@@ -212,6 +231,13 @@ impl Leaf {
     /// proxy core's upgrade path (HTTP/1.1 handshake, then hijack), after [`Leaf::prepare`].
     pub fn connector(&self) -> LeafConnector {
         self.transport.connector.clone()
+    }
+
+    /// This serving thread's warm connections to the leaf, for the upgrade path to start
+    /// a stream on.
+    pub fn spares(&self) -> Spares {
+        let spares = &self.transport.spares;
+        spares[workers::current_index() % spares.len()].clone()
     }
 
     /// Aims `parts` at the leaf: URI on its server, its `Host`, and its `Authorization`
@@ -311,9 +337,9 @@ impl Transport {
         Ok(())
     }
 
-    async fn send(
+    async fn send<C: Connect + Clone + Send + Sync + 'static>(
         &self,
-        client: &Client<LeafConnector, LeafBody>,
+        client: &Client<C, LeafBody>,
         req: Request<LeafBody>,
     ) -> Result<Response<Incoming>, LeafError> {
         let (mut parts, body) = req.into_parts();

@@ -1,0 +1,347 @@
+//! Warm connections to one server: a few spares dialled and TLS-established ahead of need,
+//! so a stream (a leaf's exec, attach, port-forward or log) starts on one instead of paying
+//! TCP and TLS on its own path.
+//!
+//! One [`Spares`] per server and serving thread: a spare is used on the thread that dialled
+//! it, as every connection here is. How many are kept follows recent demand: enough to cover
+//! the streams that start while one is being dialled (start rate x dial time, Little's law)
+//! plus one, at most [`Policy::max`], and none once no stream has started for
+//! [`Policy::idle`]. A background keeper refills them after each take and closes them when
+//! the demand is gone. A spare lives at most [`Policy::life`] (API servers close a connection
+//! that sends no request: kube-apiserver's `ReadHeaderTimeout` is 32 s), and is checked
+//! before it is handed out: one the server closed or wrote on is dropped and the next tried.
+//! A spare serves one stream and never comes back, so it carries no caller's request,
+//! credentials or tenant. The connections dialled anyway resume the TLS session (the
+//! connector's rustls config keeps the server's tickets) and skip the certificate exchange.
+//!
+//! It must not know about requests, leaves or tenants: whoever owns the server's
+//! connector owns its spares, and drops them with it.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::mem::MaybeUninit;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use http::Uri;
+use hyper::rt::{Read, ReadBuf};
+use hyper_rustls::MaybeHttpsStream;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tower_service::Service;
+
+use super::HttpsConnector;
+
+/// A connection the connector dialled: plain TCP or TLS over it.
+pub type Io = MaybeHttpsStream<TokioIo<TcpStream>>;
+
+/// Errors from dialling, as the connector reports them.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// How many spares are kept and for how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    /// The most spares kept, however high the demand.
+    pub max: usize,
+    /// How long after the last stream started spares are still kept.
+    pub idle: Duration,
+    /// The longest a spare waits for a stream before it is closed (and, while the demand
+    /// lasts, replaced): shorter than the server's own timeout for a silent connection.
+    pub life: Duration,
+    /// The window over which the start rate is counted.
+    pub window: Duration,
+    /// How long one dial (TCP and TLS) may take.
+    pub dial_timeout: Duration,
+    /// How long the keeper waits after a failed dial before dialling that server again.
+    pub backoff: Duration,
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy {
+            max: 8,
+            idle: Duration::from_secs(60),
+            life: Duration::from_secs(20),
+            window: Duration::from_secs(1),
+            dial_timeout: Duration::from_secs(10),
+            backoff: Duration::from_secs(1),
+        }
+    }
+}
+
+/// The spares of one server on one serving thread; cloning shares them.
+#[derive(Clone)]
+pub struct Spares {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    connector: HttpsConnector,
+    /// The server: scheme and authority only.
+    server: Uri,
+    policy: Policy,
+    state: Mutex<State>,
+    /// Wakes the keeper: a take, a finished dial, or these spares being dropped.
+    wake: Arc<Notify>,
+}
+
+#[derive(Default)]
+struct State {
+    ready: VecDeque<Spare>,
+    dialing: usize,
+    /// When recent streams started (within `policy.window`, at most `RECENT` of them).
+    recent: VecDeque<Instant>,
+    last_demand: Option<Instant>,
+    /// A moving average of how long a dial takes.
+    dial_time: Duration,
+    /// No dial before this, after one failed.
+    backoff_until: Option<Instant>,
+    keeper: bool,
+}
+
+struct Spare {
+    io: Io,
+    since: Instant,
+}
+
+/// The most stream starts remembered for the rate (beyond it the rate only says "high").
+const RECENT: usize = 256;
+
+impl Spares {
+    /// Spares for `server` (its scheme and authority; the path is ignored), dialled with
+    /// `connector`. None is dialled before the first stream asks for one.
+    pub fn new(connector: HttpsConnector, server: &Uri, policy: Policy) -> Spares {
+        let mut parts = http::uri::Parts::default();
+        parts.scheme = server.scheme().cloned();
+        parts.authority = server.authority().cloned();
+        parts.path_and_query = Some(http::uri::PathAndQuery::from_static("/"));
+        let server = Uri::from_parts(parts).unwrap_or_else(|_| server.clone());
+        Spares {
+            shared: Arc::new(Shared {
+                connector,
+                server,
+                policy,
+                state: Mutex::new(State::default()),
+                wake: Arc::new(Notify::new()),
+            }),
+        }
+    }
+
+    /// A live spare for a stream starting now, if one is ready. Either way the start counts
+    /// as demand and the keeper refills behind it.
+    pub fn take(&self) -> Option<Io> {
+        let now = Instant::now();
+        let shared = &self.shared;
+        let taken = {
+            let mut state = shared.lock();
+            if state.recent.len() == RECENT {
+                state.recent.pop_front();
+            }
+            state.recent.push_back(now);
+            state.last_demand = Some(now);
+            if !state.keeper {
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    state.keeper = true;
+                    runtime.spawn(keep(Arc::downgrade(shared), shared.wake.clone()));
+                }
+            }
+            let mut taken = None;
+            while let Some(mut spare) = state.ready.pop_back() {
+                if now.duration_since(spare.since) < shared.policy.life && alive(&mut spare.io) {
+                    taken = Some(spare.io);
+                    break;
+                }
+            }
+            taken
+        };
+        shared.wake.notify_one();
+        taken
+    }
+
+    /// A fresh connection to the server, not a spare: for a stream whose spare turned out
+    /// dead, or when none was ready. Resumes the TLS session where the server allows it.
+    pub fn dial(&self) -> impl Future<Output = Result<Io, BoxError>> + Send + 'static {
+        self.shared.dial()
+    }
+
+    /// How many spares are ready now.
+    pub fn ready(&self) -> usize {
+        self.shared.lock().ready.len()
+    }
+
+    /// Whether `uri` is this server's (scheme and authority): only then may a spare carry it.
+    fn serves(&self, uri: &Uri) -> bool {
+        let server = &self.shared.server;
+        uri.scheme() == server.scheme() && uri.authority() == server.authority()
+    }
+}
+
+/// Dials like the connector, starting on a spare when the URI is the server's: the pooled
+/// client of a leaf's forwarded requests (logs among them) connects through it.
+impl Service<Uri> for Spares {
+    type Response = Io;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Io, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        if !self.serves(&uri) {
+            return Box::pin(self.shared.connector.clone().call(uri));
+        }
+        match self.take() {
+            Some(io) => Box::pin(std::future::ready(Ok(io))),
+            None => Box::pin(self.dial()),
+        }
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How many spares the recent demand asks for.
+    fn target(&self, state: &State, now: Instant) -> usize {
+        let policy = &self.policy;
+        match state.last_demand {
+            Some(at) if now.duration_since(at) < policy.idle => {}
+            _ => return 0,
+        }
+        let starts = state
+            .recent
+            .iter()
+            .filter(|t| now.duration_since(**t) < policy.window)
+            .count();
+        let rate = starts as f64 / policy.window.as_secs_f64();
+        let in_flight = (rate * state.dial_time.as_secs_f64()).round() as usize;
+        (in_flight + 1).min(policy.max)
+    }
+
+    /// Closes expired and surplus spares, starts the dials the demand asks for, and says
+    /// when to look again.
+    fn tend(self: &Arc<Self>) -> Option<Instant> {
+        let now = Instant::now();
+        let policy = self.policy;
+        let mut state = self.lock();
+        state
+            .ready
+            .retain(|s| now.duration_since(s.since) < policy.life);
+        let target = self.target(&state, now);
+        while state.ready.len() > target {
+            state.ready.pop_front();
+        }
+        let backing_off = state.backoff_until.is_some_and(|t| now < t);
+        let want = if backing_off {
+            0
+        } else {
+            target.saturating_sub(state.ready.len() + state.dialing)
+        };
+        state.dialing += want;
+        for _ in 0..want {
+            tokio::spawn(dial_spare(Arc::downgrade(self), self.dial()));
+        }
+        let expiry = state.ready.front().map(|s| s.since + policy.life);
+        let demand_ends = state
+            .last_demand
+            .filter(|_| target > 0)
+            .map(|at| at + policy.idle);
+        let retry = state.backoff_until.filter(|_| backing_off);
+        [expiry, demand_ends, retry].into_iter().flatten().min()
+    }
+
+    /// One dial to the server, bounded by the policy's timeout.
+    fn dial(&self) -> impl Future<Output = Result<Io, BoxError>> + Send + 'static {
+        let mut connector = self.connector.clone();
+        let call = connector.call(self.server.clone());
+        let limit = self.policy.dial_timeout;
+        async move {
+            match tokio::time::timeout(limit, call).await {
+                Ok(result) => result,
+                Err(_) => Err(format!("no connection within {limit:?}").into()),
+            }
+        }
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // The keeper holds only a weak reference; this wakes it to find it gone and end.
+        self.wake.notify_one();
+    }
+}
+
+/// The keeper of one server's spares on one thread: tends them whenever woken or due, and
+/// ends once they are dropped.
+async fn keep(shared: Weak<Shared>, wake: Arc<Notify>) {
+    loop {
+        let due = match shared.upgrade() {
+            Some(shared) => shared.tend(),
+            None => return,
+        };
+        match due {
+            Some(at) => {
+                tokio::select! {
+                    () = wake.notified() => {}
+                    () = tokio::time::sleep_until(at) => {}
+                }
+            }
+            None => wake.notified().await,
+        }
+    }
+}
+
+/// Dials one spare and puts it with the others, if they are still wanted.
+async fn dial_spare(shared: Weak<Shared>, dial: impl Future<Output = Result<Io, BoxError>>) {
+    let started = Instant::now();
+    let result = dial.await;
+    let Some(shared) = shared.upgrade() else {
+        return;
+    };
+    let now = Instant::now();
+    {
+        let mut state = shared.lock();
+        state.dialing -= 1;
+        match result {
+            Ok(io) => {
+                let took = now.duration_since(started);
+                state.dial_time = if state.dial_time.is_zero() {
+                    took
+                } else {
+                    (state.dial_time * 7 + took) / 8
+                };
+                state.backoff_until = None;
+                if state.ready.len() < shared.target(&state, now) {
+                    state.ready.push_back(Spare { io, since: now });
+                }
+            }
+            Err(e) => {
+                tracing::debug!(server = %shared.server, error = %e, "a spare connection could not be dialled");
+                state.backoff_until = Some(now + shared.policy.backoff);
+            }
+        }
+    }
+    shared.wake.notify_one();
+}
+
+/// Whether an idle connection is still open and silent: a read that would wait. A server
+/// that closed it, reset it or wrote on it (a timeout answer) leaves it unfit for a request.
+/// A TLS record the server sends after the handshake (a session ticket) is taken in here.
+fn alive(io: &mut Io) -> bool {
+    let mut byte = [MaybeUninit::<u8>::uninit()];
+    let mut buf = ReadBuf::uninit(&mut byte);
+    let mut cx = Context::from_waker(Waker::noop());
+    match Pin::new(io).poll_read(&mut cx, buf.unfilled()) {
+        Poll::Pending => true,
+        Poll::Ready(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests;
