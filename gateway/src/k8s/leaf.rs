@@ -47,8 +47,8 @@ use super::leaf_events::LeafEvents;
 use super::leaf_namespaces::LeafNamespaces;
 use super::leaf_pods::{LeafPods, WatchState};
 use super::leaf_tls::{self, LeafConnector};
-use crate::tls::spares::{Policy, Spares};
 use super::leaf_version::{LeafVersion, Version};
+use crate::tls::spares::{Policy, Spares};
 
 /// Errors from the leaf's transport and middleware, boxed as hyper and tower expect.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -436,11 +436,9 @@ mod tests {
         addr
     }
 
-    #[tokio::test]
-    async fn send_replaces_the_callers_authorization_and_upgrades() {
-        let (tx, mut heads) = mpsc::channel(4);
-        let addr = server(tx).await;
-        let config = LeafConfig {
+    /// A leaf `leaf-1` on `addr` (plain HTTP, path prefix `/prefix/`).
+    fn config(addr: std::net::SocketAddr) -> LeafConfig {
+        LeafConfig {
             name: "leaf-1".into(),
             kubeconfig: "leaf.kubeconfig".into(),
             context: "c".into(),
@@ -455,7 +453,52 @@ mod tests {
             auth: LeafAuth::Token("leaf-token".into()),
             stale: Default::default(),
             fingerprint: [0; 32],
+        }
+    }
+
+    /// The server a spare is connected to, once the leaf's spares have one ready.
+    async fn spare_peer(leaf: &Leaf) -> std::net::SocketAddr {
+        let spares = leaf.spares();
+        let started = std::time::Instant::now();
+        // The first take finds none and is the demand the keeper answers.
+        let io = loop {
+            if let Some(io) = spares.take() {
+                break io;
+            }
+            assert!(started.elapsed() < Duration::from_secs(5), "no spare came");
+            tokio::time::sleep(Duration::from_millis(5)).await;
         };
+        match io {
+            hyper_rustls::MaybeHttpsStream::Http(tcp) => tcp.inner().peer_addr().unwrap(),
+            hyper_rustls::MaybeHttpsStream::Https(_) => unreachable!("a plain-HTTP leaf"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_leaf_moved_on_reload_never_gets_the_old_address_s_spares() {
+        let (tx, _heads) = mpsc::channel(4);
+        let (old, new) = (server(tx.clone()).await, server(tx).await);
+        let index = PodIndex::new();
+        let before = Leaf::new(&config(old), &index, None).unwrap();
+        assert_eq!(spare_peer(&before).await, old);
+        // The reload's leaf: another address, so not `built_from` the old config, and a
+        // new `Leaf` with its own spares, whatever the old one still holds.
+        let moved = LeafConfig {
+            // What loading the rewritten kubeconfig computes: another digest of its files.
+            fingerprint: [1; 32],
+            ..config(new)
+        };
+        assert!(!before.built_from(&moved));
+        let after = Leaf::new(&moved, &index, None).unwrap();
+        assert_eq!(spare_peer(&after).await, new);
+        assert_eq!(spare_peer(&before).await, old);
+    }
+
+    #[tokio::test]
+    async fn send_replaces_the_callers_authorization_and_upgrades() {
+        let (tx, mut heads) = mpsc::channel(4);
+        let addr = server(tx).await;
+        let config = config(addr);
         let index = PodIndex::new();
         let leaf = Leaf::new(&config, &index, None).unwrap();
         let req = Request::post("/upgrade?x=1")

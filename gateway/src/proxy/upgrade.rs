@@ -220,7 +220,9 @@ impl Unsent {
     fn into_error(self, backend: String) -> ProxyError {
         match self {
             Unsent::Handshake(reason) => ProxyError::Upgrade { backend, reason },
-            Unsent::Back(_, reason) | Unsent::Reset(reason) => ProxyError::Reset { backend, reason },
+            Unsent::Back(_, reason) | Unsent::Reset(reason) => {
+                ProxyError::Reset { backend, reason }
+            }
             Unsent::Timeout(after) => ProxyError::ResponseTimeout { backend, after },
         }
     }

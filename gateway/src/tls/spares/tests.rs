@@ -37,9 +37,8 @@ impl Server {
     async fn start() -> Server {
         let key = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
         let cert = key.cert.der().clone();
-        let private = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
-            key.signing_key.serialize_der(),
-        ));
+        let private =
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.signing_key.serialize_der()));
         let config = rustls::ServerConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
         ))
@@ -57,7 +56,8 @@ impl Server {
         tokio::spawn(async move {
             while let Ok((tcp, _)) = listener.accept().await {
                 c.accepts.fetch_add(1, Ordering::SeqCst);
-                let (acceptor, c, mut generation) = (acceptor.clone(), c.clone(), generation.clone());
+                let (acceptor, c, mut generation) =
+                    (acceptor.clone(), c.clone(), generation.clone());
                 generation.mark_unchanged();
                 tokio::spawn(async move {
                     tokio::select! {
@@ -151,7 +151,11 @@ async fn get(io: Io) -> String {
 async fn a_stream_starts_on_a_spare_dialled_before_it_and_the_spare_is_refilled() {
     let server = Server::start().await;
     let spares = server.spares(Policy::default());
-    assert_eq!(server.count(|c| &c.accepts), 0, "nothing is dialled before a demand");
+    assert_eq!(
+        server.count(|c| &c.accepts),
+        0,
+        "nothing is dialled before a demand"
+    );
     // The first stream finds none ready; its start is the demand the keeper answers.
     assert!(spares.take().is_none());
     until("a spare is ready", || spares.ready() == 1).await;
@@ -164,7 +168,11 @@ async fn a_stream_starts_on_a_spare_dialled_before_it_and_the_spare_is_refilled(
     // behind it to refill.
     until("the spare is refilled", || spares.ready() >= 1).await;
     assert_eq!(server.count(|c| &c.accepts), 2);
-    assert_eq!(server.count(|c| &c.requests), 1, "a spare carries no request");
+    assert_eq!(
+        server.count(|c| &c.requests),
+        1,
+        "a spare carries no request"
+    );
 }
 
 #[tokio::test]
@@ -191,7 +199,10 @@ async fn a_spare_past_its_life_is_replaced_while_the_demand_lasts() {
     });
     spares.take();
     until("a spare is ready", || spares.ready() == 1).await;
-    until("the old spare is closed", || server.count(|c| &c.ended) >= 1).await;
+    until("the old spare is closed", || {
+        server.count(|c| &c.ended) >= 1
+    })
+    .await;
     until("and replaced", || {
         server.count(|c| &c.accepts) >= 2 && spares.ready() == 1
     })
