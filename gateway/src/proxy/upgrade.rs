@@ -130,7 +130,7 @@ pub async fn switch(
         if let Err(Unsent::Back(req, reason)) = sent {
             debug!(backend = %label, %reason, "a spare connection was closed; dialling afresh");
             let io = connect(&mut connector, &uri, &label, &timeouts, exchange).await?;
-            sent = send_on(io, req, &label, &timeouts).await;
+            sent = send_on(io, *req, &label, &timeouts).await;
         }
     }
     let mut res = match sent {
@@ -209,7 +209,7 @@ enum Unsent {
     /// The HTTP/1.1 handshake on it failed.
     Handshake(String),
     /// It closed before the request was written: the request, to send elsewhere.
-    Back(Request<Body>, String),
+    Back(Box<Request<Body>>, String),
     /// It failed after the request was written.
     Reset(String),
     /// No response head within `timeouts.response_header`.
@@ -254,7 +254,7 @@ async fn send_on(
         Ok(Err(mut e)) => {
             let reason = errors::describe(e.error(), Causes::Innermost);
             Err(match e.take_message() {
-                Some(req) => Unsent::Back(req, reason),
+                Some(req) => Unsent::Back(Box::new(req), reason),
                 None => Unsent::Reset(reason),
             })
         }

@@ -348,16 +348,15 @@ fn assemble(
         if serves_ingress {
             for (m, r) in ingress.model_routes().iter().zip(&ingress.routes) {
                 match owners.owner_of(&m.host) {
-                    Some(winner) => {
-                        if reported.insert(m.name.as_str()) {
-                            shadowed.push(Shadowed {
-                                ingress: format!("{}/{}", m.ingress.namespace, m.ingress.name),
-                                host: m.host.to_string(),
-                                path: m.path.to_string(),
-                                route: winner.to_string(),
-                            });
-                        }
+                    Some(winner) if reported.insert(m.name.as_str()) => {
+                        shadowed.push(Shadowed {
+                            ingress: format!("{}/{}", m.ingress.namespace, m.ingress.name),
+                            host: m.host.to_string(),
+                            path: m.path.to_string(),
+                            route: winner.to_string(),
+                        });
                     }
+                    Some(_) => {}
                     None if wanted(&m.host) => ingress_entries.push((&m.host, &m.path, r)),
                     None => {}
                 }

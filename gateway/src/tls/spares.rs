@@ -337,10 +337,7 @@ fn alive(io: &mut Io) -> bool {
     let mut byte = [MaybeUninit::<u8>::uninit()];
     let mut buf = ReadBuf::uninit(&mut byte);
     let mut cx = Context::from_waker(Waker::noop());
-    match Pin::new(io).poll_read(&mut cx, buf.unfilled()) {
-        Poll::Pending => true,
-        Poll::Ready(_) => false,
-    }
+    Pin::new(io).poll_read(&mut cx, buf.unfilled()).is_pending()
 }
 
 #[cfg(test)]
