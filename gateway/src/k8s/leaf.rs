@@ -162,9 +162,7 @@ impl Leaf {
             dial_timeout: CONNECT_TIMEOUT,
             ..Policy::default()
         };
-        let spares: Vec<Spares> = (0..workers::count())
-            .map(|_| Spares::new(connector.clone(), &config.server, policy))
-            .collect();
+        let spares = Spares::group(connector.clone(), &config.server, policy, workers::count());
         let clients = spares.iter().map(|s| pooled().build(s.clone())).collect();
         let control = pooled().build(connector.clone());
         let transport = Arc::new(Transport {

@@ -2,17 +2,22 @@
 //! so a stream (a leaf's exec, attach, port-forward or log) starts on one instead of paying
 //! TCP and TLS on its own path.
 //!
-//! One [`Spares`] per server and serving thread: a spare is used on the thread that dialled
-//! it, as every connection here is. How many are kept follows recent demand: enough to cover
-//! the streams that start while one is being dialled (start rate x dial time, Little's law)
-//! plus one, at most [`Policy::max`], and none once no stream has started for
-//! [`Policy::idle`]. A background keeper refills them after each take and closes them when
-//! the demand is gone. A spare lives at most [`Policy::life`] (API servers close a connection
-//! that sends no request: kube-apiserver's `ReadHeaderTimeout` is 32 s), and is checked
-//! before it is handed out: one the server closed or wrote on is dropped and the next tried.
-//! A spare serves one stream and never comes back, so it carries no caller's request,
-//! credentials or tenant. The connections dialled anyway resume the TLS session (the
-//! connector's rustls config keeps the server's tickets) and skip the certificate exchange.
+//! One pool per serving thread ([`Spares::group`]): a spare is dialled by the thread's own
+//! keeper, so its socket belongs to that thread, as every connection here does. How many a
+//! pool keeps follows the server's recent demand, counted across the threads: enough to
+//! cover the streams that start while one is being dialled (start rate x dial time,
+//! Little's law) plus one, at most [`Policy::max`], and none once no stream has started
+//! for [`Policy::idle`]. A pool's keeper starts with its thread's first stream, refills
+//! after each take and closes spares when the demand is gone. A stream on a thread whose
+//! pool is empty takes a sibling's spare rather than dial: that socket stays driven by the
+//! thread that dialled it (a cross-thread wake per readiness event), which costs less than
+//! a handshake on the stream's path. A spare lives at most [`Policy::life`] (API servers
+//! close a connection that sends no request: kube-apiserver's `ReadHeaderTimeout` is 32
+//! s), and is checked before it is handed out: one the server closed or wrote on is dropped
+//! and the next tried. A spare serves one stream and never comes back, so it carries no
+//! caller's request, credentials or tenant. The connections dialled anyway resume the TLS
+//! session (the connector's rustls config keeps the server's tickets) and skip the
+//! certificate exchange.
 //!
 //! It must not know about requests, leaves or tenants: whoever owns the server's
 //! connector owns its spares, and drops them with it.
@@ -73,19 +78,35 @@ impl Default for Policy {
     }
 }
 
-/// The spares of one server on one serving thread; cloning shares them.
+/// One serving thread's pool of spares to a server, in the group of every thread's; cloning
+/// shares it.
 #[derive(Clone)]
 pub struct Spares {
-    shared: Arc<Shared>,
+    group: Arc<Group>,
+    /// This thread's pool in `group.pools`.
+    index: usize,
 }
 
-struct Shared {
+struct Group {
     connector: HttpsConnector,
     /// The server: scheme and authority only.
     server: Uri,
     policy: Policy,
+    demand: Mutex<Demand>,
+    pools: Vec<Pool>,
+}
+
+/// When streams started, on any thread.
+#[derive(Default)]
+struct Demand {
+    /// Within `policy.window`, at most `RECENT` of them.
+    recent: VecDeque<Instant>,
+    last: Option<Instant>,
+}
+
+struct Pool {
     state: Mutex<State>,
-    /// Wakes the keeper: a take, a finished dial, or these spares being dropped.
+    /// Wakes the pool's keeper: demand, a finished dial, or the group being dropped.
     wake: Arc<Notify>,
 }
 
@@ -93,9 +114,6 @@ struct Shared {
 struct State {
     ready: VecDeque<Spare>,
     dialing: usize,
-    /// When recent streams started (within `policy.window`, at most `RECENT` of them).
-    recent: VecDeque<Instant>,
-    last_demand: Option<Instant>,
     /// A moving average of how long a dial takes.
     dial_time: Duration,
     /// No dial before this, after one failed.
@@ -112,70 +130,97 @@ struct Spare {
 const RECENT: usize = 256;
 
 impl Spares {
-    /// Spares for `server` (its scheme and authority; the path is ignored), dialled with
-    /// `connector`. None is dialled before the first stream asks for one.
-    pub fn new(connector: HttpsConnector, server: &Uri, policy: Policy) -> Spares {
+    /// One pool of spares for `server` (its scheme and authority; the path is ignored),
+    /// dialled with `connector`, per serving thread (`threads`, at least one). None is
+    /// dialled before the first stream asks for one.
+    pub fn group(
+        connector: HttpsConnector,
+        server: &Uri,
+        policy: Policy,
+        threads: usize,
+    ) -> Vec<Spares> {
         let mut parts = http::uri::Parts::default();
         parts.scheme = server.scheme().cloned();
         parts.authority = server.authority().cloned();
         parts.path_and_query = Some(http::uri::PathAndQuery::from_static("/"));
         let server = Uri::from_parts(parts).unwrap_or_else(|_| server.clone());
-        Spares {
-            shared: Arc::new(Shared {
-                connector,
-                server,
-                policy,
-                state: Mutex::new(State::default()),
-                wake: Arc::new(Notify::new()),
-            }),
-        }
+        let group = Arc::new(Group {
+            connector,
+            server,
+            policy,
+            demand: Mutex::new(Demand::default()),
+            pools: (0..threads.max(1))
+                .map(|_| Pool {
+                    state: Mutex::new(State::default()),
+                    wake: Arc::new(Notify::new()),
+                })
+                .collect(),
+        });
+        (0..group.pools.len())
+            .map(|index| Spares {
+                group: group.clone(),
+                index,
+            })
+            .collect()
     }
 
-    /// A live spare for a stream starting now, if one is ready. Either way the start counts
-    /// as demand and the keeper refills behind it.
+    /// A group of one pool.
+    pub fn new(connector: HttpsConnector, server: &Uri, policy: Policy) -> Spares {
+        let mut one = Spares::group(connector, server, policy, 1);
+        one.remove(0)
+    }
+
+    /// A live spare for a stream starting now on this thread: its own pool's, else a
+    /// sibling's, if one is ready. Either way the start counts as demand and the keepers
+    /// refill behind it.
     pub fn take(&self) -> Option<Io> {
         let now = Instant::now();
-        let shared = &self.shared;
-        let taken = {
-            let mut state = shared.lock();
-            if state.recent.len() == RECENT {
-                state.recent.pop_front();
+        let group = &self.group;
+        {
+            let mut demand = lock(&group.demand);
+            if demand.recent.len() == RECENT {
+                demand.recent.pop_front();
             }
-            state.recent.push_back(now);
-            state.last_demand = Some(now);
+            demand.recent.push_back(now);
+            demand.last = Some(now);
+        }
+        let own = &group.pools[self.index];
+        {
+            let mut state = lock(&own.state);
             if !state.keeper {
                 if let Ok(runtime) = tokio::runtime::Handle::try_current() {
                     state.keeper = true;
-                    runtime.spawn(keep(Arc::downgrade(shared), shared.wake.clone()));
+                    runtime.spawn(keep(Arc::downgrade(group), self.index, own.wake.clone()));
                 }
             }
-            let mut taken = None;
-            while let Some(mut spare) = state.ready.pop_back() {
-                if now.duration_since(spare.since) < shared.policy.life && alive(&mut spare.io) {
-                    taken = Some(spare.io);
-                    break;
-                }
-            }
-            taken
-        };
-        shared.wake.notify_one();
-        taken
+        }
+        for pool in &group.pools {
+            pool.wake.notify_one();
+        }
+        let others = group
+            .pools
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != self.index);
+        std::iter::once(own)
+            .chain(others.map(|(_, pool)| pool))
+            .find_map(|pool| group.live(pool, now))
     }
 
     /// A fresh connection to the server, not a spare: for a stream whose spare turned out
     /// dead, or when none was ready. Resumes the TLS session where the server allows it.
     pub fn dial(&self) -> impl Future<Output = Result<Io, BoxError>> + Send + 'static {
-        self.shared.dial()
+        self.group.dial()
     }
 
-    /// How many spares are ready now.
+    /// How many spares this thread's pool holds now.
     pub fn ready(&self) -> usize {
-        self.shared.lock().ready.len()
+        lock(&self.group.pools[self.index].state).ready.len()
     }
 
     /// Whether `uri` is this server's (scheme and authority): only then may a spare carry it.
     fn serves(&self, uri: &Uri) -> bool {
-        let server = &self.shared.server;
+        let server = &self.group.server;
         uri.scheme() == server.scheme() && uri.authority() == server.authority()
     }
 }
@@ -193,7 +238,7 @@ impl Service<Uri> for Spares {
 
     fn call(&mut self, uri: Uri) -> Self::Future {
         if !self.serves(&uri) {
-            return Box::pin(self.shared.connector.clone().call(uri));
+            return Box::pin(self.group.connector.clone().call(uri));
         }
         match self.take() {
             Some(io) => Box::pin(std::future::ready(Ok(io))),
@@ -202,34 +247,48 @@ impl Service<Uri> for Spares {
     }
 }
 
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
 
-    /// How many spares the recent demand asks for.
-    fn target(&self, state: &State, now: Instant) -> usize {
-        let policy = &self.policy;
-        match state.last_demand {
-            Some(at) if now.duration_since(at) < policy.idle => {}
-            _ => return 0,
+/// How many spares a pool keeps for `demand`, its dials taking `dial_time`.
+fn target(policy: &Policy, demand: &Demand, dial_time: Duration, now: Instant) -> usize {
+    match demand.last {
+        Some(at) if now.duration_since(at) < policy.idle => {}
+        _ => return 0,
+    }
+    let starts = demand
+        .recent
+        .iter()
+        .filter(|t| now.duration_since(**t) < policy.window)
+        .count();
+    let rate = starts as f64 / policy.window.as_secs_f64();
+    let in_flight = (rate * dial_time.as_secs_f64()).round() as usize;
+    (in_flight + 1).min(policy.max)
+}
+
+impl Group {
+    /// A live spare of `pool`, the newest first; the dead ones met on the way are dropped.
+    fn live(&self, pool: &Pool, now: Instant) -> Option<Io> {
+        let mut state = lock(&pool.state);
+        while let Some(mut spare) = state.ready.pop_back() {
+            if now.duration_since(spare.since) < self.policy.life && alive(&mut spare.io) {
+                return Some(spare.io);
+            }
         }
-        let starts = state
-            .recent
-            .iter()
-            .filter(|t| now.duration_since(**t) < policy.window)
-            .count();
-        let rate = starts as f64 / policy.window.as_secs_f64();
-        let in_flight = (rate * state.dial_time.as_secs_f64()).round() as usize;
-        (in_flight + 1).min(policy.max)
+        None
     }
 
-    /// Closes expired and surplus spares, starts the dials the demand asks for, and says
-    /// when to look again.
-    fn tend(self: &Arc<Self>) -> Option<Instant> {
+    fn target(&self, state: &State, now: Instant) -> usize {
+        target(&self.policy, &lock(&self.demand), state.dial_time, now)
+    }
+
+    /// Closes pool `index`'s expired and surplus spares, starts the dials the demand asks
+    /// for, and says when to look again.
+    fn tend(self: &Arc<Self>, index: usize) -> Option<Instant> {
         let now = Instant::now();
         let policy = self.policy;
-        let mut state = self.lock();
+        let mut state = lock(&self.pools[index].state);
         state
             .ready
             .retain(|s| now.duration_since(s.since) < policy.life);
@@ -245,11 +304,11 @@ impl Shared {
         };
         state.dialing += want;
         for _ in 0..want {
-            tokio::spawn(dial_spare(Arc::downgrade(self), self.dial()));
+            tokio::spawn(dial_spare(Arc::downgrade(self), index, self.dial()));
         }
         let expiry = state.ready.front().map(|s| s.since + policy.life);
-        let demand_ends = state
-            .last_demand
+        let demand_ends = lock(&self.demand)
+            .last
             .filter(|_| target > 0)
             .map(|at| at + policy.idle);
         let retry = state.backoff_until.filter(|_| backing_off);
@@ -270,19 +329,21 @@ impl Shared {
     }
 }
 
-impl Drop for Shared {
+impl Drop for Group {
     fn drop(&mut self) {
-        // The keeper holds only a weak reference; this wakes it to find it gone and end.
-        self.wake.notify_one();
+        // The keepers hold only a weak reference; this wakes them to find it gone and end.
+        for pool in &self.pools {
+            pool.wake.notify_one();
+        }
     }
 }
 
-/// The keeper of one server's spares on one thread: tends them whenever woken or due, and
-/// ends once they are dropped.
-async fn keep(shared: Weak<Shared>, wake: Arc<Notify>) {
+/// The keeper of pool `index` on its thread: tends it whenever woken or due, and ends once
+/// the group is dropped.
+async fn keep(group: Weak<Group>, index: usize, wake: Arc<Notify>) {
     loop {
-        let due = match shared.upgrade() {
-            Some(shared) => shared.tend(),
+        let due = match group.upgrade() {
+            Some(group) => group.tend(index),
             None => return,
         };
         match due {
@@ -297,16 +358,21 @@ async fn keep(shared: Weak<Shared>, wake: Arc<Notify>) {
     }
 }
 
-/// Dials one spare and puts it with the others, if they are still wanted.
-async fn dial_spare(shared: Weak<Shared>, dial: impl Future<Output = Result<Io, BoxError>>) {
+/// Dials one spare for pool `index` and puts it with the others, if they are still wanted.
+async fn dial_spare(
+    group: Weak<Group>,
+    index: usize,
+    dial: impl Future<Output = Result<Io, BoxError>>,
+) {
     let started = Instant::now();
     let result = dial.await;
-    let Some(shared) = shared.upgrade() else {
+    let Some(group) = group.upgrade() else {
         return;
     };
     let now = Instant::now();
+    let pool = &group.pools[index];
     {
-        let mut state = shared.lock();
+        let mut state = lock(&pool.state);
         state.dialing -= 1;
         match result {
             Ok(io) => {
@@ -317,17 +383,17 @@ async fn dial_spare(shared: Weak<Shared>, dial: impl Future<Output = Result<Io, 
                     (state.dial_time * 7 + took) / 8
                 };
                 state.backoff_until = None;
-                if state.ready.len() < shared.target(&state, now) {
+                if state.ready.len() < group.target(&state, now) {
                     state.ready.push_back(Spare { io, since: now });
                 }
             }
             Err(e) => {
-                tracing::debug!(server = %shared.server, error = %e, "a spare connection could not be dialled");
-                state.backoff_until = Some(now + shared.policy.backoff);
+                tracing::debug!(server = %group.server, error = %e, "a spare connection could not be dialled");
+                state.backoff_until = Some(now + group.policy.backoff);
             }
         }
     }
-    shared.wake.notify_one();
+    pool.wake.notify_one();
 }
 
 /// Whether an idle connection is still open and silent: a read that would wait. A server

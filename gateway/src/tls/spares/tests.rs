@@ -22,6 +22,8 @@ struct Counts {
     resumed: AtomicUsize,
     requests: AtomicUsize,
     ended: AtomicUsize,
+    /// For each request, the connection it came on (1: the first accepted).
+    served_on: std::sync::Mutex<Vec<usize>>,
 }
 
 /// A TLS server answering every request head with `200 ok`, which can drop every open
@@ -55,13 +57,13 @@ impl Server {
         let c = counts.clone();
         tokio::spawn(async move {
             while let Ok((tcp, _)) = listener.accept().await {
-                c.accepts.fetch_add(1, Ordering::SeqCst);
+                let n = c.accepts.fetch_add(1, Ordering::SeqCst) + 1;
                 let (acceptor, c, mut generation) =
                     (acceptor.clone(), c.clone(), generation.clone());
                 generation.mark_unchanged();
                 tokio::spawn(async move {
                     tokio::select! {
-                        () = serve(acceptor, tcp, &c) => {}
+                        () = serve(acceptor, tcp, &c, n) => {}
                         _ = generation.changed() => {}
                     }
                     c.ended.fetch_add(1, Ordering::SeqCst);
@@ -80,6 +82,10 @@ impl Server {
         format!("https://{}", self.addr).parse().unwrap()
     }
 
+    fn served_on(&self) -> Vec<usize> {
+        self.counts.served_on.lock().unwrap().clone()
+    }
+
     fn count(&self, which: fn(&Counts) -> &AtomicUsize) -> usize {
         which(&self.counts).load(Ordering::SeqCst)
     }
@@ -96,7 +102,7 @@ impl Server {
     }
 }
 
-async fn serve(acceptor: tokio_rustls::TlsAcceptor, tcp: TcpStream, counts: &Counts) {
+async fn serve(acceptor: tokio_rustls::TlsAcceptor, tcp: TcpStream, counts: &Counts, n: usize) {
     let Ok(mut tls) = acceptor.accept(tcp).await else {
         return;
     };
@@ -114,6 +120,7 @@ async fn serve(acceptor: tokio_rustls::TlsAcceptor, tcp: TcpStream, counts: &Cou
         while let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") {
             head.drain(..end + 4);
             counts.requests.fetch_add(1, Ordering::SeqCst);
+            counts.served_on.lock().unwrap().push(n);
             if tls
                 .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
                 .await
@@ -159,13 +166,13 @@ async fn a_stream_starts_on_a_spare_dialled_before_it_and_the_spare_is_refilled(
     // The first stream finds none ready; its start is the demand the keeper answers.
     assert!(spares.take().is_none());
     until("a spare is ready", || spares.ready() == 1).await;
-    assert_eq!(server.count(|c| &c.handshakes), 1);
+    assert_eq!(server.count(|c| &c.accepts), 1);
 
     let io = spares.take().expect("the spare");
     assert_eq!(get(io).await, "ok");
-    assert_eq!(server.count(|c| &c.requests), 1);
-    // The stream ran on the connection dialled before it: no accept on its path, one
-    // behind it to refill.
+    // The stream ran on the connection dialled before it, and one was dialled behind it
+    // to refill.
+    assert_eq!(server.served_on(), [1]);
     until("the spare is refilled", || spares.ready() >= 1).await;
     assert_eq!(server.count(|c| &c.accepts), 2);
     assert_eq!(
@@ -269,6 +276,25 @@ async fn a_spare_never_carries_a_request_to_another_server() {
     assert_eq!(a.count(|c| &c.requests), 1);
 }
 
+#[tokio::test]
+async fn a_thread_without_a_spare_takes_a_sibling_s_and_demand_counts_for_all() {
+    let server = Server::start().await;
+    let pools = Spares::group(server.connector(), &server.uri(), Policy::default(), 2);
+    // The first stream is on thread 0: its keeper dials.
+    assert!(pools[0].take().is_none());
+    until("thread 0 has a spare", || pools[0].ready() == 1).await;
+    // A stream on thread 1, whose pool has none yet, starts on thread 0's spare.
+    assert_eq!(server.count(|c| &c.accepts), 1);
+    let io = pools[1].take().expect("the sibling's spare");
+    assert_eq!(get(io).await, "ok");
+    assert_eq!(server.served_on(), [1], "the stream ran on the spare");
+    // Both threads' keepers now keep spares for the server's demand.
+    until("both pools refilled", || {
+        pools[0].ready() == 1 && pools[1].ready() == 1
+    })
+    .await;
+}
+
 #[test]
 fn the_number_kept_follows_the_start_rate() {
     let spares = Spares::new(
@@ -280,21 +306,33 @@ fn the_number_kept_follows_the_start_rate() {
         &"https://127.0.0.1:1".parse().unwrap(),
         Policy::default(),
     );
-    let shared = &spares.shared;
+    let _ = spares;
+    let policy = Policy::default();
     let now = Instant::now();
-    let mut state = State::default();
-    assert_eq!(shared.target(&state, now), 0, "no demand, no spare");
-    state.last_demand = Some(now);
-    state.recent.push_back(now);
-    assert_eq!(shared.target(&state, now), 1, "one start: one spare");
+    let mut demand = Demand::default();
+    let mut dial_time = Duration::ZERO;
+    assert_eq!(
+        target(&policy, &demand, dial_time, now),
+        0,
+        "no demand, no spare"
+    );
+    demand.last = Some(now);
+    demand.recent.push_back(now);
+    assert_eq!(
+        target(&policy, &demand, dial_time, now),
+        1,
+        "one start: one spare"
+    );
     // 100 starts a second, 20 ms a dial: 2 dialling at any time, and one ready.
-    state.recent = (0..100).map(|_| now).collect();
-    state.dial_time = Duration::from_millis(20);
-    assert_eq!(shared.target(&state, now), 3);
-    state.dial_time = Duration::from_secs(1);
-    assert_eq!(shared.target(&state, now), Policy::default().max);
+    demand.recent = (0..100).map(|_| now).collect();
+    dial_time = Duration::from_millis(20);
+    assert_eq!(target(&policy, &demand, dial_time, now), 3);
+    assert_eq!(
+        target(&policy, &demand, Duration::from_secs(1), now),
+        policy.max
+    );
     // Starts older than the window no longer count; past `idle` nothing is kept.
     let later = now + Duration::from_secs(2);
-    assert_eq!(shared.target(&state, later), 1);
-    assert_eq!(shared.target(&state, now + Policy::default().idle), 0);
+    assert_eq!(target(&policy, &demand, dial_time, later), 1);
+    assert_eq!(target(&policy, &demand, dial_time, now + policy.idle), 0);
 }
