@@ -5,6 +5,12 @@
 //!   client (so `hyper::upgrade::on` works on its 101s), or [`Leaf::connector`] +
 //!   [`Leaf::prepare`] for the proxy core's own upgrade path, the way it dials routes.
 //!
+//! Streams start warm: each serving thread keeps a few spare connections to the leaf,
+//! TLS-established ahead of need ([`Leaf::spares`], `tls::spares`), which the upgrade path
+//! and the pooled client take before dialling. They belong to this `Leaf`: a reload that
+//! changes the leaf's address, TLS or credentials builds a new one, and the old spares go
+//! with the old `Leaf`.
+//!
 //! Both go through [`Leaf::prepare`]: the URI is aimed at the leaf's server (keeping a
 //! path prefix such as `/k8s/clusters/c-1`), `Host` is the leaf's, and the caller's
 //! `Authorization` is dropped and replaced by the leaf's own (a `tokenFile` is re-read as
@@ -26,6 +32,7 @@ use http_body_util::BodyExt;
 use http_body_util::combinators::UnsyncBoxBody;
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::Connect;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tracing::warn;
 
@@ -41,6 +48,7 @@ use super::leaf_namespaces::LeafNamespaces;
 use super::leaf_pods::{LeafPods, WatchState};
 use super::leaf_tls::{self, LeafConnector};
 use super::leaf_version::{LeafVersion, Version};
+use crate::tls::spares::{Policy, Spares};
 
 /// Errors from the leaf's transport and middleware, boxed as hyper and tower expect.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -93,9 +101,12 @@ struct Transport {
     prefix: String,
     credentials: Credentials,
     connector: LeafConnector,
+    /// Warm connections, one set per serving thread (a connection stays on its thread).
+    spares: Vec<Spares>,
     /// Pooled clients for forwarded requests, one per serving thread (as routes'
-    /// upstreams have), so a connection's exchanges stay on its thread.
-    clients: Vec<Client<LeafConnector, LeafBody>>,
+    /// upstreams have), so a connection's exchanges stay on its thread; each dials
+    /// through its thread's spares.
+    clients: Vec<Client<Spares, LeafBody>>,
     /// The pooled client of the `kube::Client`, whose requests run on the control runtime.
     control: Client<LeafConnector, LeafBody>,
     /// Counts watch requests the server accepted (200): a watch resumed after a failure
@@ -145,10 +156,15 @@ impl Leaf {
                 .pool_timer(TokioTimer::new())
                 .timer(TokioTimer::new())
                 .pool_idle_timeout(POOL_IDLE)
-                .build(connector.clone())
+                .clone()
         };
-        let clients = (0..workers::count()).map(|_| pooled()).collect();
-        let control = pooled();
+        let policy = Policy {
+            dial_timeout: CONNECT_TIMEOUT,
+            ..Policy::default()
+        };
+        let spares = Spares::group(connector.clone(), &config.server, policy, workers::count());
+        let clients = spares.iter().map(|s| pooled().build(s.clone())).collect();
+        let control = pooled().build(connector.clone());
         let transport = Arc::new(Transport {
             name: name.clone(),
             scheme: config.server.scheme().cloned().unwrap_or(Scheme::HTTPS),
@@ -157,6 +173,7 @@ impl Leaf {
             prefix: config.server.path().trim_end_matches('/').to_string(),
             credentials,
             connector,
+            spares,
             clients,
             control,
             watches: tokio::sync::watch::Sender::new(0),
@@ -212,6 +229,13 @@ impl Leaf {
     /// proxy core's upgrade path (HTTP/1.1 handshake, then hijack), after [`Leaf::prepare`].
     pub fn connector(&self) -> LeafConnector {
         self.transport.connector.clone()
+    }
+
+    /// This serving thread's warm connections to the leaf, for the upgrade path to start
+    /// a stream on.
+    pub fn spares(&self) -> Spares {
+        let spares = &self.transport.spares;
+        spares[workers::current_index() % spares.len()].clone()
     }
 
     /// Aims `parts` at the leaf: URI on its server, its `Host`, and its `Authorization`
@@ -311,9 +335,9 @@ impl Transport {
         Ok(())
     }
 
-    async fn send(
+    async fn send<C: Connect + Clone + Send + Sync + 'static>(
         &self,
-        client: &Client<LeafConnector, LeafBody>,
+        client: &Client<C, LeafBody>,
         req: Request<LeafBody>,
     ) -> Result<Response<Incoming>, LeafError> {
         let (mut parts, body) = req.into_parts();
@@ -410,11 +434,9 @@ mod tests {
         addr
     }
 
-    #[tokio::test]
-    async fn send_replaces_the_callers_authorization_and_upgrades() {
-        let (tx, mut heads) = mpsc::channel(4);
-        let addr = server(tx).await;
-        let config = LeafConfig {
+    /// A leaf `leaf-1` on `addr` (plain HTTP, path prefix `/prefix/`).
+    fn config(addr: std::net::SocketAddr) -> LeafConfig {
+        LeafConfig {
             name: "leaf-1".into(),
             kubeconfig: "leaf.kubeconfig".into(),
             context: "c".into(),
@@ -429,7 +451,52 @@ mod tests {
             auth: LeafAuth::Token("leaf-token".into()),
             stale: Default::default(),
             fingerprint: [0; 32],
+        }
+    }
+
+    /// The server a spare is connected to, once the leaf's spares have one ready.
+    async fn spare_peer(leaf: &Leaf) -> std::net::SocketAddr {
+        let spares = leaf.spares();
+        let started = std::time::Instant::now();
+        // The first take finds none and is the demand the keeper answers.
+        let io = loop {
+            if let Some(io) = spares.take() {
+                break io;
+            }
+            assert!(started.elapsed() < Duration::from_secs(5), "no spare came");
+            tokio::time::sleep(Duration::from_millis(5)).await;
         };
+        match io {
+            hyper_rustls::MaybeHttpsStream::Http(tcp) => tcp.inner().peer_addr().unwrap(),
+            hyper_rustls::MaybeHttpsStream::Https(_) => unreachable!("a plain-HTTP leaf"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_leaf_moved_on_reload_never_gets_the_old_address_s_spares() {
+        let (tx, _heads) = mpsc::channel(4);
+        let (old, new) = (server(tx.clone()).await, server(tx).await);
+        let index = PodIndex::new();
+        let before = Leaf::new(&config(old), &index, None).unwrap();
+        assert_eq!(spare_peer(&before).await, old);
+        // The reload's leaf: another address, so not `built_from` the old config, and a
+        // new `Leaf` with its own spares, whatever the old one still holds.
+        let moved = LeafConfig {
+            // What loading the rewritten kubeconfig computes: another digest of its files.
+            fingerprint: [1; 32],
+            ..config(new)
+        };
+        assert!(!before.built_from(&moved));
+        let after = Leaf::new(&moved, &index, None).unwrap();
+        assert_eq!(spare_peer(&after).await, new);
+        assert_eq!(spare_peer(&before).await, old);
+    }
+
+    #[tokio::test]
+    async fn send_replaces_the_callers_authorization_and_upgrades() {
+        let (tx, mut heads) = mpsc::channel(4);
+        let addr = server(tx).await;
+        let config = config(addr);
         let index = PodIndex::new();
         let leaf = Leaf::new(&config, &index, None).unwrap();
         let req = Request::post("/upgrade?x=1")

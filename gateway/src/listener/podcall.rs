@@ -285,6 +285,7 @@ impl Call<'_> {
         };
         let target = Target {
             connector: self.leaf.connector(),
+            spares: Some(self.leaf.spares()),
             label: format!("leaf {}", self.leaf.name()),
             timeouts,
         };

@@ -3,7 +3,8 @@
 //! them, as kube-apiserver's `UpgradeAwareHandler` does for `kubectl exec`.
 //!
 //! The backend gets the request over a fresh HTTP/1.1 connection (upgrades exist only
-//! there) with `Connection`, `Upgrade`, `Sec-WebSocket-*` and `X-Stream-Protocol-Version`
+//! there), or over a warm spare when the target keeps some (a leaf's; one the server
+//! closed before the request went out is given up for a fresh dial), with `Connection`, `Upgrade`, `Sec-WebSocket-*` and `X-Stream-Protocol-Version`
 //! untouched, repeated lines kept as repeated lines. Any answer other than 101 is relayed as
 //! an ordinary response. On 101 the client gets the backend's head as it came, and bytes
 //! either side sent right behind its head (already in hyper's read buffer) travel with the
@@ -46,6 +47,7 @@ use super::prepare::{Hops, prepare, prepare_response};
 use super::splice::{self, Direction, IoOp, SpliceError, SpliceOptions, SpliceReport};
 use super::upstream::{Connector, Upstream};
 use crate::config::Timeouts;
+use crate::tls::spares::Spares;
 
 /// Forwards an upgrade request to one of the route's backends. On 101 the splice runs on
 /// its own task in `job.tasks` (so shutdown and reload can wait for it) and the backend's
@@ -63,6 +65,7 @@ pub async fn forward(
     parts.uri = Upstream::uri(&backend.backend, parts.uri.path_and_query());
     let target = Target {
         connector: upstream.connector.clone(),
+        spares: None,
         label: backend.label.clone(),
         timeouts: upstream.timeouts,
     };
@@ -74,9 +77,12 @@ pub async fn forward(
 }
 
 /// Where an upgrade goes: a connector that dials (and TLS-wraps) the request URI's
-/// authority, a label for logs and errors, and the timeouts that apply.
+/// authority, the warm connections to start on when there are some, a label for logs and
+/// errors, and the timeouts that apply.
 pub struct Target {
     pub connector: Connector,
+    /// Spares to the request URI's server (a leaf's): taken before dialling.
+    pub spares: Option<Spares>,
     pub label: String,
     pub timeouts: Timeouts,
 }
@@ -95,49 +101,13 @@ pub async fn switch(
     parts.version = http::Version::HTTP_11;
     let Target {
         mut connector,
+        spares,
         label,
         timeouts,
     } = target;
-    let io = match tokio::time::timeout(timeouts.connect, connector.call(parts.uri.clone())).await {
-        Ok(Ok(io)) => io,
-        Ok(Err(e)) => {
-            let err = ProxyError::Connect {
-                backend: label,
-                reason: errors::describe(e.as_ref(), Causes::Innermost),
-            };
-            exchange.count_error(&err);
-            return Err(err);
-        }
-        Err(_) => {
-            let err = ProxyError::ConnectTimeout {
-                backend: label,
-                after: timeouts.connect,
-            };
-            exchange.count_error(&err);
-            return Err(err);
-        }
-    };
-    let (mut sender, conn) = http1::Builder::new()
-        .handshake::<_, Body>(io)
-        .await
-        .map_err(|e| ProxyError::Upgrade {
-            backend: label.clone(),
-            reason: errors::describe(&e, Causes::Innermost),
-        })?;
-    // Drives the backend connection until it is upgraded (then hands its I/O over) or closed.
-    tokio::spawn(
-        async move {
-            if let Err(e) = conn.with_upgrades().await {
-                debug!(error = %e, "upgrade connection to the backend ended with an error");
-            }
-        }
-        .in_current_span(),
-    );
-
     // Outgoing URIs on HTTP/1.1 are origin-form; the authority went into Host above.
-    let mut out = Request::from_parts(parts, IdleTimeout::new(body, timeouts.idle).boxed_unsync());
-    *out.uri_mut() = out
-        .uri()
+    let uri = parts.uri.clone();
+    parts.uri = uri
         .path_and_query()
         .map(|pq| {
             pq.as_str()
@@ -145,27 +115,34 @@ pub async fn switch(
                 .expect("a path and query is a valid URI")
         })
         .unwrap_or_else(|| http::Uri::from_static("/"));
+    let out = Request::from_parts(parts, IdleTimeout::new(body, timeouts.idle).boxed_unsync());
 
-    let mut res =
-        match tokio::time::timeout(timeouts.response_header, sender.send_request(out)).await {
-            Ok(Ok(res)) => res,
-            Ok(Err(e)) => {
-                let err = ProxyError::Reset {
-                    backend: label,
-                    reason: errors::describe(&e, Causes::Innermost),
-                };
+    let warm = spares.as_ref().and_then(Spares::take);
+    let started_warm = warm.is_some();
+    let io = match warm {
+        Some(io) => io,
+        None => connect(&mut connector, &uri, &label, &timeouts, exchange).await?,
+    };
+    let mut sent = send_on(io, out, &label, &timeouts).await;
+    if started_warm {
+        // A spare the server closed after it was checked: the request never left, so it
+        // goes again on a fresh connection.
+        if let Err(Unsent::Back(req, reason)) = sent {
+            debug!(backend = %label, %reason, "a spare connection was closed; dialling afresh");
+            let io = connect(&mut connector, &uri, &label, &timeouts, exchange).await?;
+            sent = send_on(io, *req, &label, &timeouts).await;
+        }
+    }
+    let mut res = match sent {
+        Ok(res) => res,
+        Err(unsent) => {
+            let err = unsent.into_error(label);
+            if !matches!(err, ProxyError::Upgrade { .. }) {
                 exchange.count_error(&err);
-                return Err(err);
             }
-            Err(_) => {
-                let err = ProxyError::ResponseTimeout {
-                    backend: label,
-                    after: timeouts.response_header,
-                };
-                exchange.count_error(&err);
-                return Err(err);
-            }
-        };
+            return Err(err);
+        }
+    };
 
     if res.status() != StatusCode::SWITCHING_PROTOCOLS {
         debug!(status = %res.status(), "backend declined the upgrade; relaying its answer");
@@ -202,6 +179,87 @@ pub async fn switch(
     // The client gets the backend's 101 head as it came: hyper writes what it is handed.
     let (parts, _) = res.into_parts();
     Ok(Response::from_parts(parts, full(Bytes::new())))
+}
+
+/// Dials `uri`'s server within `timeouts.connect`, counting a failure on `exchange`.
+async fn connect(
+    connector: &mut Connector,
+    uri: &http::Uri,
+    label: &str,
+    timeouts: &Timeouts,
+    exchange: &Exchange<'_>,
+) -> Result<UpstreamIo, ProxyError> {
+    let err = match tokio::time::timeout(timeouts.connect, connector.call(uri.clone())).await {
+        Ok(Ok(io)) => return Ok(io),
+        Ok(Err(e)) => ProxyError::Connect {
+            backend: label.to_string(),
+            reason: errors::describe(e.as_ref(), Causes::Innermost),
+        },
+        Err(_) => ProxyError::ConnectTimeout {
+            backend: label.to_string(),
+            after: timeouts.connect,
+        },
+    };
+    exchange.count_error(&err);
+    Err(err)
+}
+
+/// Why an upgrade request got no answer on a connection.
+enum Unsent {
+    /// The HTTP/1.1 handshake on it failed.
+    Handshake(String),
+    /// It closed before the request was written: the request, to send elsewhere.
+    Back(Box<Request<Body>>, String),
+    /// It failed after the request was written.
+    Reset(String),
+    /// No response head within `timeouts.response_header`.
+    Timeout(Duration),
+}
+
+impl Unsent {
+    fn into_error(self, backend: String) -> ProxyError {
+        match self {
+            Unsent::Handshake(reason) => ProxyError::Upgrade { backend, reason },
+            Unsent::Back(_, reason) | Unsent::Reset(reason) => {
+                ProxyError::Reset { backend, reason }
+            }
+            Unsent::Timeout(after) => ProxyError::ResponseTimeout { backend, after },
+        }
+    }
+}
+
+/// Sends `out` over `io` as the one request of a new HTTP/1.1 connection, which is driven
+/// until it is upgraded (then hands its I/O over) or closed.
+async fn send_on(
+    io: UpstreamIo,
+    out: Request<Body>,
+    label: &str,
+    timeouts: &Timeouts,
+) -> Result<Response<Incoming>, Unsent> {
+    let (mut sender, conn) = http1::Builder::new()
+        .handshake::<_, Body>(io)
+        .await
+        .map_err(|e| Unsent::Handshake(errors::describe(&e, Causes::Innermost)))?;
+    let label = label.to_string();
+    tokio::spawn(
+        async move {
+            if let Err(e) = conn.with_upgrades().await {
+                debug!(backend = %label, error = %e, "upgrade connection to the backend ended with an error");
+            }
+        }
+        .in_current_span(),
+    );
+    match tokio::time::timeout(timeouts.response_header, sender.try_send_request(out)).await {
+        Ok(Ok(res)) => Ok(res),
+        Ok(Err(mut e)) => {
+            let reason = errors::describe(e.error(), Causes::Innermost);
+            Err(match e.take_message() {
+                Some(req) => Unsent::Back(Box::new(req), reason),
+                None => Unsent::Reset(reason),
+            })
+        }
+        Err(_) => Err(Unsent::Timeout(timeouts.response_header)),
+    }
 }
 
 /// What a hijacked connection needs once both sides said 101: the task tracker that

@@ -9,13 +9,17 @@
 //! `/api/v1` but not `/apis`.
 //!
 //! The table is built once per snapshot and only read afterwards; it allocates nothing
-//! per lookup.
+//! per lookup. A change to a few hosts (an Ingress edited) makes the next snapshot's table
+//! from this one ([`Router::with_hosts`]): every other host's paths are shared (`Arc`), not
+//! built again.
 
 pub mod path;
 
-// foldhash, not SipHash: the table is looked up on every request and built again at
-// every Ingress change; its per-process random seed still keeps crafted hosts from
-// colliding on purpose.
+// foldhash, not SipHash: the table is looked up on every request and copied at every
+// Ingress change; its per-process random seed still keeps crafted hosts from colliding on
+// purpose.
+use std::sync::Arc;
+
 use foldhash::{HashMap, HashMapExt};
 
 use crate::config::{HostPattern, PathMatch, one_label_before};
@@ -23,10 +27,11 @@ use crate::config::{HostPattern, PathMatch, one_label_before};
 /// A routing table over values `T` (the snapshot's routes).
 #[derive(Debug)]
 pub struct Router<T> {
-    exact: HashMap<String, Paths<T>>,
+    /// Keys and paths shared with the tables made from this one.
+    exact: HashMap<Arc<str>, Arc<Paths<T>>>,
     /// Longest suffix first; at equal suffix the one-label kind first.
     wildcard: Vec<Wildcard<T>>,
-    any: Option<Paths<T>>,
+    any: Option<Arc<Paths<T>>>,
 }
 
 #[derive(Debug)]
@@ -35,7 +40,7 @@ struct Wildcard<T> {
     suffix: String,
     /// Exactly one label before the suffix (Ingress), or one or more (TOML).
     one_label: bool,
-    paths: Paths<T>,
+    paths: Arc<Paths<T>>,
 }
 
 impl<T> Wildcard<T> {
@@ -64,6 +69,26 @@ impl<T> Default for Paths<T> {
 }
 
 impl<T> Paths<T> {
+    /// Adds one entry; an exact path or a prefix already there keeps its first value.
+    fn add(&mut self, path: PathMatch, value: T) {
+        match path {
+            PathMatch::Exact(p) => {
+                self.exact.entry(p).or_insert(value);
+            }
+            PathMatch::Prefix(p) => {
+                if !self.prefix.iter().any(|(q, _)| *q == p) {
+                    self.prefix.push((p, value));
+                }
+            }
+        }
+    }
+
+    /// Puts the longest prefix first, once every entry is in.
+    fn sorted(mut self) -> Arc<Self> {
+        self.prefix.sort_by_key(|(q, _)| std::cmp::Reverse(q.len()));
+        Arc::new(self)
+    }
+
     fn lookup(&self, path: &str) -> Option<&T> {
         if let Some(t) = self.exact.get(path) {
             return Some(t);
@@ -104,33 +129,68 @@ impl<T> Router<T> {
                 HostPattern::WildcardLabel(s) => wildcard.entry((s, true)).or_default(),
                 HostPattern::Any => any.get_or_insert_with(Paths::default),
             };
-            match path {
-                PathMatch::Exact(p) => {
-                    paths.exact.entry(p).or_insert(value);
-                }
-                PathMatch::Prefix(p) => {
-                    if !paths.prefix.iter().any(|(q, _)| *q == p) {
-                        paths.prefix.push((p, value));
-                    }
-                }
-            }
+            paths.add(path, value);
         }
-        let mut wildcard: Vec<_> = wildcard
-            .into_iter()
-            .map(|((suffix, one_label), paths)| Wildcard {
-                suffix,
-                one_label,
-                paths,
-            })
+        Self {
+            exact: exact
+                .into_iter()
+                .map(|(host, paths)| (Arc::from(host), paths.sorted()))
+                .collect(),
+            wildcard: wildcards(
+                wildcard
+                    .into_iter()
+                    .map(|(key, paths)| (key, paths.sorted())),
+            ),
+            any: any.map(Paths::sorted),
+        }
+    }
+
+    /// This table with the paths of each host in `hosts` replaced by the entries given for
+    /// it (none: the host is gone), as [`Router::new`] would build them; every other host
+    /// keeps the same paths, shared with this table. A host named twice gets its last
+    /// entries.
+    pub fn with_hosts(
+        &self,
+        hosts: impl IntoIterator<Item = (HostPattern, Vec<(PathMatch, T)>)>,
+    ) -> Self {
+        let mut exact = self.exact.clone();
+        let mut wildcard: HashMap<(String, bool), Arc<Paths<T>>> = self
+            .wildcard
+            .iter()
+            .map(|w| ((w.suffix.clone(), w.one_label), w.paths.clone()))
             .collect();
-        wildcard.sort_by_key(|w| (std::cmp::Reverse(w.suffix.len()), !w.one_label));
-        let sort = |p: &mut Paths<T>| p.prefix.sort_by_key(|(q, _)| std::cmp::Reverse(q.len()));
-        exact.values_mut().for_each(sort);
-        wildcard.iter_mut().for_each(|w| sort(&mut w.paths));
-        any.iter_mut().for_each(sort);
+        let mut any = self.any.clone();
+        for (host, entries) in hosts {
+            let paths = (!entries.is_empty()).then(|| {
+                let mut paths = Paths::default();
+                for (path, value) in entries {
+                    paths.add(path, value);
+                }
+                paths.sorted()
+            });
+            let key = match host {
+                HostPattern::Exact(h) => {
+                    match paths {
+                        Some(p) => exact.insert(Arc::from(h), p),
+                        None => exact.remove(h.as_str()),
+                    };
+                    continue;
+                }
+                HostPattern::Any => {
+                    any = paths;
+                    continue;
+                }
+                HostPattern::Wildcard(s) => (s, false),
+                HostPattern::WildcardLabel(s) => (s, true),
+            };
+            match paths {
+                Some(p) => wildcard.insert(key, p),
+                None => wildcard.remove(&key),
+            };
+        }
         Self {
             exact,
-            wildcard,
+            wildcard: wildcards(wildcard),
             any,
         }
     }
@@ -159,6 +219,23 @@ impl<T> Router<T> {
     pub fn is_empty(&self) -> bool {
         self.exact.is_empty() && self.wildcard.is_empty() && self.any.is_none()
     }
+}
+
+/// The wildcard hosts in lookup order: longest suffix first; at equal suffix the one-label
+/// kind first.
+fn wildcards<T>(
+    by_suffix: impl IntoIterator<Item = ((String, bool), Arc<Paths<T>>)>,
+) -> Vec<Wildcard<T>> {
+    let mut wildcard: Vec<_> = by_suffix
+        .into_iter()
+        .map(|((suffix, one_label), paths)| Wildcard {
+            suffix,
+            one_label,
+            paths,
+        })
+        .collect();
+    wildcard.sort_by_key(|w| (std::cmp::Reverse(w.suffix.len()), !w.one_label));
+    wildcard
 }
 
 /// `example.com:8080` -> `example.com`, `[::1]:80` -> `[::1]`.
@@ -269,6 +346,68 @@ mod tests {
             ("a", PathMatch::Exact("/x".into()), "x"),
         ]);
         assert_eq!(r.lookup("a", "/y"), None);
+    }
+
+    #[test]
+    fn with_hosts_replaces_only_the_hosts_named_and_shares_the_rest() {
+        let before = router(&[
+            ("*", prefix("/"), "any"),
+            ("*.example.com", prefix("/"), "wild"),
+            ("a", prefix("/"), "a"),
+            ("a", prefix("/api"), "a-api"),
+            ("b", prefix("/"), "b"),
+            ("c", PathMatch::Exact("/x".into()), "c"),
+        ]);
+        let host = |h: &str| HostPattern::parse(h).unwrap();
+        let after = before.with_hosts([
+            // `a` loses its root, keeps its API, gains an exact path.
+            (
+                host("a"),
+                vec![
+                    (prefix("/api"), "a-api-2"),
+                    (PathMatch::Exact("/h".into()), "a-h"),
+                ],
+            ),
+            (host("b"), vec![]),
+            (
+                host("d"),
+                vec![(prefix("/"), "d"), (prefix("/"), "d-second")],
+            ),
+            (host("*.x.example.com"), vec![(prefix("/"), "wild-x")]),
+            (host("*"), vec![]),
+        ]);
+        let built = router(&[
+            ("*.example.com", prefix("/"), "wild"),
+            ("*.x.example.com", prefix("/"), "wild-x"),
+            ("a", prefix("/api"), "a-api-2"),
+            ("a", PathMatch::Exact("/h".into()), "a-h"),
+            ("c", PathMatch::Exact("/x".into()), "c"),
+            ("d", prefix("/"), "d"),
+        ]);
+        for (h, p) in [
+            ("a", "/"),
+            ("a", "/api/v1"),
+            ("a", "/h"),
+            ("b", "/"),
+            ("c", "/x"),
+            ("d", "/y"),
+            ("v.example.com", "/"),
+            ("v.x.example.com", "/"),
+            ("elsewhere", "/"),
+        ] {
+            assert_eq!(after.lookup(h, p), built.lookup(h, p), "{h}{p}");
+        }
+        assert_eq!(after.lookup("d", "/"), Some(&"d"), "the first entry wins");
+        assert_eq!(
+            before.lookup("b", "/"),
+            Some(&"b"),
+            "the old table is untouched"
+        );
+        assert!(Arc::ptr_eq(&before.exact["c"], &after.exact["c"]));
+        assert!(Arc::ptr_eq(
+            &before.wildcard[0].paths,
+            &after.wildcard[1].paths
+        ));
     }
 
     #[test]

@@ -12,7 +12,8 @@
 //! It does not read Kubernetes objects (that is `k8s::ingress::model`) and does not
 //! decide when to swap (that is the provider).
 
-use std::collections::HashMap as StdHashMap;
+use std::cmp::Ordering;
+use std::collections::{HashMap as StdHashMap, HashSet};
 
 use foldhash::{HashMap, HashMapExt};
 use std::sync::Arc;
@@ -132,9 +133,66 @@ impl IngressRoutes {
     }
 
     /// The model's routes (empty before the first build).
-    pub fn model_routes(&self) -> &[IngressRoute] {
+    pub fn model_routes(&self) -> &[Arc<IngressRoute>] {
         self.model.as_ref().map_or(&[][..], |m| &m.routes[..])
     }
+}
+
+/// The hosts whose Ingress routes differ between `before` and `after` (a route added,
+/// removed, or compiled into another `Route`): what a router built for `before` must build
+/// again to serve `after`. `None` when that is not worth telling (no routes before, or most
+/// hosts changed) or cannot be told cheaply (routes not in name order, as models keep them).
+///
+/// Both lists are walked side by side in name order; a route kept from one build to the
+/// next is the same `Arc` on both sides, so an unchanged one costs a pointer comparison.
+pub fn touched_hosts(
+    before: &IngressRoutes,
+    after: &IngressRoutes,
+) -> Option<HashSet<HostPattern>> {
+    before.model.as_ref()?;
+    let old: Vec<_> = before.model_routes().iter().zip(&before.routes).collect();
+    let new: Vec<_> = after.model_routes().iter().zip(&after.routes).collect();
+    let sorted = |list: &[(&Arc<IngressRoute>, &Arc<Route>)]| {
+        list.windows(2).all(|w| w[0].0.name < w[1].0.name)
+    };
+    if !sorted(&old) || !sorted(&new) {
+        return None;
+    }
+    let mut touched = HashSet::new();
+    let (mut i, mut j) = (0, 0);
+    while i < old.len() || j < new.len() {
+        let order = match (old.get(i), new.get(j)) {
+            (Some(o), Some(n)) if Arc::ptr_eq(o.0, n.0) => Ordering::Equal,
+            (Some(o), Some(n)) => o.0.name.cmp(&n.0.name),
+            (Some(_), None) => Ordering::Less,
+            (None, _) => Ordering::Greater,
+        };
+        match order {
+            Ordering::Equal => {
+                let ((om, or), (nm, nr)) = (old[i], new[j]);
+                let same = Arc::ptr_eq(or, nr)
+                    && (Arc::ptr_eq(om, nm) || (om.host == nm.host && om.path == nm.path));
+                if !same {
+                    touched.insert(om.host.clone());
+                    touched.insert(nm.host.clone());
+                }
+                i += 1;
+                j += 1;
+            }
+            Ordering::Less => {
+                touched.insert(old[i].0.host.clone());
+                i += 1;
+            }
+            Ordering::Greater => {
+                touched.insert(new[j].0.host.clone());
+                j += 1;
+            }
+        }
+        if touched.len() > new.len().max(old.len()) / 2 {
+            return None;
+        }
+    }
+    Some(touched)
 }
 
 /// True when `old` is what compiling `r` again would build: same upstream (the same
@@ -257,7 +315,7 @@ mod tests {
 
     fn model(routes: Vec<IngressRoute>) -> Arc<Model> {
         Arc::new(Model {
-            routes,
+            routes: routes.into_iter().map(Arc::new).collect(),
             ..Model::default()
         })
     }
@@ -335,6 +393,69 @@ mod tests {
         assert_eq!((upstream(&two, 0), upstream(&two, 1)), (1, 2));
         // The TOML routes are the same objects.
         assert!(Arc::ptr_eq(&one.routes[0], &two.routes[0]));
+    }
+
+    #[test]
+    fn an_ingress_change_builds_again_only_the_hosts_it_touches_and_serves_as_a_full_build() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = Snapshot::build(config(dir.path(), ""), 1, None, &Metrics::new()).unwrap();
+        let host = |i: usize| format!("h{i}.example");
+        let sorted = |mut routes: Vec<Arc<IngressRoute>>| {
+            routes.sort_by(|a, b| a.name.cmp(&b.name));
+            Arc::new(Model {
+                routes,
+                ..Model::default()
+            })
+        };
+        let mut routes: Vec<Arc<IngressRoute>> = (0..20)
+            .map(|i| Arc::new(route("web", &format!("i{i}"), &host(i), &["127.0.0.1:10"])))
+            .collect();
+        // Shadowed by the TOML route on `app.example`, before and after.
+        routes.push(Arc::new(route(
+            "web",
+            "app",
+            "app.example",
+            &["127.0.0.1:10"],
+        )));
+        let one = base.with_ingress(sorted(routes.clone())).unwrap();
+
+        // As the model builder hands them: the routes of unchanged Ingresses are the same
+        // `Arc`s. One backend moved, one Ingress gone, one new.
+        routes[3] = Arc::new(route("web", "i3", &host(3), &["127.0.0.1:11"]));
+        routes.remove(5);
+        routes.push(Arc::new(route("web", "i20", &host(20), &["127.0.0.1:12"])));
+        let next = sorted(routes);
+        let two = one.with_ingress(next.clone()).unwrap();
+        let touched = touched_hosts(&one.ingress, &two.ingress).expect("a few hosts");
+        let mut names: Vec<String> = touched.iter().map(ToString::to_string).collect();
+        names.sort();
+        assert_eq!(names, [host(20), host(3), host(5)]);
+
+        let full = base.with_ingress(next).unwrap();
+        assert!(touched_hosts(&base.ingress, &full.ingress).is_none());
+        for h in (0..22).map(host).chain(["app.example".to_string()]) {
+            let (a, b) = (served_by(&two, "web", &h), served_by(&full, "web", &h));
+            assert_eq!(a, b, "{h}");
+            assert_eq!(served_by(&two, "other", &h), served_by(&full, "other", &h));
+        }
+        assert_eq!(served_by(&two, "web", &host(5)), None);
+        assert_eq!(two.shadowed, full.shadowed);
+        assert_eq!(two.shadowed.len(), 1);
+        let route_of = |s: &Snapshot, h: &str| s.listeners["web"].router.lookup(h, "/").cloned();
+        // Untouched hosts serve the same routes; the moved one a new route.
+        assert!(Arc::ptr_eq(
+            &route_of(&one, &host(7)).unwrap(),
+            &route_of(&two, &host(7)).unwrap()
+        ));
+        assert!(!Arc::ptr_eq(
+            &route_of(&one, &host(3)).unwrap(),
+            &route_of(&two, &host(3)).unwrap()
+        ));
+        // The listener without Ingress routes keeps its router.
+        assert!(Arc::ptr_eq(
+            &one.listeners["other"].router,
+            &two.listeners["other"].router
+        ));
     }
 
     #[test]

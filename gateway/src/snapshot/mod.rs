@@ -77,7 +77,8 @@ pub struct Shadowed {
 /// A listener's share of the snapshot.
 pub struct ListenerState {
     pub config: ListenerConfig,
-    pub router: Router<Arc<Route>>,
+    /// Shared with the next snapshot when an Ingress change leaves it as it is.
+    pub router: Arc<Router<Arc<Route>>>,
     pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
@@ -261,7 +262,16 @@ impl Snapshot {
             &self.tenants,
             Some(&self.ingress),
         ));
-        let (listeners, shadowed) = assemble(&self.config, &self.routes, &ingress, Some(self))?;
+        let touched = ingress::touched_hosts(&self.ingress, &ingress);
+        let (listeners, shadowed) = assemble(
+            &self.config,
+            &self.routes,
+            &ingress,
+            Some(Previous {
+                snapshot: self,
+                touched: touched.as_ref(),
+            }),
+        )?;
         Ok(Snapshot {
             generation: self.generation,
             loaded_at: self.loaded_at,
@@ -278,15 +288,23 @@ impl Snapshot {
     }
 }
 
+/// The snapshot a new one differs from only by its Ingress routes, and the hosts whose
+/// Ingress routes changed (`None`: too many to tell, build every router again).
+struct Previous<'a> {
+    snapshot: &'a Snapshot,
+    touched: Option<&'a HashSet<HostPattern>>,
+}
+
 /// Every listener's router and TLS: the TOML routes that serve it, then, on ingress
 /// listeners, the Ingress routes no TOML route there claims; the TOML certificates, then
-/// the Ingress ones. A listener that serves no Ingress routes keeps `same_config`'s TLS
-/// (the snapshot this one differs from only by its Ingress routes).
+/// the Ingress ones. Given the `previous` snapshot (same config), a listener that serves no
+/// Ingress routes keeps its router and TLS, and an ingress listener's router is the
+/// previous one with only the touched hosts built again.
 fn assemble(
     config: &Config,
     routes: &[Arc<Route>],
     ingress: &IngressRoutes,
-    same_config: Option<&Snapshot>,
+    previous: Option<Previous<'_>>,
 ) -> Result<(HashMap<String, ListenerState>, Vec<Shadowed>), BuildError> {
     let ingress_listeners: &[String] = config
         .kubernetes
@@ -309,10 +327,9 @@ fn assemble(
             })
             .collect();
         let serves_ingress = ingress_listeners.contains(&l.name);
-        let mut entries: Vec<(HostPattern, PathMatch, Arc<Route>)> = toml
-            .iter()
-            .map(|(rc, r)| (rc.host.clone(), rc.path.clone(), (*r).clone()))
-            .collect();
+        let before = previous
+            .as_ref()
+            .and_then(|p| Some((p.snapshot.listeners.get(&l.name)?, p.touched)));
         // The hosts the TOML routes here own: an Ingress route on one is not served. The
         // model refuses those already; this holds between a reload and the next build.
         let mut owners = HostOwners::default();
@@ -320,26 +337,62 @@ fn assemble(
             for (rc, _) in &toml {
                 owners.add(&rc.host, &rc.name);
             }
+        }
+        // Which Ingress routes this router is built from: all of them, or those on the
+        // touched hosts.
+        let wanted = |host: &HostPattern| match before {
+            Some((_, Some(touched))) => touched.contains(host),
+            _ => true,
+        };
+        let mut ingress_entries: Vec<(&HostPattern, &PathMatch, &Arc<Route>)> = Vec::new();
+        if serves_ingress {
             for (m, r) in ingress.model_routes().iter().zip(&ingress.routes) {
                 match owners.owner_of(&m.host) {
-                    Some(winner) => {
-                        if reported.insert(m.name.as_str()) {
-                            shadowed.push(Shadowed {
-                                ingress: format!("{}/{}", m.ingress.namespace, m.ingress.name),
-                                host: m.host.to_string(),
-                                path: m.path.to_string(),
-                                route: winner.to_string(),
-                            });
-                        }
+                    Some(winner) if reported.insert(m.name.as_str()) => {
+                        shadowed.push(Shadowed {
+                            ingress: format!("{}/{}", m.ingress.namespace, m.ingress.name),
+                            host: m.host.to_string(),
+                            path: m.path.to_string(),
+                            route: winner.to_string(),
+                        });
                     }
-                    None => entries.push((m.host.clone(), m.path.clone(), r.clone())),
+                    Some(_) => {}
+                    None if wanted(&m.host) => ingress_entries.push((&m.host, &m.path, r)),
+                    None => {}
                 }
             }
         }
-        let router = Router::new(entries);
+        let router = match before {
+            // Same config: the TOML routes are the same, and so is a router without
+            // Ingress routes.
+            Some((prev, _)) if !serves_ingress => prev.router.clone(),
+            Some((prev, Some(touched))) => {
+                let mut by_host: HashMap<&HostPattern, Vec<(PathMatch, Arc<Route>)>> =
+                    touched.iter().map(|h| (h, Vec::new())).collect();
+                let entries = toml
+                    .iter()
+                    .map(|(rc, r)| (&rc.host, &rc.path, *r))
+                    .chain(ingress_entries);
+                for (host, path, route) in entries {
+                    if let Some(paths) = by_host.get_mut(host) {
+                        paths.push((path.clone(), route.clone()));
+                    }
+                }
+                Arc::new(
+                    prev.router
+                        .with_hosts(by_host.into_iter().map(|(h, paths)| (h.clone(), paths))),
+                )
+            }
+            _ => Arc::new(Router::new(
+                toml.iter()
+                    .map(|(rc, r)| (&rc.host, &rc.path, *r))
+                    .chain(ingress_entries)
+                    .map(|(host, path, route)| (host.clone(), path.clone(), route.clone())),
+            )),
+        };
         // Same config: a listener's TLS changes only when it serves the Ingress
         // certificates and they changed (a Secret rotated, a host added).
-        let kept = same_config.filter(|prev| {
+        let kept = previous.as_ref().map(|p| p.snapshot).filter(|prev| {
             !serves_ingress
                 || same_certs(
                     prev.ingress

@@ -55,6 +55,10 @@ pub(crate) async fn handle(
                 })
                 .collect(),
             user: cert_user,
+            connected: req
+                .extensions()
+                .get::<crate::server::Connected>()
+                .map(|c| c.0),
         });
     route(&shared, req).await
 }

@@ -54,6 +54,11 @@ pub enum SimError {
 #[derive(Debug, Clone, Copy)]
 pub struct ClientAddr(pub SocketAddr);
 
+/// When the request's connection finished its TLS handshake, put in each request's
+/// extensions (a client that dials ahead of need sends on an older connection).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Connected(pub std::time::Instant);
+
 /// Which part of the chain the simulator plays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Role {
@@ -70,6 +75,8 @@ pub struct Recorded {
     pub headers: Vec<(String, String)>,
     /// The authenticated user, None when authentication failed.
     pub user: Option<String>,
+    /// When its connection finished the TLS handshake (None: not received over one).
+    pub connected: Option<std::time::Instant>,
 }
 
 /// Which credential a kubeconfig carries.
@@ -85,6 +92,8 @@ pub(crate) struct Shared {
     pub store: Store,
     pub tokens: HashMap<String, String>,
     pub requests: Mutex<Vec<Recorded>>,
+    /// TLS handshakes completed.
+    pub handshakes: std::sync::atomic::AtomicUsize,
     /// How the apiserver role reaches kubelets.
     pub kubelet: KubeletClient,
     pub role: Role,
@@ -205,6 +214,7 @@ impl KubeSimBuilder {
             store: Store::new(),
             tokens: self.tokens.into_iter().collect(),
             requests: Mutex::new(Vec::new()),
+            handshakes: Default::default(),
             kubelet,
             role: if self.kubelet_role.is_some() {
                 Role::Kubelet
@@ -334,6 +344,13 @@ impl KubeSim {
     /// kubelet side trusts as its client CA.
     pub fn kubelet_client_cert(&self) -> &KubeletClientCert {
         &self.shared.kubelet.identity
+    }
+
+    /// How many TLS handshakes clients completed with this simulator.
+    pub fn handshakes(&self) -> usize {
+        self.shared
+            .handshakes
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Every request received so far.
@@ -525,6 +542,10 @@ async fn accept_loop(
             let Ok(tls) = acceptor.accept(tcp).await else {
                 return;
             };
+            let connected = Connected(std::time::Instant::now());
+            shared
+                .handshakes
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let cert_user = tls
                 .get_ref()
                 .1
@@ -535,6 +556,7 @@ async fn accept_loop(
                 let shared = shared.clone();
                 let cert_user = cert_user.clone();
                 req.extensions_mut().insert(ClientAddr(peer));
+                req.extensions_mut().insert(connected);
                 async move {
                     Ok::<_, Infallible>(match shared.role {
                         Role::ApiServer => crate::api::handle(shared, cert_user, req).await,

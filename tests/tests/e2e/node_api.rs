@@ -423,6 +423,66 @@ async fn a_websocket_exec_is_spliced_to_the_pod_s_leaf() {
     assert!(seen(&bed.leaf_a, "/api/v1/namespaces/apps-web/pods/shell/exec").is_empty());
 }
 
+/// Streams start warm: once an exec has gone to a leaf, leafgate keeps a connection to it
+/// open and TLS-established, and the next exec runs on a connection whose handshake was
+/// over before that exec was asked for. A stream never shares its connection: each exec
+/// the leaf sees comes on a connection of its own.
+#[tokio::test]
+async fn the_next_exec_starts_on_a_connection_the_leaf_accepted_before_it() {
+    let bed = Bed::start(acme()).await;
+    bed.leaf_b
+        .create(pod("apps-web", "shell", json!({})))
+        .unwrap();
+    bed.synced().await;
+    bed.indexed("apps-web", "shell", 1).await;
+    let path = "/api/v1/namespaces/apps-web/pods/shell/exec";
+    let execs = || -> Vec<_> {
+        bed.leaf_b
+            .requests()
+            .into_iter()
+            .filter(|r| r.path == path)
+            .collect()
+    };
+
+    let before = bed.leaf_b.handshakes();
+    echo_hi(&bed).await;
+    // The first exec is the demand: a spare connection follows it.
+    let started = Instant::now();
+    while bed.leaf_b.handshakes() < before + 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "no spare was dialled"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let asked = Instant::now();
+    echo_hi(&bed).await;
+    let seen = execs();
+    assert_eq!(seen.len(), 2);
+    let connected: Vec<Instant> = seen.iter().map(|r| r.connected.unwrap()).collect();
+    assert!(
+        connected[1] < asked,
+        "the second exec's connection was opened {:?} after it was asked for",
+        connected[1] - asked
+    );
+    assert_ne!(connected[0], connected[1], "two execs, two connections");
+}
+
+/// An exec of `echo hi` on `apps-web/shell`, read to its end.
+async fn echo_hi(bed: &Bed) {
+    let mut ws = ws_exec(bed, "apps-web", "shell", &["echo", "hi"]).await;
+    let mut stdout = Vec::new();
+    while let Ok(Some(Ok(message))) = tokio::time::timeout(Duration::from_secs(10), ws.next()).await
+    {
+        if let Message::Binary(data) = message
+            && data.first() == Some(&1)
+        {
+            stdout.extend_from_slice(&data[1..]);
+        }
+    }
+    assert_eq!(String::from_utf8_lossy(&stdout), "hi\n");
+}
+
 /// The tenant's plugins decide: `label-router` picks the leaf a pod's label names, and
 /// `redact` filters a followed log while it is live.
 #[tokio::test]

@@ -22,8 +22,10 @@ use crate::k8s::ingress::model::{
 };
 use crate::metrics::{IngressBackendLabels, IngressRefusedLabels, IngressStateLabels};
 
-/// A rebuild starts once no change has come for this long...
-pub const DEBOUNCE: Duration = Duration::from_millis(10);
+/// A rebuild starts once no change has come for this long... The events of one write (an
+/// Ingress with its Service and EndpointSlice) arrive well inside it; a burst longer than
+/// it still coalesces, as the changes that come during a build are built together next.
+pub const DEBOUNCE: Duration = Duration::from_millis(2);
 /// ...or this long after the first change it covers, whichever is sooner.
 pub const MAX_WAIT: Duration = Duration::from_millis(50);
 

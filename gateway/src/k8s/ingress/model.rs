@@ -227,8 +227,10 @@ pub fn toml_hosts(config: &Config, listeners: &[String]) -> HostOwners {
 /// The routes and the report of one build.
 #[derive(Debug, Default)]
 pub struct Model {
-    /// Conflict-resolved: one per (host, path), sorted by name.
-    pub routes: Vec<IngressRoute>,
+    /// Conflict-resolved: one per (host, path), sorted by name. Shared with the builder's
+    /// cached translations, so a build copies no route and an unchanged route is the same
+    /// `Arc` in the next model.
+    pub routes: Vec<Arc<IngressRoute>>,
     /// Certificates by host from the served Ingresses' `spec.tls`; on the same host the
     /// Ingress that wins conflicts (the oldest) comes first.
     pub certs: Vec<(HostPattern, Arc<CertifiedKey>)>,

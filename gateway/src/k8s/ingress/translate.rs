@@ -52,7 +52,7 @@ enum Item {
     /// The first claim of a (host, path) by this Ingress, and what is wrong with its
     /// backend (reported only if the route wins).
     Route {
-        route: Box<IngressRoute>,
+        route: Arc<IngressRoute>,
         problem: Option<String>,
     },
     /// The same (host, path) again in this Ingress.
@@ -133,7 +133,7 @@ pub(super) fn translate(
         };
         own.insert(key.clone());
         items.push(Item::Route {
-            route: Box::new(IngressRoute {
+            route: Arc::new(IngressRoute {
                 name: route_name(&reference, &key.0, &key.1),
                 ingress: reference.clone(),
                 host: key.0,
@@ -184,7 +184,7 @@ pub(super) fn merge<'t>(
     let mut owners: HashMap<&HostPattern, (&IngressRef, Option<usize>)> = HashMap::new();
     // (host, path) -> index in `routes`, and who else claimed it.
     let mut claimed: HashMap<(&HostPattern, &PathMatch), (usize, Vec<String>)> = HashMap::new();
-    let mut routes: Vec<&IngressRoute> = Vec::new();
+    let mut routes: Vec<&Arc<IngressRoute>> = Vec::new();
     // Certificates already listed, so each (host, certificate chain) appears once.
     let mut listed: HashSet<(&HostPattern, &[CertificateDer<'static>])> = HashSet::new();
     for t in ours {
@@ -256,7 +256,7 @@ pub(super) fn merge<'t>(
                     }
                     problems.extend(problem.iter().cloned());
                     claimed.insert((&route.host, &route.path), (routes.len(), Vec::new()));
-                    routes.push(&**route);
+                    routes.push(route);
                 }
                 // Refused with its first, already reported.
                 Item::Repeat { key }
@@ -314,7 +314,7 @@ pub(super) fn merge<'t>(
         })
         .collect();
     conflicts.sort_by(|a, b| (&a.host, &a.path).cmp(&(&b.host, &b.path)));
-    let mut routes: Vec<IngressRoute> = routes.into_iter().cloned().collect();
+    let mut routes: Vec<Arc<IngressRoute>> = routes.into_iter().cloned().collect();
     routes.sort_by(|a, b| a.name.cmp(&b.name));
     model.served.sort();
     model.routes = routes;

@@ -173,6 +173,10 @@ pub(crate) async fn handle(
                 })
                 .collect(),
             user: user.clone(),
+            connected: req
+                .extensions()
+                .get::<crate::server::Connected>()
+                .map(|c| c.0),
         });
     let Some(user) = user else {
         return error_response(&ApiError::new(401, "Unauthorized", "Unauthorized"));

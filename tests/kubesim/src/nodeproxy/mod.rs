@@ -115,6 +115,7 @@ impl KubeletClient {
                 query: query.to_string(),
                 headers: headers.to_vec(),
                 user: None,
+                connected: None,
             });
     }
 

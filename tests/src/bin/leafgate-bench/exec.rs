@@ -52,6 +52,7 @@ name = "kubelet"
 bind = "127.0.0.1:{node_api}"
 kind = "node-api"
 tls = {{ cert = "node-api.pem", key = "node-api-key.pem", client_ca = "ca.pem" }}
+allowed_clients = ["kube-apiserver-kubelet-client"]
 [[leaf]]
 name = "leaf"
 kubeconfig = "leaf.kubeconfig"

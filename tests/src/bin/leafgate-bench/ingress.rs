@@ -69,6 +69,8 @@ pub async fn run(leafgate: &str, ingresses: usize, rounds: usize) {
         &dir.path().join("root.kubeconfig"),
     )
     .unwrap();
+    // The upstreams listen on loopback, which Ingress backends reach only when
+    // `allow_backends` opens it.
     let (listen, admin) = (free_port(), free_port());
     let config = dir.path().join("leafgate.toml");
     std::fs::write(
@@ -76,7 +78,8 @@ pub async fn run(leafgate: &str, ingresses: usize, rounds: usize) {
         format!(
             "[admin]\nbind = \"127.0.0.1:{admin}\"\n[[listener]]\nname = \"bench\"\nbind = \"127.0.0.1:{listen}\"\n\
              [kubernetes]\nkubeconfig = \"root.kubeconfig\"\nidentity = \"bench\"\n\
-             [kubernetes.ingress]\nclass = \"leafgate\"\n"
+             [kubernetes.ingress]\nclass = \"leafgate\"\n\
+             allow_backends = [\"127.0.0.0/8\"]\n"
         ),
     )
     .unwrap();

@@ -1,0 +1,410 @@
+//! Warm connections to one server: a few spares dialled and TLS-established ahead of need,
+//! so a stream (a leaf's exec, attach, port-forward or log) starts on one instead of paying
+//! TCP and TLS on its own path.
+//!
+//! One pool per serving thread ([`Spares::group`]): a spare is dialled by the thread's own
+//! keeper, so its socket belongs to that thread, as every connection here does. How many a
+//! pool keeps follows the server's recent demand, counted across the threads: enough to
+//! cover the streams that start while one is being dialled (start rate x dial time,
+//! Little's law) plus one, at most [`Policy::max`], and none once no stream has started
+//! for [`Policy::idle`]. A pool's keeper starts with its thread's first stream, refills
+//! after each take and closes spares when the demand is gone. A stream on a thread whose
+//! pool is empty takes a sibling's spare rather than dial: that socket stays driven by the
+//! thread that dialled it (a cross-thread wake per readiness event), which costs less than
+//! a handshake on the stream's path. A spare lives at most [`Policy::life`] (API servers
+//! close a connection that sends no request: kube-apiserver's `ReadHeaderTimeout` is 32
+//! s), and is checked before it is handed out: one the server closed or wrote on is dropped
+//! and the next tried. A spare serves one stream and never comes back, so it carries no
+//! caller's request, credentials or tenant. The connections dialled anyway resume the TLS
+//! session (the connector's rustls config keeps the server's tickets) and skip the
+//! certificate exchange.
+//!
+//! It must not know about requests, leaves or tenants: whoever owns the server's
+//! connector owns its spares, and drops them with it.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::mem::MaybeUninit;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use http::Uri;
+use hyper::rt::{Read, ReadBuf};
+use hyper_rustls::MaybeHttpsStream;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tower_service::Service;
+
+use super::HttpsConnector;
+
+/// A connection the connector dialled: plain TCP or TLS over it.
+pub type Io = MaybeHttpsStream<TokioIo<TcpStream>>;
+
+/// Errors from dialling, as the connector reports them.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// How many spares are kept and for how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    /// The most spares kept, however high the demand.
+    pub max: usize,
+    /// How long after the last stream started spares are still kept.
+    pub idle: Duration,
+    /// The longest a spare waits for a stream before it is closed (and, while the demand
+    /// lasts, replaced): shorter than the server's own timeout for a silent connection.
+    pub life: Duration,
+    /// The window over which the start rate is counted.
+    pub window: Duration,
+    /// How long one dial (TCP and TLS) may take.
+    pub dial_timeout: Duration,
+    /// How long the keeper waits after a failed dial before dialling that server again.
+    pub backoff: Duration,
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy {
+            max: 8,
+            idle: Duration::from_secs(60),
+            life: Duration::from_secs(20),
+            window: Duration::from_secs(1),
+            dial_timeout: Duration::from_secs(10),
+            backoff: Duration::from_secs(1),
+        }
+    }
+}
+
+/// One serving thread's pool of spares to a server, in the group of every thread's; cloning
+/// shares it.
+#[derive(Clone)]
+pub struct Spares {
+    group: Arc<Group>,
+    /// This thread's pool in `group.pools`.
+    index: usize,
+}
+
+struct Group {
+    connector: HttpsConnector,
+    /// The server: scheme and authority only.
+    server: Uri,
+    policy: Policy,
+    demand: Mutex<Demand>,
+    pools: Vec<Pool>,
+}
+
+/// When streams started, on any thread.
+#[derive(Default)]
+struct Demand {
+    /// Within `policy.window`, at most `RECENT` of them.
+    recent: VecDeque<Instant>,
+    last: Option<Instant>,
+}
+
+struct Pool {
+    state: Mutex<State>,
+    /// Wakes the pool's keeper: demand, a finished dial, or the group being dropped.
+    wake: Arc<Notify>,
+}
+
+#[derive(Default)]
+struct State {
+    ready: VecDeque<Spare>,
+    dialing: usize,
+    /// A moving average of how long a dial takes.
+    dial_time: Duration,
+    /// No dial before this, after one failed.
+    backoff_until: Option<Instant>,
+    keeper: bool,
+}
+
+struct Spare {
+    io: Io,
+    since: Instant,
+}
+
+/// The most stream starts remembered for the rate (beyond it the rate only says "high").
+const RECENT: usize = 256;
+
+impl Spares {
+    /// One pool of spares for `server` (its scheme and authority; the path is ignored),
+    /// dialled with `connector`, per serving thread (`threads`, at least one). None is
+    /// dialled before the first stream asks for one.
+    pub fn group(
+        connector: HttpsConnector,
+        server: &Uri,
+        policy: Policy,
+        threads: usize,
+    ) -> Vec<Spares> {
+        let mut parts = http::uri::Parts::default();
+        parts.scheme = server.scheme().cloned();
+        parts.authority = server.authority().cloned();
+        parts.path_and_query = Some(http::uri::PathAndQuery::from_static("/"));
+        let server = Uri::from_parts(parts).unwrap_or_else(|_| server.clone());
+        let group = Arc::new(Group {
+            connector,
+            server,
+            policy,
+            demand: Mutex::new(Demand::default()),
+            pools: (0..threads.max(1))
+                .map(|_| Pool {
+                    state: Mutex::new(State::default()),
+                    wake: Arc::new(Notify::new()),
+                })
+                .collect(),
+        });
+        (0..group.pools.len())
+            .map(|index| Spares {
+                group: group.clone(),
+                index,
+            })
+            .collect()
+    }
+
+    /// A group of one pool.
+    pub fn new(connector: HttpsConnector, server: &Uri, policy: Policy) -> Spares {
+        let mut one = Spares::group(connector, server, policy, 1);
+        one.remove(0)
+    }
+
+    /// A live spare for a stream starting now on this thread: its own pool's, else a
+    /// sibling's, if one is ready. Either way the start counts as demand and the keepers
+    /// refill behind it.
+    pub fn take(&self) -> Option<Io> {
+        let now = Instant::now();
+        let group = &self.group;
+        {
+            let mut demand = lock(&group.demand);
+            if demand.recent.len() == RECENT {
+                demand.recent.pop_front();
+            }
+            demand.recent.push_back(now);
+            demand.last = Some(now);
+        }
+        let own = &group.pools[self.index];
+        {
+            let mut state = lock(&own.state);
+            if !state.keeper {
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    state.keeper = true;
+                    runtime.spawn(keep(Arc::downgrade(group), self.index, own.wake.clone()));
+                }
+            }
+        }
+        for pool in &group.pools {
+            pool.wake.notify_one();
+        }
+        let others = group
+            .pools
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != self.index);
+        std::iter::once(own)
+            .chain(others.map(|(_, pool)| pool))
+            .find_map(|pool| group.live(pool, now))
+    }
+
+    /// A fresh connection to the server, not a spare: for a stream whose spare turned out
+    /// dead, or when none was ready. Resumes the TLS session where the server allows it.
+    pub fn dial(&self) -> impl Future<Output = Result<Io, BoxError>> + Send + 'static {
+        self.group.dial()
+    }
+
+    /// How many spares this thread's pool holds now.
+    pub fn ready(&self) -> usize {
+        lock(&self.group.pools[self.index].state).ready.len()
+    }
+
+    /// Whether `uri` is this server's (scheme and authority): only then may a spare carry it.
+    fn serves(&self, uri: &Uri) -> bool {
+        let server = &self.group.server;
+        uri.scheme() == server.scheme() && uri.authority() == server.authority()
+    }
+}
+
+/// Dials like the connector, starting on a spare when the URI is the server's: the pooled
+/// client of a leaf's forwarded requests (logs among them) connects through it.
+impl Service<Uri> for Spares {
+    type Response = Io;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Io, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        if !self.serves(&uri) {
+            return Box::pin(self.group.connector.clone().call(uri));
+        }
+        match self.take() {
+            Some(io) => Box::pin(std::future::ready(Ok(io))),
+            None => Box::pin(self.dial()),
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// How many spares a pool keeps for `demand`, its dials taking `dial_time`.
+fn target(policy: &Policy, demand: &Demand, dial_time: Duration, now: Instant) -> usize {
+    match demand.last {
+        Some(at) if now.duration_since(at) < policy.idle => {}
+        _ => return 0,
+    }
+    let starts = demand
+        .recent
+        .iter()
+        .filter(|t| now.duration_since(**t) < policy.window)
+        .count();
+    let rate = starts as f64 / policy.window.as_secs_f64();
+    let in_flight = (rate * dial_time.as_secs_f64()).round() as usize;
+    (in_flight + 1).min(policy.max)
+}
+
+impl Group {
+    /// A live spare of `pool`, the newest first; the dead ones met on the way are dropped.
+    fn live(&self, pool: &Pool, now: Instant) -> Option<Io> {
+        let mut state = lock(&pool.state);
+        while let Some(mut spare) = state.ready.pop_back() {
+            if now.duration_since(spare.since) < self.policy.life && alive(&mut spare.io) {
+                return Some(spare.io);
+            }
+        }
+        None
+    }
+
+    fn target(&self, state: &State, now: Instant) -> usize {
+        target(&self.policy, &lock(&self.demand), state.dial_time, now)
+    }
+
+    /// Closes pool `index`'s expired and surplus spares, starts the dials the demand asks
+    /// for, and says when to look again.
+    fn tend(self: &Arc<Self>, index: usize) -> Option<Instant> {
+        let now = Instant::now();
+        let policy = self.policy;
+        let mut state = lock(&self.pools[index].state);
+        state
+            .ready
+            .retain(|s| now.duration_since(s.since) < policy.life);
+        let target = self.target(&state, now);
+        while state.ready.len() > target {
+            state.ready.pop_front();
+        }
+        let backing_off = state.backoff_until.is_some_and(|t| now < t);
+        let want = if backing_off {
+            0
+        } else {
+            target.saturating_sub(state.ready.len() + state.dialing)
+        };
+        state.dialing += want;
+        for _ in 0..want {
+            tokio::spawn(dial_spare(Arc::downgrade(self), index, self.dial()));
+        }
+        let expiry = state.ready.front().map(|s| s.since + policy.life);
+        let demand_ends = lock(&self.demand)
+            .last
+            .filter(|_| target > 0)
+            .map(|at| at + policy.idle);
+        let retry = state.backoff_until.filter(|_| backing_off);
+        [expiry, demand_ends, retry].into_iter().flatten().min()
+    }
+
+    /// One dial to the server, bounded by the policy's timeout.
+    fn dial(&self) -> impl Future<Output = Result<Io, BoxError>> + Send + 'static {
+        let mut connector = self.connector.clone();
+        let call = connector.call(self.server.clone());
+        let limit = self.policy.dial_timeout;
+        async move {
+            match tokio::time::timeout(limit, call).await {
+                Ok(result) => result,
+                Err(_) => Err(format!("no connection within {limit:?}").into()),
+            }
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        // The keepers hold only a weak reference; this wakes them to find it gone and end.
+        for pool in &self.pools {
+            pool.wake.notify_one();
+        }
+    }
+}
+
+/// The keeper of pool `index` on its thread: tends it whenever woken or due, and ends once
+/// the group is dropped.
+async fn keep(group: Weak<Group>, index: usize, wake: Arc<Notify>) {
+    loop {
+        let due = match group.upgrade() {
+            Some(group) => group.tend(index),
+            None => return,
+        };
+        match due {
+            Some(at) => {
+                tokio::select! {
+                    () = wake.notified() => {}
+                    () = tokio::time::sleep_until(at) => {}
+                }
+            }
+            None => wake.notified().await,
+        }
+    }
+}
+
+/// Dials one spare for pool `index` and puts it with the others, if they are still wanted.
+async fn dial_spare(
+    group: Weak<Group>,
+    index: usize,
+    dial: impl Future<Output = Result<Io, BoxError>>,
+) {
+    let started = Instant::now();
+    let result = dial.await;
+    let Some(group) = group.upgrade() else {
+        return;
+    };
+    let now = Instant::now();
+    let pool = &group.pools[index];
+    {
+        let mut state = lock(&pool.state);
+        state.dialing -= 1;
+        match result {
+            Ok(io) => {
+                let took = now.duration_since(started);
+                state.dial_time = if state.dial_time.is_zero() {
+                    took
+                } else {
+                    (state.dial_time * 7 + took) / 8
+                };
+                state.backoff_until = None;
+                if state.ready.len() < group.target(&state, now) {
+                    state.ready.push_back(Spare { io, since: now });
+                }
+            }
+            Err(e) => {
+                tracing::debug!(server = %group.server, error = %e, "a spare connection could not be dialled");
+                state.backoff_until = Some(now + group.policy.backoff);
+            }
+        }
+    }
+    pool.wake.notify_one();
+}
+
+/// Whether an idle connection is still open and silent: a read that would wait. A server
+/// that closed it, reset it or wrote on it (a timeout answer) leaves it unfit for a request.
+/// A TLS record the server sends after the handshake (a session ticket) is taken in here.
+fn alive(io: &mut Io) -> bool {
+    let mut byte = [MaybeUninit::<u8>::uninit()];
+    let mut buf = ReadBuf::uninit(&mut byte);
+    let mut cx = Context::from_waker(Waker::noop());
+    Pin::new(io).poll_read(&mut cx, buf.unfilled()).is_pending()
+}
+
+#[cfg(test)]
+mod tests;
