@@ -44,8 +44,12 @@ trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
 up=$(free_port); nx=$(free_port); lg=$(free_port); admin=$(free_port); l4=$(free_port)
 BODY_BYTES=${BODY_BYTES:-0}
 mkdir -p "$work/www"
+# nginx's workers run as an unprivileged user: the body must be readable by them (mktemp's
+# folder is not), or every request is a 404 and the run measures error pages.
+chmod 755 "$work" "$work/www"
 if [ "$BODY_BYTES" -gt 0 ]; then
   head -c "$BODY_BYTES" /dev/zero | tr '\0' 'x' >"$work/www/body"
+  chmod 644 "$work/www/body"
   answer="root $work/www; try_files /body =404;"
 else
   answer='return 200 "hello from the upstream\n";'
