@@ -27,7 +27,7 @@ pub struct Status {
 pub struct Details {
     pub name: Option<String>,
     /// The API group of `kind`; absent for the core group.
-    pub group: Option<String>,
+    pub group: Option<&'static str>,
     pub kind: Option<String>,
     /// `retryAfterSeconds`: when to try again (a 429); the answer's `Retry-After` too.
     pub retry_after_seconds: Option<u32>,
@@ -78,14 +78,14 @@ impl Status {
 
     /// [`Status::not_found`] for a resource of API `group`: `events.events.k8s.io "x" not
     /// found`, the group in the details.
-    pub fn not_found_in(group: &str, kind: &str, name: &str) -> Status {
+    pub fn not_found_in(group: &'static str, kind: &str, name: &str) -> Status {
         Status::new(
             404,
             format!("{} {name:?} not found", qualified(group, kind)),
         )
         .detailed(Details {
             name: Some(name.to_string()),
-            group: (!group.is_empty()).then(|| group.to_string()),
+            group: (!group.is_empty()).then_some(group),
             kind: Some(kind.to_string()),
             ..Details::default()
         })
@@ -107,7 +107,7 @@ impl Status {
     /// [`Status::forbidden`] for a resource of API `group`: `events.events.k8s.io is
     /// forbidden: User "u" cannot list resource "events" in API group "events.k8s.io" ...`.
     pub fn forbidden_in(
-        group: &str,
+        group: &'static str,
         user: &str,
         verb: &str,
         resource: &str,
@@ -131,7 +131,7 @@ impl Status {
         )
         .detailed(Details {
             name: name.map(str::to_string),
-            group: (!group.is_empty()).then(|| group.to_string()),
+            group: (!group.is_empty()).then_some(group),
             kind: Some(kind.to_string()),
             ..Details::default()
         })

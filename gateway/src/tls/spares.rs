@@ -213,6 +213,18 @@ impl Spares {
         self.group.dial()
     }
 
+    /// How many connections the spares of every thread hold now, ready or being dialled.
+    pub fn held(&self) -> usize {
+        self.group
+            .pools
+            .iter()
+            .map(|pool| {
+                let state = lock(&pool.state);
+                state.ready.len() + state.dialing
+            })
+            .sum()
+    }
+
     /// How many spares this thread's pool holds now.
     pub fn ready(&self) -> usize {
         lock(&self.group.pools[self.index].state).ready.len()

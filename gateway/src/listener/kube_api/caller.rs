@@ -76,7 +76,7 @@ impl Caller<'_> {
     /// [`Caller::forbidden`] for a resource of API `group`.
     pub fn forbidden_in(
         &self,
-        group: &str,
+        group: &'static str,
         verb: &str,
         resource: &str,
         name: Option<&str>,
