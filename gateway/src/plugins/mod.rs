@@ -16,7 +16,8 @@
 //! - `convert`: `api` types <-> the generated WIT types, answers checked.
 //! - `pool`: warm instances per hook, checkout and retirement.
 //! - `engine`: the one `Engine`, its linker, fitting a component to a world.
-//! - `sandbox`: a store's state (closed WASI, `host`), arming it, classifying a failure.
+//! - `sandbox`: a store's state (closed WASI, `host`), arming it, classifying a failure;
+//!   `nohttp`: its `wasi:http`, every outgoing request refused.
 //! - `compile` (content-hash and disk cache), `epoch` (ticker, per-call clock), `limits`
 //!   (memory cap, resources), `stderr` (a plugin's stderr tail), `hostlog` (what its
 //!   `host.log` writes: escaped, bounded, rate-limited), `metrics`.
@@ -37,6 +38,7 @@ mod hostlog;
 mod limits;
 mod load;
 mod metrics;
+mod nohttp;
 mod pool;
 mod sandbox;
 mod stderr;
