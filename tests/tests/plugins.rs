@@ -17,6 +17,9 @@ use leafgate_tests::config::{Plugin, Tenant};
 use leafgate_tests::plugins::{fault_plugin, plugin};
 use serde_json::json;
 
+#[path = "plugins/languages.rs"]
+mod languages;
+
 /// Loads a config that names plugins by absolute path; returns tenant -> plugins. (The
 /// builder's `Config` is spelt in full: `Config` here is leafgate's own.)
 fn load(

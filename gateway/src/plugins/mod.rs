@@ -10,7 +10,8 @@
 //! never lets a plugin's failure escape its one call.
 //!
 //! Layout, top to bottom (a file imports only files below it; this one only re-exports):
-//! - `cli`: `leafgate plugin check|run`, through the same code as the gateway.
+//! - `cli`: `leafgate plugin check|run|new`, through the same code as the gateway;
+//!   `scaffold`: the skeletons `plugin new` writes.
 //! - `load`: config -> [`PluginSet`] (compile, fit, build each hook).
 //! - `tenant`: [`TenantPlugins`], one call per decision and the `on_error` policy.
 //! - `convert`: `api` types <-> the generated WIT types, answers checked.
@@ -41,6 +42,7 @@ mod metrics;
 mod nohttp;
 mod pool;
 mod sandbox;
+mod scaffold;
 mod stderr;
 mod tenant;
 mod world;
@@ -53,5 +55,6 @@ pub use api::{
 pub use error::{FaultKind, PluginError};
 pub use load::{PluginSet, builds_of, check, is_compiled, load, load_partial};
 pub use metrics::PluginMetrics;
+pub use scaffold::{Lang, Skeleton};
 pub use tenant::TenantPlugins;
 pub use world::World;
