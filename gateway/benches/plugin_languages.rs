@@ -17,6 +17,8 @@
 #[path = "../../tests/src/plugins.rs"]
 #[allow(dead_code)]
 mod build;
+#[path = "shared/log_lines.rs"]
+mod shared;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -24,9 +26,9 @@ use std::time::{Duration, Instant};
 
 use leafgate::config::Config;
 use leafgate::plugins::{
-    self, LogBatch, LogContext, PluginMetrics, PluginSet, PodRouteRequest, Skeleton, TenantPlugins,
-    Verb,
+    self, LogContext, PluginMetrics, PluginSet, PodRouteRequest, Skeleton, TenantPlugins, Verb,
 };
+use shared::log_lines;
 
 const CALLS: u32 = 2_000;
 const COLD_CALLS: u32 = 20;
@@ -57,18 +59,6 @@ fn rss() -> u64 {
         .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
         .unwrap();
     kb * 1024
-}
-
-fn log_lines(n: usize) -> LogBatch {
-    let lines: Vec<String> = (0..n)
-        .map(|i| match i % 8 {
-            0 => format!("2024-05-01T12:00:{:02}Z INFO login user=u{i} password=hunter{i} from 10.0.0.{}", i % 60, i % 255),
-            1 => format!("2024-05-01T12:00:{:02}Z INFO GET /healthz 200 0.1ms", i % 60),
-            2 => format!("2024-05-01T12:00:{:02}Z DEBUG Authorization: Bearer tok.{i}-abc", i % 60),
-            _ => format!("2024-05-01T12:00:{:02}Z INFO request id={i} path=/api/v1/items status=200 bytes={}", i % 60, i * 7),
-        })
-        .collect();
-    LogBatch::from_lines(&lines).unwrap()
 }
 
 struct Plugin {

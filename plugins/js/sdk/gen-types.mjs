@@ -1,5 +1,5 @@
-// Generates the SDK's TypeScript types from wit/ with jco's guest type generator, one
-// directory per world: `node plugins/js/sdk/gen-types.mjs <toolchain dir> <wit dir> <out dir>`
+// Generates the SDK's TypeScript types from wit/ with jco's guest type generator: one
+// `<world>.d.ts` per world, and the interfaces they share once, under `interfaces/`: `node plugins/js/sdk/gen-types.mjs <toolchain dir> <wit dir> <out dir>`
 // (the toolchain dir is where scripts/tools.sh installed jco: target/tools/js).
 //
 // `jco types` runs its generator as a WASI component whose filesystem starts with no
@@ -21,7 +21,7 @@ filesystem._setPreopens({ '/': '/' });
 const { generateGuestTypes } = await import(pathToFileURL(from.resolve('@bytecodealliance/jco-transpile')));
 
 for (const world of ['pod-router', 'address-rewriter', 'log-filter', 'table-formatter']) {
-  const files = await generateGuestTypes(wit, { worldName: world, outDir: `${out}/${world}/` });
+  const files = await generateGuestTypes(wit, { worldName: world, outDir: `${out}/` });
   for (const [path, bytes] of Object.entries(files)) {
     mkdirSync(dirname(path), { recursive: true });
     writeFileSync(path, bytes);
