@@ -3,12 +3,16 @@
 # themselves; nothing is exported), each skipped when that version is already there:
 # - kubectl, which the kubesim tests run against (target/tools/bin/kubectl);
 # - kubernetes-validate with the Kubernetes JSON schemas, which checks deploy/ offline
-#   (target/tools/py).
+#   (target/tools/py);
+# - componentize-py in a virtualenv (target/tools/py-venv), which builds Python plugins;
+# - componentize-js and jco from plugins/js/toolchain's lock file (target/tools/js), which
+#   build JavaScript plugins and generate their TypeScript types.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 KUBECTL_VERSION=1.37.1
 KUBERNETES_VALIDATE_VERSION=1.37.0
+COMPONENTIZE_PY_VERSION=0.25.1
 tools=target/tools
 mkdir -p "$tools"
 
@@ -25,4 +29,25 @@ fi
 if ! [ -d "$tools/py/kubernetes_validate-${KUBERNETES_VALIDATE_VERSION}.dist-info" ]; then
   echo "==> installing kubernetes-validate ${KUBERNETES_VALIDATE_VERSION} into ${tools}/py"
   python3 -m pip install --quiet --upgrade --target "$tools/py" "kubernetes-validate==${KUBERNETES_VALIDATE_VERSION}"
+fi
+
+venv="$tools/py-venv"
+if ! { [ -x "$venv/bin/componentize-py" ] \
+  && [ "$("$venv/bin/componentize-py" --version 2>/dev/null)" = "componentize-py ${COMPONENTIZE_PY_VERSION}" ]; }; then
+  echo "==> installing componentize-py ${COMPONENTIZE_PY_VERSION} into ${venv}"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet "componentize-py==${COMPONENTIZE_PY_VERSION}"
+fi
+
+# The JavaScript tools exactly as the committed lock file pins them; reinstalled when the
+# lock file changes.
+js="$tools/js"
+if ! cmp -s plugins/js/toolchain/package-lock.json "$js/package-lock.json" \
+  || ! [ -x "$js/node_modules/.bin/componentize-js" ]; then
+  echo "==> installing componentize-js and jco (plugins/js/toolchain) into ${js}"
+  rm -rf "$js"
+  mkdir -p "$js"
+  cp plugins/js/toolchain/package.json plugins/js/toolchain/package-lock.json "$js/"
+  (cd "$js" && npm ci --no-audit --no-fund --loglevel=error)
 fi

@@ -16,6 +16,10 @@
 mod build;
 #[path = "../../plugins/redact/src/engine.rs"]
 mod redact;
+#[path = "shared/log_lines.rs"]
+mod shared;
+
+use shared::log_lines;
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -56,18 +60,6 @@ fn hooks(isolation: &str) -> String {
         DROP[0],
         p("pods-table"),
     )
-}
-
-fn log_lines(n: usize) -> LogBatch {
-    let lines: Vec<String> = (0..n)
-        .map(|i| match i % 8 {
-            0 => format!("2024-05-01T12:00:{:02}Z INFO login user=u{i} password=hunter{i} from 10.0.0.{}", i % 60, i % 255),
-            1 => format!("2024-05-01T12:00:{:02}Z INFO GET /healthz 200 0.1ms", i % 60),
-            2 => format!("2024-05-01T12:00:{:02}Z DEBUG Authorization: Bearer tok.{i}-abc", i % 60),
-            _ => format!("2024-05-01T12:00:{:02}Z INFO request id={i} path=/api/v1/items status=200 bytes={}", i % 60, i * 7),
-        })
-        .collect();
-    LogBatch::from_lines(&lines).unwrap()
 }
 
 fn calls(c: &mut Criterion) {

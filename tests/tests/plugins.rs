@@ -17,6 +17,9 @@ use leafgate_tests::config::{Plugin, Tenant};
 use leafgate_tests::plugins::{fault_plugin, plugin};
 use serde_json::json;
 
+#[path = "plugins/languages.rs"]
+mod languages;
+
 /// Loads a config that names plugins by absolute path; returns tenant -> plugins. (The
 /// builder's `Config` is spelt in full: `Config` here is leafgate's own.)
 fn load(
@@ -978,5 +981,35 @@ fn the_compile_cache_drops_a_component_no_loaded_plugin_references() {
     assert!(
         !plugins::is_compiled(&unique),
         "no snapshot references it: the cache let it go"
+    );
+}
+
+#[tokio::test]
+async fn a_plugin_http_request_is_refused_and_nothing_connects() {
+    let t = one_tenant("pod_router", Plugin::new(fault_plugin("http-caller")));
+    // Where the plugin sends its request: reachable, were requests allowed.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let address = listener.local_addr().unwrap();
+    for _ in 0..5 {
+        match t
+            .route_pod(&pod_request("ns", &format!("call-{address}"), &[]))
+            .await
+            .unwrap()
+        {
+            PodRoute::Reject { status, message } => {
+                assert_eq!(status, 503);
+                assert_eq!(
+                    message,
+                    format!("GET http://{address}/: error: ErrorCode::HttpRequestDenied")
+                );
+            }
+            other => panic!("the http-caller always rejects, got {other:?}"),
+        }
+    }
+    assert_eq!(
+        listener.accept().map(|_| ()).unwrap_err().kind(),
+        std::io::ErrorKind::WouldBlock,
+        "nothing connected to the listener"
     );
 }

@@ -1,4 +1,4 @@
-//! `leafgate plugin check` and `leafgate plugin run`: the plugin author's tools.
+//! `leafgate plugin check`, `plugin run` and `plugin new`: the plugin author's tools.
 //!
 //! Both go through the same code as the gateway (`engine` compile and fit checks, a
 //! `TenantPlugins` with the same sandbox and limits), so what works here works when
@@ -19,6 +19,7 @@ use super::engine::runtime;
 use super::error::PluginError;
 use super::load::build_hook;
 use super::metrics::PluginMetrics;
+use super::scaffold::{Lang, Skeleton};
 use super::tenant::TenantPlugins;
 use super::world::World;
 
@@ -53,11 +54,55 @@ pub enum PluginCommand {
         #[arg(long, default_value = "10ms")]
         deadline: HumanDuration,
     },
+    /// Write a plugin skeleton that builds (`build.sh`) and tests itself (`test.sh`).
+    New {
+        /// The plugin's name (a crate, a directory and a `.wasm` file name).
+        name: String,
+        #[arg(long, value_enum)]
+        lang: Lang,
+        #[arg(long, value_enum)]
+        world: World,
+        /// Where to write it (default: `./NAME`).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// The leafgate checkout whose `wit/`, SDKs and `target/tools` it builds with
+        /// (default: the current directory).
+        #[arg(long)]
+        repo: Option<PathBuf>,
+    },
 }
 
 /// Runs a `plugin` subcommand; returns the process exit code.
 pub fn execute(cmd: PluginCommand) -> anyhow::Result<i32> {
     match cmd {
+        PluginCommand::New {
+            name,
+            lang,
+            world,
+            dir,
+            repo,
+        } => {
+            let repo = std::path::absolute(repo.unwrap_or_else(|| PathBuf::from(".")))?;
+            let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
+            let skeleton = Skeleton {
+                name: &name,
+                lang,
+                world,
+                repo: &repo,
+            };
+            match skeleton.write(&dir) {
+                Ok(files) => {
+                    for f in files {
+                        println!("wrote {}", f.display());
+                    }
+                    Ok(0)
+                }
+                Err(e) => {
+                    eprintln!("{e}");
+                    Ok(1)
+                }
+            }
+        }
         PluginCommand::Check { file, world } => match check(&file, world) {
             Ok(report) => {
                 println!("{report}");

@@ -88,6 +88,9 @@ impl Runtime {
         // sees, never a host descriptor, and never a missing import. The context grants
         // nothing else either: no preopened dirs, env, args or stdin.
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        // wasi:http the same way (componentize-js builds import it by default): linked, and
+        // every outgoing request refused (see `nohttp`).
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
         host::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)?;
         bindings::types::add_to_linker::<State, HasSelf<State>>(&mut linker, |s| s)?;
 
@@ -131,7 +134,7 @@ impl Runtime {
             return Err(m);
         }
         let pre = self.linker.instantiate_pre(component).map_err(|e| {
-            format!("imports something leafgate does not provide (plugins get WASI p2 with no access granted and leafgate:plugin/host): {e:#}")
+            format!("imports something leafgate does not provide (plugins get WASI p2 and wasi:http with no access granted, and leafgate:plugin/host): {e:#}")
         })?;
         // The typed check: the export exists, now does its signature match?
         check_exports(world, &pre).map_err(|e| {

@@ -10,13 +10,15 @@
 //! never lets a plugin's failure escape its one call.
 //!
 //! Layout, top to bottom (a file imports only files below it; this one only re-exports):
-//! - `cli`: `leafgate plugin check|run`, through the same code as the gateway.
+//! - `cli`: `leafgate plugin check|run|new`, through the same code as the gateway;
+//!   `scaffold`: the skeletons `plugin new` writes.
 //! - `load`: config -> [`PluginSet`] (compile, fit, build each hook).
 //! - `tenant`: [`TenantPlugins`], one call per decision and the `on_error` policy.
 //! - `convert`: `api` types <-> the generated WIT types, answers checked.
 //! - `pool`: warm instances per hook, checkout and retirement.
 //! - `engine`: the one `Engine`, its linker, fitting a component to a world.
-//! - `sandbox`: a store's state (closed WASI, `host`), arming it, classifying a failure.
+//! - `sandbox`: a store's state (closed WASI, `host`), arming it, classifying a failure;
+//!   `nohttp`: its `wasi:http`, every outgoing request refused.
 //! - `compile` (content-hash and disk cache), `epoch` (ticker, per-call clock), `limits`
 //!   (memory cap, resources), `stderr` (a plugin's stderr tail), `hostlog` (what its
 //!   `host.log` writes: escaped, bounded, rate-limited), `metrics`.
@@ -37,8 +39,10 @@ mod hostlog;
 mod limits;
 mod load;
 mod metrics;
+mod nohttp;
 mod pool;
 mod sandbox;
+mod scaffold;
 mod stderr;
 mod tenant;
 mod world;
@@ -51,5 +55,6 @@ pub use api::{
 pub use error::{FaultKind, PluginError};
 pub use load::{PluginSet, builds_of, check, is_compiled, load, load_partial};
 pub use metrics::PluginMetrics;
+pub use scaffold::{Lang, Skeleton};
 pub use tenant::TenantPlugins;
 pub use world::World;

@@ -11,18 +11,22 @@ use std::time::Instant;
 
 use wasmtime::{Engine, Store};
 use wasmtime_wasi::{ResourceTable, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::{self, host};
 use super::epoch::CallClock;
 use super::error::{Fault, FaultKind};
 use super::hostlog::PluginLog;
 use super::limits::{Limits, MAX_RESOURCES, MemoryCap};
+use super::nohttp::RefuseOutgoing;
 use super::stderr::StderrTail;
 
-/// Per-store data: the WASI context (granting nothing), the limits and the state of the
-/// call in progress.
+/// Per-store data: the WASI context (granting nothing), `wasi:http` (refusing every
+/// request), the limits and the state of the call in progress.
 pub(crate) struct State {
     wasi: WasiCtx,
+    http: WasiHttpCtx,
+    refuse_outgoing: RefuseOutgoing,
     table: ResourceTable,
     stderr: StderrTail,
     config_json: Arc<str>,
@@ -36,6 +40,16 @@ impl WasiView for State {
         WasiCtxView {
             ctx: &mut self.wasi,
             table: &mut self.table,
+        }
+    }
+}
+
+impl WasiHttpView for State {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.refuse_outgoing,
         }
     }
 }
@@ -84,6 +98,8 @@ pub(crate) fn new_store(engine: &Engine, limits: &Limits, who: &Identity) -> Sto
         engine,
         State {
             wasi,
+            http: WasiHttpCtx::new(),
+            refuse_outgoing: RefuseOutgoing,
             table,
             stderr,
             config_json: who.config_json.clone(),

@@ -1,9 +1,11 @@
 //! The pod table end to end: every shape of kubesim's catalogue (`kubesim::fixtures`),
 //! spread over two simulated leaves, printed by the real kubectl three ways: straight at the
 //! simulators (the oracle: kubesim's own `printPod`), through leafgate's built-in Table
-//! (tenant `acme`, namespace `shapes`) and through the `pods-table` plugin (tenant
-//! `plugged`, namespace `plugged`, the same pods). READY, STATUS and RESTARTS must read the
-//! same every way, and the oracle must read as the catalogue worked out by hand.
+//! (tenant `acme`, namespace `shapes`), through the `pods-table` plugin (tenant `plugged`,
+//! namespace `plugged`, the same pods) and through its JavaScript twin
+//! (`plugins/js/pods-table`, tenant `scripted`, namespace `scripted`). READY, STATUS and
+//! RESTARTS must read the same every way, and the oracle must read as the catalogue worked
+//! out by hand.
 //!
 //! Cells are cut out by the header's column positions, not split on spaces: RESTARTS
 //! reads `5 (15m ago)` and NOMINATED NODE is two words.
@@ -16,7 +18,7 @@ use kubesim::{Credential, KubeSim};
 use leafgate_tests::certs::TestCa;
 use leafgate_tests::config::{Leaf, Listener, Plugin, Tenant};
 use leafgate_tests::kube::{self, KubeUser};
-use leafgate_tests::plugins::plugin;
+use leafgate_tests::plugins::{Lang, lang_plugin, plugin};
 use leafgate_tests::{Config, TestGateway};
 use serde_json::json;
 use tokio::process::Command;
@@ -24,6 +26,7 @@ use tokio::process::Command;
 const TOKEN_ACME: &str = "acme-token-1";
 const TOKEN_PLUGGED: &str = "plugged-token-1";
 const TOKEN_OTHER: &str = "other-token-1";
+const TOKEN_SCRIPTED: &str = "scripted-token-1";
 /// The columns compared across the three printers.
 const COMPARED: [&str; 3] = ["READY", "STATUS", "RESTARTS"];
 
@@ -76,7 +79,8 @@ fn parse(out: &str, key: &str) -> Printed {
 }
 
 /// The gateway: a kube-api listener over both leaves; acme reads `shapes` with the
-/// built-in table, plugged reads `plugged` through `pods-table`, other reads `other`.
+/// built-in table, plugged reads `plugged` through `pods-table`, scripted reads `scripted`
+/// through the JavaScript pods-table, other reads `other`.
 fn config() -> Config {
     Config::new()
         .admin()
@@ -93,6 +97,16 @@ fn config() -> Config {
                 .namespaces(["plugged"])
                 .tokens_file("plugged.tokens")
                 .plugin("table_formatter", Plugin::new(plugin("pods-table"))),
+        )
+        .tenant(
+            Tenant::new("scripted")
+                .namespaces(["scripted"])
+                .tokens_file("scripted.tokens")
+                .plugin(
+                    "table_formatter",
+                    Plugin::new(lang_plugin(Lang::Js, "pods-table", "table-formatter"))
+                        .set("deadline", "500ms"),
+                ),
         )
         .tenant(
             Tenant::new("other")
@@ -122,6 +136,7 @@ impl Bed {
             ("acme.tokens", TOKEN_ACME),
             ("plugged.tokens", TOKEN_PLUGGED),
             ("other.tokens", TOKEN_OTHER),
+            ("scripted.tokens", TOKEN_SCRIPTED),
         ] {
             std::fs::write(gw_dir.path().join(file), token).unwrap();
         }
@@ -131,7 +146,7 @@ impl Bed {
             .unwrap()
             .as_secs() as i64;
         for (i, shape) in shapes.iter().enumerate() {
-            for ns in ["shapes", "plugged"] {
+            for ns in ["shapes", "plugged", "scripted"] {
                 let mut pod = shape.pod_at(now);
                 pod["metadata"]["namespace"] = json!(ns);
                 leaves[i % 2].create(pod).unwrap();
@@ -147,7 +162,7 @@ impl Bed {
             .unwrap();
         let gw = TestGateway::start_in(gw_dir, config()).await;
         for shape in &shapes {
-            for ns in ["shapes", "plugged"] {
+            for ns in ["shapes", "plugged", "scripted"] {
                 gw.indexed(ns, shape.name()).await;
             }
         }
@@ -275,6 +290,7 @@ async fn every_shape_prints_through_leafgate_as_the_simulator_prints_it() {
     let bed = Bed::start().await;
     let acme = bed.gateway_kubeconfig(TOKEN_ACME);
     let plugged = bed.gateway_kubeconfig(TOKEN_PLUGGED);
+    let scripted = bed.gateway_kubeconfig(TOKEN_SCRIPTED);
     for bin in kubesim::kubectl::all() {
         let b = bin.display();
         let oracle = bed.oracle(&bin).await;
@@ -313,11 +329,27 @@ async fn every_shape_prints_through_leafgate_as_the_simulator_prints_it() {
             ],
             "{b}: {out}"
         );
+        let out = bed
+            .kubectl(
+                &bin,
+                &scripted,
+                &["get", "pods", "-n", "scripted", "-o", "wide"],
+            )
+            .await;
+        let js = parse(&out, "NAME");
+        assert_eq!(
+            js.columns, plugin.columns,
+            "{b}: the JavaScript pods-table: {out}"
+        );
         for (i, shape) in bed.shapes.iter().enumerate() {
             let name = shape.name();
             let want = &oracle[name];
             let leaf = ["leaf-a", "leaf-b"][i % 2];
-            for (printer, rows) in [("built-in", &builtin.rows), ("pods-table", &plugin.rows)] {
+            for (printer, rows) in [
+                ("built-in", &builtin.rows),
+                ("pods-table", &plugin.rows),
+                ("js pods-table", &js.rows),
+            ] {
                 let row = rows
                     .get(name)
                     .unwrap_or_else(|| panic!("{b}: {printer} has no {name}"));
@@ -339,6 +371,7 @@ async fn every_shape_prints_through_leafgate_as_the_simulator_prints_it() {
         }
         assert_eq!(builtin.rows.len(), bed.shapes.len(), "{b}");
         assert_eq!(plugin.rows.len(), bed.shapes.len(), "{b}");
+        assert_eq!(js.rows.len(), bed.shapes.len(), "{b}");
     }
 }
 

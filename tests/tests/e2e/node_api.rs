@@ -13,7 +13,7 @@ use hyper_util::rt::TokioIo;
 use kubesim::{Credential, KubeSim};
 use leafgate_tests::certs::TestCa;
 use leafgate_tests::config::{Leaf, Listener, Plugin, Tenant};
-use leafgate_tests::plugins::plugin;
+use leafgate_tests::plugins::{Lang, lang_plugin, plugin};
 use leafgate_tests::{Config, TestGateway};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
@@ -753,4 +753,89 @@ async fn a_failing_pod_router_fails_only_its_own_request() {
         .await;
     assert_eq!(code, StatusCode::BAD_GATEWAY, "{body}");
     assert!(seen(&bed.leaf_b, "/api/v1/namespaces/apps/pods/lost-1/exec").is_empty());
+}
+
+/// The Python label router, loaded in a running gateway, picks the leaf the Rust one picks:
+/// a pod both leaves hold runs its exec on the leaf its label names.
+#[tokio::test]
+async fn the_python_label_router_picks_the_leaf_the_rust_one_picks() {
+    for (lang, router) in [
+        ("rust", plugin("label-router")),
+        (
+            "python",
+            lang_plugin(Lang::Python, "label_router", "pod-router"),
+        ),
+    ] {
+        let tenant = acme().plugin(
+            "pod_router",
+            Plugin::new(&router)
+                .config(json!({ "rules": [{"label": "site", "value": "b*", "leaf": "leaf-b"}] }))
+                .set("deadline", "500ms"),
+        );
+        let bed = Bed::start(tenant).await;
+        for leaf in [&bed.leaf_a, &bed.leaf_b] {
+            leaf.create(pod("apps", "api", json!({"site": "b-2"})))
+                .unwrap();
+        }
+        bed.synced().await;
+        bed.indexed("apps", "api", 2).await;
+        // Two leaves hold it: without the router that is a 409; the router says leaf-b.
+        let answer = bed
+            .call(Method::POST, "/run/apps/api/main?cmd=echo%20routed")
+            .await;
+        assert_eq!(answer, (StatusCode::OK, "routed\n".to_string()), "{lang}");
+        assert!(
+            !seen(&bed.leaf_b, "/api/v1/namespaces/apps/pods/api/exec").is_empty(),
+            "{lang}"
+        );
+        assert!(
+            seen(&bed.leaf_a, "/api/v1/namespaces/apps/pods/api/exec").is_empty(),
+            "{lang}"
+        );
+    }
+}
+
+/// A Python pod router that raises and a JavaScript one that throws, under
+/// `on_error = "reject"`, fail the request they raised on alone, as a trapping Rust one
+/// does (`a_failing_pod_router_fails_only_its_own_request`).
+#[tokio::test]
+async fn a_raising_python_or_throwing_js_router_fails_only_its_own_request() {
+    for (router, bad) in [
+        (lang_plugin(Lang::Python, "raiser", "pod-router"), "raise-1"),
+        (lang_plugin(Lang::Js, "thrower", "pod-router"), "throw-1"),
+    ] {
+        let tenant = acme().leaves(["leaf-a"]).plugin(
+            "pod_router",
+            Plugin::new(&router)
+                .on_error("reject")
+                .set("deadline", "500ms"),
+        );
+        let bed = Bed::start(tenant).await;
+        for name in [bad, "calm"] {
+            bed.leaf_a.create(pod("apps", name, json!({}))).unwrap();
+        }
+        bed.synced().await;
+        bed.indexed("apps", "calm", 1).await;
+        bed.indexed("apps", bad, 1).await;
+        let failed_path = format!("/run/apps/{bad}/main?cmd=echo%20no");
+        let (failed, calm) = tokio::join!(
+            bed.call(Method::POST, &failed_path),
+            bed.call(Method::POST, "/run/apps/calm/main?cmd=echo%20yes"),
+        );
+        assert_eq!(failed.0, StatusCode::BAD_GATEWAY, "{bad}: {}", failed.1);
+        assert!(failed.1.contains("pod router"), "{bad}: {}", failed.1);
+        assert_eq!(calm, (StatusCode::OK, "yes\n".to_string()), "{bad}");
+        let again = bed
+            .call(Method::POST, "/run/apps/calm/main?cmd=echo%20again")
+            .await;
+        assert_eq!(again, (StatusCode::OK, "again\n".to_string()), "{bad}");
+        assert!(
+            seen(
+                &bed.leaf_a,
+                &format!("/api/v1/namespaces/apps/pods/{bad}/exec")
+            )
+            .is_empty(),
+            "{bad}: a failed route is never followed"
+        );
+    }
 }
