@@ -844,7 +844,11 @@ async fn a_long_list_is_formatted_in_parts_within_the_plugins_default_limits() {
     for row in rows {
         let name = row["cells"][0].as_str().unwrap();
         let n: usize = name["pad-".len()..].parse().unwrap();
-        let leaf = if n.is_multiple_of(2) { "leaf-a" } else { "leaf-b" };
+        let leaf = if n.is_multiple_of(2) {
+            "leaf-a"
+        } else {
+            "leaf-b"
+        };
         assert_eq!(row["cells"][leaf_at], leaf, "{name}");
     }
 }
