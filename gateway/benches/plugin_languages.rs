@@ -30,7 +30,7 @@ use leafgate::plugins::{
 };
 use shared::log_lines;
 
-const CALLS: u32 = 2_000;
+const CALLS: u32 = 500;
 const COLD_CALLS: u32 = 20;
 const TENANTS: usize = 8;
 
