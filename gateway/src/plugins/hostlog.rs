@@ -195,17 +195,20 @@ mod tests {
             .finish();
         let log = PluginLog::new("team-a", "chatty", Counter::default());
         let forged = format!("x\n{}", "FORGED line\n".repeat(10_000));
+        let started = std::time::Instant::now();
         tracing::subscriber::with_default(subscriber, || {
             for _ in 0..1000 {
                 log.write(Level::Info, &forged);
             }
         });
+        // The bucket refills while the flood runs (slowly, on a loaded machine).
+        let refilled = (started.elapsed().as_secs_f64() * RATE).floor() as usize;
         let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(
-            lines.len(),
-            BURST as usize,
-            "one line a call, burst-bounded"
+        assert!(
+            (BURST as usize..=BURST as usize + refilled).contains(&lines.len()),
+            "one line a call, burst-bounded: {} lines, {refilled} refilled",
+            lines.len()
         );
         assert!(lines.iter().all(|l| l.len() < MAX_MESSAGE + 200), "bounded");
         assert!(
