@@ -104,8 +104,7 @@ fn config() -> Config {
                 .tokens_file("scripted.tokens")
                 .plugin(
                     "table_formatter",
-                    Plugin::new(lang_plugin(Lang::Js, "pods-table", "table-formatter"))
-                        .set("deadline", "500ms"),
+                    Plugin::new(lang_plugin(Lang::Js, "pods-table", "table-formatter")),
                 ),
         )
         .tenant(

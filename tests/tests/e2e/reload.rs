@@ -278,6 +278,61 @@ async fn a_plugin_that_does_not_compile_keeps_the_running_config() {
     );
 }
 
+/// A plugin whose start-up spins forever is refused when the reload loads it, within its
+/// `startup` limit and with an error naming it; the running config stays, and the tenant
+/// already there keeps its plugin and is served.
+#[tokio::test]
+async fn a_plugin_stuck_in_its_start_up_is_refused_and_the_running_config_stays() {
+    let stable = TestUpstream::start("stable").await;
+    let router = leafgate_tests::plugins::plugin("label-router");
+    let good = config(&stable)
+        .admin()
+        .tenant(Tenant::new("team-b").plugin("pod_router", Plugin::new(&router)));
+    let gw = TestGateway::start(&good).await;
+    let stuck = leafgate_tests::plugins::fault_plugin("stuck-start");
+    let started = Instant::now();
+    write(
+        &gw,
+        good.tenant(
+            Tenant::new("team-a").plugin("pod_router", Plugin::new(&stuck).set("startup", "300ms")),
+        ),
+    );
+
+    let admin = gw.admin();
+    within(
+        Duration::from_secs(10),
+        "the failed reload shows in /status",
+        || async move { get(admin, "admin", "/status").await.json()["last_reload"]["ok"] == false },
+    )
+    .await;
+    println!("refused after {:?}", started.elapsed());
+    let status = get(admin, "admin", "/status").await.json();
+    let error = status["last_reload"]["error"].as_str().unwrap();
+    for part in [
+        "tenant[1].plugins.pod_router",
+        "stuck_start.wasm",
+        "start-up limit exceeded",
+        "of its 300ms limit",
+    ] {
+        assert!(error.contains(part), "{part}: {error}");
+    }
+    assert_eq!(status["generation"], 1);
+    let tenants = status["tenants"].to_string();
+    assert!(
+        tenants.contains("team-b") && !tenants.contains("team-a"),
+        "{tenants}"
+    );
+    assert_eq!(
+        gw.gateway.snapshot().tenants["team-b"].plugins.fits().len(),
+        1,
+        "team-b keeps its router"
+    );
+    assert_eq!(
+        get(gw.addr("web"), "stable.example", "/").await.status,
+        StatusCode::OK
+    );
+}
+
 /// The config a route `host` to `to` adds to the stable one.
 fn with_route(stable: &TestUpstream, host: &str, to: &TestUpstream) -> Config {
     config(stable).route(Route::host(host).backend(to.addr))

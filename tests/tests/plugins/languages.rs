@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use leafgate::plugins::cli::{self, RunLimits};
+use leafgate::plugins::cli;
 use leafgate::plugins::{FaultKind, PluginError, PodRoute, World};
 use leafgate_tests::config::Plugin;
 use leafgate_tests::plugins::{Lang, lang_plugin, plugin, repo_root, tools_dir};
@@ -17,18 +17,15 @@ use serde_json::{Value, json};
 use super::{one_tenant, pod_request};
 
 /// One `leafgate plugin run` of `file` as `world` on `input`: its output, or its error.
-/// Each run is a fresh instance: a Python or JavaScript one starts its interpreter within
-/// the call, so the deadline is a second (`--deadline 1s`), not the default 10 ms.
+/// Each run is a fresh instance under the default limits: a Python or JavaScript one
+/// starts its interpreter when it loads, under its `startup` limit, so the call fits the
+/// default 10 ms deadline.
 fn run(file: &Path, world: World, config: &Value, input: &str) -> Result<String, String> {
     let mut out = Vec::new();
-    cli::run_with(
+    cli::run(
         file,
         world,
         Some(&config.to_string()),
-        RunLimits {
-            deadline: std::time::Duration::from_secs(1),
-            ..RunLimits::default()
-        },
         input.as_bytes(),
         &mut out,
     )
@@ -57,6 +54,7 @@ fn every_language_plugin_passes_plugin_check_for_its_world() {
         (python("redact", "log-filter"), "log-filter"),
         (js("label-router", "pod-router"), "pod-router"),
         (js("pods-table", "table-formatter"), "table-formatter"),
+        (js("redact", "log-filter"), "log-filter"),
     ] {
         let report = cli::check(&file, None).unwrap_or_else(|e| panic!("{world}: {e}"));
         assert!(
@@ -144,7 +142,7 @@ fn python_and_js_label_routers_answer_as_the_rust_one() {
 }
 
 #[test]
-fn the_python_redactor_answers_as_the_rust_one() {
+fn the_python_and_js_redactors_answer_as_the_rust_one() {
     let configs = [
         json!({ "patterns": [r"password=\S+", r"Bearer [A-Za-z0-9._-]+"], "drop": ["GET /healthz"] }),
         json!({ "patterns": [r"(user)=(\w+)", r"token:(?P<tok>[a-f0-9]+)"],
@@ -165,12 +163,20 @@ fn the_python_redactor_answers_as_the_rust_one() {
     ]
     .join("\n");
     let rust = plugin("redact");
-    let py = python("redact", "log-filter");
-    let _compiled = keep_compiled("log_filter", &py);
+    let peers = [
+        ("python", python("redact", "log-filter")),
+        ("js", js("redact", "log-filter")),
+    ];
+    let _compiled = peers
+        .iter()
+        .map(|(_, file)| keep_compiled("log_filter", file))
+        .collect::<Vec<_>>();
     for config in configs {
         let want = run(&rust, World::LogFilter, &config, &log).unwrap();
-        let got = run(&py, World::LogFilter, &config, &log).unwrap();
-        assert_eq!(got, want, "config {config}");
+        for (lang, file) in &peers {
+            let got = run(file, World::LogFilter, &config, &log).unwrap();
+            assert_eq!(got, want, "{lang}, config {config}");
+        }
     }
 }
 
