@@ -246,6 +246,16 @@ async fn removing_a_listener_closes_its_port_but_not_its_upgraded_connections() 
     open.close(None).await.unwrap();
 }
 
+/// Waits (up to `limit`) until `/status` shows the last reload failed; returns `/status`.
+async fn failed_reload(gw: &TestGateway, limit: Duration) -> serde_json::Value {
+    let admin = gw.admin();
+    within(limit, "the failed reload shows in /status", || async move {
+        get(admin, "admin", "/status").await.json()["last_reload"]["ok"] == false
+    })
+    .await;
+    get(admin, "admin", "/status").await.json()
+}
+
 #[tokio::test]
 async fn a_plugin_that_does_not_compile_keeps_the_running_config() {
     let stable = TestUpstream::start("stable").await;
@@ -257,14 +267,7 @@ async fn a_plugin_that_does_not_compile_keeps_the_running_config() {
         good.tenant(Tenant::new("team-a").plugin("pod_router", Plugin::new("broken.wasm"))),
     );
 
-    let admin = gw.admin();
-    within(
-        Duration::from_secs(5),
-        "the failed reload shows in /status",
-        || async move { get(admin, "admin", "/status").await.json()["last_reload"]["ok"] == false },
-    )
-    .await;
-    let status = get(admin, "admin", "/status").await.json();
+    let status = failed_reload(&gw, Duration::from_secs(5)).await;
     let error = status["last_reload"]["error"].as_str().unwrap();
     assert!(error.contains("tenant[0].plugins.pod_router"), "{error}");
     assert_eq!(status["generation"], 1);
@@ -298,15 +301,8 @@ async fn a_plugin_stuck_in_its_start_up_is_refused_and_the_running_config_stays(
         ),
     );
 
-    let admin = gw.admin();
-    within(
-        Duration::from_secs(10),
-        "the failed reload shows in /status",
-        || async move { get(admin, "admin", "/status").await.json()["last_reload"]["ok"] == false },
-    )
-    .await;
+    let status = failed_reload(&gw, Duration::from_secs(10)).await;
     println!("refused after {:?}", started.elapsed());
-    let status = get(admin, "admin", "/status").await.json();
     let error = status["last_reload"]["error"].as_str().unwrap();
     for part in [
         "tenant[1].plugins.pod_router",
