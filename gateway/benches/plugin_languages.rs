@@ -2,17 +2,17 @@
 //! the gateway uses. Measures only; never gates CI on time. `bench/plugins.sh` runs it
 //! pinned to one core, with a fresh `LEAFGATE_PLUGIN_CACHE`.
 //!
-//! For each language's pod router (label-router) and log filter (redact; JavaScript has
-//! none among its reference plugins, so a JavaScript filter that keeps every line is built
-//! from the `plugin new` skeleton), it prints:
+//! For each language's pod router (label-router) and log filter (redact), it prints:
 //! - the component's size;
 //! - load: the first `plugins::load` (compiling it, and writing the disk cache when
 //!   `LEAFGATE_PLUGIN_CACHE` is set), a reload of the same bytes (the in-process cache),
-//!   and a load in a process that starts again (the disk cache);
+//!   and a load in a process that starts again (the disk cache); each load also starts
+//!   the hook's first instance;
 //! - instantiation: a call on a fresh instance (`isolation = "per-call"`) minus a warm call;
 //! - the warm call: a pod route, and a 256-line log batch, with the ratio to Rust's;
 //! - memory per warm instance: the growth of the process's resident memory when eight
-//!   tenants each keep one warm instance, divided by eight.
+//!   more tenants load the (already compiled) plugin, each starting one instance, divided
+//!   by eight.
 
 #[path = "../../tests/src/plugins.rs"]
 #[allow(dead_code)]
@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use leafgate::config::Config;
 use leafgate::plugins::{
-    self, LogContext, PluginMetrics, PluginSet, PodRouteRequest, Skeleton, TenantPlugins, Verb,
+    self, LogContext, PluginMetrics, PluginSet, PodRouteRequest, TenantPlugins, Verb,
 };
 use shared::log_lines;
 
@@ -72,27 +72,6 @@ const ROUTER_CONFIG: &str = r#"{ rules = [{ label = "site", value = "edge-*", le
 const REDACT_CONFIG: &str =
     r#"{ patterns = ['password=\S+', 'Bearer [A-Za-z0-9._-]+'], drop = ['GET /healthz'] }"#;
 
-/// The JavaScript log filter: the `plugin new` skeleton (drops empty lines, keeps the rest).
-fn js_filter() -> PathBuf {
-    let dir = build::target_dir()
-        .join("plugins-lang")
-        .join("bench-js-filter");
-    let out = dir.join("js-filter.wasm");
-    if !out.is_file() {
-        let _ = std::fs::remove_dir_all(&dir);
-        Skeleton {
-            name: "js-filter",
-            lang: plugins::Lang::Js,
-            world: plugins::World::LogFilter,
-            repo: &build::repo_root(),
-        }
-        .write(&dir)
-        .unwrap();
-        build::build_component(build::Lang::Js, "log-filter", &dir.join("app.js"), &out);
-    }
-    out
-}
-
 fn plugins_to_measure() -> Vec<Plugin> {
     use build::Lang::{Js, Python};
     vec![
@@ -129,8 +108,8 @@ fn plugins_to_measure() -> Vec<Plugin> {
         Plugin {
             lang: "js",
             hook: "log_filter",
-            file: js_filter(),
-            config: "{}",
+            file: build::lang_plugin(Js, "redact", "log-filter"),
+            config: REDACT_CONFIG,
         },
     ]
 }
@@ -224,11 +203,14 @@ fn main() {
                 }
             }
         };
+        // The component is compiled and alive (`set`): these loads only start instances.
         let before = rss();
-        for t in &tenants {
+        let (more_set, more) = load(&hooks(&p, "pooled"), TENANTS);
+        for t in &more {
             rt.block_on(call(t));
         }
         let per_instance = rss().saturating_sub(before) / TENANTS as u64;
+        drop((more_set, more));
         let warm = mean(&rt, CALLS, || call(&tenants[0]));
         drop((set, tenants));
         let (per_call_set, per_call) = load(&hooks(&p, "per-call"), 1);
@@ -251,7 +233,4 @@ fn main() {
             per_instance as f64 / 1e6,
         );
     }
-    println!(
-        "(the JavaScript log filter keeps every non-empty line: no regexes, so it is no peer of redact)"
-    );
 }

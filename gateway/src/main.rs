@@ -186,10 +186,20 @@ fn check(config: PathBuf) -> anyhow::Result<ExitCode> {
     // Compiling the snapshot checks what only rustls can (a key matches its certificate)
     // and compiles every plugin against its world.
     let metrics = leafgate::metrics::Metrics::new();
-    let built = runtime()?
-        .block_on(async { Snapshot::build(Arc::new(loaded), 0, None, &metrics).map(|_| ()) });
+    let loaded = Arc::new(loaded);
+    let built = runtime()?.block_on(async { Snapshot::build(loaded.clone(), 0, None, &metrics) });
     match built {
-        Ok(()) => {}
+        Ok(snapshot) => {
+            // What each tenant's plugins need (measured as they loaded), against their limits.
+            for tenant in &loaded.tenants {
+                for fit in snapshot.tenants[&tenant.name].plugins.fits() {
+                    println!("tenant {}: {fit}", tenant.name);
+                    for warning in fit.warnings() {
+                        eprintln!("warning: {}: {warning}", fit.key);
+                    }
+                }
+            }
+        }
         Err(BuildError::Plugins(errors)) => {
             for e in &errors.0 {
                 eprintln!("{e}");

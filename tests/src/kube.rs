@@ -96,6 +96,16 @@ pub struct TwoLeaves {
 impl TwoLeaves {
     /// Starts it with `acme`'s and `other`'s tokens.
     pub async fn start(acme_token: &str, other_token: &str) -> TwoLeaves {
+        TwoLeaves::start_with(acme_token, other_token, |acme| acme).await
+    }
+
+    /// Starts it with `acme`'s and `other`'s tokens, tenant `acme` as `acme` makes it
+    /// (its plugins, say).
+    pub async fn start_with(
+        acme_token: &str,
+        other_token: &str,
+        acme: impl FnOnce(crate::config::Tenant) -> crate::config::Tenant,
+    ) -> TwoLeaves {
         use crate::config::{Leaf, Tenant};
         let leaf_a = KubeSim::builder().start().await.unwrap();
         let leaf_b = KubeSim::builder().start().await.unwrap();
@@ -112,11 +122,11 @@ impl TwoLeaves {
             .listener(listener())
             .leaf(Leaf::new("leaf-a", "a.kubeconfig"))
             .leaf(Leaf::new("leaf-b", "b.kubeconfig"))
-            .tenant(
+            .tenant(acme(
                 Tenant::new("acme")
                     .namespaces(["apps", "apps-*"])
                     .tokens_file("acme.tokens"),
-            )
+            ))
             .tenant(
                 Tenant::new("other")
                     .namespaces(["other"])

@@ -235,6 +235,7 @@ pub fn run_with(
         on_error: OnError::Reject,
         memory: limits.memory,
         deadline: limits.deadline,
+        startup: crate::config::plugins::DEFAULT_STARTUP,
         // As the gateway runs it by default: log batches reuse a warm instance.
         isolation: Isolation::Pooled,
         max_calls: crate::config::plugins::DEFAULT_MAX_CALLS,

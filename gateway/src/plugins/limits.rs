@@ -21,6 +21,8 @@ const MAX_TABLE_ELEMENTS: usize = 100_000;
 pub(crate) struct Limits {
     pub memory: usize,
     pub deadline: Duration,
+    /// How long a new instance's start-up may run (outside any call's deadline).
+    pub startup: Duration,
     pub isolation: Isolation,
     /// Calls a pooled instance serves before it is retired.
     pub max_calls: u64,
@@ -29,22 +31,34 @@ pub(crate) struct Limits {
 }
 
 /// A store's limiter: refuses to grow a memory past the plugin's cap, and remembers that
-/// it did, so the failed call is classified as the memory cap's.
+/// it did, so the failed call is classified as the memory cap's. It also counts the
+/// linear memory the instance holds (what `leafgate check` reports per warm instance).
 #[derive(Debug)]
 pub(crate) struct MemoryCap {
     limit: usize,
     /// Set when the limiter refused to grow memory: the failure is the memory cap's.
     hit: bool,
+    /// Bytes of linear memory, all the instance's memories together.
+    held: usize,
 }
 
 impl MemoryCap {
     pub fn new(limit: usize) -> Self {
-        MemoryCap { limit, hit: false }
+        MemoryCap {
+            limit,
+            hit: false,
+            held: 0,
+        }
     }
 
     /// True once a grow was refused in this store.
     pub fn hit(&self) -> bool {
         self.hit
+    }
+
+    /// The linear memory the store's instance holds, in bytes.
+    pub fn held(&self) -> usize {
+        self.held
     }
 }
 
@@ -64,6 +78,8 @@ impl wasmtime::ResourceLimiter for MemoryCap {
                 self.limit
             );
         }
+        // A memory is created with its initial size (`current` 0), then grown.
+        self.held += desired.saturating_sub(current);
         Ok(true)
     }
 
@@ -90,5 +106,6 @@ mod tests {
         let e = cap.memory_growing(1 << 20, 2 << 20, None).unwrap_err();
         assert!(e.to_string().starts_with("memory limit reached"), "{e}");
         assert!(cap.hit());
+        assert_eq!(cap.held(), 1 << 20, "the refused grow is not held");
     }
 }

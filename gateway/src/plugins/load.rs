@@ -1,14 +1,16 @@
 //! Loading plugins, off the hot path (startup, reload, `leafgate check`): the
 //! `[tenant.plugins]` of a validated [`Config`] become a [`PluginSet`], every component
 //! compiled (once per content hash, see `compile`), checked against the world its hook
-//! expects, and prepared for fast instantiation. A component that is not a fit is a
-//! [`ConfigError`] at its key.
+//! expects, prepared for fast instantiation, and its first instance started (under the
+//! hook's `startup` limit, so no call pays for a start-up). A component that is not a fit,
+//! or whose start-up fails, is a [`ConfigError`] at its key.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use super::engine::runtime;
+use super::fit::{Fit, Needs};
 use super::hostlog::PluginLog;
 use super::limits::Limits;
 use super::metrics::PluginMetrics;
@@ -158,14 +160,29 @@ pub(super) fn build_hook<B: Bindings>(
     let limits = Limits {
         memory: config.memory.0 as usize,
         deadline: config.deadline,
+        startup: config.startup,
         isolation: config.isolation,
         max_calls: config.max_calls,
         instances: config.instances,
     };
     let series = metrics.series(tenant, &name, world);
     let log = PluginLog::new(tenant, &name, series.log_dropped.clone());
+    let pool = Pool::new(pre, limits, &config.config_json, log)?;
+    let started = pool.warm_up()?;
+    let fit = Fit {
+        key: config.origin.key.clone(),
+        plugin: name.clone(),
+        world,
+        needs: Needs {
+            size: std::fs::metadata(&config.path).map_or(0, |m| m.len()),
+            startup: started.time,
+            memory: started.memory,
+        },
+        limits,
+    };
     Ok(Hook {
-        pool: Pool::new(pre, limits, &config.config_json, log)?,
+        pool,
+        fit,
         series,
         name,
         world,

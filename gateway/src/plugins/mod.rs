@@ -15,7 +15,8 @@
 //! - `load`: config -> [`PluginSet`] (compile, fit, build each hook).
 //! - `tenant`: [`TenantPlugins`], one call per decision and the `on_error` policy.
 //! - `convert`: `api` types <-> the generated WIT types, answers checked.
-//! - `pool`: warm instances per hook, checkout and retirement.
+//! - `pool`: warm instances per hook, start-up, checkout and retirement; `fit`: what a
+//!   hook took to load against its limits (`leafgate check` prints it).
 //! - `engine`: the one `Engine`, its linker, fitting a component to a world.
 //! - `sandbox`: a store's state (closed WASI, `host`), arming it, classifying a failure;
 //!   `nohttp`: its `wasi:http`, every outgoing request refused.
@@ -35,6 +36,7 @@ mod convert;
 mod engine;
 mod epoch;
 mod error;
+mod fit;
 mod hostlog;
 mod limits;
 mod load;
@@ -53,6 +55,7 @@ pub use api::{
     apply_verdicts,
 };
 pub use error::{FaultKind, PluginError};
+pub use fit::Fit;
 pub use load::{PluginSet, builds_of, check, is_compiled, load, load_partial};
 pub use metrics::PluginMetrics;
 pub use scaffold::{Lang, Skeleton};

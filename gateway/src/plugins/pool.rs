@@ -2,11 +2,14 @@
 //! call (or making one within the hook's share of slots), taking it back when the call
 //! went well and dropping it, with everything it holds, when it did not.
 //!
-//! Owns instance lifetime: checkout, reuse up to `max_calls`, retirement, the wait for a
-//! slot. Does not make stores (`sandbox`) nor know what a call means (`tenant`).
+//! Owns instance lifetime: start-up, checkout, reuse up to `max_calls`, retirement, the
+//! wait for a slot. A new instance's start-up (instantiation: an interpreter's runtime
+//! starting, say) runs under the hook's `startup` limit, never inside a call's deadline;
+//! [`Pool::warm_up`] starts the first one when the hook is loaded, off the request path.
+//! Does not make stores (`sandbox`) nor know what a call means (`tenant`).
 
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime::Store;
@@ -73,6 +76,15 @@ pub(crate) struct Warm<B: Bindings> {
     _slot: OwnedSemaphorePermit,
 }
 
+/// What starting an instance took, measured when the hook was loaded.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Started {
+    /// The start-up's wall-clock time.
+    pub time: Duration,
+    /// The instance's linear memory once started, in bytes.
+    pub memory: usize,
+}
+
 /// One loaded plugin of one tenant: its prepared component, limits and warm instances.
 pub(crate) struct Pool<B: Bindings> {
     pre: B::Pre,
@@ -134,13 +146,21 @@ impl<B: Bindings> Pool<B> {
                 });
             }
         };
+        let mut warm = self.start(slot).await?;
+        // The call's deadline counts from here: neither the wait for a slot nor the
+        // instance's start-up is the call's time.
+        sandbox::arm(&mut warm.store, Instant::now());
+        Ok(warm)
+    }
+
+    /// Starts a new instance in `slot`: instantiation runs the component's start code
+    /// under the `startup` limit (and its wall-clock cap).
+    async fn start(&self, slot: OwnedSemaphorePermit) -> Result<Box<Warm<B>>, Fault> {
         let engine = &runtime()
             .expect("a pool exists only once the runtime does")
             .engine;
         let mut store = sandbox::new_store(engine, &self.limits, &self.who);
-        // The wall-clock cap counts from here: waiting for a slot is not the plugin's time.
-        sandbox::arm(&mut store, Instant::now());
-        // Instantiation runs the component's start code: under the same deadline and cap.
+        sandbox::arm_startup(&mut store);
         match B::instantiate(&self.pre, &mut store).await {
             Ok(bindings) => Ok(Box::new(Warm {
                 store,
@@ -151,6 +171,62 @@ impl<B: Bindings> Pool<B> {
             })),
             Err(e) => Err(sandbox::classify(&store, e)),
         }
+    }
+
+    /// Starts the hook's first instance now (at load or reload, off the request path) and
+    /// keeps it for the first call, so no call waits for a start-up; says what the
+    /// start-up took. A start-up that fails, eats its memory cap or spins past its
+    /// `startup` limit is an error that says so: the hook is not loaded.
+    ///
+    /// Blocks the calling thread for the start-up (on a thread of its own, with a runtime
+    /// of its own, so it can be called from anywhere: a reload's blocking thread,
+    /// `leafgate check`, a test's runtime).
+    pub fn warm_up(&self) -> Result<Started, String> {
+        let slot = self
+            .slots
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| "no instance slot free for its start-up".to_string())?;
+        let began = Instant::now();
+        let started = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let tokio = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .map_err(|e| Fault {
+                            kind: FaultKind::Trap,
+                            message: format!("cannot run its start-up: {e}"),
+                        })?;
+                    tokio.block_on(self.start(slot))
+                })
+                .join()
+                .unwrap_or_else(|_| {
+                    Err(Fault {
+                        kind: FaultKind::Trap,
+                        message: "its start-up panicked the host thread".into(),
+                    })
+                })
+        });
+        let warm = started.map_err(|fault| match fault.kind {
+            FaultKind::Memory => format!(
+                "its start-up needs more memory than its limit of {} bytes: {} (raise `memory`)",
+                self.limits.memory, fault.message
+            ),
+            FaultKind::Timeout => fault.message,
+            _ => format!("its start-up failed: {}", fault.message),
+        })?;
+        let measured = Started {
+            time: began.elapsed(),
+            memory: sandbox::held_memory(&warm.store),
+        };
+        if self.limits.isolation == Isolation::Pooled {
+            let mut warm = warm;
+            // Its first call counts from its checkout.
+            warm.calls = 0;
+            self.idle.lock().expect("pool poisoned").push(warm);
+        }
+        Ok(measured)
     }
 
     /// Ends a call: a healthy instance goes back to the pool; one that failed, or whose

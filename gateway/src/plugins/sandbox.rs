@@ -14,7 +14,7 @@ use wasmtime_wasi::{ResourceTable, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiVie
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::{self, host};
-use super::epoch::CallClock;
+use super::epoch::{CallClock, Phase};
 use super::error::{Fault, FaultKind};
 use super::hostlog::PluginLog;
 use super::limits::{Limits, MAX_RESOURCES, MemoryCap};
@@ -105,7 +105,7 @@ pub(crate) fn new_store(engine: &Engine, limits: &Limits, who: &Identity) -> Sto
             config_json: who.config_json.clone(),
             log: who.log.clone(),
             memory: MemoryCap::new(limits.memory),
-            clock: CallClock::new(limits.deadline),
+            clock: CallClock::new(limits.deadline, limits.startup),
         },
     );
     store.limiter(|s| &mut s.memory as &mut dyn wasmtime::ResourceLimiter);
@@ -118,6 +118,20 @@ pub(crate) fn new_store(engine: &Engine, limits: &Limits, who: &Identity) -> Sto
 pub(crate) fn arm(store: &mut Store<State>, started: Instant) {
     store.data_mut().clock.arm(started);
     store.set_epoch_deadline(1);
+}
+
+/// Arms `store` for its instance's start-up, from now, under the `startup` limit.
+pub(crate) fn arm_startup(store: &mut Store<State>) {
+    store
+        .data_mut()
+        .clock
+        .arm_for(Phase::Startup, Instant::now());
+    store.set_epoch_deadline(1);
+}
+
+/// The linear memory the store's instance holds, in bytes.
+pub(crate) fn held_memory(store: &Store<State>) -> usize {
+    store.data().memory.held()
 }
 
 /// Says why a call failed, from what the store saw (the epoch callback and the limiter

@@ -16,6 +16,7 @@ use super::bindings;
 use super::compile::Compiled;
 use super::convert;
 use super::error::{Fault, PluginError};
+use super::fit::Fit;
 use super::metrics;
 use super::pool::{Bindings, Pool};
 use super::world::World;
@@ -27,6 +28,8 @@ pub(crate) struct Hook<B: Bindings> {
     pub(super) world: World,
     pub(super) on_error: OnError,
     pub(super) pool: Pool<B>,
+    /// What the plugin took to load against its limits (`leafgate check` prints it).
+    pub(super) fit: Fit,
     pub(super) series: metrics::Series,
     /// Keeps the compiled component in the compile cache while this hook is alive.
     pub(super) _compiled: Arc<Compiled>,
@@ -121,6 +124,20 @@ impl TenantPlugins {
 
     pub fn tenant(&self) -> &str {
         &self.tenant
+    }
+
+    /// Each configured hook's needs against its limits, in world order.
+    pub fn fits(&self) -> Vec<Fit> {
+        [
+            self.pod_router.as_ref().map(|h| &h.fit),
+            self.address_rewriter.as_ref().map(|h| &h.fit),
+            self.log_filter.as_ref().map(|h| &h.fit),
+            self.table_formatter.as_ref().map(|h| &h.fit),
+        ]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect()
     }
 
     /// Which leaf serves this pod request. `PodRoute::Default` when no plugin is

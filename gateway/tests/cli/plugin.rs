@@ -237,3 +237,99 @@ fn run_reports_a_plugin_failure_plainly() {
         text(&out.stderr)
     );
 }
+
+/// `leafgate check` on a config of one tenant with `hooks` (TOML lines of its
+/// `[tenant.plugins]`): (success, stdout, stderr).
+fn check_tenant(hooks: &str) -> (bool, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("leafgate.toml");
+    std::fs::write(
+        &config,
+        format!("[[tenant]]\nname = \"acme\"\n[tenant.plugins]\n{hooks}\n"),
+    )
+    .unwrap();
+    let out = leafgate(&["check", "--config", config.to_str().unwrap()], "");
+    (out.status.success(), text(&out.stdout), text(&out.stderr))
+}
+
+/// `leafgate check` says what each tenant's plugin needs (component size, start-up,
+/// memory per warm instance) against its limits, and names the key to raise where it
+/// does not fit: a start-up over `memory` or past `startup` fails the check, per-call
+/// isolation of a plugin whose start-up is longer than its deadline is a warning.
+#[test]
+fn check_says_what_each_plugin_needs_and_the_key_to_raise() {
+    let python = build::lang_plugin(build::Lang::Python, "label_router", "pod-router");
+    let redact = build::plugin("redact");
+    let stuck = build::fault_plugin("stuck-start");
+    let hook = |key: &str, path: &Path, extra: &str| {
+        format!(
+            "{key} = {{ path = {:?}{extra} }}\n",
+            path.display().to_string()
+        )
+    };
+
+    let (ok, out, err) = check_tenant(&format!(
+        "{}{}",
+        hook("pod_router", &python, ""),
+        hook("log_filter", &redact, "")
+    ));
+    assert!(ok, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    for (line, key, plugin) in [
+        (
+            lines[0],
+            "pod_router",
+            "label_router-pod-router, pod-router",
+        ),
+        (lines[1], "log_filter", "redact, log-filter"),
+    ] {
+        let head = format!("tenant acme: tenant[0].plugins.{key} ({plugin}): component ");
+        assert!(line.starts_with(&head), "want {head}\ngot {line}");
+        for part in [
+            "of its 1s `startup`",
+            "per warm instance of its 64.0 MiB `memory`",
+            "up to 8 `instances`",
+            "each call under its 10.0 ms `deadline` (start-up outside it): fits",
+        ] {
+            assert!(line.contains(part), "{part}: {line}");
+        }
+    }
+    assert!(lines[2].ends_with(": ok"), "{out}");
+
+    let (ok, _, err) = check_tenant(&hook("pod_router", &python, ", memory = \"1MiB\""));
+    assert!(!ok);
+    assert!(
+        err.contains("tenant[0].plugins.pod_router")
+            && err.contains("its start-up needs more memory than its limit")
+            && err.contains("raise `memory`"),
+        "{err}"
+    );
+
+    let started = std::time::Instant::now();
+    let (ok, _, err) = check_tenant(&hook("pod_router", &stuck, ", startup = \"200ms\""));
+    assert!(!ok);
+    assert!(
+        err.contains("tenant[0].plugins.pod_router")
+            && err.contains("start-up limit exceeded")
+            && err.contains("raise `startup`"),
+        "{err}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+
+    let (ok, out, err) = check_tenant(&hook(
+        "pod_router",
+        &python,
+        ", isolation = \"per-call\", deadline = \"1ms\"",
+    ));
+    assert!(ok, "a warning, not an error: {err}");
+    assert!(
+        out.contains(": tight: with isolation = \"per-call\""),
+        "{out}"
+    );
+    assert!(
+        err.contains("warning: tenant[0].plugins.pod_router: with isolation")
+            && err.contains("raise `deadline`"),
+        "{err}"
+    );
+}

@@ -11,6 +11,7 @@ mod ingress;
 mod ingress_smoke;
 mod kosmos;
 mod kube_api;
+mod kube_api_routers;
 mod kube_auth;
 mod kube_events;
 mod kube_tables;

@@ -769,8 +769,7 @@ async fn the_python_label_router_picks_the_leaf_the_rust_one_picks() {
         let tenant = acme().plugin(
             "pod_router",
             Plugin::new(&router)
-                .config(json!({ "rules": [{"label": "site", "value": "b*", "leaf": "leaf-b"}] }))
-                .set("deadline", "500ms"),
+                .config(json!({ "rules": [{"label": "site", "value": "b*", "leaf": "leaf-b"}] })),
         );
         let bed = Bed::start(tenant).await;
         for leaf in [&bed.leaf_a, &bed.leaf_b] {
@@ -804,12 +803,9 @@ async fn a_raising_python_or_throwing_js_router_fails_only_its_own_request() {
         (lang_plugin(Lang::Python, "raiser", "pod-router"), "raise-1"),
         (lang_plugin(Lang::Js, "thrower", "pod-router"), "throw-1"),
     ] {
-        let tenant = acme().leaves(["leaf-a"]).plugin(
-            "pod_router",
-            Plugin::new(&router)
-                .on_error("reject")
-                .set("deadline", "500ms"),
-        );
+        let tenant = acme()
+            .leaves(["leaf-a"])
+            .plugin("pod_router", Plugin::new(&router).on_error("reject"));
         let bed = Bed::start(tenant).await;
         for name in [bad, "calm"] {
             bed.leaf_a.create(pod("apps", name, json!({}))).unwrap();

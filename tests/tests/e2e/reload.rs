@@ -246,6 +246,16 @@ async fn removing_a_listener_closes_its_port_but_not_its_upgraded_connections() 
     open.close(None).await.unwrap();
 }
 
+/// Waits (up to `limit`) until `/status` shows the last reload failed; returns `/status`.
+async fn failed_reload(gw: &TestGateway, limit: Duration) -> serde_json::Value {
+    let admin = gw.admin();
+    within(limit, "the failed reload shows in /status", || async move {
+        get(admin, "admin", "/status").await.json()["last_reload"]["ok"] == false
+    })
+    .await;
+    get(admin, "admin", "/status").await.json()
+}
+
 #[tokio::test]
 async fn a_plugin_that_does_not_compile_keeps_the_running_config() {
     let stable = TestUpstream::start("stable").await;
@@ -257,20 +267,64 @@ async fn a_plugin_that_does_not_compile_keeps_the_running_config() {
         good.tenant(Tenant::new("team-a").plugin("pod_router", Plugin::new("broken.wasm"))),
     );
 
-    let admin = gw.admin();
-    within(
-        Duration::from_secs(5),
-        "the failed reload shows in /status",
-        || async move { get(admin, "admin", "/status").await.json()["last_reload"]["ok"] == false },
-    )
-    .await;
-    let status = get(admin, "admin", "/status").await.json();
+    let status = failed_reload(&gw, Duration::from_secs(5)).await;
     let error = status["last_reload"]["error"].as_str().unwrap();
     assert!(error.contains("tenant[0].plugins.pod_router"), "{error}");
     assert_eq!(status["generation"], 1);
     assert!(
         status["tenants"].as_array().unwrap().is_empty(),
         "the new tenant must not be live"
+    );
+    assert_eq!(
+        get(gw.addr("web"), "stable.example", "/").await.status,
+        StatusCode::OK
+    );
+}
+
+/// A plugin whose start-up spins forever is refused when the reload loads it, within its
+/// `startup` limit and with an error naming it; the running config stays, and the tenant
+/// already there keeps its plugin and is served.
+#[tokio::test]
+async fn a_plugin_stuck_in_its_start_up_is_refused_and_the_running_config_stays() {
+    let stable = TestUpstream::start("stable").await;
+    let router = leafgate_tests::plugins::plugin("label-router");
+    let good = config(&stable)
+        .admin()
+        .tenant(Tenant::new("team-b").plugin("pod_router", Plugin::new(&router)));
+    let gw = TestGateway::start(&good).await;
+    let stuck = leafgate_tests::plugins::fault_plugin("stuck-start");
+    let started = Instant::now();
+    write(
+        &gw,
+        good.tenant(
+            Tenant::new("team-a").plugin("pod_router", Plugin::new(&stuck).set("startup", "300ms")),
+        ),
+    );
+
+    // The start-up is bounded by its 300ms (the error says so); the reload around it also
+    // compiles the plugin, which waits for the compiler's threads when other tests of this
+    // binary compile tens of MB of Python or JavaScript at the same time.
+    let status = failed_reload(&gw, Duration::from_secs(60)).await;
+    println!("refused after {:?}", started.elapsed());
+    let error = status["last_reload"]["error"].as_str().unwrap();
+    for part in [
+        "tenant[1].plugins.pod_router",
+        "stuck_start.wasm",
+        "start-up limit exceeded",
+        "of its 300ms limit",
+    ] {
+        assert!(error.contains(part), "{part}: {error}");
+    }
+    assert_eq!(status["generation"], 1);
+    let tenants = status["tenants"].to_string();
+    assert!(
+        tenants.contains("team-b") && !tenants.contains("team-a"),
+        "{tenants}"
+    );
+    assert_eq!(
+        gw.gateway.snapshot().tenants["team-b"].plugins.fits().len(),
+        1,
+        "team-b keeps its router"
     );
     assert_eq!(
         get(gw.addr("web"), "stable.example", "/").await.status,

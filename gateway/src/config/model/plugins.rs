@@ -15,6 +15,11 @@ use super::units::ByteSize;
 pub const DEFAULT_MEMORY: u64 = 64 << 20;
 /// Time one plugin call may take when the config does not say.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_millis(10);
+/// How long a new instance's start-up (instantiating the component: an interpreter's
+/// runtime, say) may run when the config does not say. Start-up is bounded by this, not
+/// by a call's `deadline`: each hook starts an instance when it is loaded, off the
+/// request path, and a call's deadline counts the call alone.
+pub const DEFAULT_STARTUP: Duration = Duration::from_secs(1);
 /// The most memory a config may grant one instance: the instance pool reserves address
 /// space for this much per slot.
 pub const MAX_MEMORY: u64 = 1 << 30;
@@ -69,6 +74,8 @@ pub struct PluginConfig {
     pub on_error: OnError,
     pub memory: ByteSize,
     pub deadline: Duration,
+    /// How long a new instance's start-up may run (`startup`).
+    pub startup: Duration,
     pub isolation: Isolation,
     /// Calls a pooled instance serves before it is dropped and a fresh one made.
     pub max_calls: u64,

@@ -19,14 +19,15 @@ pub struct RawTenantPlugins {
     pub table_formatter: Option<Spanned<RawPlugin>>,
     pub memory: Option<Spanned<ByteSize>>,
     pub deadline: Option<Spanned<HumanDuration>>,
+    pub startup: Option<Spanned<HumanDuration>>,
     pub on_error: Option<OnError>,
     pub isolation: Option<Isolation>,
     pub max_calls: Option<Spanned<u64>>,
     pub instances: Option<Spanned<u64>>,
 }
 
-/// A hook: `"path.wasm"`, or `{ path, config, on_error, memory, deadline, isolation,
-/// max_calls }`.
+/// A hook: `"path.wasm"`, or `{ path, config, on_error, memory, deadline, startup,
+/// isolation, max_calls }`.
 #[derive(Debug, Default)]
 pub struct RawPlugin {
     pub path: String,
@@ -34,6 +35,7 @@ pub struct RawPlugin {
     pub on_error: Option<OnError>,
     pub memory: Option<ByteSize>,
     pub deadline: Option<HumanDuration>,
+    pub startup: Option<HumanDuration>,
     pub isolation: Option<Isolation>,
     pub max_calls: Option<u64>,
 }
@@ -48,6 +50,7 @@ impl<'de> Deserialize<'de> for RawPlugin {
             on_error: Option<OnError>,
             memory: Option<ByteSize>,
             deadline: Option<HumanDuration>,
+            startup: Option<HumanDuration>,
             isolation: Option<Isolation>,
             max_calls: Option<u64>,
         }
@@ -74,6 +77,7 @@ impl<'de> Deserialize<'de> for RawPlugin {
                     on_error: t.on_error,
                     memory: t.memory,
                     deadline: t.deadline,
+                    startup: t.startup,
                     isolation: t.isolation,
                     max_calls: t.max_calls,
                 })

@@ -4,7 +4,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::config::plugins::{DEFAULT_DEADLINE, DEFAULT_MEMORY, Isolation, OnError};
+use crate::config::plugins::{
+    DEFAULT_DEADLINE, DEFAULT_MEMORY, DEFAULT_STARTUP, Isolation, OnError,
+};
 use crate::config::{ByteSize, Config};
 
 fn parse(dir: &Path, plugins: &str) -> Result<Config, String> {
@@ -26,8 +28,8 @@ fn a_bare_path_takes_the_defaults() {
     let p = config.tenants[0].plugins.log_filter.clone().unwrap();
     assert_eq!(p.path, dir.path().join("p.wasm"));
     assert_eq!(
-        (p.memory, p.deadline),
-        (ByteSize(DEFAULT_MEMORY), DEFAULT_DEADLINE)
+        (p.memory, p.deadline, p.startup),
+        (ByteSize(DEFAULT_MEMORY), DEFAULT_DEADLINE, DEFAULT_STARTUP)
     );
     assert_eq!(
         (p.on_error, p.isolation),
@@ -47,8 +49,8 @@ fn the_table_form_overrides_tenant_defaults() {
     let dir = with_wasm();
     let config = parse(
         dir.path(),
-        "memory = \"32MiB\"\ndeadline = \"5ms\"\non_error = \"default\"\n\
-         pod_router = { path = \"p.wasm\", config = { default_leaf = \"leaf-1\", n = 2 }, deadline = \"50ms\", isolation = \"per-call\" }\n\
+        "memory = \"32MiB\"\ndeadline = \"5ms\"\nstartup = \"3s\"\non_error = \"default\"\n\
+         pod_router = { path = \"p.wasm\", config = { default_leaf = \"leaf-1\", n = 2 }, deadline = \"50ms\", startup = \"200ms\", isolation = \"per-call\" }\n\
          table_formatter = \"p.wasm\"",
     )
     .unwrap();
@@ -56,6 +58,7 @@ fn the_table_form_overrides_tenant_defaults() {
     let router = plugins.pod_router.as_ref().unwrap();
     assert_eq!(router.memory, ByteSize(32 << 20));
     assert_eq!(router.deadline, Duration::from_millis(50));
+    assert_eq!(router.startup, Duration::from_millis(200));
     assert_eq!(
         (router.on_error, router.isolation),
         (OnError::Default, Isolation::PerCall)
@@ -67,6 +70,7 @@ fn the_table_form_overrides_tenant_defaults() {
     );
     let table = plugins.table_formatter.as_ref().unwrap();
     assert_eq!(table.deadline, Duration::from_millis(5));
+    assert_eq!(table.startup, Duration::from_secs(3));
     assert!(plugins.address_rewriter.is_none() && plugins.log_filter.is_none());
 }
 
@@ -95,6 +99,15 @@ fn mistakes_name_the_key_and_place() {
     );
     let e = parse(dir.path(), "deadline = \"0s\"\nlog_filter = \"p.wasm\"").unwrap_err();
     assert!(e.contains("4:12: tenant[0].plugins.deadline"), "{e}");
+    let e = parse(
+        dir.path(),
+        "pod_router = { path = \"p.wasm\", startup = \"11s\" }",
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("tenant[0].plugins.pod_router.startup") && e.contains("out of range"),
+        "{e}"
+    );
     let e = parse(dir.path(), "on_error = \"ignore\"").unwrap_err();
     assert!(e.contains("ignore"), "{e}");
     let e = parse(dir.path(), "router = \"p.wasm\"").unwrap_err();

@@ -12,9 +12,9 @@ use toml::Spanned;
 
 use crate::config::error::Reporter;
 use crate::config::model::plugins::{
-    DEFAULT_DEADLINE, DEFAULT_INSTANCES, DEFAULT_MAX_CALLS, DEFAULT_MEMORY, Isolation,
-    MAX_DEADLINE, MAX_INSTANCES, MAX_MAX_CALLS, MAX_MEMORY, OnError, PLUGIN_SLOTS, PluginConfig,
-    PluginOrigin, PluginsConfig,
+    DEFAULT_DEADLINE, DEFAULT_INSTANCES, DEFAULT_MAX_CALLS, DEFAULT_MEMORY, DEFAULT_STARTUP,
+    Isolation, MAX_DEADLINE, MAX_INSTANCES, MAX_MAX_CALLS, MAX_MEMORY, OnError, PLUGIN_SLOTS,
+    PluginConfig, PluginOrigin, PluginsConfig,
 };
 use crate::config::model::units::ByteSize;
 use crate::config::raw::plugins::{RawPlugin, RawTenantPlugins};
@@ -61,6 +61,10 @@ pub(super) fn validate(
         check_deadline(report, d.span(), &format!("{key}.deadline"), d.get_ref().0);
         d.get_ref().0
     });
+    let startup = raw.startup.as_ref().map(|d| {
+        check_deadline(report, d.span(), &format!("{key}.startup"), d.get_ref().0);
+        d.get_ref().0
+    });
     let max_calls = raw.max_calls.as_ref().map(|n| {
         check_max_calls(report, n.span(), &format!("{key}.max_calls"), *n.get_ref());
         *n.get_ref()
@@ -68,6 +72,7 @@ pub(super) fn validate(
     let defaults = Defaults {
         memory: memory.unwrap_or(ByteSize(DEFAULT_MEMORY)),
         deadline: deadline.unwrap_or(DEFAULT_DEADLINE),
+        startup: startup.unwrap_or(DEFAULT_STARTUP),
         on_error: raw.on_error.unwrap_or_default(),
         isolation: raw.isolation.unwrap_or_default(),
         max_calls: max_calls.unwrap_or(DEFAULT_MAX_CALLS),
@@ -123,6 +128,7 @@ pub(super) fn validate(
 struct Defaults {
     memory: ByteSize,
     deadline: Duration,
+    startup: Duration,
     on_error: OnError,
     isolation: Isolation,
     max_calls: u64,
@@ -170,6 +176,9 @@ fn plugin(
     if let Some(d) = raw.deadline {
         ok &= check_deadline(report, span.clone(), &format!("{key}.deadline"), d.0);
     }
+    if let Some(d) = raw.startup {
+        ok &= check_deadline(report, span.clone(), &format!("{key}.startup"), d.0);
+    }
     if let Some(n) = raw.max_calls {
         ok &= check_max_calls(report, span.clone(), &format!("{key}.max_calls"), n);
     }
@@ -212,6 +221,7 @@ fn plugin(
         on_error,
         memory: raw.memory.unwrap_or(defaults.memory),
         deadline: raw.deadline.map_or(defaults.deadline, |d| d.0),
+        startup: raw.startup.map_or(defaults.startup, |d| d.0),
         isolation: raw.isolation.unwrap_or(defaults.isolation),
         max_calls: raw.max_calls.unwrap_or(defaults.max_calls),
         // Set by `validate`: a tenant-wide setting counted against the slot budget.
@@ -251,7 +261,7 @@ fn check_deadline(
         report.error(
             span,
             key,
-            format!("{d:?} is out of range: a plugin deadline is above zero and at most 10s"),
+            format!("{d:?} is out of range: a plugin's time limit is above zero and at most 10s"),
         );
         return false;
     }
