@@ -8,6 +8,9 @@
 //! - `ingress-model/build/10000-tls`: the same with every 10th Ingress naming one shared
 //!   TLS Secret (parsed once per build).
 //!
+//! - `ingress-model/change/10000`: what the provider pays per change: a kept
+//!   [`Builder`] builds again after one Ingress changed (its `resourceVersion` moved).
+//!
 //! Run: `taskset -c 1 cargo bench -p leafgate --bench ingress_model`.
 
 use std::hint::black_box;
@@ -19,8 +22,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
-use leafgate::k8s::ingress::build;
 use leafgate::k8s::ingress::model::{Objects, Settings, TenantBounds};
+use leafgate::k8s::ingress::{Builder, build};
 use serde_json::json;
 
 const INGRESSES: usize = 10_000;
@@ -113,19 +116,27 @@ fn settings() -> Settings {
     }
 }
 
+fn objects(w: &World) -> Objects<'_> {
+    Objects {
+        ingresses: &w.ingresses,
+        classes: &w.classes,
+        services: &w.services,
+        slices: &w.slices,
+        secrets: &w.secrets,
+    }
+}
+
 fn run(w: &World) -> usize {
-    let model = build(
-        &Objects {
-            ingresses: &w.ingresses,
-            classes: &w.classes,
-            services: &w.services,
-            slices: &w.slices,
-            secrets: &w.secrets,
-        },
-        &settings(),
-    );
+    let model = build(&objects(w), &settings());
     assert_eq!(model.routes.len(), INGRESSES);
     model.routes.len() + model.certs.len()
+}
+
+/// Moves the `resourceVersion` of the Ingress at `i`, as an update through the watch does.
+fn touch(w: &mut World, i: usize, version: u64) {
+    let mut changed = (*w.ingresses[i]).clone();
+    changed.metadata.resource_version = Some(version.to_string());
+    w.ingresses[i] = Arc::new(changed);
 }
 
 /// This thread's CPU time in milliseconds.
@@ -161,6 +172,37 @@ fn bench(c: &mut Criterion) {
             "ingress-model: build of {INGRESSES} Ingresses ({label}), best of 10: {wall:.2} ms wall, {cpu:.2} ms CPU"
         );
     }
+    // The provider's case: one Ingress changed since the kept builder's last build.
+    let mut changing = world(false);
+    let mut builder = Builder::default();
+    let settings = settings();
+    builder.build(&objects(&changing), &settings);
+    let mut version = 1;
+    let mut change = move || {
+        version += 1;
+        touch(
+            &mut changing,
+            (version as usize * 7919) % INGRESSES,
+            version,
+        );
+        let model = builder.build(&objects(&changing), &settings);
+        model.routes.len()
+    };
+    let (mut wall, mut cpu) = (f64::MAX, f64::MAX);
+    for _ in 0..10 {
+        let (start, cpu_start) = (Instant::now(), thread_cpu_ms());
+        black_box(change());
+        wall = wall.min(start.elapsed().as_secs_f64() * 1e3);
+        cpu = cpu.min(thread_cpu_ms() - cpu_start);
+    }
+    println!(
+        "ingress-model: build after one change of {INGRESSES} Ingresses, best of 10: {wall:.2} ms wall, {cpu:.2} ms CPU"
+    );
+    let mut group = c.benchmark_group("ingress-model/change");
+    group.sample_size(20);
+    group.bench_function(format!("{INGRESSES}"), |b| b.iter(|| black_box(change())));
+    group.finish();
+
     let mut group = c.benchmark_group("ingress-model/build");
     group.sample_size(20);
     group.bench_function(format!("{INGRESSES}"), |b| {

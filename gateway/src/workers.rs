@@ -12,6 +12,7 @@
 
 use std::io;
 use std::net::SocketAddr;
+use std::sync::OnceLock;
 
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::runtime::Handle;
@@ -28,9 +29,12 @@ pub fn current_index() -> usize {
     INDEX.with(|i| i.get())
 }
 
-/// How many serving threads a gateway starts: one per core.
+/// How many serving threads a gateway starts: one per core this process may run on,
+/// read once (finding it out reads cgroup files, and every upstream built sizes its
+/// per-thread pools by it).
 pub fn count() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    static COUNT: OnceLock<usize> = OnceLock::new();
+    *COUNT.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 pub struct Workers {

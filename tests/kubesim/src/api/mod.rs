@@ -495,34 +495,45 @@ impl Filter {
 
 fn list(store: &Store, t: &Target, q: &Query, accept: &str) -> Result<Response<Body>, ApiError> {
     let filter = Filter::parse(q, t.res)?;
-    let (items, rv) = store.list(t.res, &t.ns);
-    let mut items: Vec<Value> = items.into_iter().filter(|o| filter.matches(o)).collect();
     let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    if let Some(c) = q.get("continue").filter(|c| !c.is_empty()) {
-        let start = b64
-            .decode(c)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-            .ok_or_else(|| ApiError::bad("continue key is not valid: illegal base64 data"))?;
-        let crv = start["rv"].as_u64().unwrap_or(0);
-        if crv < store.compacted() {
-            return Err(ApiError::new(
-                410,
-                "Expired",
-                "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
-            ));
+    let after = match q.get("continue").filter(|c| !c.is_empty()) {
+        Some(c) => {
+            let start = b64
+                .decode(c)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+                .ok_or_else(|| ApiError::bad("continue key is not valid: illegal base64 data"))?;
+            let crv = start["rv"].as_u64().unwrap_or(0);
+            if crv < store.compacted() {
+                return Err(ApiError::new(
+                    410,
+                    "Expired",
+                    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
+                ));
+            }
+            let after = start["start"].as_str().unwrap_or("");
+            let (ns, name) = after.split_once('/').unwrap_or(("", after));
+            Some((ns.to_string(), name.to_string()))
         }
-        let after = start["start"].as_str().unwrap_or("");
-        items.retain(|o| format!("{}/{}", meta(o, "namespace"), meta(o, "name")).as_str() > after);
-    }
+        None => None,
+    };
     let limit = q.int("limit").map_err(ApiError::bad)?.filter(|l| *l > 0);
-    let mut cont = None;
-    if let Some(l) = limit.map(|l| l as usize).filter(|l| items.len() > *l) {
-        items.truncate(l);
-        let last = items.last().expect("limit is positive");
-        let key = json!({"rv": rv, "start": format!("{}/{}", meta(last, "namespace"), meta(last, "name"))});
-        cont = Some(b64.encode(key.to_string()));
-    }
+    let (items, more, rv) = store.page(
+        t.res,
+        &t.ns,
+        after
+            .as_ref()
+            .map(|(ns, name)| (ns.as_str(), name.as_str())),
+        limit.map(|l| l as usize),
+        |o| filter.matches(o),
+    );
+    let cont = match items.last() {
+        Some(last) if more => {
+            let key = json!({"rv": rv, "start": format!("{}/{}", meta(last, "namespace"), meta(last, "name"))});
+            Some(b64.encode(key.to_string()))
+        }
+        _ => None,
+    };
     let rv = rv.to_string();
     if let Some(v) = table::wants_table(accept) {
         let include = Include::parse(q.get("includeObject")).map_err(ApiError::bad)?;

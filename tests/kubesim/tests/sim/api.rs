@@ -207,6 +207,59 @@ async fn crud_selectors_and_paging() {
     assert_eq!(code, 200);
 }
 
+/// Pages of a filtered list across namespaces (`a` and `a-b`, which sort differently as
+/// strings and as (namespace, name)) hold every selected object exactly once, in the
+/// unpaged list's order, each page within its limit and only the last without `continue`.
+#[tokio::test]
+async fn pages_of_a_filtered_list_hold_each_object_once_in_order() {
+    let sim = sim().await;
+    for ns in ["a", "a-b", "b"] {
+        sim.create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
+            .unwrap();
+        for (i, app) in ["web", "db", "web", "web", "db"].iter().enumerate() {
+            let name = format!("p{i}");
+            sim.create(json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"namespace": ns, "name": name, "labels": {"app": app}},
+                "spec": {"nodeName": "n1"}}))
+                .unwrap();
+        }
+    }
+    let names = |list: &Value| -> Vec<String> {
+        list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| format!("{}/{}", o["metadata"]["namespace"], o["metadata"]["name"]))
+            .collect()
+    };
+    let (_, whole) = call(
+        &sim,
+        "GET",
+        "/api/v1/pods?labelSelector=app%3Dweb",
+        Value::Null,
+    )
+    .await;
+    let whole = names(&whole);
+    assert_eq!(whole.len(), 9);
+    let mut paged = Vec::new();
+    let mut path = "/api/v1/pods?labelSelector=app%3Dweb&limit=2".to_string();
+    for page in 1.. {
+        assert!(page <= 5, "more pages than 9 objects in pages of 2 need");
+        let (code, list) = call(&sim, "GET", &path, Value::Null).await;
+        assert_eq!(code, 200, "{list}");
+        let items = names(&list);
+        assert!(items.len() <= 2 && !items.is_empty(), "{list}");
+        paged.extend(items);
+        match list["metadata"]["continue"].as_str() {
+            Some(token) => {
+                path = format!("/api/v1/pods?labelSelector=app%3Dweb&limit=2&continue={token}")
+            }
+            None => break,
+        }
+    }
+    assert_eq!(paged, whole);
+}
+
 #[tokio::test]
 async fn node_status_strategic_patch() {
     let sim = sim().await;

@@ -7,7 +7,13 @@
 //! ROUNDS execs of `true` each way, one after another, whole call timed (connect, TLS,
 //! upgrade, streams, exit status): leafgate's share of an exec's first byte is the
 //! difference. Also an exec under a tenant limit of 1 MiB/s (8 MiB of stdout), as the client
-//! measures it. Prints one JSON object.
+//! measures it.
+//!
+//! The ceiling: the same straight execs through a bare TCP relay (`relay`, this binary,
+//! pinned to leafgate's CPUs, one tokio worker as leafgate has there) that parses nothing.
+//! What the relay adds is the price of one more hop between two cores on this machine (the
+//! client and the leaf share a core; every message now wakes the other one): no proxy that
+//! sits between them can add less. Prints one JSON object.
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -153,6 +159,21 @@ bandwidth = {{ per_connection = "1MiB/s" }}
     };
     let (direct_p50, direct_p99) = latency(direct("command=true")).await;
     let (via_p50, via_p99) = latency(via("command=true")).await;
+    let relay_port = free_port();
+    let _relay = Gateway(
+        Command::new("taskset")
+            .args(["-c", &cpus])
+            .arg(std::env::current_exe().unwrap())
+            .args(["relay", &relay_port.to_string(), &sim.addr().to_string()])
+            .spawn()
+            .expect("taskset and leafgate-bench relay"),
+    );
+    let relayed: SocketAddr = ([127, 0, 0, 1], relay_port).into();
+    wait_port(relayed).await;
+    let (relay_p50, relay_p99) = {
+        let (_, tls, path) = direct("command=true");
+        latency((relayed, tls, path)).await
+    };
     println!(
         "{}",
         json!({
@@ -165,8 +186,42 @@ bandwidth = {{ per_connection = "1MiB/s" }}
             "direct_ms": {"p50": round(direct_p50), "p99": round(direct_p99)},
             "via_leafgate_ms": {"p50": round(via_p50), "p99": round(via_p99)},
             "added_ms": {"p50": round(via_p50 - direct_p50), "p99": round(via_p99 - direct_p99)},
+            "tcp_relay_ms": {"p50": round(relay_p50), "p99": round(relay_p99)},
+            "tcp_relay_added_ms": {"p50": round(relay_p50 - direct_p50), "p99": round(relay_p99 - direct_p99)},
         })
     );
+}
+
+/// The ceiling's relay: each connection to `127.0.0.1:port` copied both ways to `target`
+/// with `TCP_NODELAY` on both sides, as leafgate's sockets have it; nothing is parsed.
+pub async fn relay(port: u16, target: SocketAddr) {
+    let socket = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .unwrap();
+    loop {
+        let Ok((mut client, _)) = socket.accept().await else {
+            continue;
+        };
+        tokio::spawn(async move {
+            let Ok(mut upstream) = tokio::net::TcpStream::connect(target).await else {
+                return;
+            };
+            let _ = (client.set_nodelay(true), upstream.set_nodelay(true));
+            let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+        });
+    }
+}
+
+/// Waits (up to 10 s) until something accepts at `addr`.
+async fn wait_port(addr: SocketAddr) {
+    let started = Instant::now();
+    while tokio::net::TcpStream::connect(addr).await.is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "nothing listens at {addr}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Where an exec goes: the address, the client's TLS identity, the path and query.

@@ -15,7 +15,9 @@
 //! - `reload-phases ROUTES ROUNDS`: the TOML parse, typed parse and snapshot build of a
 //!   reload, timed apart in process (see `phases.rs`).
 //! - `exec LEAFGATE SIZE_MIB ROUNDS`: exec through leafgate's node API against exec straight
-//!   to the leaf (see `exec.rs`).
+//!   to the leaf, and through a bare TCP relay on leafgate's CPUs (see `exec.rs`).
+//! - `relay PORT TARGET`: that relay: each connection to 127.0.0.1:PORT copied both ways to
+//!   TARGET, nothing parsed (see `exec.rs`).
 //! - `kube-api LEAFGATE PODS_TABLE_WASM PODS LEAVES ROUNDS`: `kubectl get pods -A` and the
 //!   raw Table list through the kube-api front (see `kube_api.rs`).
 //! - `kube-api-watch LEAFGATE LEAVES WATCHERS SECONDS CHANGES`: what idle pod watches and
@@ -88,6 +90,7 @@ async fn main() {
             )
             .await
         }
+        Some("relay") => exec::relay(args[1].parse().unwrap(), args[2].parse().unwrap()).await,
         Some("ingress") => {
             ingress::run(&args[1], args[2].parse().unwrap(), args[3].parse().unwrap()).await
         }
@@ -102,7 +105,7 @@ async fn main() {
         }
         _ => {
             eprintln!(
-                "usage: leafgate-bench serve | push ADDR HOST SECONDS | echo | conns ADDR HOST N PID... | reload-config ADDR ROUTES | reload CONFIG ADDR ROUTES ROUNDS | reload-phases ROUTES ROUNDS | exec LEAFGATE SIZE_MIB ROUNDS | kube-api LEAFGATE PODS_TABLE_WASM PODS LEAVES ROUNDS | kube-api-watch LEAFGATE LEAVES WATCHERS SECONDS CHANGES | ingress LEAFGATE INGRESSES ROUNDS"
+                "usage: leafgate-bench serve | push ADDR HOST SECONDS | echo | conns ADDR HOST N PID... | reload-config ADDR ROUTES | reload CONFIG ADDR ROUTES ROUNDS | reload-phases ROUTES ROUNDS | exec LEAFGATE SIZE_MIB ROUNDS | relay PORT TARGET | kube-api LEAFGATE PODS_TABLE_WASM PODS LEAVES ROUNDS | kube-api-watch LEAFGATE LEAVES WATCHERS SECONDS CHANGES | ingress LEAFGATE INGRESSES ROUNDS"
             );
             std::process::exit(2);
         }
