@@ -19,9 +19,9 @@ struct Stuck;
 
 impl Guest for Stuck {
     fn route(req: RouteRequest) -> RouteDecision {
-        req.leaves()
-            .next()
-            .map_or(RouteDecision::Default, |l| RouteDecision::Leaf(l.to_string()))
+        req.leaves().next().map_or(RouteDecision::Default, |l| {
+            RouteDecision::Leaf(l.to_string())
+        })
     }
 }
 
