@@ -117,7 +117,7 @@ fn calls(c: &mut Criterion) {
         });
         group.bench_function(format!("table-formatter-1-pod/{isolation}"), |b| {
             b.to_async(&rt)
-                .iter(|| async { black_box(t.format_table(&table).await.unwrap()) })
+                .iter(|| async { black_box(t.format_table(table.clone()).await.unwrap()) })
         });
         group.finish();
     }

@@ -476,7 +476,7 @@ async fn pods_table_prints_like_kubectl_with_the_leaf() {
         objects: pods_json(),
     };
     let table = t
-        .format_table(&req)
+        .format_table(req.clone())
         .await
         .unwrap()
         .expect("pods get a table");
@@ -544,7 +544,7 @@ async fn pods_table_prints_like_kubectl_with_the_leaf() {
         resource: "deployments".into(),
         ..req
     };
-    assert_eq!(t.format_table(&deployments).await.unwrap(), None);
+    assert_eq!(t.format_table(deployments).await.unwrap(), None);
 }
 
 /// faulty-router under `on_error = "reject"`, a 16 MiB memory cap and a 20 ms deadline.

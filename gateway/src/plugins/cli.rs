@@ -311,7 +311,7 @@ pub fn run_with(
             tenant.table_formatter =
                 Some(build_hook(&tenant_name, world, &plugin, &metrics).map_err(load)?);
             let req = table_request(value).map_err(|e| request_error(world, e))?;
-            serde_json::to_value(tokio.block_on(tenant.format_table(&req))?)
+            serde_json::to_value(tokio.block_on(tenant.format_table(req))?)
         }
         World::LogFilter => unreachable!("handled above"),
     }

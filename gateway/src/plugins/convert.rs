@@ -136,14 +136,16 @@ pub(crate) fn log_context(tenant: &str, c: &LogContext) -> wit::LogContext {
     }
 }
 
-pub(crate) fn table_request(tenant: &str, r: &TableRequest) -> wit::TableRequest {
+/// Taken by value: the objects (up to a part of a long list, hundreds of KiB) move into
+/// the call rather than being copied for it.
+pub(crate) fn table_request(tenant: &str, r: TableRequest) -> wit::TableRequest {
     wit::TableRequest {
         tenant: tenant.to_string(),
-        group: r.group.clone(),
-        version: r.version.clone(),
-        resource: r.resource.clone(),
+        group: r.group,
+        version: r.version,
+        resource: r.resource,
         wide: r.wide,
-        objects: r.objects.clone(),
+        objects: r.objects,
     }
 }
 

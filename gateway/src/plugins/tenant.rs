@@ -242,7 +242,7 @@ impl TenantPlugins {
 
     /// The table for these objects; `None` means "print the default table" (no plugin,
     /// the plugin declined, or it failed under `on_error = "default"`).
-    pub async fn format_table(&self, req: &TableRequest) -> Result<Option<Table>, PluginError> {
+    pub async fn format_table(&self, req: TableRequest) -> Result<Option<Table>, PluginError> {
         let Some(hook) = &self.table_formatter else {
             return Ok(None);
         };

@@ -172,7 +172,7 @@ async fn formatted(
         let answer = caller
             .tenant
             .plugins
-            .format_table(&request)
+            .format_table(request)
             .await
             .map_err(|e| {
                 (
