@@ -9,7 +9,8 @@
 //!   TLS Secret (parsed once per build).
 //!
 //! - `ingress-model/change/10000`: what the provider pays per change: a kept
-//!   [`Builder`] builds again after one Ingress changed (its `resourceVersion` moved).
+//!   [`Builder`] told that one Ingress changed (its `resourceVersion` moved) updates the
+//!   model.
 //!
 //! Run: `taskset -c 1 cargo bench -p leafgate --bench ingress_model`.
 
@@ -23,7 +24,7 @@ use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use leafgate::k8s::ingress::model::{Objects, Settings, TenantBounds};
-use leafgate::k8s::ingress::{Builder, build};
+use leafgate::k8s::ingress::{Builder, Changes, Indexed, build};
 use serde_json::json;
 
 const INGRESSES: usize = 10_000;
@@ -174,18 +175,20 @@ fn bench(c: &mut Criterion) {
     }
     // The provider's case: one Ingress changed since the kept builder's last build.
     let mut changing = world(false);
+    let mut index = Indexed::new(&objects(&changing));
     let mut builder = Builder::default();
     let settings = settings();
-    builder.build(&objects(&changing), &settings);
+    builder.apply(&index, Changes::everything(), &settings);
     let mut version = 1;
     let mut change = move || {
         version += 1;
-        touch(
-            &mut changing,
-            (version as usize * 7919) % INGRESSES,
-            version,
-        );
-        let model = builder.build(&objects(&changing), &settings);
+        let i = (version as usize * 7919) % INGRESSES;
+        touch(&mut changing, i, version);
+        let mut changes = Changes::default();
+        changes
+            .ingresses
+            .insert(index.put_ingress(changing.ingresses[i].clone()));
+        let model = builder.apply(&index, changes, &settings);
         model.routes.len()
     };
     let (mut wall, mut cpu) = (f64::MAX, f64::MAX);

@@ -3,12 +3,12 @@
 //!
 //! Five reflectors (`watcher(..).default_backoff().reflect(writer)`, each restarted with
 //! backoff by kube-runtime) keep Ingresses, IngressClasses, Services, EndpointSlices and
-//! `kubernetes.io/tls` Secrets in memory. Any change that can alter routes wakes the
-//! builder; once every reflector has listed, it waits for a short quiet spell
-//! ([`DEBOUNCE`], at most [`MAX_WAIT`] after the first change), builds the model on a
-//! blocking thread (a [`model::Builder`] kept across builds, which translates again only
-//! the Ingresses the change concerns) and hands it to the gateway, which swaps it in with the same lock and
-//! store as a config reload. A change to an Ingress's status alone (the leader's own
+//! `kubernetes.io/tls` Secrets in memory. Any change that can alter routes is noted (which
+//! objects) and wakes the builder; once every reflector has listed, it waits for a short
+//! quiet spell ([`DEBOUNCE`], at most [`MAX_WAIT`] after the first change), updates the
+//! model on a blocking thread (a [`crate::k8s::ingress::Builder`] kept across builds,
+//! which translates and merges again only what the noted objects concern) and hands it to
+//! the gateway, which swaps it in with the same lock and store as a config reload. A change to an Ingress's status alone (the leader's own
 //! writes among them) does not rebuild.
 //!
 //! While this replica leads, the writer puts `status.loadBalancer` on served Ingresses and

@@ -1,8 +1,9 @@
 //! The debounced rebuild: once every reflector has listed, each change waits for a short
 //! quiet spell ([`DEBOUNCE`], at most [`MAX_WAIT`] after the first change), the model is
-//! built on a blocking thread (a [`Builder`] kept across builds, which translates again
-//! only the Ingresses the change concerns) and handed to the gateway, which swaps it in
-//! with the same lock and store as a config reload.
+//! updated on a blocking thread (a [`Builder`] kept across builds, told by the reflectors
+//! which objects changed: it translates and merges again only what those concern) and
+//! handed to the gateway, which swaps it in with the same lock and store as a config
+//! reload.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,9 +18,7 @@ use super::state::{IngressProvider, lock};
 use crate::config::{Config, IngressConfig};
 use crate::control::Control;
 use crate::k8s::ingress::Builder;
-use crate::k8s::ingress::model::{
-    self, BackendPolicy, HostOwners, Model, Objects, Settings, TenantBounds,
-};
+use crate::k8s::ingress::model::{self, BackendPolicy, HostOwners, Model, Settings, TenantBounds};
 use crate::metrics::{IngressBackendLabels, IngressRefusedLabels, IngressStateLabels};
 
 /// A rebuild starts once no change has come for this long... The events of one write (an
@@ -85,7 +84,7 @@ pub(super) async fn rebuild_loop(
     models: watch::Sender<Option<Arc<Model>>>,
     stop: CancellationToken,
 ) {
-    // Keeps each Ingress's translation, so a change re-translates only what it concerns.
+    // Keeps the model between builds, so a change costs only what it concerns.
     let mut builder = Builder::default();
     loop {
         tokio::select! {
@@ -111,26 +110,11 @@ pub(super) async fn rebuild_loop(
         let Some(settings) = settings(&gateway.snapshot().config) else {
             continue;
         };
-        let objects = stores.clone();
+        let changes = std::mem::take(&mut *lock(&provider.changes));
+        let source = stores.clone();
         let mut taken = std::mem::take(&mut builder);
         let built = tokio::task::spawn_blocking(move || {
-            let (ingresses, classes, services, slices, secrets) = (
-                objects.ingresses.state(),
-                objects.classes.state(),
-                objects.services.state(),
-                objects.slices.state(),
-                objects.secrets.state(),
-            );
-            let model = taken.build(
-                &Objects {
-                    ingresses: &ingresses,
-                    classes: &classes,
-                    services: &services,
-                    slices: &slices,
-                    secrets: &secrets,
-                },
-                &settings,
-            );
+            let model = taken.apply(&source, changes, &settings);
             (taken, model)
         })
         .await;
@@ -141,6 +125,8 @@ pub(super) async fn rebuild_loop(
                 Arc::new(m)
             }
             Err(e) => {
+                // The builder went with the thread: the next build starts from scratch.
+                lock(&provider.changes).all = true;
                 warn!(error = %e, "ingress provider: the model build was interrupted");
                 lock(&provider.report).apply_error = Some(e.to_string());
                 continue;

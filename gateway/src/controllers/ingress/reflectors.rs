@@ -1,13 +1,14 @@
 //! The provider's five reflectors on the root cluster (`watcher(..).default_backoff()
 //! .reflect(writer)`, each restarted with backoff by kube-runtime): Ingresses,
 //! IngressClasses, Services, EndpointSlices and `kubernetes.io/tls` Secrets. Each event
-//! that can change routes wakes the builder; an Ingress's status alone only asks the
-//! leader to look again.
+//! that can change routes is noted in the provider's [`Changes`] and wakes the builder; an
+//! Ingress's status alone only asks the leader to look again. A relist (the first list
+//! included) changes everything.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt::Debug;
 use std::hash::{Hash, Hasher};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use futures_util::StreamExt;
@@ -16,15 +17,16 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::api::{Api, ResourceExt};
 use kube::runtime::WatchStreamExt;
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::errors::{self, Causes};
+use crate::k8s::ingress::{Changes, Key, Source, key_of, slice_service};
 
-use super::state::IngressProvider;
+use super::state::{IngressProvider, lock};
 
 /// The reflectors' stores.
 #[derive(Clone)]
@@ -34,6 +36,39 @@ pub(super) struct Stores {
     pub(super) services: Store<Service>,
     pub(super) slices: Store<EndpointSlice>,
     pub(super) secrets: Store<Secret>,
+    /// EndpointSlice names by the Service they are labelled with. It may hold a slice
+    /// deleted during a relist: [`Source::slices`] reads each from the store.
+    slice_names: Arc<Mutex<HashMap<Key, BTreeSet<String>>>>,
+}
+
+impl Source for Stores {
+    fn ingresses(&self) -> Vec<Arc<Ingress>> {
+        self.ingresses.state()
+    }
+    fn ingress(&self, namespace: &str, name: &str) -> Option<Arc<Ingress>> {
+        self.ingresses.get(&ObjectRef::new(name).within(namespace))
+    }
+    fn classes(&self) -> Vec<Arc<IngressClass>> {
+        self.classes.state()
+    }
+    fn service(&self, namespace: &str, name: &str) -> Option<Arc<Service>> {
+        self.services.get(&ObjectRef::new(name).within(namespace))
+    }
+    fn slices(&self, namespace: &str, service: &str) -> Vec<Arc<EndpointSlice>> {
+        let key = (namespace.to_string(), service.to_string());
+        let names: Vec<String> = lock(&self.slice_names)
+            .get(&key)
+            .map(|n| n.iter().cloned().collect())
+            .unwrap_or_default();
+        names
+            .iter()
+            .filter_map(|name| self.slices.get(&ObjectRef::new(name).within(namespace)))
+            .filter(|s| slice_service(s).as_ref() == Some(&key))
+            .collect()
+    }
+    fn secret(&self, namespace: &str, name: &str) -> Option<Arc<Secret>> {
+        self.secrets.get(&ObjectRef::new(name).within(namespace))
+    }
 }
 
 /// Starts the five reflectors; they run until `stop`.
@@ -52,14 +87,60 @@ pub(super) fn start_reflectors(
         "ingresses",
         provider.clone(),
         stop.clone(),
-        move |ing: &Ingress, deleted| {
+        move |ing: &Ingress, deleted, changes: &mut Changes| {
             let uid = ing.uid().unwrap_or_default();
-            if deleted {
-                seen.remove(&uid);
-                return true;
+            let changed = match deleted {
+                true => {
+                    seen.remove(&uid);
+                    true
+                }
+                false => {
+                    let print = routing_fingerprint(ing);
+                    seen.insert(uid, print) != Some(print)
+                }
+            };
+            if changed {
+                changes.ingresses.insert(key_of(&ing.metadata));
             }
-            let print = routing_fingerprint(ing);
-            seen.insert(uid, print) != Some(print)
+            changed
+        },
+    );
+    // The Service each slice was last labelled with, so a relabelled or deleted slice
+    // changes the Service it left too.
+    let slice_names: Arc<Mutex<HashMap<Key, BTreeSet<String>>>> = Arc::default();
+    let mut labelled: HashMap<Key, Key> = HashMap::new();
+    let names = slice_names.clone();
+    let slices = reflect(
+        Api::all(client.clone()),
+        all.clone(),
+        "endpointslices",
+        provider.clone(),
+        stop.clone(),
+        move |slice: &EndpointSlice, deleted, changes: &mut Changes| {
+            let key = key_of(&slice.metadata);
+            let now = slice_service(slice).filter(|_| !deleted);
+            let before = match &now {
+                Some(service) => labelled.insert(key.clone(), service.clone()),
+                None => labelled.remove(&key),
+            };
+            let mut names = lock(&names);
+            if let Some(service) = before.filter(|b| Some(b) != now.as_ref()) {
+                if let Some(set) = names.get_mut(&service) {
+                    set.remove(&key.1);
+                    if set.is_empty() {
+                        names.remove(&service);
+                    }
+                }
+                changes.services.insert(service);
+            }
+            if let Some(service) = now {
+                names
+                    .entry(service.clone())
+                    .or_default()
+                    .insert(key.1.clone());
+                changes.services.insert(service);
+            }
+            true
         },
     );
     Stores {
@@ -70,7 +151,10 @@ pub(super) fn start_reflectors(
             "ingressclasses",
             provider.clone(),
             stop.clone(),
-            |_: &IngressClass, _| true,
+            |_: &IngressClass, _, changes: &mut Changes| {
+                changes.all = true;
+                true
+            },
         ),
         services: reflect(
             Api::all(client.clone()),
@@ -78,24 +162,24 @@ pub(super) fn start_reflectors(
             "services",
             provider.clone(),
             stop.clone(),
-            |_: &Service, _| true,
+            |s: &Service, _, changes: &mut Changes| {
+                changes.services.insert(key_of(&s.metadata));
+                true
+            },
         ),
-        slices: reflect(
-            Api::all(client.clone()),
-            all.clone(),
-            "endpointslices",
-            provider.clone(),
-            stop.clone(),
-            |_: &EndpointSlice, _| true,
-        ),
+        slices,
         secrets: reflect(
             Api::all(client.clone()),
             all.fields("type=kubernetes.io/tls"),
             "secrets",
             provider.clone(),
             stop.clone(),
-            |_: &Secret, _| true,
+            |s: &Secret, _, changes: &mut Changes| {
+                changes.secrets.insert(key_of(&s.metadata));
+                true
+            },
         ),
+        slice_names,
     }
 }
 
@@ -115,15 +199,16 @@ fn routing_fingerprint(ing: &Ingress) -> u64 {
     h.finish()
 }
 
-/// Runs one reflector until `stop`; `routes_changed(object, deleted)` says whether an
-/// event can change the routes (and wakes the builder).
+/// Runs one reflector until `stop`; `routes_changed(object, deleted, changes)` notes in
+/// `changes` what an event changed and says whether it can change the routes (and wakes
+/// the builder).
 fn reflect<K>(
     api: Api<K>,
     config: watcher::Config,
     kind: &'static str,
     provider: Arc<IngressProvider>,
     stop: CancellationToken,
-    mut routes_changed: impl FnMut(&K, bool) -> bool + Send + 'static,
+    mut routes_changed: impl FnMut(&K, bool, &mut Changes) -> bool + Send + 'static,
 ) -> Store<K>
 where
     K: kube::Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
@@ -150,7 +235,7 @@ where
             };
             match event {
                 Ok(Event::Apply(o)) => {
-                    if routes_changed(&o, false) {
+                    if routes_changed(&o, false, &mut lock(&provider.changes)) {
                         provider.changed.notify_one();
                     }
                     if kind == "ingresses" {
@@ -158,14 +243,17 @@ where
                     }
                 }
                 Ok(Event::Delete(o)) => {
-                    routes_changed(&o, true);
+                    routes_changed(&o, true, &mut lock(&provider.changes));
                     provider.changed.notify_one();
                 }
+                // A relist: the store is replaced at its end, objects deleted meanwhile
+                // with no event, so the next build looks at everything.
                 Ok(Event::InitApply(o)) => {
-                    routes_changed(&o, false);
+                    routes_changed(&o, false, &mut lock(&provider.changes));
                 }
                 Ok(Event::Init) => {}
                 Ok(Event::InitDone) => {
+                    lock(&provider.changes).all = true;
                     provider.watch_report(kind, |w| w.synced = true);
                     info!(kind, "ingress provider: listed");
                     provider.changed.notify_one();

@@ -11,8 +11,8 @@ use std::time::SystemTime;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use crate::k8s::ingress::events;
 use crate::k8s::ingress::model::Refusal;
+use crate::k8s::ingress::{Changes, events};
 use crate::snapshot::Snapshot;
 
 /// The provider as `/status` shows it, and the handle the gateway pokes after a reload.
@@ -22,6 +22,8 @@ pub struct IngressProvider {
     pub(super) changed: Notify,
     /// Some Ingress changed (maybe only its status): the leader checks statuses.
     pub(super) statuses: Notify,
+    /// What changed since the last build, as the reflectors saw it.
+    pub(super) changes: Mutex<Changes>,
 }
 
 #[derive(Debug, Default)]
@@ -61,6 +63,7 @@ impl IngressProvider {
             report: Mutex::new(Report::default()),
             changed: Notify::new(),
             statuses: Notify::new(),
+            changes: Mutex::new(Changes::everything()),
         }
     }
 

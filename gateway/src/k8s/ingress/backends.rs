@@ -15,8 +15,6 @@
 //! Services and slices are indexed by namespace and name once per build, so resolving
 //! 10,000 backends is 10,000 hash lookups, not a scan each.
 
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, OnceLock};
 
@@ -26,7 +24,6 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{IngressServiceBackend, ServiceBackendPort};
 
 use super::annotations::BackendProtocol;
-use super::model::object_version;
 use super::model::{BackendPolicy, IngressBackend};
 use crate::config::{Backend, UpstreamConfig, UpstreamProtocol, UpstreamTls};
 
@@ -74,28 +71,6 @@ impl<'a> Backends<'a> {
             }
         }
         index
-    }
-
-    /// A digest of Service `namespace/service` (or its absence) and its EndpointSlices'
-    /// names and `resourceVersion`s, in any order: equal digests resolve alike. `None`
-    /// when one of them has no `resourceVersion`.
-    pub fn version(&self, namespace: &str, service: &str) -> Option<u64> {
-        let key = (namespace, service);
-        let of_service = object_version(
-            self.services
-                .get(&key)
-                .map(|s| s.metadata.resource_version.as_deref()),
-        )?;
-        let mut slices = 0u64;
-        for slice in self.slices.get(&key).into_iter().flatten() {
-            let mut h = DefaultHasher::new();
-            slice.metadata.name.hash(&mut h);
-            object_version(Some(slice.metadata.resource_version.as_deref()))?.hash(&mut h);
-            slices = slices.wrapping_add(h.finish());
-        }
-        let mut h = DefaultHasher::new();
-        (of_service, slices).hash(&mut h);
-        Some(h.finish())
     }
 
     /// Resolves `backend` of an Ingress in `namespace`. `protocol` is the annotation's,

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Secret;
 use rustls::sign::CertifiedKey;
 
-use super::model::object_version;
 use crate::config::certified_key_from_pem;
 
 /// A Secret's certificate, or why it has none.
@@ -40,16 +39,6 @@ impl<'a> Certs<'a> {
         }
         index.parsed = RefCell::new(vec![None; index.list.len()]);
         index
-    }
-
-    /// A digest of Secret `namespace/name`'s presence and `resourceVersion`; `None` when
-    /// it has none.
-    pub fn version(&self, namespace: &str, name: &str) -> Option<u64> {
-        object_version(
-            self.secrets
-                .get(&(namespace, name))
-                .map(|&i| self.list[i].metadata.resource_version.as_deref()),
-        )
     }
 
     /// The certificate in Secret `namespace/name`, or why there is none.

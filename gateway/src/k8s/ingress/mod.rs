@@ -8,8 +8,8 @@
 //!   `backends` (Service port -> ready endpoints), `certs` (TLS Secrets -> certificates);
 //! - translation: `translate` (one Ingress on its own, then the merge: who wins a host
 //!   and path, the report);
-//! - the incremental builder: `incremental` ([`Builder`], which translates again only the
-//!   Ingresses a change concerns, and [`build`] from scratch);
+//! - the incremental builder: `incremental` ([`Builder`], which translates and merges
+//!   again only what a change concerns, and [`build`] from scratch);
 //! - writing back: `status` (`status.loadBalancer` on served Ingresses) and `events`
 //!   (Events on skipped ones).
 //!
@@ -31,4 +31,4 @@ pub mod events;
 pub mod model;
 pub mod status;
 
-pub use self::incremental::{Builder, build};
+pub use self::incremental::{Builder, Changes, Indexed, Key, Source, build, key_of, slice_service};

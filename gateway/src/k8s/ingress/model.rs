@@ -23,8 +23,6 @@
 //! the provider merges its routes with the TOML ones.
 
 use std::collections::HashMap;
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -393,17 +391,4 @@ pub struct Problem {
     /// `ns/name`.
     pub ingress: String,
     pub problem: String,
-}
-
-/// A digest of an object's presence and `resourceVersion`: `None` when it has none.
-pub(super) fn object_version(resource_version: Option<Option<&str>>) -> Option<u64> {
-    let mut h = DefaultHasher::new();
-    match resource_version {
-        None => 0u8.hash(&mut h),
-        Some(v) => {
-            1u8.hash(&mut h);
-            v.filter(|v| !v.is_empty())?.hash(&mut h);
-        }
-    }
-    Some(h.finish())
 }

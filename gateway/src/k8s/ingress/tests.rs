@@ -9,9 +9,9 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use serde_json::{Value, json};
 
-use super::build;
 use super::events::{HOST_NOT_ALLOWED, HOST_TAKEN, notices};
 use super::model::{IngressBackend, Model, Objects, Refusal, Settings, TenantBounds};
+use super::{Builder, Changes, Indexed, build, key_of};
 use crate::config::{HostOwner, HostPattern, PathMatch, UpstreamProtocol};
 use crate::routing::Router;
 
@@ -41,17 +41,27 @@ impl World {
         self.build_with(&settings())
     }
 
+    /// The model [`build`] makes, checked against a [`Builder`]'s full build of the same
+    /// objects: every model a test looks at is made both ways.
     fn build_with(&self, settings: &Settings) -> Model {
-        build(
-            &Objects {
-                ingresses: &self.ingresses,
-                classes: &self.classes,
-                services: &self.services,
-                slices: &self.slices,
-                secrets: &self.secrets,
-            },
+        let full = build(&self.objects(), settings);
+        let kept = Builder::default().apply(
+            &Indexed::new(&self.objects()),
+            Changes::everything(),
             settings,
-        )
+        );
+        assert_eq!(format!("{kept:?}"), format!("{full:?}"), "Builder::apply");
+        full
+    }
+
+    fn objects(&self) -> Objects<'_> {
+        Objects {
+            ingresses: &self.ingresses,
+            classes: &self.classes,
+            services: &self.services,
+            slices: &self.slices,
+            secrets: &self.secrets,
+        }
     }
 
     /// Service `ns/name` with one port `http` 80 and a slice with `ips` ready on 8080.
@@ -1181,20 +1191,47 @@ async fn https_backends_are_reached_without_verifying_the_pod_certificate() {
     assert!(get(verified).await.is_err());
 }
 
-/// `list[i]` with the next `metadata.resourceVersion`, as the API server stores a write.
-fn bump<T>(list: &mut [Arc<T>], i: usize, version: &mut u64)
-where
-    T: serde::Serialize + serde::de::DeserializeOwned,
-{
-    *version += 1;
-    let mut v = serde_json::to_value(&*list[i]).unwrap();
-    v["metadata"]["resourceVersion"] = json!(version.to_string());
-    list[i] = obj(v);
+/// A builder kept across the changes of `w`, told only what changed, checked against a
+/// full [`build`] of the same objects after each.
+struct Follower {
+    builder: Builder,
+    settings: Settings,
+}
+
+impl Follower {
+    fn new(w: &World, settings: Settings) -> Self {
+        let mut f = Follower {
+            builder: Builder::default(),
+            settings,
+        };
+        f.check(w, Changes::everything(), "first build");
+        f
+    }
+
+    fn check(&mut self, w: &World, changes: Changes, step: &str) -> Model {
+        let kept = self
+            .builder
+            .apply(&Indexed::new(&w.objects()), changes, &self.settings);
+        let full = build(&w.objects(), &self.settings);
+        assert_eq!(format!("{kept:?}"), format!("{full:?}"), "after: {step}");
+        kept
+    }
+}
+
+fn changed_ingress(i: &Ingress) -> Changes {
+    let mut c = Changes::default();
+    c.ingresses.insert(key_of(&i.metadata));
+    c
+}
+
+fn changed_service(ns: &str, name: &str) -> Changes {
+    let mut c = Changes::default();
+    c.services.insert((ns.to_string(), name.to_string()));
+    c
 }
 
 #[test]
-fn the_incremental_builder_makes_the_model_a_full_build_makes() {
-    use crate::k8s::ingress::Builder;
+fn the_builder_told_what_changed_makes_the_model_a_full_build_makes() {
     let mut w = World::new();
     for (i, name) in ["a", "b", "c"].iter().enumerate() {
         w.web("web", name, &[&format!("10.0.0.{}", i + 1)]);
@@ -1209,29 +1246,10 @@ fn the_incremental_builder_makes_the_model_a_full_build_makes() {
             ),
         )));
     }
-    let mut version = 100;
-    for i in 0..3 {
-        bump(&mut w.services, i, &mut version);
-        bump(&mut w.slices, i, &mut version);
-    }
-    let mut builder = Builder::default();
-    let mut check = |w: &World, settings: &Settings, step: &str| {
-        let objects = Objects {
-            ingresses: &w.ingresses,
-            classes: &w.classes,
-            services: &w.services,
-            slices: &w.slices,
-            secrets: &w.secrets,
-        };
-        let incremental = builder.build(&objects, settings);
-        let full = build(&objects, settings);
-        assert_eq!(format!("{incremental:?}"), format!("{full:?}"), "{step}");
-        incremental
-    };
-    check(&w, &settings(), "first build");
-    check(&w, &settings(), "nothing changed");
+    let mut f = Follower::new(&w, settings());
+    f.check(&w, Changes::default(), "nothing changed");
 
-    // An endpoint moves: only b's slice has a new version.
+    // An endpoint moves: only b's slice changed.
     w.slices[1] = slice(
         "web",
         "b",
@@ -1240,15 +1258,14 @@ fn the_incremental_builder_makes_the_model_a_full_build_makes() {
         json!([{"name": "http", "port": 8080}]),
         json!([{"addresses": ["10.0.0.9"]}]),
     );
-    bump(&mut w.slices, 1, &mut version);
-    let m = check(&w, &settings(), "slice changed");
+    let m = f.check(&w, changed_service("web", "b"), "slice changed");
     assert_eq!(
         backends(&m, "ingress/web/b/b.example/prefix /"),
         ["http://10.0.0.9:8080"]
     );
 
     // An older Ingress takes c's host; then a's Service goes away.
-    w.ingresses.push(obj(ingress(
+    let old: Arc<Ingress> = obj(ingress(
         "web",
         "old",
         T0,
@@ -1257,15 +1274,17 @@ fn the_incremental_builder_makes_the_model_a_full_build_makes() {
             &[("/", "Prefix", "a")],
             json!({"name": "http"}),
         ),
-    )));
-    let m = check(&w, &settings(), "an older Ingress took a host");
+    ));
+    w.ingresses.push(old.clone());
+    let m = f.check(&w, changed_ingress(&old), "an older Ingress took a host");
     assert_eq!(m.conflicts.len(), 1);
     w.services.remove(0);
-    let m = check(&w, &settings(), "a Service deleted");
+    let m = f.check(&w, changed_service("web", "a"), "a Service deleted");
     assert!(backends(&m, "ingress/web/a/a.example/prefix /")[0].starts_with("503"));
+    assert!(backends(&m, "ingress/web/old/c.example/prefix /")[0].starts_with("503"));
 
-    // c's own spec changes with its resourceVersion; then the tenants change.
-    let mut spec = ingress(
+    // c moves to another host; the old one goes and c.example is old's alone.
+    let moved: Arc<Ingress> = obj(ingress(
         "web",
         "c",
         T1,
@@ -1274,15 +1293,229 @@ fn the_incremental_builder_makes_the_model_a_full_build_makes() {
             &[("/", "Prefix", "c")],
             json!({"name": "http"}),
         ),
-    );
-    spec["metadata"]["resourceVersion"] = json!("8");
-    w.ingresses[2] = obj(spec);
-    let m = check(&w, &settings(), "an Ingress changed");
+    ));
+    w.ingresses[2] = moved.clone();
+    let m = f.check(&w, changed_ingress(&moved), "an Ingress changed");
     assert!(names(&m).contains(&"ingress/web/c/d.example/prefix /".to_string()));
+    assert!(m.conflicts.is_empty());
+    let gone = w.ingresses.remove(3);
+    let m = f.check(&w, changed_ingress(&gone), "an Ingress deleted");
+    assert!(!names(&m).iter().any(|n| n.contains("c.example")));
+
+    // New settings are a full build, whatever the changes say.
     let mut other = settings();
     other.tenants.push(TenantBounds::new("web", &["web"]));
-    let m = check(&w, &other, "the tenants changed");
+    f.settings = other;
+    let m = f.check(&w, Changes::default(), "the tenants changed");
     assert!(m.routes.iter().all(|r| r.tenant.as_deref() == Some("web")));
+}
+
+/// What one step of [`a_builder_follows_any_sequence_of_changes`] does.
+#[derive(Debug, Clone)]
+enum Step {
+    /// Puts Ingress `n` with the spec drawn from `spec`, created at `age`.
+    Put {
+        n: u8,
+        spec: u16,
+        age: u8,
+    },
+    Delete {
+        n: u8,
+    },
+    /// Moves Service `n`'s endpoints (or removes the Service, then brings it back).
+    Endpoints {
+        n: u8,
+        ip: u8,
+    },
+    ToggleService {
+        n: u8,
+    },
+    /// Replaces or removes the TLS Secret.
+    ToggleSecret,
+}
+
+fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    prop_oneof![
+        4 => (0..8u8, any::<u16>(), 0..4u8).prop_map(|(n, spec, age)| Step::Put { n, spec, age }),
+        1 => (0..8u8).prop_map(|n| Step::Delete { n }),
+        2 => (0..3u8, 0..4u8).prop_map(|(n, ip)| Step::Endpoints { n, ip }),
+        1 => (0..3u8).prop_map(|n| Step::ToggleService { n }),
+        1 => Just(Step::ToggleSecret),
+    ]
+}
+
+/// The namespace of Ingress `n`: two tenants' (one with two namespaces) and one without.
+fn step_namespace(n: u8) -> &'static str {
+    ["team-a", "team-a-dev", "team-b", "web"][usize::from(n % 4)]
+}
+
+/// An Ingress spec drawn from the bits of `bits`: hosts shared with the others (exact, a
+/// wildcard, none), two paths, three Services, a default backend, a TLS entry, a bad
+/// annotation.
+fn step_ingress(n: u8, bits: u16, age: u8) -> Arc<Ingress> {
+    let hosts = [
+        Some("shop.example"),
+        Some("app.example"),
+        Some("*.x.example"),
+        Some("team-a.example.com"),
+        Some("a.toml.example"),
+        None,
+        Some("shop.example"),
+        Some("b.cert.example"),
+    ];
+    let pick = |shift: u16, n: u16| usize::from((bits >> shift) % n);
+    let host = hosts[pick(0, 8)];
+    let path = ["/", "/api"][pick(3, 2)];
+    let service = format!("s{}", pick(4, 3));
+    let mut spec = rule(host, &[(path, "Prefix", &service)], json!({"name": "http"}));
+    if bits & (1 << 6) != 0 {
+        let second = hosts[pick(7, 8)];
+        let mut more = rule(second, &[("/", "Prefix", "s0")], json!({"name": "http"}));
+        let extra = more["rules"][0].take();
+        spec["rules"].as_array_mut().unwrap().push(extra);
+    }
+    if bits & (1 << 10) != 0 {
+        spec["defaultBackend"] = json!({"service": {"name": "s1", "port": {"name": "http"}}});
+    }
+    if bits & (1 << 11) != 0 {
+        spec["tls"] = json!([{"secretName": "cert"}]);
+    }
+    let namespace = step_namespace(n);
+    let created = [
+        "2026-01-01T00:00:00Z",
+        "2026-01-02T00:00:00Z",
+        "2026-01-03T00:00:00Z",
+    ];
+    let mut v = ingress(namespace, &format!("i{n}"), "", spec);
+    v["metadata"]["creationTimestamp"] = match created.get(usize::from(age)) {
+        Some(t) => json!(t),
+        None => Value::Null,
+    };
+    if bits & (1 << 12) != 0 {
+        v["metadata"]["annotations"] = json!({"leafgate.io/bandwidth-total": "lots"});
+    }
+    if bits & (1 << 13) != 0 {
+        v["spec"]["ingressClassName"] = json!("other");
+    }
+    obj(v)
+}
+
+#[test]
+fn a_builder_follows_any_sequence_of_changes() {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestRunner};
+
+    // One certificate for every name the specs use, made once.
+    let cert = tls_secret(
+        "team-a",
+        "cert",
+        &[
+            "shop.example",
+            "app.example",
+            "*.x.example",
+            "b.cert.example",
+        ],
+    );
+    let mut runner = TestRunner::new(Config {
+        cases: 48,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let mut ownership = settings();
+    ownership.host_owner = HostOwner::Tenant;
+    let all_settings = [
+        settings(),
+        toml_settings(true),
+        limited_settings(),
+        ownership,
+    ];
+    let strategy = (0..all_settings.len(), prop::collection::vec(step(), 1..24));
+    runner
+        .run(&strategy, |(which, steps)| {
+            let mut w = World::new();
+            for ns in ["team-a", "team-a-dev", "team-b", "web"] {
+                for s in 0..3 {
+                    w.web(ns, &format!("s{s}"), &[&format!("10.0.{s}.1")]);
+                }
+            }
+            let mut f = Follower::new(&w, all_settings[which].clone());
+            for (i, step) in steps.iter().enumerate() {
+                let changes = match *step {
+                    Step::Put { n, spec, age } => {
+                        let new = step_ingress(n, spec, age);
+                        let key = key_of(&new.metadata);
+                        w.ingresses.retain(|i| key_of(&i.metadata) != key);
+                        w.ingresses.push(new.clone());
+                        changed_ingress(&new)
+                    }
+                    Step::Delete { n } => {
+                        let name = format!("i{n}");
+                        let ns = step_namespace(n);
+                        w.ingresses.retain(|i| {
+                            i.metadata.name.as_deref() != Some(name.as_str())
+                                || i.metadata.namespace.as_deref() != Some(ns)
+                        });
+                        let mut c = Changes::default();
+                        c.ingresses.insert((ns.to_string(), name));
+                        c
+                    }
+                    Step::Endpoints { n, ip } => {
+                        let name = format!("s{n}");
+                        let mut c = Changes::default();
+                        for ns in ["team-a", "team-a-dev", "team-b", "web"] {
+                            if let Some(at) = w.slices.iter().position(|s| {
+                                s.metadata.namespace.as_deref() == Some(ns)
+                                    && s.metadata.name.as_deref()
+                                        == Some(format!("{name}-abc").as_str())
+                            }) {
+                                w.slices[at] = slice(
+                                    ns,
+                                    &name,
+                                    &format!("{name}-abc"),
+                                    "IPv4",
+                                    json!([{"name": "http", "port": 8080}]),
+                                    json!([{"addresses": [format!("10.1.{n}.{ip}")]}]),
+                                );
+                            }
+                            c.services.insert((ns.to_string(), name.clone()));
+                        }
+                        c
+                    }
+                    Step::ToggleService { n } => {
+                        let name = format!("s{n}");
+                        let ns = "team-a";
+                        let at = w.services.iter().position(|s| {
+                            s.metadata.namespace.as_deref() == Some(ns)
+                                && s.metadata.name.as_deref() == Some(name.as_str())
+                        });
+                        match at {
+                            Some(at) => {
+                                w.services.remove(at);
+                            }
+                            None => w.services.push(service(
+                                ns,
+                                &name,
+                                json!([{"name": "http", "port": 80}]),
+                            )),
+                        }
+                        changed_service(ns, &name)
+                    }
+                    Step::ToggleSecret => {
+                        match w.secrets.is_empty() {
+                            true => w.secrets.push(cert.clone()),
+                            false => w.secrets.clear(),
+                        }
+                        let mut c = Changes::default();
+                        c.secrets.insert(("team-a".to_string(), "cert".to_string()));
+                        c
+                    }
+                };
+                f.check(&w, changes, &format!("step {i}: {step:?}"));
+            }
+            Ok(())
+        })
+        .unwrap();
 }
 
 /// `(ingress, host, certificate, owner)` of each refusal; the owner of a host outside

@@ -38,17 +38,17 @@ pub(super) struct Translated {
 pub(super) struct Served {
     /// The tenant owning the namespace, as an index into `Settings::tenants` (the settings
     /// it was translated under: a change of settings translates every Ingress again).
-    tenant: Option<usize>,
+    pub tenant: Option<usize>,
     /// Rules that could not be read, reported first.
-    rule_problems: Vec<String>,
+    pub rule_problems: Vec<String>,
     /// In spec order: each (host, path) once as a route, then again as a repeat.
-    items: Vec<Item>,
-    tls_problems: Vec<String>,
-    certs: Vec<(HostPattern, Arc<CertifiedKey>)>,
+    pub items: Vec<Item>,
+    pub tls_problems: Vec<String>,
+    pub certs: Vec<(HostPattern, Arc<CertifiedKey>)>,
 }
 
 #[derive(Debug)]
-enum Item {
+pub(super) enum Item {
     /// The first claim of a (host, path) by this Ingress, and what is wrong with its
     /// backend (reported only if the route wins).
     Route {
@@ -199,13 +199,7 @@ pub(super) fn merge<'t>(
         let tenant = served.tenant;
         // Outside the `hosts` patterns of the Ingress's tenant: checked before ownership,
         // so a host refused this way is never taken from anyone.
-        let not_allowed = |host: &HostPattern| -> Option<Refusal> {
-            let t = &settings.tenants[tenant?];
-            (!t.may_claim(host)).then(|| Refusal::NotAllowed {
-                tenant: t.name.clone(),
-                hosts: t.hosts.iter().flatten().map(ToString::to_string).collect(),
-            })
-        };
+        let not_allowed = |host: &HostPattern| not_allowed(settings, tenant, host);
         // Who else owns `host`, if anyone: TOML, or another namespace's (tenant's) older
         // Ingress.
         let mut taken = |host: &'t HostPattern| -> Option<Refusal> {
@@ -215,20 +209,12 @@ pub(super) fn merge<'t>(
                 });
             }
             let (owner, owner_tenant) = *owners.entry(host).or_insert((reference, tenant));
-            let by_tenant = match (settings.host_owner, owner_tenant) {
-                (HostOwner::Tenant, Some(t)) => Some(t),
-                _ => None,
-            };
-            let same = match by_tenant {
-                Some(t) => tenant == Some(t),
-                None => owner.namespace == reference.namespace,
-            };
-            (!same).then(|| Refusal::Taken {
-                owner: match by_tenant {
-                    Some(t) => format!("tenant {} (Ingress {owner})", settings.tenants[t].name),
-                    None => format!("namespace {} (Ingress {owner})", owner.namespace),
-                },
-            })
+            taken_from(
+                settings,
+                (&owner.namespace, &owner.name),
+                owner_tenant,
+                (&reference.namespace, tenant),
+            )
         };
         // (host, certificate) already refused for this Ingress: reported once.
         let mut refused: HashSet<(&HostPattern, bool)> = HashSet::new();
@@ -320,6 +306,50 @@ pub(super) fn merge<'t>(
     model.routes = routes;
     model.conflicts = conflicts;
     model
+}
+
+/// Why the tenant `tenant` (an index into `settings.tenants`) may not claim `host`: it is
+/// outside its `hosts` patterns. Checked before ownership, so a host refused this way is
+/// never taken from anyone.
+pub(super) fn not_allowed(
+    settings: &Settings,
+    tenant: Option<usize>,
+    host: &HostPattern,
+) -> Option<Refusal> {
+    let t = &settings.tenants[tenant?];
+    (!t.may_claim(host)).then(|| Refusal::NotAllowed {
+        tenant: t.name.clone(),
+        hosts: t.hosts.iter().flatten().map(ToString::to_string).collect(),
+    })
+}
+
+/// Why a host owned by the Ingress `owner` (`(namespace, name)`, of tenant `owner_tenant`)
+/// is not the Ingress's in namespace `me.0` of tenant `me.1`: another namespace owns it, or
+/// another tenant with `host_owner = "tenant"`.
+pub(super) fn taken_from(
+    settings: &Settings,
+    owner: (&str, &str),
+    owner_tenant: Option<usize>,
+    me: (&str, Option<usize>),
+) -> Option<Refusal> {
+    let by_tenant = match (settings.host_owner, owner_tenant) {
+        (HostOwner::Tenant, Some(t)) => Some(t),
+        _ => None,
+    };
+    let same = match by_tenant {
+        Some(t) => me.1 == Some(t),
+        None => owner.0 == me.0,
+    };
+    let (namespace, name) = owner;
+    (!same).then(|| Refusal::Taken {
+        owner: match by_tenant {
+            Some(t) => format!(
+                "tenant {} (Ingress {namespace}/{name})",
+                settings.tenants[t].name
+            ),
+            None => format!("namespace {namespace} (Ingress {namespace}/{name})"),
+        },
+    })
 }
 
 pub(super) fn namespace_selected(ingress: &Ingress, settings: &Settings) -> bool {
