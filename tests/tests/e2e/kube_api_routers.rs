@@ -7,7 +7,7 @@
 //! Two simulated leaves behind the gateway (`kube::TwoLeaves`), tenant `acme` with the
 //! router under test and the default plugin limits.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use leafgate_tests::config::Plugin;
@@ -68,7 +68,7 @@ impl Bed {
         }
     }
 
-    fn kubectl_cmd(&self, args: &[&str]) -> Command {
+    fn kubectl_cmd(&self, bin: &Path, args: &[&str]) -> Command {
         let kubeconfig = kube::kubeconfig(
             self.dir.path(),
             &self.two.ca,
@@ -76,19 +76,24 @@ impl Bed {
             KubeUser::Token(TOKEN_A),
             Some("apps"),
         );
-        let mut cmd = Command::new(kubectl());
+        let mut cmd = Command::new(bin);
         cmd.arg("--kubeconfig")
             .arg(kubeconfig)
             .arg("--cache-dir")
-            .arg(self.dir.path().join("cache"))
+            .arg(
+                self.dir
+                    .path()
+                    .join("cache")
+                    .join(bin.to_string_lossy().replace('/', "_")),
+            )
             .args(args)
             .kill_on_drop(true);
         cmd
     }
 
-    /// Runs the pinned kubectl as acme in `apps`: its exit code, stdout and stderr.
-    async fn kubectl(&self, args: &[&str]) -> (Option<i32>, String, String) {
-        let done = kubesim::testkit::run(self.kubectl_cmd(args), None).await;
+    /// Runs kubectl `bin` as acme in `apps`: its exit code, stdout and stderr.
+    async fn kubectl(&self, bin: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+        let done = kubesim::testkit::run(self.kubectl_cmd(bin, args), None).await;
         (done.code, done.out, done.err)
     }
 
@@ -100,10 +105,6 @@ impl Bed {
         };
         sim.requests().iter().filter(|r| r.path == path).count()
     }
-}
-
-fn kubectl() -> PathBuf {
-    kubesim::kubectl::pinned()
 }
 
 /// The label router in each language, with the same rule: `site=b*` goes to leaf-b.
@@ -140,44 +141,48 @@ async fn every_languages_label_router_sends_kubectl_get_logs_and_exec_to_the_lea
             .append_log("apps", "api", "app", "from leaf-b");
         bed.held("api", 2).await;
 
-        let (code, out, err) = bed.kubectl(&["get", "pod", "api", "-o", "json"]).await;
-        assert_eq!(code, Some(0), "{lang}: {err}");
-        let got: Value = serde_json::from_str(&out).unwrap();
-        assert_eq!(
-            got["metadata"]["annotations"]["leafgate.io/leaf"], "leaf-b",
-            "{lang}: {out}"
-        );
-        let (code, out, err) = bed.kubectl(&["get", "pod", "api"]).await;
-        assert_eq!(code, Some(0), "{lang}: {err}");
-        let rows: Vec<Vec<&str>> = out
-            .lines()
-            .map(|l| l.split_whitespace().collect())
-            .collect();
-        let leaf_column = rows[0].iter().position(|c| *c == "LEAF").expect("LEAF");
-        assert_eq!(rows[1][leaf_column], "leaf-b", "{lang}: {out}");
+        // With each kubectl on the machine (the pinned 1.37.1, and 1.32 where present).
+        for (n, bin) in kubesim::kubectl::all().iter().enumerate() {
+            let lang = format!("{lang}, {}", bin.display());
+            let (code, out, err) = bed.kubectl(bin, &["get", "pod", "api", "-o", "json"]).await;
+            assert_eq!(code, Some(0), "{lang}: {err}");
+            let got: Value = serde_json::from_str(&out).unwrap();
+            assert_eq!(
+                got["metadata"]["annotations"]["leafgate.io/leaf"], "leaf-b",
+                "{lang}: {out}"
+            );
+            let (code, out, err) = bed.kubectl(bin, &["get", "pod", "api"]).await;
+            assert_eq!(code, Some(0), "{lang}: {err}");
+            let rows: Vec<Vec<&str>> = out
+                .lines()
+                .map(|l| l.split_whitespace().collect())
+                .collect();
+            let leaf_column = rows[0].iter().position(|c| *c == "LEAF").expect("LEAF");
+            assert_eq!(rows[1][leaf_column], "leaf-b", "{lang}: {out}");
 
-        let (code, out, err) = bed.kubectl(&["logs", "api"]).await;
-        assert_eq!(
-            (code, out.as_str()),
-            (Some(0), "from leaf-b\n"),
-            "{lang}: {err}"
-        );
+            let (code, out, err) = bed.kubectl(bin, &["logs", "api"]).await;
+            assert_eq!(
+                (code, out.as_str()),
+                (Some(0), "from leaf-b\n"),
+                "{lang}: {err}"
+            );
 
-        let (code, out, err) = bed
-            .kubectl(&["exec", "api", "--", "sh", "-c", "echo routed"])
-            .await;
-        assert_eq!((code, out.as_str()), (Some(0), "routed\n"), "{lang}: {err}");
-        let exec = "/api/v1/namespaces/apps/pods/api/exec";
-        assert_eq!(
-            (bed.seen("leaf-a", exec), bed.seen("leaf-b", exec)),
-            (0, 1),
-            "{lang}: the exec ran on leaf-b only"
-        );
-        assert_eq!(
-            bed.seen("leaf-a", "/api/v1/namespaces/apps/pods/api/log"),
-            0,
-            "{lang}"
-        );
+            let (code, out, err) = bed
+                .kubectl(bin, &["exec", "api", "--", "sh", "-c", "echo routed"])
+                .await;
+            assert_eq!((code, out.as_str()), (Some(0), "routed\n"), "{lang}: {err}");
+            let exec = "/api/v1/namespaces/apps/pods/api/exec";
+            assert_eq!(
+                (bed.seen("leaf-a", exec), bed.seen("leaf-b", exec)),
+                (0, n + 1),
+                "{lang}: the exec ran on leaf-b only"
+            );
+            assert_eq!(
+                bed.seen("leaf-a", "/api/v1/namespaces/apps/pods/api/log"),
+                0,
+                "{lang}"
+            );
+        }
     }
 }
 
@@ -199,29 +204,35 @@ async fn a_raising_python_or_throwing_js_router_fails_only_its_own_kubectl_call(
         bed.held("calm", 1).await;
         let failing = ["exec", bad, "--", "sh", "-c", "echo no"];
         let served = ["exec", "calm", "--", "sh", "-c", "echo yes"];
-        let (failed, calm) = tokio::join!(bed.kubectl(&failing), bed.kubectl(&served));
-        assert_eq!(calm.0, Some(0), "{bad}: {}", calm.2);
-        assert_eq!(calm.1, "yes\n", "{bad}");
-        assert_ne!(failed.0, Some(0), "{bad}: {}", failed.1);
-        assert!(
-            failed.2.contains("pod router of tenant \"acme\"") && failed.2.contains("trap"),
-            "{bad}: {}",
-            failed.2
-        );
-        // kubectl read the refusal as a `Status` (it says "Error from server" only then)
-        // and printed its message.
-        let (code, out, err) = bed.kubectl(&["get", "pod", bad, "-o", "name"]).await;
-        assert_ne!(code, Some(0), "{bad}: {out}");
-        assert!(
-            err.starts_with("Error from server") && err.contains("pod router of tenant"),
-            "{bad}: {err}"
-        );
-        let (code, out, err) = bed.kubectl(&["get", "pod", "calm", "-o", "name"]).await;
-        assert_eq!(
-            (code, out.as_str()),
-            (Some(0), "pod/calm\n"),
-            "{bad}: {err}"
-        );
+        for bin in kubesim::kubectl::all() {
+            let who = format!("{bad}, {}", bin.display());
+            let (failed, calm) =
+                tokio::join!(bed.kubectl(&bin, &failing), bed.kubectl(&bin, &served));
+            assert_eq!(calm.0, Some(0), "{who}: {}", calm.2);
+            assert_eq!(calm.1, "yes\n", "{who}");
+            assert_ne!(failed.0, Some(0), "{who}: {}", failed.1);
+            assert!(
+                failed.2.contains("pod router of tenant \"acme\"") && failed.2.contains("trap"),
+                "{who}: {}",
+                failed.2
+            );
+            // kubectl read the refusal as a `Status` (it says "Error from server" only
+            // then) and printed its message.
+            let (code, out, err) = bed.kubectl(&bin, &["get", "pod", bad, "-o", "name"]).await;
+            assert_ne!(code, Some(0), "{who}: {out}");
+            assert!(
+                err.starts_with("Error from server") && err.contains("pod router of tenant"),
+                "{who}: {err}"
+            );
+            let (code, out, err) = bed
+                .kubectl(&bin, &["get", "pod", "calm", "-o", "name"])
+                .await;
+            assert_eq!(
+                (code, out.as_str()),
+                (Some(0), "pod/calm\n"),
+                "{who}: {err}"
+            );
+        }
         assert_eq!(
             bed.seen(
                 "leaf-a",
