@@ -37,30 +37,68 @@ pub struct IngressRoutes {
     /// One per `model.routes`, in the same order.
     pub routes: Vec<Arc<Route>>,
     /// Upstreams by backend key (`ns/svc:port`), for the next compilation to reuse.
-    upstreams: HashMap<String, Arc<Upstream>>,
+    upstreams: HashMap<Arc<str>, Arc<Upstream>>,
     /// Routes whose upstream could not be built, as `(ingress, problem)`.
     pub problems: Vec<(String, String)>,
 }
 
 impl IngressRoutes {
     /// Compiles `model` for `config`, reusing what `previous` built from equal inputs.
+    ///
+    /// Both models keep their routes in name order, so each route meets its previous
+    /// version by walking the two lists side by side; one the provider kept from the last
+    /// build (the same `Arc`) under the same tenant and timeouts is the previous `Route`
+    /// as it was, for the cost of a pointer comparison.
     pub fn compile(
         model: Arc<Model>,
         config: &Config,
         tenants: &StdHashMap<String, Arc<Tenant>>,
         previous: Option<&IngressRoutes>,
     ) -> IngressRoutes {
-        let before: HashMap<&str, &Arc<Route>> = previous
-            .map(|p| p.routes.iter().map(|r| (r.name.as_str(), r)).collect())
+        let before: Vec<(&Arc<IngressRoute>, &Arc<Route>)> = previous
+            .map(|p| p.model_routes().iter().zip(&p.routes).collect())
             .unwrap_or_default();
-        let mut upstreams: HashMap<String, Arc<Upstream>> = HashMap::new();
+        let in_order = before.windows(2).all(|w| w[0].0.name < w[1].0.name);
+        let by_name: HashMap<&str, (&Arc<IngressRoute>, &Arc<Route>)> = match in_order {
+            true => HashMap::new(),
+            false => before
+                .iter()
+                .map(|&(m, r)| (m.name.as_str(), (m, r)))
+                .collect(),
+        };
+        let mut next = 0;
+        let mut upstreams: HashMap<Arc<str>, Arc<Upstream>> = HashMap::new();
         let mut problems = Vec::new();
         let mut routes = Vec::with_capacity(model.routes.len());
         for r in &model.routes {
+            // The previous route of the same name, if any.
+            let old = match in_order {
+                true => {
+                    while before.get(next).is_some_and(|(m, _)| m.name < r.name) {
+                        next += 1;
+                    }
+                    before.get(next).copied().filter(|(m, _)| m.name == r.name)
+                }
+                false => by_name.get(r.name.as_str()).copied(),
+            };
             let timeouts = Timeouts {
                 upgraded_idle: r.upgraded_idle.unwrap_or(config.timeouts.upgraded_idle),
                 ..config.timeouts
             };
+            let tenant = r.tenant.as_ref().and_then(|t| tenants.get(t).cloned());
+            if let Some((m, old)) = old
+                && Arc::ptr_eq(m, r)
+                && same_tenant(&old.tenant, &tenant)
+                && old.timeouts == timeouts
+            {
+                if let (Action::Proxy(u), IngressBackend::Service { key, .. }) =
+                    (&old.action, &r.backend)
+                {
+                    upstreams.entry(key.clone()).or_insert_with(|| u.clone());
+                }
+                routes.push(old.clone());
+                continue;
+            }
             let action = match &r.backend {
                 IngressBackend::Unavailable { reason, .. } => unavailable(reason),
                 IngressBackend::Service { upstream, .. } if upstream.backends.is_empty() => {
@@ -76,11 +114,7 @@ impl IngressRoutes {
                     match kept {
                         Some(u) => Action::Proxy(u.clone()),
                         None => match Upstream::new(upstream, timeouts) {
-                            Ok(u) => {
-                                let u = Arc::new(u);
-                                upstreams.entry(key.clone()).or_insert_with(|| u.clone());
-                                Action::Proxy(u)
-                            }
+                            Ok(u) => Action::Proxy(Arc::new(u)),
                             Err(e) => {
                                 let problem = format!("backend {key}: {e}");
                                 problems.push((ingress_name(r), problem.clone()));
@@ -95,10 +129,9 @@ impl IngressRoutes {
             {
                 upstreams.entry(key.clone()).or_insert_with(|| u.clone());
             }
-            let tenant = r.tenant.as_ref().and_then(|t| tenants.get(t).cloned());
-            let old = before.get(r.name.as_str());
+            let old = old.map(|(_, route)| route);
             if let Some(old) = old.filter(|o| unchanged(o, &action, &tenant, r, timeouts)) {
-                routes.push((*old).clone());
+                routes.push(old.clone());
                 continue;
             }
             let totals = match old {
@@ -209,12 +242,19 @@ fn unchanged(
         (Action::Direct(a), Action::Direct(b)) => a.status == b.status && a.body == b.body,
         _ => false,
     };
-    let same_tenant = match (&old.tenant, tenant) {
+    same_action
+        && same_tenant(&old.tenant, tenant)
+        && old.bandwidth == r.bandwidth
+        && old.timeouts == timeouts
+}
+
+/// The same tenant: both none, or the same `Arc`.
+fn same_tenant(a: &Option<Arc<Tenant>>, b: &Option<Arc<Tenant>>) -> bool {
+    match (a, b) {
         (None, None) => true,
         (Some(a), Some(b)) => Arc::ptr_eq(a, b),
         _ => false,
-    };
-    same_action && same_tenant && old.bandwidth == r.bandwidth && old.timeouts == timeouts
+    }
 }
 
 fn ingress_name(r: &IngressRoute) -> String {
@@ -282,7 +322,7 @@ mod tests {
             }
         } else {
             IngressBackend::Service {
-                key: format!("{ns}/{name}:http"),
+                key: format!("{ns}/{name}:http").into(),
                 upstream: UpstreamConfig {
                     backends: backends
                         .iter()

@@ -18,7 +18,9 @@ use super::state::{IngressProvider, lock};
 use crate::config::{Config, IngressConfig};
 use crate::control::Control;
 use crate::k8s::ingress::Builder;
-use crate::k8s::ingress::model::{self, BackendPolicy, HostOwners, Model, Settings, TenantBounds};
+use crate::k8s::ingress::model::{
+    self, BackendPolicy, HostOwners, IngressRoute, Model, Settings, TenantBounds,
+};
 use crate::metrics::{IngressBackendLabels, IngressRefusedLabels, IngressStateLabels};
 
 /// A rebuild starts once no change has come for this long... The events of one write (an
@@ -86,6 +88,8 @@ pub(super) async fn rebuild_loop(
 ) {
     // Keeps the model between builds, so a change costs only what it concerns.
     let mut builder = Builder::default();
+    // Routes per backend key in the last model recorded (for the endpoint gauges).
+    let mut uses: HashMap<String, usize> = HashMap::new();
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
@@ -149,7 +153,8 @@ pub(super) async fn rebuild_loop(
         }
         match applied {
             Ok(()) => {
-                record_metrics(gateway.metrics(), &model, models.borrow().as_deref());
+                let previous = models.borrow().clone();
+                record_metrics(gateway.metrics(), &model, previous.as_deref(), &mut uses);
                 info!(
                     served = model.served.len(),
                     skipped = model.skipped.len(),
@@ -165,8 +170,15 @@ pub(super) async fn rebuild_loop(
     }
 }
 
-/// Gauges for the new model; backends gone since `previous` lose their series.
-fn record_metrics(metrics: &crate::metrics::Metrics, model: &Model, previous: Option<&Model>) {
+/// Gauges for the new model. `uses` counts the routes of each backend key in the model
+/// last recorded; only the routes that differ from `previous` (not the same `Arc`) are
+/// looked at, and a backend no route uses any more loses its series.
+fn record_metrics(
+    metrics: &crate::metrics::Metrics,
+    model: &Model,
+    previous: Option<&Model>,
+    uses: &mut HashMap<String, usize>,
+) {
     let m = &metrics.ingress;
     m.ingresses
         .get_or_create(&IngressStateLabels { state: "served" })
@@ -184,36 +196,67 @@ fn record_metrics(metrics: &crate::metrics::Metrics, model: &Model, previous: Op
             .get_or_create(&IngressRefusedLabels { what })
             .set(n as i64);
     }
-    let endpoints = backend_endpoints(model);
-    if let Some(prev) = previous {
-        for key in backend_endpoints(prev).keys() {
-            if !endpoints.contains_key(key) {
-                m.backend_endpoints.remove(&IngressBackendLabels {
-                    backend: key.clone(),
-                });
-            }
+    let before = previous.map_or(&[][..], |p| &p.routes[..]);
+    let (gone, new) = changed_routes(before, &model.routes);
+    for route in gone {
+        let key = route.backend.key();
+        let Some(n) = uses.get_mut(key) else {
+            continue;
+        };
+        *n -= 1;
+        if *n == 0 {
+            uses.remove(key);
+            m.backend_endpoints.remove(&IngressBackendLabels {
+                backend: key.to_string(),
+            });
         }
     }
-    for (backend, n) in endpoints {
+    for route in new {
+        let key = route.backend.key();
+        *uses.entry(key.to_string()).or_default() += 1;
+        let n = match &route.backend {
+            model::IngressBackend::Service { upstream, .. } => upstream.backends.len(),
+            model::IngressBackend::Unavailable { .. } => 0,
+        };
         m.backend_endpoints
-            .get_or_create(&IngressBackendLabels { backend })
+            .get_or_create(&IngressBackendLabels {
+                backend: key.to_string(),
+            })
             .set(n as i64);
     }
 }
 
-/// Ready endpoints per backend key.
-fn backend_endpoints(model: &Model) -> HashMap<String, usize> {
-    model
-        .routes
-        .iter()
-        .map(|r| {
-            let n = match &r.backend {
-                model::IngressBackend::Service { upstream, .. } => upstream.backends.len(),
-                model::IngressBackend::Unavailable { .. } => 0,
-            };
-            (r.backend.key().to_string(), n)
-        })
-        .collect()
+/// The routes of `before` that `after` does not keep, and those of `after` that are new,
+/// walking both in name order (as models keep them); a kept route is the same `Arc`.
+fn changed_routes<'m>(
+    before: &'m [Arc<IngressRoute>],
+    after: &'m [Arc<IngressRoute>],
+) -> (Vec<&'m Arc<IngressRoute>>, Vec<&'m Arc<IngressRoute>>) {
+    let (mut gone, mut new) = (Vec::new(), Vec::new());
+    let (mut i, mut j) = (0, 0);
+    loop {
+        match (before.get(i), after.get(j)) {
+            (Some(b), Some(a)) if Arc::ptr_eq(b, a) => (i, j) = (i + 1, j + 1),
+            (Some(b), Some(a)) if b.name == a.name => {
+                gone.push(b);
+                new.push(a);
+                (i, j) = (i + 1, j + 1);
+            }
+            (Some(b), Some(a)) if b.name < a.name => {
+                gone.push(b);
+                i += 1;
+            }
+            (Some(b), None) => {
+                gone.push(b);
+                i += 1;
+            }
+            (_, Some(a)) => {
+                new.push(a);
+                j += 1;
+            }
+            (None, None) => return (gone, new),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -246,5 +289,99 @@ mod tests {
         assert_eq!(s.tenants, vec![TenantBounds::new("t", &["t-*"])]);
         let without = Config::parse(&dir.path().join("b.toml"), &src("")).unwrap();
         assert!(settings(&without).is_none());
+    }
+
+    fn route(name: &str, key: &str, endpoints: usize) -> Arc<IngressRoute> {
+        use crate::config::{Backend, UpstreamConfig, UpstreamProtocol};
+        use crate::k8s::ingress::model::{IngressBackend, IngressRef};
+        let backend = match endpoints {
+            0 => IngressBackend::Unavailable {
+                key: key.to_string(),
+                reason: "no ready endpoints".into(),
+            },
+            n => IngressBackend::Service {
+                key: key.into(),
+                upstream: UpstreamConfig {
+                    backends: (0..n)
+                        .map(|i| Backend {
+                            tls: false,
+                            authority: format!("10.0.0.{}:80", i + 1).parse().unwrap(),
+                        })
+                        .collect(),
+                    protocol: UpstreamProtocol::Auto,
+                    tls: None,
+                },
+            },
+        };
+        Arc::new(IngressRoute {
+            name: name.to_string(),
+            ingress: IngressRef {
+                namespace: "web".into(),
+                name: name.into(),
+                uid: "u".into(),
+                resource_version: "1".into(),
+            },
+            host: crate::config::HostPattern::Any,
+            path: crate::config::PathMatch::Prefix("/".into()),
+            backend,
+            tenant: None,
+            bandwidth: Default::default(),
+            upgraded_idle: None,
+        })
+    }
+
+    /// The endpoint gauges after each model, by backend.
+    fn gauges(metrics: &crate::metrics::Metrics) -> Vec<String> {
+        let mut lines: Vec<String> = metrics
+            .encode()
+            .lines()
+            .filter(|l| l.starts_with("leafgate_ingress_backend_endpoints{"))
+            .map(str::to_string)
+            .collect();
+        lines.sort();
+        lines
+    }
+
+    #[test]
+    fn endpoint_gauges_follow_only_the_routes_that_changed_and_go_with_the_last_user() {
+        let metrics = crate::metrics::Metrics::new();
+        let mut uses = HashMap::new();
+        let (a, b) = (route("a", "web/s:http", 2), route("b", "web/s:http", 2));
+        let c = route("c", "web/t:http", 1);
+        let first = Model {
+            routes: vec![a.clone(), b.clone(), c.clone()],
+            ..Model::default()
+        };
+        record_metrics(&metrics, &first, None, &mut uses);
+        assert_eq!(
+            gauges(&metrics),
+            [
+                "leafgate_ingress_backend_endpoints{backend=\"web/s:http\"} 2",
+                "leafgate_ingress_backend_endpoints{backend=\"web/t:http\"} 1",
+            ]
+        );
+        // a goes, c loses its endpoints: s is still b's, t reads 0.
+        let second = Model {
+            routes: vec![b.clone(), route("c", "web/t:http", 0)],
+            ..Model::default()
+        };
+        record_metrics(&metrics, &second, Some(&first), &mut uses);
+        assert_eq!(
+            gauges(&metrics),
+            [
+                "leafgate_ingress_backend_endpoints{backend=\"web/s:http\"} 2",
+                "leafgate_ingress_backend_endpoints{backend=\"web/t:http\"} 0",
+            ]
+        );
+        // b goes too: s has no route left and loses its series.
+        let third = Model {
+            routes: vec![second.routes[1].clone()],
+            ..Model::default()
+        };
+        record_metrics(&metrics, &third, Some(&second), &mut uses);
+        assert_eq!(
+            gauges(&metrics),
+            ["leafgate_ingress_backend_endpoints{backend=\"web/t:http\"} 0"]
+        );
     }
 }

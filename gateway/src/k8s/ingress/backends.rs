@@ -131,7 +131,7 @@ impl<'a> Backends<'a> {
         }
         Resolved {
             backend: IngressBackend::Service {
-                key,
+                key: key.into(),
                 upstream: upstream(endpoints, protocol),
             },
             problem: refused.map(|why| format!("endpoints refused for {why}")),

@@ -296,7 +296,7 @@ pub enum IngressBackend {
     /// `key` = "ns/svc:port" (the port as the Ingress names it); `upstream.backends` = the
     /// ready endpoints, never empty.
     Service {
-        key: String,
+        key: Arc<str>,
         upstream: UpstreamConfig,
     },
     /// 503 with this reason (no ready endpoints, missing Service or port...).
@@ -307,7 +307,8 @@ impl IngressBackend {
     /// `ns/svc:port`, the label of `leafgate_ingress_backend_endpoints`.
     pub fn key(&self) -> &str {
         match self {
-            IngressBackend::Service { key, .. } | IngressBackend::Unavailable { key, .. } => key,
+            IngressBackend::Service { key, .. } => key,
+            IngressBackend::Unavailable { key, .. } => key,
         }
     }
 }
