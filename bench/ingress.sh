@@ -34,10 +34,10 @@ import json, sys
 ing = json.load(open(sys.argv[1]))
 rel = json.load(open(sys.argv[2]))
 n = ing["ingresses"]
-print(f"first sync of {n} Ingresses: {ing['first_sync_ms']} ms to serve (then a sweep of every host: {ing['sweep_all_hosts_ms']} ms)")
+print(f"first sync of {n} Ingresses: {ing['first_sync_ms']} ms to serve (goal < 3 s; then a sweep of every host: {ing['sweep_all_hosts_ms']} ms)")
+print(f"peer, TOML reload of {rel['routes']} routes + 1 host over {rel['rounds']} rounds: p50 {rel['p50_ms']} ms, p90 {rel['p90_ms']} ms")
 for key, what in [("backend_change_ms", "backend moved"), ("new_ingress_ms", "new Ingress")]:
     p = ing[key]
-    print(f"{what} -> served over {ing['rounds']} changes: p50 {p['p50']} ms, p90 {p['p90']} ms, max {p['max']} ms (goal <= 100 ms)")
-print(f"peer, TOML reload of {rel['routes']} routes + 1 host over {rel['rounds']} rounds: p50 {rel['p50_ms']} ms, p90 {rel['p90_ms']} ms")
-print(f"ratio new Ingress / TOML reload: p50 {ing['new_ingress_ms']['p50'] / rel['p50_ms']:.2f}, p90 {ing['new_ingress_ms']['p90'] / rel['p90_ms']:.2f}")
+    print(f"{what} -> served over {ing['rounds']} changes: p50 {p['p50']} ms, p90 {p['p90']} ms, max {p['max']} ms (goal: p90 <= 30 ms)")
+    print(f"  ratio {what} / TOML reload: p50 {p['p50'] / rel['p50_ms']:.2f}, p90 {p['p90'] / rel['p90_ms']:.2f} (goal <= 2.5)")
 PY
