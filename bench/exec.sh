@@ -10,5 +10,6 @@ SIZE_MIB=${SIZE_MIB:-256}
 ROUNDS=${ROUNDS:-300}
 
 cargo build --release -q -p leafgate -p leafgate-tests --bin leafgate --bin leafgate-bench
+bin=${CARGO_TARGET_DIR:-target}/release
 LEAFGATE_CPUS=${LEAFGATE_CPUS:-1} taskset -c "${CLIENT_CPUS:-0}" \
-  target/release/leafgate-bench exec target/release/leafgate "$SIZE_MIB" "$ROUNDS"
+  "$bin/leafgate-bench" exec "$bin/leafgate" "$SIZE_MIB" "$ROUNDS"

@@ -4,9 +4,10 @@
 //! Starts a kubesim leaf in this process and LEAFGATE (`run`, pinned to the CPUs in
 //! `LEAFGATE_CPUS`, default `1`, with `taskset`) in front of it. Throughput: `head -c
 //! SIZE_MIB MiB /dev/zero` read as stdout, three times each way, the best kept. Latency:
-//! ROUNDS execs of `true` each way, one after another, whole call timed (connect, TLS,
-//! upgrade, streams, exit status): leafgate's share of an exec's first byte is the
-//! difference; then the same execs 10 ms apart, each on an otherwise idle gateway. Also an
+//! ROUNDS execs of `true` each way (straight, through leafgate, through the relay below),
+//! the three in turn, whole call timed (connect, TLS, upgrade, streams, exit status):
+//! leafgate's share of an exec's first byte is the difference; then the same execs 10 ms
+//! apart, each on an otherwise idle gateway. Also an
 //! exec under a tenant limit of 1 MiB/s (8 MiB of stdout), as the client measures it.
 //!
 //! The ceiling: the same straight execs through a bare TCP relay (`relay`, this binary,
@@ -129,22 +130,6 @@ bandwidth = {{ per_connection = "1MiB/s" }}
     let direct_mib_s = throughput(direct(&head)).await;
     let via_mib_s = throughput(via(&head)).await;
 
-    let latency = |(addr, tls, path): Call, pause: Duration| async move {
-        let mut took = Vec::with_capacity(rounds);
-        for _ in 0..rounds {
-            tokio::time::sleep(pause).await;
-            let started = Instant::now();
-            let out = spdy_exec(addr, Arc::clone(&tls), &path, &[], b"")
-                .await
-                .unwrap();
-            assert_eq!(out.exit_code(), Some(0), "{:?}", out.refused);
-            took.push(started.elapsed());
-        }
-        took.sort();
-        let pct =
-            |p: f64| took[((took.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1000.0;
-        (pct(0.5), pct(0.99))
-    };
     // The tenant limit, measured as the client sees it: 8 MiB of stdout at 1 MiB/s.
     let limited_mib_s = {
         let path = format!(
@@ -158,8 +143,6 @@ bandwidth = {{ per_connection = "1MiB/s" }}
         assert_eq!(out.stdout.len(), 8 << 20, "{:?}", out.refused);
         8.0 / started.elapsed().as_secs_f64()
     };
-    let (direct_p50, direct_p99) = latency(direct("command=true"), Duration::ZERO).await;
-    let (via_p50, via_p99) = latency(via("command=true"), Duration::ZERO).await;
     let relay_port = free_port();
     let _relay = Gateway(
         Command::new("taskset")
@@ -171,16 +154,52 @@ bandwidth = {{ per_connection = "1MiB/s" }}
     );
     let relayed: SocketAddr = ([127, 0, 0, 1], relay_port).into();
     wait_port(relayed).await;
-    let (relay_p50, relay_p99) = {
+    let relay = {
         let (_, tls, path) = direct("command=true");
-        latency((relayed, tls, path), Duration::ZERO).await
+        (relayed, tls, path)
     };
+    let calls = [direct("command=true"), via("command=true"), relay];
+    // The three ways in turn, the order rotated each round, so the machine's drift from one
+    // minute to the next (as large here as the gap measured) falls on all three alike.
+    let latency = |pause: Duration| {
+        let calls = calls.clone();
+        async move {
+            let mut took: [Vec<Duration>; 3] = Default::default();
+            for round in 0..rounds {
+                for k in 0..3 {
+                    let i = (round + k) % 3;
+                    let (addr, tls, path) = &calls[i];
+                    tokio::time::sleep(pause).await;
+                    let started = Instant::now();
+                    let out = spdy_exec(*addr, Arc::clone(tls), path, &[], b"")
+                        .await
+                        .unwrap();
+                    assert_eq!(out.exit_code(), Some(0), "{:?}", out.refused);
+                    took[i].push(started.elapsed());
+                }
+            }
+            took.map(|mut t| {
+                t.sort();
+                let pct = |p: f64| {
+                    t[((t.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1000.0
+                };
+                (pct(0.5), pct(0.99))
+            })
+        }
+    };
+    let [
+        (direct_p50, direct_p99),
+        (via_p50, via_p99),
+        (relay_p50, relay_p99),
+    ] = latency(Duration::ZERO).await;
     // The same execs 10 ms apart: one exec on a gateway with nothing else to do, as a user's
     // `kubectl exec` meets it (back to back, the spare's refill handshake for the next exec
     // shares leafgate's core with this one).
-    let spaced = Duration::from_millis(10);
-    let (spaced_direct, spaced_direct_p99) = latency(direct("command=true"), spaced).await;
-    let (spaced_via, spaced_via_p99) = latency(via("command=true"), spaced).await;
+    let [
+        (spaced_direct, spaced_direct_p99),
+        (spaced_via, spaced_via_p99),
+        _,
+    ] = latency(Duration::from_millis(10)).await;
     println!(
         "{}",
         json!({
