@@ -257,8 +257,14 @@ impl Conn<'_> {
         let (tcp, backend) = loop {
             attempt += 1;
             let backend = upstream.pick();
+            // The first attempt starts when the exchange does (one clock read fewer).
+            let began = if attempt == 1 {
+                started
+            } else {
+                Instant::now()
+            };
             let err = match self
-                .send(io, raw, backend, upstream.timeouts, plan.idempotent)
+                .send(io, raw, backend, upstream.timeouts, plan.idempotent, began)
                 .await
             {
                 Ok(tcp) => break (tcp, backend),
@@ -285,11 +291,11 @@ impl Conn<'_> {
         backend: &BackendState,
         timeouts: Timeouts,
         idempotent: bool,
+        began: Instant,
     ) -> Result<TcpStream, Failed>
     where
         S: AsyncRead + AsyncWrite + Unpin,
     {
-        let began = Instant::now();
         let has_body = self.body_left > 0;
         let reset = |e: &dyn std::fmt::Display| {
             Failed::Upstream(ProxyError::Reset {
@@ -420,8 +426,7 @@ impl Conn<'_> {
             if self.answer.is_full() {
                 return Err(HeadError::Bad("an answer head longer than the buffer"));
             }
-            let within = deadline.saturating_duration_since(Instant::now());
-            match read_within(tcp, &mut self.answer, within).await {
+            match read_until(tcp, &mut self.answer, deadline).await {
                 Ok(0) if self.answer.is_empty() => return Err(HeadError::Closed),
                 Ok(0) => return Err(HeadError::Bad("the connection closed within the head")),
                 Ok(_) => {}
@@ -730,14 +735,40 @@ async fn read_within<R>(r: &mut R, buf: &mut Buf, within: Duration) -> io::Resul
 where
     R: AsyncRead + Unpin,
 {
+    read_by(r, buf, Wait::For(within)).await
+}
+
+/// [`read_within`] with a deadline: no clock is read unless the data has to be waited for
+/// (and then only by the timer), however many reads a head takes.
+async fn read_until<R>(r: &mut R, buf: &mut Buf, deadline: Instant) -> io::Result<usize>
+where
+    R: AsyncRead + Unpin,
+{
+    read_by(r, buf, Wait::Until(deadline)).await
+}
+
+/// How long a read may wait.
+enum Wait {
+    For(Duration),
+    Until(Instant),
+}
+
+async fn read_by<R>(r: &mut R, buf: &mut Buf, wait: Wait) -> io::Result<usize>
+where
+    R: AsyncRead + Unpin,
+{
     let spare = buf.spare();
     let mut read = std::pin::pin!(r.read(spare));
     let now = std::future::poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx))).await;
-    let n = match now {
-        Poll::Ready(n) => n?,
-        Poll::Pending => tokio::time::timeout(within, read)
+    let timed_out = |_| io::Error::from(io::ErrorKind::TimedOut);
+    let n = match (now, wait) {
+        (Poll::Ready(n), _) => n?,
+        (Poll::Pending, Wait::For(within)) => tokio::time::timeout(within, read)
             .await
-            .map_err(|_| io::Error::from(io::ErrorKind::TimedOut))??,
+            .map_err(timed_out)??,
+        (Poll::Pending, Wait::Until(deadline)) => tokio::time::timeout_at(deadline, read)
+            .await
+            .map_err(timed_out)??,
     };
     buf.end += n;
     Ok(n)

@@ -504,7 +504,7 @@ pub fn bad_path(path: &str) -> Response<Body> {
 /// (`Leaf::prepare`), and an upgrade's forwarding headers naming the real peer by
 /// `proxy::prepare`.
 pub fn leaf_headers(from: &HeaderMap, upgrade: bool) -> HeaderMap {
-    const ALWAYS: [HeaderName; 5] = [
+    static ALWAYS: [HeaderName; 5] = [
         header::ACCEPT,
         header::CONTENT_TYPE,
         header::CONTENT_LENGTH,

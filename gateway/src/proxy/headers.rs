@@ -12,7 +12,9 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 /// RFC 9110's hop-by-hop fields plus the ones RFC 2616 listed: credentials meant for a
 /// proxy (`Proxy-Authorization`, `Proxy-Authenticate`) end at leafgate, and `Trailer`
 /// announces trailers of this hop's framing.
-const HOP_BY_HOP: [HeaderName; 9] = [
+/// A `static`, not a `const`: a `const` array of `HeaderName`s is built and dropped again
+/// at every use, and this one is read for every header line of every message.
+static HOP_BY_HOP: [HeaderName; 9] = [
     header::CONNECTION,
     HeaderName::from_static("proxy-connection"),
     HeaderName::from_static("keep-alive"),
