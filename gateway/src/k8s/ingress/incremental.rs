@@ -59,21 +59,6 @@ impl Changes {
             ..Changes::default()
         }
     }
-
-    pub fn is_empty(&self) -> bool {
-        !self.all
-            && self.ingresses.is_empty()
-            && self.services.is_empty()
-            && self.secrets.is_empty()
-    }
-
-    /// Adds `other`'s changes to these.
-    pub fn absorb(&mut self, other: Changes) {
-        self.all |= other.all;
-        self.ingresses.extend(other.ingresses);
-        self.services.extend(other.services);
-        self.secrets.extend(other.secrets);
-    }
 }
 
 /// Where a [`Builder`] reads the objects: the reflectors' stores, or [`Indexed`] objects.
@@ -205,9 +190,10 @@ impl Age {
 struct Entry {
     translated: Translated,
     reads: Reads,
-    /// Each host it names, in the order first named, with its items and certificates
-    /// naming it.
-    hosts: Vec<(HostPattern, Vec<Named>)>,
+    /// Each host it names, with its items and certificates naming it (in their order):
+    /// merging a host looks its members' up here, so an Ingress naming thousands of hosts
+    /// costs each of them one lookup.
+    hosts: HashMap<HostPattern, Vec<Named>>,
     /// Its part of the model's report.
     out: Outcome,
 }
@@ -351,7 +337,7 @@ impl Builder {
         let Some(entry) = self.entries.remove(&age) else {
             return;
         };
-        for (host, _) in entry.hosts {
+        for host in entry.hosts.into_keys() {
             if let Some(state) = self.hosts.get_mut(&host) {
                 state.members.remove(&age);
             }
@@ -387,9 +373,9 @@ impl Builder {
     ) {
         let hosts = match &translated.outcome {
             Ok(served) => hosts_of(served),
-            Err(_) => Vec::new(),
+            Err(_) => HashMap::new(),
         };
-        for (host, _) in &hosts {
+        for host in hosts.keys() {
             let state = self.hosts.entry(host.clone()).or_default();
             state.members.insert(age.clone());
             touched.insert(host.clone());
@@ -449,11 +435,7 @@ impl Builder {
                 continue;
             };
             let me = &entry.translated.reference;
-            let named = entry
-                .hosts
-                .iter()
-                .find(|(h, _)| *h == host)
-                .map_or(&[][..], |(_, n)| &n[..]);
+            let named = entry.hosts.get(&host).map_or(&[][..], |n| &n[..]);
             // Whether `host` is refused to this Ingress; the first asked owns it.
             let refused = |owner: &mut Option<(Key, Option<usize>)>| {
                 not_allowed(settings, served.tenant, &host).is_some()
@@ -655,11 +637,9 @@ impl Builder {
     }
 }
 
-/// Each host a served Ingress names, in the order first named (its items, then its
-/// certificates), with what names it.
-fn hosts_of(served: &Served) -> Vec<(HostPattern, Vec<Named>)> {
-    let mut hosts: Vec<(HostPattern, Vec<Named>)> = Vec::new();
-    let mut index: HashMap<&HostPattern, usize> = HashMap::new();
+/// Each host a served Ingress names, with its items, then its certificates, naming it.
+fn hosts_of(served: &Served) -> HashMap<HostPattern, Vec<Named>> {
+    let mut hosts: HashMap<HostPattern, Vec<Named>> = HashMap::new();
     let items = served.items.iter().enumerate().map(|(i, item)| {
         let host = match item {
             Item::Route { route, .. } => &route.host,
@@ -669,11 +649,12 @@ fn hosts_of(served: &Served) -> Vec<(HostPattern, Vec<Named>)> {
     });
     let certs = (served.certs.iter().enumerate()).map(|(j, (host, _))| (host, Named::Cert(j)));
     for (host, named) in items.chain(certs) {
-        let at = *index.entry(host).or_insert_with(|| {
-            hosts.push((host.clone(), Vec::new()));
-            hosts.len() - 1
-        });
-        hosts[at].1.push(named);
+        match hosts.get_mut(host) {
+            Some(list) => list.push(named),
+            None => {
+                hosts.insert(host.clone(), vec![named]);
+            }
+        }
     }
     hosts
 }

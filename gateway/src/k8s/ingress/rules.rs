@@ -5,6 +5,7 @@
 //! the `/` of each rule host that has none (as ingress-nginx does). The router does the
 //! matching: exact before the longest prefix, prefixes on whole segments.
 
+use foldhash::{HashSet, HashSetExt};
 use k8s_openapi::api::networking::v1::{Ingress, IngressServiceBackend};
 
 use crate::config::{HostPattern, PathMatch};
@@ -21,7 +22,10 @@ pub fn wanted<'i>(
     let Some(spec) = ingress.spec.as_ref() else {
         return out;
     };
+    // The rule hosts in order, each once (the set keeps an Ingress of thousands of hosts
+    // linear).
     let mut hosts: Vec<HostPattern> = Vec::new();
+    let mut seen: HashSet<HostPattern> = HashSet::new();
     for rule in spec.rules.iter().flatten() {
         let host = match rule.host.as_deref().filter(|h| !h.is_empty()) {
             None => HostPattern::Any,
@@ -33,7 +37,7 @@ pub fn wanted<'i>(
                 }
             },
         };
-        if host != HostPattern::Any && !hosts.contains(&host) {
+        if host != HostPattern::Any && seen.insert(host.clone()) {
             hosts.push(host.clone());
         }
         for p in rule.http.iter().flat_map(|h| &h.paths) {
@@ -45,8 +49,13 @@ pub fn wanted<'i>(
     }
     if let Some(default) = &spec.default_backend {
         let root = PathMatch::Prefix("/".to_string());
+        let rooted: HashSet<HostPattern> = out
+            .iter()
+            .filter(|(_, p, _)| *p == root)
+            .map(|(h, _, _)| h.clone())
+            .collect();
         for host in hosts.into_iter().chain([HostPattern::Any]) {
-            if !out.iter().any(|(h, p, _)| *h == host && *p == root) {
+            if !rooted.contains(&host) {
                 out.push((host, root.clone(), default.service.as_ref()));
             }
         }
