@@ -100,11 +100,11 @@ where
                     }
                     tokio::select! {
                         biased;
-                        r = read_within(io, &mut conn.input, client_idle) => r,
+                        r = read_within(io, &mut conn.input, Wait::For(client_idle)) => r,
                         () = stop.cancelled() => return Ended::Closed,
                     }
                 } else {
-                    read_within(io, &mut conn.input, HEADER_READ_TIMEOUT).await
+                    read_within(io, &mut conn.input, Wait::For(HEADER_READ_TIMEOUT)).await
                 };
                 match read {
                     Ok(0) => return Ended::Closed,
@@ -387,7 +387,7 @@ impl Conn<'_> {
         S: AsyncRead + AsyncWrite + Unpin,
     {
         while self.body_left > 0 {
-            match read_within(io, &mut self.input, idle).await {
+            match read_within(io, &mut self.input, Wait::For(idle)).await {
                 Ok(0) | Err(_) => return Err(Upload::Client),
                 Ok(_) => {}
             }
@@ -426,7 +426,7 @@ impl Conn<'_> {
             if self.answer.is_full() {
                 return Err(HeadError::Bad("an answer head longer than the buffer"));
             }
-            match read_until(tcp, &mut self.answer, deadline).await {
+            match read_within(tcp, &mut self.answer, Wait::Until(deadline)).await {
                 Ok(0) if self.answer.is_empty() => return Err(HeadError::Closed),
                 Ok(0) => return Err(HeadError::Bad("the connection closed within the head")),
                 Ok(_) => {}
@@ -584,7 +584,7 @@ impl Conn<'_> {
             self.answer.clear();
             io.write_all(&self.out).await.map_err(|_| Failed::Client)?;
             self.out.clear();
-            match read_within(tcp, &mut self.answer, idle).await {
+            match read_within(tcp, &mut self.answer, Wait::For(idle)).await {
                 Ok(0) => break,
                 Ok(_) => {}
                 Err(e) => return Err(upstream_io(e)),
@@ -596,7 +596,7 @@ impl Conn<'_> {
     /// Reads more of the answer body within `idle`; its end before the framing's is a
     /// failure.
     async fn fill_answer(&mut self, tcp: &mut TcpStream, idle: Duration) -> Result<(), Failed> {
-        match read_within(tcp, &mut self.answer, idle).await {
+        match read_within(tcp, &mut self.answer, Wait::For(idle)).await {
             Ok(0) => Err(Failed::Body("the answer body ended early".into())),
             Ok(_) => Ok(()),
             Err(e) => Err(upstream_io(e)),
@@ -729,31 +729,16 @@ impl Buf {
     }
 }
 
-/// Reads what is there into `buf`, waiting at most `within` for it; `Ok(0)` at the end.
-/// Data already waiting is read without arming a timer.
-async fn read_within<R>(r: &mut R, buf: &mut Buf, within: Duration) -> io::Result<usize>
-where
-    R: AsyncRead + Unpin,
-{
-    read_by(r, buf, Wait::For(within)).await
-}
-
-/// [`read_within`] with a deadline: no clock is read unless the data has to be waited for
-/// (and then only by the timer), however many reads a head takes.
-async fn read_until<R>(r: &mut R, buf: &mut Buf, deadline: Instant) -> io::Result<usize>
-where
-    R: AsyncRead + Unpin,
-{
-    read_by(r, buf, Wait::Until(deadline)).await
-}
-
-/// How long a read may wait.
+/// How long a read may wait: for a while, or until a deadline (no clock read unless the
+/// data has to be waited for, and then only by the timer).
 enum Wait {
     For(Duration),
     Until(Instant),
 }
 
-async fn read_by<R>(r: &mut R, buf: &mut Buf, wait: Wait) -> io::Result<usize>
+/// Reads what is there into `buf`, waiting as `wait` says; `Ok(0)` at the end. Data
+/// already waiting is read without arming a timer.
+async fn read_within<R>(r: &mut R, buf: &mut Buf, wait: Wait) -> io::Result<usize>
 where
     R: AsyncRead + Unpin,
 {

@@ -58,29 +58,18 @@ impl IngressRoutes {
         let before: Vec<(&Arc<IngressRoute>, &Arc<Route>)> = previous
             .map(|p| p.model_routes().iter().zip(&p.routes).collect())
             .unwrap_or_default();
-        let in_order = before.windows(2).all(|w| w[0].0.name < w[1].0.name);
-        let by_name: HashMap<&str, (&Arc<IngressRoute>, &Arc<Route>)> = match in_order {
-            true => HashMap::new(),
-            false => before
-                .iter()
-                .map(|&(m, r)| (m.name.as_str(), (m, r)))
-                .collect(),
-        };
         let mut next = 0;
         let mut upstreams: HashMap<Arc<str>, Arc<Upstream>> = HashMap::new();
         let mut problems = Vec::new();
         let mut routes = Vec::with_capacity(model.routes.len());
         for r in &model.routes {
-            // The previous route of the same name, if any.
-            let old = match in_order {
-                true => {
-                    while before.get(next).is_some_and(|(m, _)| m.name < r.name) {
-                        next += 1;
-                    }
-                    before.get(next).copied().filter(|(m, _)| m.name == r.name)
-                }
-                false => by_name.get(r.name.as_str()).copied(),
-            };
+            // The previous route of the same name, if any. Models keep their routes in
+            // name order (were one not to, a route would miss its previous version and be
+            // built afresh, its upstream still found by key).
+            while before.get(next).is_some_and(|(m, _)| m.name < r.name) {
+                next += 1;
+            }
+            let old = before.get(next).copied().filter(|(m, _)| m.name == r.name);
             let timeouts = Timeouts {
                 upgraded_idle: r.upgraded_idle.unwrap_or(config.timeouts.upgraded_idle),
                 ..config.timeouts

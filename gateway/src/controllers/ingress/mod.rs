@@ -8,8 +8,9 @@
 //! quiet spell ([`DEBOUNCE`], at most [`MAX_WAIT`] after the first change), updates the
 //! model on a blocking thread (a [`crate::k8s::ingress::Builder`] kept across builds,
 //! which translates and merges again only what the noted objects concern) and hands it to
-//! the gateway, which swaps it in with the same lock and store as a config reload. A change to an Ingress's status alone (the leader's own
-//! writes among them) does not rebuild.
+//! the gateway, which swaps it in with the same lock and store as a config reload. A
+//! change to an Ingress's status alone (the leader's own writes among them) does not
+//! rebuild.
 //!
 //! While this replica leads, the writer puts `status.loadBalancer` on served Ingresses and
 //! Events on skipped ones; it starts with each term and is dropped when the term ends.
