@@ -36,9 +36,9 @@ pub(super) struct Stores {
     pub(super) services: Store<Service>,
     pub(super) slices: Store<EndpointSlice>,
     pub(super) secrets: Store<Secret>,
-    /// EndpointSlice names by the Service they are labelled with. It may hold a slice
-    /// deleted during a relist: [`Source::slices`] reads each from the store.
-    slice_names: Arc<Mutex<HashMap<Key, BTreeSet<String>>>>,
+    /// EndpointSlices by the Service they are labelled with. It may hold a slice deleted
+    /// during a relist: [`Source::slices`] reads each from the store.
+    slice_index: Arc<Mutex<SliceIndex>>,
 }
 
 impl Source for Stores {
@@ -56,10 +56,7 @@ impl Source for Stores {
     }
     fn slices(&self, namespace: &str, service: &str) -> Vec<Arc<EndpointSlice>> {
         let key = (namespace.to_string(), service.to_string());
-        let names: Vec<String> = lock(&self.slice_names)
-            .get(&key)
-            .map(|n| n.iter().cloned().collect())
-            .unwrap_or_default();
+        let names = lock(&self.slice_index).names(&key);
         names
             .iter()
             .filter_map(|name| self.slices.get(&ObjectRef::new(name).within(namespace)))
@@ -105,11 +102,8 @@ pub(super) fn start_reflectors(
             changed
         },
     );
-    // The Service each slice was last labelled with, so a relabelled or deleted slice
-    // changes the Service it left too.
-    let slice_names: Arc<Mutex<HashMap<Key, BTreeSet<String>>>> = Arc::default();
-    let mut labelled: HashMap<Key, Key> = HashMap::new();
-    let names = slice_names.clone();
+    let slice_index: Arc<Mutex<SliceIndex>> = Arc::default();
+    let index = slice_index.clone();
     let slices = reflect(
         Api::all(client.clone()),
         all.clone(),
@@ -117,29 +111,7 @@ pub(super) fn start_reflectors(
         provider.clone(),
         stop.clone(),
         move |slice: &EndpointSlice, deleted, changes: &mut Changes| {
-            let key = key_of(&slice.metadata);
-            let now = slice_service(slice).filter(|_| !deleted);
-            let before = match &now {
-                Some(service) => labelled.insert(key.clone(), service.clone()),
-                None => labelled.remove(&key),
-            };
-            let mut names = lock(&names);
-            if let Some(service) = before.filter(|b| Some(b) != now.as_ref()) {
-                if let Some(set) = names.get_mut(&service) {
-                    set.remove(&key.1);
-                    if set.is_empty() {
-                        names.remove(&service);
-                    }
-                }
-                changes.services.insert(service);
-            }
-            if let Some(service) = now {
-                names
-                    .entry(service.clone())
-                    .or_default()
-                    .insert(key.1.clone());
-                changes.services.insert(service);
-            }
+            lock(&index).note(slice, deleted, changes);
             true
         },
     );
@@ -179,7 +151,53 @@ pub(super) fn start_reflectors(
                 true
             },
         ),
-        slice_names,
+        slice_index,
+    }
+}
+
+/// Which EndpointSlices each Service has, by their label, as the slice events tell it.
+#[derive(Debug, Default)]
+struct SliceIndex {
+    /// Slice names by the Service they are labelled with.
+    by_service: HashMap<Key, BTreeSet<String>>,
+    /// The Service each slice was last labelled with, so a relabelled or deleted slice
+    /// changes the Service it left too.
+    service_of: HashMap<Key, Key>,
+}
+
+impl SliceIndex {
+    /// Takes in one slice event, noting in `changes` each Service it concerns.
+    fn note(&mut self, slice: &EndpointSlice, deleted: bool, changes: &mut Changes) {
+        let key = key_of(&slice.metadata);
+        let now = slice_service(slice).filter(|_| !deleted);
+        let before = match &now {
+            Some(service) => self.service_of.insert(key.clone(), service.clone()),
+            None => self.service_of.remove(&key),
+        };
+        if let Some(service) = before.filter(|b| Some(b) != now.as_ref()) {
+            if let Some(set) = self.by_service.get_mut(&service) {
+                set.remove(&key.1);
+                if set.is_empty() {
+                    self.by_service.remove(&service);
+                }
+            }
+            changes.services.insert(service);
+        }
+        if let Some(service) = now {
+            self.by_service
+                .entry(service.clone())
+                .or_default()
+                .insert(key.1);
+            changes.services.insert(service);
+        }
+    }
+
+    /// The names of the slices labelled with `service`'s name.
+    fn names(&self, service: &Key) -> Vec<String> {
+        self.by_service
+            .get(service)
+            .map(|n| n.iter().cloned().collect())
+            .unwrap_or_default()
     }
 }
 
@@ -306,5 +324,47 @@ mod tests {
             json!({}),
         );
         assert_ne!(routing_fingerprint(&base), routing_fingerprint(&moved));
+    }
+
+    fn slice(name: &str, service: &str) -> EndpointSlice {
+        serde_json::from_value(json!({
+            "metadata": {"namespace": "web", "name": name,
+                         "labels": {"kubernetes.io/service-name": service}},
+            "addressType": "IPv4", "endpoints": []
+        }))
+        .unwrap()
+    }
+
+    fn key(name: &str) -> Key {
+        ("web".to_string(), name.to_string())
+    }
+
+    /// The Services one event changed, sorted.
+    fn noted(index: &mut SliceIndex, slice: &EndpointSlice, deleted: bool) -> Vec<String> {
+        let mut changes = Changes::default();
+        index.note(slice, deleted, &mut changes);
+        let mut services: Vec<String> = changes.services.into_iter().map(|k| k.1).collect();
+        services.sort();
+        services
+    }
+
+    #[test]
+    fn a_relabelled_or_deleted_slice_changes_the_service_it_left() {
+        let mut index = SliceIndex::default();
+        assert_eq!(noted(&mut index, &slice("s-1", "a"), false), ["a"]);
+        assert_eq!(noted(&mut index, &slice("s-2", "a"), false), ["a"]);
+        assert_eq!(index.names(&key("a")), ["s-1", "s-2"]);
+        // Someone relabels s-1 to Service b: a loses it, both Services are built again.
+        assert_eq!(noted(&mut index, &slice("s-1", "b"), false), ["a", "b"]);
+        assert_eq!(index.names(&key("a")), ["s-2"]);
+        assert_eq!(index.names(&key("b")), ["s-1"]);
+        // A label taken off is a slice gone from b.
+        let mut unlabelled = slice("s-1", "b");
+        unlabelled.metadata.labels = None;
+        assert_eq!(noted(&mut index, &unlabelled, false), ["b"]);
+        assert!(index.names(&key("b")).is_empty());
+        // Deleted: a loses s-2 and forgets the Service.
+        assert_eq!(noted(&mut index, &slice("s-2", "a"), true), ["a"]);
+        assert!(index.by_service.is_empty() && index.service_of.is_empty());
     }
 }
