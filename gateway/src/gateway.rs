@@ -98,6 +98,7 @@ impl Gateway {
             metrics,
             tasks: TaskTracker::new(),
             kill: CancellationToken::new(),
+            killed: Default::default(),
             sessions: Default::default(),
         });
         let stop = CancellationToken::new();
@@ -413,7 +414,7 @@ impl Gateway {
             .is_err()
         {
             warn!("grace period over; closing the connections still open");
-            self.shared.kill.cancel();
+            self.shared.kill_all();
             let _ =
                 tokio::time::timeout(std::time::Duration::from_secs(1), self.shared.tasks.wait())
                     .await;

@@ -6,6 +6,7 @@
 //! caps count.
 
 pub mod sessions;
+pub mod signal;
 
 use std::sync::Arc;
 
@@ -17,6 +18,7 @@ use crate::metrics::Metrics;
 use crate::snapshot::Snapshot;
 
 pub use self::sessions::Sessions;
+pub use self::signal::Signal;
 
 /// What every connection and request task shares.
 pub struct Shared {
@@ -25,8 +27,19 @@ pub struct Shared {
     /// Connections and hijacked streams; shutdown waits on it.
     pub tasks: TaskTracker,
     /// Cancelled when shutdown's grace period is over: whatever is still open closes.
+    /// Cancel it with [`Shared::kill_all`], which also fires `killed`.
     pub kill: CancellationToken,
+    /// The same moment as `kill`, for the waits that check it at every request.
+    pub killed: Signal,
     /// Open watches, streams and log follows: capped per tenant and connection, and
     /// revoked after a reload that no longer allows them.
     pub sessions: Sessions,
+}
+
+impl Shared {
+    /// Ends whatever is still open: cancels `kill` and fires `killed`.
+    pub fn kill_all(&self) {
+        self.kill.cancel();
+        self.killed.fire();
+    }
 }

@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use http::Response;
 use prometheus_client::metrics::counter::Counter;
@@ -102,8 +103,13 @@ impl Client {
 
     /// Counts one answered request under `route` and `status`, timed from `started`.
     pub fn count(&self, route: &str, status: u16, started: Instant) {
+        self.count_elapsed(route, status, started.elapsed());
+    }
+
+    /// Counts one answered request under `route` and `status` that took `elapsed`.
+    pub fn count_elapsed(&self, route: &str, status: u16, elapsed: Duration) {
         tracing::Span::current().record("status", status);
-        let elapsed = started.elapsed().as_secs_f64();
+        let elapsed = elapsed.as_secs_f64();
         // A poisoned cache only costs the lookup; the metrics stay right.
         let mut last = self.last_series.lock().unwrap_or_else(|e| e.into_inner());
         match last.as_ref() {

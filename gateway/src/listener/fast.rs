@@ -19,6 +19,7 @@
 //! `Connection: close`).
 
 use std::io::{self, IoSlice};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
@@ -26,8 +27,7 @@ use std::time::Duration;
 use prometheus_client::metrics::counter::Counter;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
+use tokio::time::{Instant, Sleep};
 use tracing::debug;
 
 use super::HEADER_READ_TIMEOUT;
@@ -43,6 +43,7 @@ use crate::proxy::headers::ClientSide;
 use crate::proxy::upstream::{BackendState, Upstream};
 use crate::proxy::{Exchange, clock};
 use crate::routing::path;
+use crate::runtime::signal::Waiter;
 use crate::snapshot::{Action, Route};
 
 /// Bytes each of a connection's two read buffers holds: a request head longer than this
@@ -57,12 +58,7 @@ pub enum Ended {
 }
 
 /// Serves requests on `io` until it closes, `stop` asks it to, or a request needs hyper.
-pub async fn serve<S>(
-    io: &mut S,
-    client: &Client,
-    stop: &CancellationToken,
-    client_idle: Duration,
-) -> Ended
+pub async fn serve<S>(io: &mut S, client: &Client, stop: &Waiter, client_idle: Duration) -> Ended
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -78,6 +74,9 @@ where
         head: Vec::with_capacity(1024),
         out: Vec::with_capacity(BUFFER),
         body_left: 0,
+        client_timer: Timer::new(),
+        backend_timer: Timer::new(),
+        answered: None,
     };
     loop {
         let step = {
@@ -95,16 +94,23 @@ where
                     return conn.to_hyper("a head longer than the fast path's buffer");
                 }
                 let read = if conn.input.is_empty() {
-                    if stop.is_cancelled() {
+                    if stop.is_fired() {
                         return Ended::Closed;
                     }
+                    // Idle from the last answer's head when its body needed no waiting (no
+                    // clock read), else from now.
+                    let wait = match conn.answered.take() {
+                        Some(at) => Wait::Until(at + client_idle),
+                        None => Wait::For(client_idle),
+                    };
                     tokio::select! {
                         biased;
-                        r = read_within(io, &mut conn.input, Wait::For(client_idle)) => r,
-                        () = stop.cancelled() => return Ended::Closed,
+                        r = read_within(io, &mut conn.input, &mut conn.client_timer, wait) => r,
+                        () = stop.fired() => return Ended::Closed,
                     }
                 } else {
-                    read_within(io, &mut conn.input, Wait::For(HEADER_READ_TIMEOUT)).await
+                    let wait = Wait::For(HEADER_READ_TIMEOUT);
+                    read_within(io, &mut conn.input, &mut conn.client_timer, wait).await
                 };
                 match read {
                     Ok(0) => return Ended::Closed,
@@ -221,6 +227,11 @@ struct Conn<'a> {
     out: Vec<u8>,
     /// Request body bytes not yet read from the client.
     body_left: u64,
+    /// The waits on the client's side and on the backend's.
+    client_timer: Timer,
+    backend_timer: Timer,
+    /// When the last answer's head went out, while nothing has been waited for since.
+    answered: Option<Instant>,
 }
 
 impl Conn<'_> {
@@ -230,11 +241,12 @@ impl Conn<'_> {
     }
 
     /// Forwards one request and its answer.
-    async fn exchange<S>(&mut self, io: &mut S, plan: Plan, stop: &CancellationToken) -> Next
+    async fn exchange<S>(&mut self, io: &mut S, plan: Plan, stop: &Waiter) -> Next
     where
         S: AsyncRead + AsyncWrite + Unpin,
     {
         let started = Instant::now();
+        self.answered = None;
         self.served.inc();
         self.input.consume(plan.head_len);
         self.body_left = plan.body;
@@ -387,7 +399,8 @@ impl Conn<'_> {
         S: AsyncRead + AsyncWrite + Unpin,
     {
         while self.body_left > 0 {
-            match read_within(io, &mut self.input, Wait::For(idle)).await {
+            let wait = Wait::For(idle);
+            match read_within(io, &mut self.input, &mut self.client_timer, wait).await {
                 Ok(0) | Err(_) => return Err(Upload::Client),
                 Ok(_) => {}
             }
@@ -426,7 +439,8 @@ impl Conn<'_> {
             if self.answer.is_full() {
                 return Err(HeadError::Bad("an answer head longer than the buffer"));
             }
-            match read_within(tcp, &mut self.answer, Wait::Until(deadline)).await {
+            let wait = Wait::Until(deadline);
+            match read_within(tcp, &mut self.answer, &mut self.backend_timer, wait).await {
                 Ok(0) if self.answer.is_empty() => return Err(HeadError::Closed),
                 Ok(0) => return Err(HeadError::Bad("the connection closed within the head")),
                 Ok(_) => {}
@@ -451,12 +465,12 @@ impl Conn<'_> {
         backend: &BackendState,
         raw: &RawPool,
         started: Instant,
-        stop: &CancellationToken,
+        stop: &Waiter,
     ) -> Next
     where
         S: AsyncRead + AsyncWrite + Unpin,
     {
-        let last = plan.close || stop.is_cancelled();
+        let last = plan.close || stop.is_fired();
         let (status, framing, keep_alive, len) = {
             let mut slots = [httparse::EMPTY_HEADER; response::MAX_HEADERS];
             let response::Read::Answer(answer) = response::parse(self.answer.bytes(), &mut slots)
@@ -466,7 +480,10 @@ impl Conn<'_> {
             answer.write_client(&mut self.out, last);
             (answer.status, answer.framing, answer.keep_alive, answer.len)
         };
-        self.client.count(&plan.route.name, status, started);
+        let answered = Instant::now();
+        self.client
+            .count_elapsed(&plan.route.name, status, answered - started);
+        self.answered = Some(answered);
         self.answer.consume(len);
         let idle = plan.upstream.timeouts.idle;
         let streamed = match framing {
@@ -584,7 +601,9 @@ impl Conn<'_> {
             self.answer.clear();
             io.write_all(&self.out).await.map_err(|_| Failed::Client)?;
             self.out.clear();
-            match read_within(tcp, &mut self.answer, Wait::For(idle)).await {
+            self.answered = None;
+            let wait = Wait::For(idle);
+            match read_within(tcp, &mut self.answer, &mut self.backend_timer, wait).await {
                 Ok(0) => break,
                 Ok(_) => {}
                 Err(e) => return Err(upstream_io(e)),
@@ -596,7 +615,9 @@ impl Conn<'_> {
     /// Reads more of the answer body within `idle`; its end before the framing's is a
     /// failure.
     async fn fill_answer(&mut self, tcp: &mut TcpStream, idle: Duration) -> Result<(), Failed> {
-        match read_within(tcp, &mut self.answer, Wait::For(idle)).await {
+        self.answered = None;
+        let wait = Wait::For(idle);
+        match read_within(tcp, &mut self.answer, &mut self.backend_timer, wait).await {
             Ok(0) => Err(Failed::Body("the answer body ended early".into())),
             Ok(_) => Ok(()),
             Err(e) => Err(upstream_io(e)),
@@ -610,7 +631,7 @@ impl Conn<'_> {
         plan: &Plan,
         err: &ProxyError,
         started: Instant,
-        stop: &CancellationToken,
+        stop: &Waiter,
     ) -> Next
     where
         S: AsyncWrite + Unpin,
@@ -619,7 +640,7 @@ impl Conn<'_> {
         self.client
             .count(&plan.route.name, status.as_u16(), started);
         // A body left unread cannot be skipped safely: the connection ends with the answer.
-        let last = plan.close || stop.is_cancelled() || self.body_left > 0;
+        let last = plan.close || stop.is_fired() || self.body_left > 0;
         let text = error_text(status, &err.to_string());
         self.out.clear();
         self.out.extend_from_slice(b"HTTP/1.1 ");
@@ -730,30 +751,58 @@ impl Buf {
 }
 
 /// How long a read may wait: for a while, or until a deadline (no clock read unless the
-/// data has to be waited for, and then only by the timer).
+/// data has to be waited for).
 enum Wait {
     For(Duration),
     Until(Instant),
 }
 
-/// Reads what is there into `buf`, waiting as `wait` says; `Ok(0)` at the end. Data
-/// already waiting is read without arming a timer.
-async fn read_within<R>(r: &mut R, buf: &mut Buf, wait: Wait) -> io::Result<usize>
+/// One side's timer, kept for the connection's life and moved to each wait's deadline. A
+/// deadline later than the one it holds is one atomic store in tokio's timer (the wheel
+/// meets the new one when the old one comes); a new timer per wait would be put in the
+/// wheel and taken out again, under its lock, twice a request.
+struct Timer(Pin<Box<Sleep>>);
+
+impl Timer {
+    fn new() -> Timer {
+        Timer(Box::pin(tokio::time::sleep(Duration::from_secs(3600))))
+    }
+}
+
+/// Reads what is there into `buf`, waiting as `wait` says on `timer`; `Ok(0)` at the end.
+/// Data already waiting is read without touching the timer.
+async fn read_within<R>(
+    r: &mut R,
+    buf: &mut Buf,
+    timer: &mut Timer,
+    wait: Wait,
+) -> io::Result<usize>
 where
     R: AsyncRead + Unpin,
 {
     let spare = buf.spare();
     let mut read = std::pin::pin!(r.read(spare));
     let now = std::future::poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx))).await;
-    let timed_out = |_| io::Error::from(io::ErrorKind::TimedOut);
-    let n = match (now, wait) {
-        (Poll::Ready(n), _) => n?,
-        (Poll::Pending, Wait::For(within)) => tokio::time::timeout(within, read)
-            .await
-            .map_err(timed_out)??,
-        (Poll::Pending, Wait::Until(deadline)) => tokio::time::timeout_at(deadline, read)
-            .await
-            .map_err(timed_out)??,
+    let n = match now {
+        Poll::Ready(n) => n?,
+        Poll::Pending => {
+            let deadline = match wait {
+                Wait::For(within) => Instant::now() + within,
+                Wait::Until(deadline) => deadline,
+            };
+            timer.0.as_mut().reset(deadline);
+            std::future::poll_fn(|cx| {
+                if let Poll::Ready(n) = read.as_mut().poll(cx) {
+                    return Poll::Ready(n);
+                }
+                timer
+                    .0
+                    .as_mut()
+                    .poll(cx)
+                    .map(|()| Err(io::ErrorKind::TimedOut.into()))
+            })
+            .await?
+        }
     };
     buf.end += n;
     Ok(n)

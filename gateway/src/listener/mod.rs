@@ -58,7 +58,7 @@ use self::client::{Client, Front};
 use self::identity::ClientIdentity;
 use self::rewind::Rewind;
 use crate::metrics::ListenerLabels;
-use crate::runtime::Shared;
+use crate::runtime::{Shared, Signal};
 use crate::workers;
 
 /// How long a client has to finish its TLS handshake.
@@ -145,6 +145,9 @@ pub async fn serve(
     let labels = ListenerLabels {
         listener: name.to_string(),
     };
+    // `stop` as the fast path checks it at every request; fired once the loop below ends,
+    // which it does only when `stop` is cancelled.
+    let draining = Signal::default();
     loop {
         // Every serving thread has its own socket (SO_REUSEPORT) and the kernel picks which
         // one a client lands on, so no thread may hold a slot while it waits in accept:
@@ -198,11 +201,13 @@ pub async fn serve(
             shared: shared.clone(),
             http: http.clone(),
             stop: stop.clone(),
+            draining: draining.clone(),
             _slot: permit,
         };
         let span = info_span!("conn", listener = %name, peer = %peer);
         shared.tasks.spawn(conn.run(stream).instrument(span));
     }
+    draining.fire();
     info!(listener = %name, worker, "stopped accepting");
 }
 
@@ -212,6 +217,8 @@ struct Connection {
     shared: Arc<Shared>,
     http: Arc<auto::Builder<TokioExecutor>>,
     stop: CancellationToken,
+    /// Fired when `stop` is cancelled.
+    draining: Signal,
     /// This connection's place in the listener's `max_connections`; freed on drop.
     _slot: OwnedSemaphorePermit,
 }
@@ -401,13 +408,15 @@ impl Connection {
         I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
         let unread = if fast {
-            let kill = self.shared.kill.clone();
+            let killed = self.shared.killed.waiter();
+            let draining = self.draining.waiter();
             tokio::select! {
-                ended = fast::serve(&mut io, &client, &self.stop, idle) => match ended {
+                biased;
+                ended = fast::serve(&mut io, &client, &draining, idle) => match ended {
                     fast::Ended::Closed => return,
                     fast::Ended::ToHyper(unread) => unread,
                 },
-                _ = kill.cancelled() => return,
+                () = killed.fired() => return,
             }
         } else {
             Vec::new()

@@ -227,10 +227,24 @@ impl ClientSide<'_> {
 /// True for a header that describes one connection, not the message (see [`HOP_BY_HOP`]),
 /// by its name as it came on the wire, in any case.
 pub fn is_hop_by_hop(name: &[u8]) -> bool {
-    HOP_BY_HOP
+    HOP_BY_HOP_NAMES
         .iter()
-        .any(|h| h.as_str().as_bytes().eq_ignore_ascii_case(name))
+        .any(|h| h.len() == name.len() && h.eq_ignore_ascii_case(name))
 }
+
+/// [`HOP_BY_HOP`] as bytes, for the fast path's check of each header line (a test keeps
+/// the two lists the same).
+const HOP_BY_HOP_NAMES: [&[u8]; 9] = [
+    b"connection",
+    b"proxy-connection",
+    b"keep-alive",
+    b"te",
+    b"transfer-encoding",
+    b"upgrade",
+    b"proxy-authorization",
+    b"proxy-authenticate",
+    b"trailer",
+];
 
 /// True for a header a client could use to claim another address, scheme or host
 /// (`X-Forwarded-*`, `Forwarded`, `X-Real-IP`): [`add_forwarded`] replaces them all for a
@@ -312,6 +326,15 @@ pub fn add_via(headers: &mut HeaderMap, version: http::Version) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_hop_by_hop_names_as_bytes_are_the_header_list() {
+        let names: Vec<&[u8]> = HOP_BY_HOP.iter().map(|h| h.as_str().as_bytes()).collect();
+        assert_eq!(names, HOP_BY_HOP_NAMES);
+        assert!(is_hop_by_hop(b"Transfer-Encoding"));
+        assert!(!is_hop_by_hop(b"transfer-encodin"));
+        assert!(!is_hop_by_hop(b"x-te"));
+    }
 
     fn map(pairs: &[(&str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();

@@ -222,10 +222,14 @@ impl Upstream {
     pub fn pick(&self) -> &BackendState {
         let n = self.backends.len();
         let start = self.next.fetch_add(1, Ordering::Relaxed);
-        let now = self.now_ms();
+        // The clock is read only when a backend was ever ejected.
+        let mut now = None;
         (0..n)
             .map(|i| &self.backends[(start + i) % n])
-            .find(|b| b.ejected_until.load(Ordering::Relaxed) <= now)
+            .find(|b| match b.ejected_until.load(Ordering::Relaxed) {
+                0 => true,
+                until => until <= *now.get_or_insert_with(|| self.now_ms()),
+            })
             .unwrap_or(&self.backends[start % n])
     }
 

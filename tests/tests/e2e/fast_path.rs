@@ -482,3 +482,89 @@ fn generated_answers_reach_the_client_alike() {
         },
     );
 }
+
+/// Reads one answer with a `Content-Length` body from `stream`: its head, as text, lowercased.
+async fn read_answer(stream: &mut tokio::net::TcpStream) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        if let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&bytes[..end]).to_ascii_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .map(|v| v.trim().parse().unwrap())
+                .expect("a content-length");
+            if bytes.len() >= end + 4 + length {
+                return head;
+            }
+        }
+        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf))
+            .await
+            .expect("the answer in time")
+            .unwrap();
+        assert!(n > 0, "closed within an answer: {bytes:?}");
+        bytes.extend_from_slice(&buf[..n]);
+    }
+}
+
+#[tokio::test]
+async fn shutdown_closes_an_idle_connection_at_once_and_the_last_answer_says_close() {
+    use std::sync::atomic::Ordering;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    let up = leafgate_tests::TestUpstream::start("slowpoke").await;
+    let gw = TestGateway::start(
+        Config::web()
+            .admin()
+            .timeout("shutdown_grace", "20s")
+            .timeout("shutdown_delay", "0s")
+            .route(Route::host("*").backend(up.addr)),
+    )
+    .await;
+    let web = gw.addr("web");
+    // One connection served once and left idle, one with a request in flight.
+    let mut idle = TcpStream::connect(web).await.unwrap();
+    idle.write_all(b"GET / HTTP/1.1\r\nHost: a.example\r\n\r\n")
+        .await
+        .unwrap();
+    assert!(read_answer(&mut idle).await.starts_with("http/1.1 200"));
+    let mut busy = TcpStream::connect(web).await.unwrap();
+    busy.write_all(b"GET /slow/1500 HTTP/1.1\r\nHost: a.example\r\n\r\n")
+        .await
+        .unwrap();
+    while up.requests.load(Ordering::Relaxed) < 2 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let metrics = leafgate_tests::client::get(gw.admin(), "admin", "/metrics")
+        .await
+        .text();
+    let fast: u64 = metrics
+        .lines()
+        .filter(|l| l.starts_with("leafgate_http1_fast_path_requests_total{listener=\"web\"}"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum();
+    assert_eq!(fast, 2, "both requests are on the fast path");
+
+    let began = std::time::Instant::now();
+    let gateway = gw.gateway.clone();
+    let shutdown = tokio::spawn(async move { gateway.shutdown().await });
+    // The idle connection is closed at once, not at the end of the grace period.
+    let mut rest = [0u8; 64];
+    let n = tokio::time::timeout(Duration::from_secs(5), idle.read(&mut rest))
+        .await
+        .expect("the idle connection closed before the grace period's end")
+        .unwrap_or(0);
+    assert_eq!(n, 0, "{:?}", &rest[..n]);
+    // The request in flight is answered in full, saying the connection ends.
+    let head = read_answer(&mut busy).await;
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(head.contains("\r\nconnection: close"), "{head}");
+    tokio::time::timeout(Duration::from_secs(10), shutdown)
+        .await
+        .expect("shutdown ends once the answer is out")
+        .unwrap();
+    assert!(began.elapsed() < Duration::from_secs(10));
+}
