@@ -103,12 +103,13 @@ impl Client {
 
     /// Counts one answered request under `route` and `status`, timed from `started`.
     pub fn count(&self, route: &str, status: u16, started: Instant) {
+        tracing::Span::current().record("status", status);
         self.count_elapsed(route, status, started.elapsed());
     }
 
-    /// Counts one answered request under `route` and `status` that took `elapsed`.
+    /// Counts one answered request under `route` and `status` that took `elapsed`, with no
+    /// request span to note the status on (the fast path makes none).
     pub fn count_elapsed(&self, route: &str, status: u16, elapsed: Duration) {
-        tracing::Span::current().record("status", status);
         let elapsed = elapsed.as_secs_f64();
         // A poisoned cache only costs the lookup; the metrics stay right.
         let mut last = self.last_series.lock().unwrap_or_else(|e| e.into_inner());

@@ -638,7 +638,7 @@ impl Conn<'_> {
     {
         let status = err.status();
         self.client
-            .count(&plan.route.name, status.as_u16(), started);
+            .count_elapsed(&plan.route.name, status.as_u16(), started.elapsed());
         // A body left unread cannot be skipped safely: the connection ends with the answer.
         let last = plan.close || stop.is_fired() || self.body_left > 0;
         let text = error_text(status, &err.to_string());

@@ -4,8 +4,8 @@
 //! Starts a kubesim leaf in this process and LEAFGATE (`run`, pinned to the CPUs in
 //! `LEAFGATE_CPUS`, default `1`, with `taskset`) in front of it. Throughput: `head -c
 //! SIZE_MIB MiB /dev/zero` read as stdout, three times each way, the best kept. Latency:
-//! ROUNDS execs of `true` each way (straight, through leafgate, through the relay below),
-//! the three in turn, whole call timed (connect, TLS, upgrade, streams, exit status):
+//! ROUNDS execs of `true` each way (straight, through leafgate, through the relays below),
+//! the four in turn, whole call timed (connect, TLS, upgrade, streams, exit status):
 //! leafgate's share of an exec's first byte is the difference; then the same execs 10 ms
 //! apart, each on an otherwise idle gateway. Also an
 //! exec under a tenant limit of 1 MiB/s (8 MiB of stdout), as the client measures it.
@@ -14,7 +14,11 @@
 //! pinned to leafgate's CPUs, one tokio worker as leafgate has there) that parses nothing.
 //! What the relay adds is the price of one more hop between two cores on this machine (the
 //! client and the leaf share a core; every message now wakes the other one): no proxy that
-//! sits between them can add less. Prints one JSON object.
+//! sits between them can add less. And the ceiling of a proxy that ends TLS as leafgate
+//! must (`tls-relay`): the straight execs through a relay that accepts the client's TLS and
+//! copies the bytes, unparsed, to a spare TLS connection to the leaf opened ahead of need and
+//! replaced when taken. It pays the two handshakes per stream leafgate pays and none of its
+//! HTTP. Prints one JSON object.
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -158,16 +162,66 @@ bandwidth = {{ per_connection = "1MiB/s" }}
         let (_, tls, path) = direct("command=true");
         (relayed, tls, path)
     };
-    let calls = [direct("command=true"), via("command=true"), relay];
+    // The TLS-terminating relay: the client's identity and trust as it has with leafgate,
+    // the leaf's path as the straight exec sends it (the relay translates nothing), and
+    // the relay's own client certificate to the leaf.
+    let tls_relay_port = free_port();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let (relay_cert, relay_key) = sim.client_cert("bench").unwrap();
+    let _tls_relay = Gateway(
+        Command::new("taskset")
+            .args(["-c", &cpus])
+            .arg(std::env::current_exe().unwrap())
+            .args([
+                "tls-relay",
+                &tls_relay_port.to_string(),
+                &sim.addr().to_string(),
+            ])
+            .arg(dir.path().join("node-api.pem"))
+            .arg(dir.path().join("node-api-key.pem"))
+            .arg(dir.path().join("ca.pem"))
+            .arg(write("leaf-ca.pem", sim.ca_pem()))
+            .arg(write("relay-client.pem", &relay_cert))
+            .arg(write("relay-client-key.pem", &relay_key))
+            .spawn()
+            .expect("taskset and leafgate-bench tls-relay"),
+    );
+    let tls_relayed: SocketAddr = ([127, 0, 0, 1], tls_relay_port).into();
+    wait_port(tls_relayed).await;
+    // Its own client config: a client keeps its TLS sessions by server name, and leafgate
+    // and this relay are both `127.0.0.1`, so with one config each would be offered the
+    // other's tickets and every handshake would be a full one.
+    let tls_relay_tls = Arc::new(
+        kubesim::tls::client_config(
+            None,
+            &std::fs::read_to_string(&apiserver.cert).unwrap(),
+            &std::fs::read_to_string(&apiserver.key).unwrap(),
+        )
+        .unwrap(),
+    );
+    let tls_relay = {
+        let (_, _, path) = direct("command=true");
+        (tls_relayed, tls_relay_tls, path)
+    };
+    let calls = [
+        direct("command=true"),
+        via("command=true"),
+        relay,
+        tls_relay,
+    ];
     // The three ways in turn, the order rotated each round, so the machine's drift from one
     // minute to the next (as large here as the gap measured) falls on all three alike.
     let latency = |pause: Duration| {
         let calls = calls.clone();
         async move {
-            let mut took: [Vec<Duration>; 3] = Default::default();
+            let mut took: [Vec<Duration>; 4] = Default::default();
             for round in 0..rounds {
-                for k in 0..3 {
-                    let i = (round + k) % 3;
+                for k in 0..took.len() {
+                    let i = (round + k) % took.len();
                     let (addr, tls, path) = &calls[i];
                     tokio::time::sleep(pause).await;
                     let started = Instant::now();
@@ -191,6 +245,7 @@ bandwidth = {{ per_connection = "1MiB/s" }}
         (direct_p50, direct_p99),
         (via_p50, via_p99),
         (relay_p50, relay_p99),
+        (tls_relay_p50, tls_relay_p99),
     ] = latency(Duration::ZERO).await;
     // The same execs 10 ms apart: one exec on a gateway with nothing else to do, as a user's
     // `kubectl exec` meets it (back to back, the spare's refill handshake for the next exec
@@ -198,7 +253,8 @@ bandwidth = {{ per_connection = "1MiB/s" }}
     let [
         (spaced_direct, spaced_direct_p99),
         (spaced_via, spaced_via_p99),
-        _,
+        (spaced_relay, spaced_relay_p99),
+        (spaced_tls_relay, spaced_tls_relay_p99),
     ] = latency(Duration::from_millis(10)).await;
     println!(
         "{}",
@@ -214,10 +270,14 @@ bandwidth = {{ per_connection = "1MiB/s" }}
             "added_ms": {"p50": round(via_p50 - direct_p50), "p99": round(via_p99 - direct_p99)},
             "tcp_relay_ms": {"p50": round(relay_p50), "p99": round(relay_p99)},
             "tcp_relay_added_ms": {"p50": round(relay_p50 - direct_p50), "p99": round(relay_p99 - direct_p99)},
+            "tls_relay_ms": {"p50": round(tls_relay_p50), "p99": round(tls_relay_p99)},
+            "tls_relay_added_ms": {"p50": round(tls_relay_p50 - direct_p50), "p99": round(tls_relay_p99 - direct_p99)},
             "spaced_10ms": {
                 "direct_ms": {"p50": round(spaced_direct), "p99": round(spaced_direct_p99)},
                 "via_leafgate_ms": {"p50": round(spaced_via), "p99": round(spaced_via_p99)},
                 "added_ms": {"p50": round(spaced_via - spaced_direct), "p99": round(spaced_via_p99 - spaced_direct_p99)},
+                "tcp_relay_added_ms": {"p50": round(spaced_relay - spaced_direct), "p99": round(spaced_relay_p99 - spaced_direct_p99)},
+                "tls_relay_added_ms": {"p50": round(spaced_tls_relay - spaced_direct), "p99": round(spaced_tls_relay_p99 - spaced_direct_p99)},
             },
         })
     );
@@ -311,4 +371,97 @@ pub async fn wait_synced(admin: u16, gateway: &mut Gateway) {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// The ceiling of a TLS-terminating proxy with warm connections (`tls-relay`): each client
+/// connection to `127.0.0.1:port` is accepted with TLS (`cert`/`key`, client certificates
+/// checked against `client_ca`, sessions resumed), and copied both ways, parsing nothing,
+/// to a spare TLS connection to `target` opened ahead of need (`target_ca`, with the client
+/// identity `target_cert`/`target_key`, sessions resumed), which is replaced as soon as it
+/// is taken: the two handshakes a terminating proxy pays per stream, one on the stream's
+/// path and one beside it, as leafgate's node API does, without any of its HTTP.
+pub async fn tls_relay(port: u16, target: SocketAddr, pem: TlsRelayPem) {
+    use rustls_pki_types::pem::PemObject;
+    use tokio_rustls::{TlsAcceptor, TlsConnector};
+
+    let read = |path: &str| std::fs::read_to_string(path).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        Arc::new(kubesim::tls::roots(&read(&pem.client_ca), "the client CA").unwrap()),
+        provider.clone(),
+    )
+    .build()
+    .unwrap();
+    let server = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(
+            kubesim::tls::certs(&read(&pem.cert), "the relay certificate").unwrap(),
+            rustls_pki_types::PrivateKeyDer::from_pem_slice(read(&pem.key).as_bytes()).unwrap(),
+        )
+        .unwrap();
+    let acceptor = TlsAcceptor::from(Arc::new(server));
+    let connector = TlsConnector::from(Arc::new(
+        kubesim::tls::client_config(
+            Some(&read(&pem.target_ca)),
+            &read(&pem.target_cert),
+            &read(&pem.target_key),
+        )
+        .unwrap(),
+    ));
+    let name = rustls_pki_types::ServerName::from(target.ip());
+    let dial = move || {
+        let (connector, name) = (connector.clone(), name.clone());
+        async move {
+            let tcp = tokio::net::TcpStream::connect(target).await.ok()?;
+            tcp.set_nodelay(true).ok()?;
+            connector.connect(name, tcp).await.ok()
+        }
+    };
+    // Spares kept ready: one taken per client, replaced at once.
+    let (ready_tx, mut ready) = tokio::sync::mpsc::channel(2);
+    for _ in 0..2 {
+        let (dial, ready_tx) = (dial.clone(), ready_tx.clone());
+        tokio::spawn(async move {
+            if let Some(spare) = dial().await {
+                let _ = ready_tx.send(spare).await;
+            }
+        });
+    }
+    let socket = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .unwrap();
+    loop {
+        let Ok((client, _)) = socket.accept().await else {
+            continue;
+        };
+        let _ = client.set_nodelay(true);
+        let acceptor = acceptor.clone();
+        let Some(mut upstream) = ready.recv().await else {
+            return;
+        };
+        let (dial, ready_tx) = (dial.clone(), ready_tx.clone());
+        tokio::spawn(async move {
+            if let Some(spare) = dial().await {
+                let _ = ready_tx.send(spare).await;
+            }
+        });
+        tokio::spawn(async move {
+            let Ok(mut client) = acceptor.accept(client).await else {
+                return;
+            };
+            let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+        });
+    }
+}
+
+/// The files `tls_relay` reads its identities from.
+pub struct TlsRelayPem {
+    pub cert: String,
+    pub key: String,
+    pub client_ca: String,
+    pub target_ca: String,
+    pub target_cert: String,
+    pub target_key: String,
 }

@@ -18,6 +18,8 @@
 //!   to the leaf, and through a bare TCP relay on leafgate's CPUs (see `exec.rs`).
 //! - `relay PORT TARGET`: that relay: each connection to 127.0.0.1:PORT copied both ways to
 //!   TARGET, nothing parsed (see `exec.rs`).
+//! - `tls-relay PORT TARGET CERT KEY CLIENT_CA TARGET_CA TARGET_CERT TARGET_KEY`: the same
+//!   with TLS ended on both sides, over spare connections to TARGET (see `exec.rs`).
 //! - `kube-api LEAFGATE PODS_TABLE_WASM PODS LEAVES ROUNDS`: `kubectl get pods -A` and the
 //!   raw Table list through the kube-api front (see `kube_api.rs`).
 //! - `kube-api-watch LEAFGATE LEAVES WATCHERS SECONDS CHANGES`: what idle pod watches and
@@ -91,6 +93,17 @@ async fn main() {
             .await
         }
         Some("relay") => exec::relay(args[1].parse().unwrap(), args[2].parse().unwrap()).await,
+        Some("tls-relay") => {
+            let pem = exec::TlsRelayPem {
+                cert: args[3].clone(),
+                key: args[4].clone(),
+                client_ca: args[5].clone(),
+                target_ca: args[6].clone(),
+                target_cert: args[7].clone(),
+                target_key: args[8].clone(),
+            };
+            exec::tls_relay(args[1].parse().unwrap(), args[2].parse().unwrap(), pem).await
+        }
         Some("ingress") => {
             ingress::run(&args[1], args[2].parse().unwrap(), args[3].parse().unwrap()).await
         }
@@ -105,7 +118,7 @@ async fn main() {
         }
         _ => {
             eprintln!(
-                "usage: leafgate-bench serve | push ADDR HOST SECONDS | echo | conns ADDR HOST N PID... | reload-config ADDR ROUTES | reload CONFIG ADDR ROUTES ROUNDS | reload-phases ROUTES ROUNDS | exec LEAFGATE SIZE_MIB ROUNDS | relay PORT TARGET | kube-api LEAFGATE PODS_TABLE_WASM PODS LEAVES ROUNDS | kube-api-watch LEAFGATE LEAVES WATCHERS SECONDS CHANGES | ingress LEAFGATE INGRESSES ROUNDS"
+                "usage: leafgate-bench serve | push ADDR HOST SECONDS | echo | conns ADDR HOST N PID... | reload-config ADDR ROUTES | reload CONFIG ADDR ROUTES ROUNDS | reload-phases ROUTES ROUNDS | exec LEAFGATE SIZE_MIB ROUNDS | relay PORT TARGET | tls-relay PORT TARGET CERT KEY CLIENT_CA TARGET_CA TARGET_CERT TARGET_KEY | kube-api LEAFGATE PODS_TABLE_WASM PODS LEAVES ROUNDS | kube-api-watch LEAFGATE LEAVES WATCHERS SECONDS CHANGES | ingress LEAFGATE INGRESSES ROUNDS"
             );
             std::process::exit(2);
         }
