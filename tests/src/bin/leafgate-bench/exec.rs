@@ -94,14 +94,19 @@ bandwidth = {{ per_connection = "1MiB/s" }}
         let (cert, key) = sim.client_cert("bench").unwrap();
         Arc::new(kubesim::tls::client_config(Some(sim.ca_pem()), &cert, &key).unwrap())
     };
-    let via_tls = Arc::new(
-        kubesim::tls::client_config(
-            None,
-            &std::fs::read_to_string(&apiserver.cert).unwrap(),
-            &std::fs::read_to_string(&apiserver.key).unwrap(),
+    // The root API server's identity (any server certificate accepted), each call a new
+    // client config with its own session store.
+    let apiserver_tls = || {
+        Arc::new(
+            kubesim::tls::client_config(
+                None,
+                &std::fs::read_to_string(&apiserver.cert).unwrap(),
+                &std::fs::read_to_string(&apiserver.key).unwrap(),
+            )
+            .unwrap(),
         )
-        .unwrap(),
-    );
+    };
+    let via_tls = apiserver_tls();
     let direct = |command: &str| -> Call {
         (
             sim.addr(),
@@ -195,14 +200,7 @@ bandwidth = {{ per_connection = "1MiB/s" }}
     // Its own client config: a client keeps its TLS sessions by server name, and leafgate
     // and this relay are both `127.0.0.1`, so with one config each would be offered the
     // other's tickets and every handshake would be a full one.
-    let tls_relay_tls = Arc::new(
-        kubesim::tls::client_config(
-            None,
-            &std::fs::read_to_string(&apiserver.cert).unwrap(),
-            &std::fs::read_to_string(&apiserver.key).unwrap(),
-        )
-        .unwrap(),
-    );
+    let tls_relay_tls = apiserver_tls();
     let tls_relay = {
         let (_, _, path) = direct("command=true");
         (tls_relayed, tls_relay_tls, path)
