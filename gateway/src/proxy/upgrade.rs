@@ -117,7 +117,11 @@ pub async fn switch(
         .unwrap_or_else(|| http::Uri::from_static("/"));
     let out = Request::from_parts(parts, IdleTimeout::new(body, timeouts.idle).boxed_unsync());
 
-    let warm = spares.as_ref().and_then(Spares::take);
+    // The spare's pool refills once this stream's splice ends (or shortly after it starts).
+    let (warm, hold) = match spares.as_ref().and_then(Spares::take_for_stream) {
+        Some((io, hold)) => (Some(io), Some(hold)),
+        None => (None, None),
+    };
     let started_warm = warm.is_some();
     let io = match warm {
         Some(io) => io,
@@ -172,6 +176,7 @@ pub async fn switch(
                 }
             };
             job.run(client, backend, idle).await;
+            drop(hold);
         }
         .instrument(span),
     );

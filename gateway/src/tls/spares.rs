@@ -118,6 +118,8 @@ struct State {
     dial_time: Duration,
     /// No dial before this, after one failed.
     backoff_until: Option<Instant>,
+    /// No refill before this: a stream that took a spare is setting up (see [`Hold`]).
+    hold_until: Option<Instant>,
     keeper: bool,
 }
 
@@ -128,6 +130,20 @@ struct Spare {
 
 /// The most stream starts remembered for the rate (beyond it the rate only says "high").
 const RECENT: usize = 256;
+
+/// The longest a stream's hold keeps its pool from refilling: long enough for its setup
+/// (a few round trips), short enough that a long stream does not leave the pool short.
+pub const HOLD: Duration = Duration::from_millis(50);
+
+/// Keeps a pool's refill out of a stream's setup until dropped; see
+/// [`Spares::take_for_stream`].
+pub struct Hold(Spares);
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        self.0.release();
+    }
+}
 
 impl Spares {
     /// One pool of spares for `server` (its scheme and authority; the path is ignored),
@@ -174,6 +190,21 @@ impl Spares {
     /// sibling's, if one is ready. Either way the start counts as demand and the keepers
     /// refill behind it.
     pub fn take(&self) -> Option<Io> {
+        self.take_held(None)
+    }
+
+    /// [`take`](Self::take) for a stream whose first round trips the refill should stay
+    /// out of. A refill is a TLS handshake on this thread and on the server, the same
+    /// moments the stream's request, answer and first frames pass through both: this
+    /// pool's refill waits until the returned [`Hold`] drops (the stream ended or failed)
+    /// or [`HOLD`] has passed, whichever comes first. Without a spare there is no hold.
+    pub fn take_for_stream(&self) -> Option<(Io, Hold)> {
+        let until = Instant::now() + HOLD;
+        let io = self.take_held(Some(until))?;
+        Some((io, Hold(self.clone())))
+    }
+
+    fn take_held(&self, hold_until: Option<Instant>) -> Option<Io> {
         let now = Instant::now();
         let group = &self.group;
         {
@@ -187,6 +218,7 @@ impl Spares {
         let own = &group.pools[self.index];
         {
             let mut state = lock(&own.state);
+            state.hold_until = hold_until;
             if !state.keeper {
                 if let Ok(runtime) = tokio::runtime::Handle::try_current() {
                     state.keeper = true;
@@ -202,9 +234,20 @@ impl Spares {
             .iter()
             .enumerate()
             .filter(|(i, _)| *i != self.index);
-        std::iter::once(own)
+        let taken = std::iter::once(own)
             .chain(others.map(|(_, pool)| pool))
-            .find_map(|pool| group.live(pool, now))
+            .find_map(|pool| group.live(pool, now));
+        if taken.is_none() && hold_until.is_some() {
+            self.release();
+        }
+        taken
+    }
+
+    /// Ends this pool's hold: its keeper refills now.
+    fn release(&self) {
+        let pool = &self.group.pools[self.index];
+        lock(&pool.state).hold_until = None;
+        pool.wake.notify_one();
     }
 
     /// A fresh connection to the server, not a spare: for a stream whose spare turned out
@@ -309,7 +352,8 @@ impl Group {
             state.ready.pop_front();
         }
         let backing_off = state.backoff_until.is_some_and(|t| now < t);
-        let want = if backing_off {
+        let held = state.hold_until.filter(|t| now < *t);
+        let want = if backing_off || held.is_some() {
             0
         } else {
             target.saturating_sub(state.ready.len() + state.dialing)
@@ -324,7 +368,10 @@ impl Group {
             .filter(|_| target > 0)
             .map(|at| at + policy.idle);
         let retry = state.backoff_until.filter(|_| backing_off);
-        [expiry, demand_ends, retry].into_iter().flatten().min()
+        [expiry, demand_ends, retry, held]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// One dial to the server, bounded by the policy's timeout.

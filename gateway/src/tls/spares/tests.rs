@@ -183,6 +183,31 @@ async fn a_stream_starts_on_a_spare_dialled_before_it_and_the_spare_is_refilled(
 }
 
 #[tokio::test]
+async fn a_streams_hold_keeps_the_refill_until_it_drops_and_no_longer_than_the_limit() {
+    let server = Server::start().await;
+    let spares = server.spares(Policy::default());
+    assert!(spares.take().is_none());
+    until("a spare is ready", || spares.ready() == 1).await;
+
+    // Held: no dial while the stream sets up, however long that takes within the limit.
+    let (io, hold) = spares.take_for_stream().expect("the spare");
+    tokio::time::sleep(HOLD / 2).await;
+    assert_eq!(server.count(|c| &c.accepts), 1, "a refill dialled during the hold");
+    assert_eq!(get(io).await, "ok");
+    // The stream ends: the refill starts at once.
+    drop(hold);
+    until("the spare is refilled", || spares.ready() == 1).await;
+    assert_eq!(server.count(|c| &c.accepts), 2);
+
+    // A stream that outlives the limit leaves the pool short no longer than that.
+    let (_io, _hold) = spares.take_for_stream().expect("the refilled spare");
+    let taken = std::time::Instant::now();
+    until("refilled while the stream still runs", || spares.ready() == 1).await;
+    assert!(taken.elapsed() >= HOLD, "refilled within the hold");
+    assert_eq!(server.count(|c| &c.accepts), 3);
+}
+
+#[tokio::test]
 async fn spares_close_once_the_demand_is_gone() {
     let server = Server::start().await;
     let spares = server.spares(Policy {
