@@ -192,7 +192,11 @@ async fn a_streams_hold_keeps_the_refill_until_it_drops_and_no_longer_than_the_l
     // Held: no dial while the stream sets up, however long that takes within the limit.
     let (io, hold) = spares.take_for_stream().expect("the spare");
     tokio::time::sleep(HOLD / 2).await;
-    assert_eq!(server.count(|c| &c.accepts), 1, "a refill dialled during the hold");
+    assert_eq!(
+        server.count(|c| &c.accepts),
+        1,
+        "a refill dialled during the hold"
+    );
     assert_eq!(get(io).await, "ok");
     // The stream ends: the refill starts at once.
     drop(hold);
@@ -202,7 +206,10 @@ async fn a_streams_hold_keeps_the_refill_until_it_drops_and_no_longer_than_the_l
     // A stream that outlives the limit leaves the pool short no longer than that.
     let (_io, _hold) = spares.take_for_stream().expect("the refilled spare");
     let taken = std::time::Instant::now();
-    until("refilled while the stream still runs", || spares.ready() == 1).await;
+    until("refilled while the stream still runs", || {
+        spares.ready() == 1
+    })
+    .await;
     assert!(taken.elapsed() >= HOLD, "refilled within the hold");
     assert_eq!(server.count(|c| &c.accepts), 3);
 }
