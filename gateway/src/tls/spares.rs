@@ -198,6 +198,8 @@ impl Spares {
     /// moments the stream's request, answer and first frames pass through both: this
     /// pool's refill waits until the returned [`Hold`] drops (the stream ended or failed)
     /// or [`HOLD`] has passed, whichever comes first. Without a spare there is no hold.
+    /// The hold is the pool's, not the stream's: a plain `take` ends it, another stream's
+    /// take starts it again, and the end of any held stream on this thread ends it.
     pub fn take_for_stream(&self) -> Option<(Io, Hold)> {
         let until = Instant::now() + HOLD;
         let io = self.take_held(Some(until))?;

@@ -412,9 +412,14 @@ pub async fn tls_relay(port: u16, target: SocketAddr, pem: TlsRelayPem) {
     let dial = move || {
         let (connector, name) = (connector.clone(), name.clone());
         async move {
-            let tcp = tokio::net::TcpStream::connect(target).await.ok()?;
-            tcp.set_nodelay(true).ok()?;
-            connector.connect(name, tcp).await.ok()
+            let tls = async {
+                let tcp = tokio::net::TcpStream::connect(target).await?;
+                tcp.set_nodelay(true)?;
+                connector.connect(name, tcp).await
+            };
+            tls.await
+                .inspect_err(|e| eprintln!("tls-relay: no connection to {target}: {e}"))
+                .ok()
         }
     };
     // Spares kept ready: one taken per client, replaced at once.
@@ -436,7 +441,11 @@ pub async fn tls_relay(port: u16, target: SocketAddr, pem: TlsRelayPem) {
         };
         let _ = client.set_nodelay(true);
         let acceptor = acceptor.clone();
-        let Some(mut upstream) = ready.recv().await else {
+        // A relay whose dials fail ends here, loudly, rather than leave the bench waiting.
+        let Some(mut upstream) = tokio::time::timeout(Duration::from_secs(10), ready.recv())
+            .await
+            .expect("a spare connection to the leaf within 10 s")
+        else {
             return;
         };
         let (dial, ready_tx) = (dial.clone(), ready_tx.clone());
