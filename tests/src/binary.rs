@@ -6,14 +6,20 @@ use std::sync::OnceLock;
 
 use crate::plugins::{repo_root, target_dir};
 
-/// The `leafgate` binary of this target dir, built once per test process (it shares the
-/// library the tests already built, so this is a link).
+/// The `leafgate` binary of this target dir, built once per test process.
+///
+/// It is built with the features the workspace's tests resolve (every member selected,
+/// dev-dependencies on: naming the gateway's `cli` test asks for that), which is the
+/// binary `cargo test --workspace` already built for that test. So this is a freshness
+/// check, not a second build: `-p leafgate` alone would resolve tokio without the
+/// dev-only `test-util` and rebuild tokio and everything above it into a second copy,
+/// minutes of CPU and gigabytes of disk on a fresh CI machine.
 pub fn leafgate() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let status = std::process::Command::new(cargo)
-            .args(["build", "--quiet", "-p", "leafgate", "--bin", "leafgate"])
+            .args(["build", "--quiet", "--workspace", "--bin", "leafgate", "--test", "cli"])
             .current_dir(repo_root())
             .env("CARGO_TARGET_DIR", target_dir())
             .status()
