@@ -19,7 +19,15 @@ pub fn leafgate() -> PathBuf {
     BIN.get_or_init(|| {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let status = std::process::Command::new(cargo)
-            .args(["build", "--quiet", "--workspace", "--bin", "leafgate", "--test", "cli"])
+            .args([
+                "build",
+                "--quiet",
+                "--workspace",
+                "--bin",
+                "leafgate",
+                "--test",
+                "cli",
+            ])
             .current_dir(repo_root())
             .env("CARGO_TARGET_DIR", target_dir())
             .status()
