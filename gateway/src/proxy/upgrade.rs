@@ -378,6 +378,9 @@ impl SpliceJob {
                     "upgraded connection closed"
                 );
             }
+            Some(Err(e)) if e.client_hung_up() => {
+                debug!(error = %e, "upgraded connection closed: the client hung up");
+            }
             Some(Err(e)) => {
                 let side = e.side().map(|s| s.to_string());
                 warn!(side = side.as_deref().unwrap_or("both"), error = %e, "upgraded connection ended");

@@ -57,10 +57,7 @@ where
         if n == 0 {
             // Half-close: pass the EOF on (shutdown flushes first) and let the other
             // direction run to its own end.
-            writer
-                .shutdown()
-                .await
-                .map_err(SpliceError::io(direction, IoOp::Shutdown))?;
+            SpliceError::shutdown(direction, writer.shutdown().await)?;
             activity.touch(Instant::now());
             return Ok(report);
         }

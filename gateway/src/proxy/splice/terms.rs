@@ -132,6 +132,33 @@ impl SpliceError {
         }
     }
 
+    /// Whether the splice ended because the client went away without the courtesies: it
+    /// reset, or closed its TLS without `close_notify` (as many clients do once they have
+    /// what they came for). That is the client's business, not a fault to warn about.
+    pub fn client_hung_up(&self) -> bool {
+        match self {
+            SpliceError::Io {
+                side: Side::Client,
+                source,
+                ..
+            } => peer_gone(source) || source.kind() == io::ErrorKind::UnexpectedEof,
+            _ => false,
+        }
+    }
+
+    /// Passing an EOF on to a side that has already closed its connection (a client
+    /// that read its exec's exit status and hung up, say): the EOF has nowhere to go and
+    /// nothing is lost, so that direction has simply ended. Anything else is a failure.
+    pub(super) fn shutdown(
+        direction: Direction,
+        result: io::Result<()>,
+    ) -> Result<(), SpliceError> {
+        match result {
+            Err(e) if !peer_gone(&e) => Err(SpliceError::io(direction, IoOp::Shutdown)(e)),
+            _ => Ok(()),
+        }
+    }
+
     pub(super) fn io(direction: Direction, op: IoOp) -> impl FnOnce(io::Error) -> SpliceError {
         move |source| SpliceError::Io {
             side: match op {
@@ -143,4 +170,13 @@ impl SpliceError {
             source,
         }
     }
+}
+
+/// Whether `e` says the far side of a connection has gone: closed (`ENOTCONN` after it
+/// reset), reset, or no longer reading (`EPIPE`).
+fn peer_gone(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::NotConnected | io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
+    )
 }

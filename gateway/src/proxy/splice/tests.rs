@@ -330,6 +330,7 @@ async fn the_error_names_the_side_and_the_operation() {
         err.to_string(),
         "read on the upstream connection failed while copying upstream->client: connection reset"
     );
+    assert!(!err.client_hung_up(), "{err:?}");
 
     let (mut upstream, gateway_upstream) = tokio::io::duplex(1024);
     // Something for the gateway to write to the broken client.
@@ -354,6 +355,105 @@ async fn the_error_names_the_side_and_the_operation() {
         "{err:?}"
     );
     assert_eq!(err.side(), Some(Side::Client));
+    // A client gone mid-copy is its own business (logged quietly); an upstream that
+    // resets, above, is not.
+    assert!(err.client_hung_up(), "{err:?}");
+}
+
+/// A client that has already hung up: it reads as ended, takes writes (the kernel's send
+/// buffer), and fails the shutdown that would pass an EOF on with `shutdown`'s error.
+struct HungUp {
+    shutdown: io::ErrorKind,
+}
+
+impl AsyncRead for HungUp {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        _: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl AsyncWrite for HungUp {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Poll::Ready(Ok(buf.len()))
+    }
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Err(self.shutdown.into()))
+    }
+}
+
+#[tokio::test]
+async fn an_eof_for_a_client_that_already_hung_up_ends_the_splice_cleanly() {
+    // kubectl closes as soon as it has its exec's exit status, often before the leaf's own
+    // close reaches the gateway: the EOF passed on then meets ENOTCONN (or a reset), and
+    // the splice has ended normally, not failed.
+    for gone in [
+        io::ErrorKind::NotConnected,
+        io::ErrorKind::ConnectionReset,
+        io::ErrorKind::BrokenPipe,
+    ] {
+        let (mut upstream, gateway_upstream) = tokio::io::duplex(1024);
+        upstream.write_all(b"status").await.unwrap();
+        drop(upstream);
+        let report = splice(
+            HungUp { shutdown: gone },
+            gateway_upstream,
+            unlimited(Duration::from_secs(30)),
+            |_, _| {},
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{gone:?}: {e}"));
+        assert_eq!((report.bytes_up, report.bytes_down), (0, 6), "{gone:?}");
+    }
+
+    // A TLS client that closes without `close_notify` reads as an unexpected EOF: the
+    // splice ends there (a truncation is not passed on as a clean close), quietly.
+    let unclean = SpliceError::io(Direction::ClientToUpstream, IoOp::Read)(
+        io::ErrorKind::UnexpectedEof.into(),
+    );
+    assert!(unclean.client_hung_up(), "{unclean:?}");
+    let upstream_unclean = SpliceError::io(Direction::UpstreamToClient, IoOp::Read)(
+        io::ErrorKind::UnexpectedEof.into(),
+    );
+    assert!(!upstream_unclean.client_hung_up(), "{upstream_unclean:?}");
+
+    // Any other failure to pass the EOF on is still the client side failing.
+    let (mut upstream, gateway_upstream) = tokio::io::duplex(1024);
+    upstream.write_all(b"status").await.unwrap();
+    drop(upstream);
+    let err = splice(
+        HungUp {
+            shutdown: io::ErrorKind::PermissionDenied,
+        },
+        gateway_upstream,
+        unlimited(Duration::from_secs(30)),
+        |_, _| {},
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            SpliceError::Io {
+                side: Side::Client,
+                op: IoOp::Shutdown,
+                direction: Direction::UpstreamToClient,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(!err.client_hung_up(), "{err:?}");
 }
 
 #[tokio::test]

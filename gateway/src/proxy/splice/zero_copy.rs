@@ -182,9 +182,10 @@ where
                 Err(e) => return Err(SpliceError::io(direction, IoOp::Read)(e)),
             };
             if n == 0 {
-                socket2::SockRef::from(to)
-                    .shutdown(std::net::Shutdown::Write)
-                    .map_err(SpliceError::io(direction, IoOp::Shutdown))?;
+                SpliceError::shutdown(
+                    direction,
+                    socket2::SockRef::from(to).shutdown(std::net::Shutdown::Write),
+                )?;
                 activity.touch(Instant::now());
                 return Ok(report);
             }
