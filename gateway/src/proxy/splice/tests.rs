@@ -392,6 +392,21 @@ impl AsyncWrite for HungUp {
     }
 }
 
+/// An upstream that sends its last bytes and closes, spliced to a client that has hung up
+/// and whose shutdown fails with `shutdown`.
+async fn status_to_a_hung_up_client(shutdown: io::ErrorKind) -> Result<SpliceReport, SpliceError> {
+    let (mut upstream, gateway_upstream) = tokio::io::duplex(1024);
+    upstream.write_all(b"status").await.unwrap();
+    drop(upstream);
+    splice(
+        HungUp { shutdown },
+        gateway_upstream,
+        unlimited(Duration::from_secs(30)),
+        |_, _| {},
+    )
+    .await
+}
+
 #[tokio::test]
 async fn an_eof_for_a_client_that_already_hung_up_ends_the_splice_cleanly() {
     // kubectl closes as soon as it has its exec's exit status, often before the leaf's own
@@ -402,17 +417,9 @@ async fn an_eof_for_a_client_that_already_hung_up_ends_the_splice_cleanly() {
         io::ErrorKind::ConnectionReset,
         io::ErrorKind::BrokenPipe,
     ] {
-        let (mut upstream, gateway_upstream) = tokio::io::duplex(1024);
-        upstream.write_all(b"status").await.unwrap();
-        drop(upstream);
-        let report = splice(
-            HungUp { shutdown: gone },
-            gateway_upstream,
-            unlimited(Duration::from_secs(30)),
-            |_, _| {},
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{gone:?}: {e}"));
+        let report = status_to_a_hung_up_client(gone)
+            .await
+            .unwrap_or_else(|e| panic!("{gone:?}: {e}"));
         assert_eq!((report.bytes_up, report.bytes_down), (0, 6), "{gone:?}");
     }
 
@@ -428,19 +435,9 @@ async fn an_eof_for_a_client_that_already_hung_up_ends_the_splice_cleanly() {
     assert!(!upstream_unclean.client_hung_up(), "{upstream_unclean:?}");
 
     // Any other failure to pass the EOF on is still the client side failing.
-    let (mut upstream, gateway_upstream) = tokio::io::duplex(1024);
-    upstream.write_all(b"status").await.unwrap();
-    drop(upstream);
-    let err = splice(
-        HungUp {
-            shutdown: io::ErrorKind::PermissionDenied,
-        },
-        gateway_upstream,
-        unlimited(Duration::from_secs(30)),
-        |_, _| {},
-    )
-    .await
-    .unwrap_err();
+    let err = status_to_a_hung_up_client(io::ErrorKind::PermissionDenied)
+        .await
+        .unwrap_err();
     assert!(
         matches!(
             &err,
