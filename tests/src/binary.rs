@@ -9,11 +9,12 @@ use crate::plugins::{repo_root, target_dir};
 /// The `leafgate` binary of this target dir, built once per test process.
 ///
 /// It is built with the features the workspace's tests resolve (every member selected,
-/// dev-dependencies on: naming the gateway's `cli` test asks for that), which is the
-/// binary `cargo test --workspace` already built for that test. So this is a freshness
-/// check, not a second build: `-p leafgate` alone would resolve tokio without the
-/// dev-only `test-util` and rebuild tokio and everything above it into a second copy,
-/// minutes of CPU and gigabytes of disk on a fresh CI machine.
+/// dev-dependencies on: naming the gateway's `cli` test asks for that), so its crates
+/// are the very artifacts the tests use, not a second copy: `-p leafgate` alone resolved
+/// tokio without the dev-only `test-util` and put a second tokio, kube and gateway, and
+/// gigabytes, into the target dir of a fresh CI machine. (Run from inside a test, this
+/// build still finds `ring` and the crates above it out of date and rebuilds them in
+/// place; what in the test's environment triggers that is not found yet.)
 pub fn leafgate() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
