@@ -409,9 +409,9 @@ async fn status_to_a_hung_up_client(shutdown: io::ErrorKind) -> Result<SpliceRep
 
 #[tokio::test]
 async fn an_eof_for_a_client_that_already_hung_up_ends_the_splice_cleanly() {
-    // kubectl closes as soon as it has its exec's exit status, often before the leaf's own
-    // close reaches the gateway: the EOF passed on then meets ENOTCONN (or a reset), and
-    // the splice has ended normally, not failed.
+    // A client that hangs up as soon as it has its exec's exit status, before the leaf's
+    // own close reaches the gateway (seen under strace with the exec bench's client): the
+    // EOF passed on then meets ENOTCONN (or a reset), and the splice has ended normally.
     for gone in [
         io::ErrorKind::NotConnected,
         io::ErrorKind::ConnectionReset,
