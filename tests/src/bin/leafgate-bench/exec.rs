@@ -18,7 +18,9 @@
 //! must (`tls-relay`): the straight execs through a relay that accepts the client's TLS and
 //! copies the bytes, unparsed, to a spare TLS connection to the leaf opened ahead of need and
 //! replaced when taken. It pays the two handshakes per stream leafgate pays and none of its
-//! HTTP. Prints one JSON object.
+//! HTTP. Beside each latency set, the CPU leafgate and the TLS relay spent on it (the run
+//! time of all their threads, from `/proc/PID/task/*/schedstat`), per exec: the cost of an
+//! exec that the machine's latency noise does not hide. Prints one JSON object.
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -177,7 +179,7 @@ bandwidth = {{ per_connection = "1MiB/s" }}
         path
     };
     let (relay_cert, relay_key) = sim.client_cert("bench").unwrap();
-    let _tls_relay = Gateway(
+    let tls_relay_process = Gateway(
         Command::new("taskset")
             .args(["-c", &cpus])
             .arg(std::env::current_exe().unwrap())
@@ -195,6 +197,7 @@ bandwidth = {{ per_connection = "1MiB/s" }}
             .spawn()
             .expect("taskset and leafgate-bench tls-relay"),
     );
+    let cpu_of = [gateway.0.id(), tls_relay_process.0.id()];
     let tls_relayed: SocketAddr = ([127, 0, 0, 1], tls_relay_port).into();
     wait_port(tls_relayed).await;
     // Its own client config: a client keeps its TLS sessions by server name, and leafgate
@@ -216,6 +219,7 @@ bandwidth = {{ per_connection = "1MiB/s" }}
     let latency = |pause: Duration| {
         let calls = calls.clone();
         async move {
+            let cpu_before = cpu_of.map(cpu_time);
             let mut took: [Vec<Duration>; 4] = Default::default();
             for round in 0..rounds {
                 for k in 0..took.len() {
@@ -230,30 +234,41 @@ bandwidth = {{ per_connection = "1MiB/s" }}
                     took[i].push(started.elapsed());
                 }
             }
-            took.map(|mut t| {
+            // Each of the two served `rounds` execs of this set, and nothing else but its
+            // own upkeep (leafgate's leaf watch and spare refills; the relay's refills).
+            let [gateway_cpu, tls_relay_cpu] = [0, 1]
+                .map(|i| (cpu_time(cpu_of[i]) - cpu_before[i]).as_secs_f64() * 1e6 / rounds as f64);
+            let percentiles = took.map(|mut t| {
                 t.sort();
                 let pct = |p: f64| {
                     t[((t.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1000.0
                 };
                 (pct(0.5), pct(0.99))
-            })
+            });
+            (percentiles, (gateway_cpu, tls_relay_cpu))
         }
     };
-    let [
-        (direct_p50, direct_p99),
-        (via_p50, via_p99),
-        (relay_p50, relay_p99),
-        (tls_relay_p50, tls_relay_p99),
-    ] = latency(Duration::ZERO).await;
+    let (
+        [
+            (direct_p50, direct_p99),
+            (via_p50, via_p99),
+            (relay_p50, relay_p99),
+            (tls_relay_p50, tls_relay_p99),
+        ],
+        (via_cpu_us, tls_relay_cpu_us),
+    ) = latency(Duration::ZERO).await;
     // The same execs 10 ms apart: one exec on a gateway with nothing else to do, as a user's
     // `kubectl exec` meets it (back to back, the spare's refill handshake for the next exec
     // shares leafgate's core with this one).
-    let [
-        (spaced_direct, spaced_direct_p99),
-        (spaced_via, spaced_via_p99),
-        (spaced_relay, spaced_relay_p99),
-        (spaced_tls_relay, spaced_tls_relay_p99),
-    ] = latency(Duration::from_millis(10)).await;
+    let (
+        [
+            (spaced_direct, spaced_direct_p99),
+            (spaced_via, spaced_via_p99),
+            (spaced_relay, spaced_relay_p99),
+            (spaced_tls_relay, spaced_tls_relay_p99),
+        ],
+        (spaced_via_cpu_us, spaced_tls_relay_cpu_us),
+    ) = latency(Duration::from_millis(10)).await;
     println!(
         "{}",
         json!({
@@ -270,12 +285,22 @@ bandwidth = {{ per_connection = "1MiB/s" }}
             "tcp_relay_added_ms": {"p50": round(relay_p50 - direct_p50), "p99": round(relay_p99 - direct_p99)},
             "tls_relay_ms": {"p50": round(tls_relay_p50), "p99": round(tls_relay_p99)},
             "tls_relay_added_ms": {"p50": round(tls_relay_p50 - direct_p50), "p99": round(tls_relay_p99 - direct_p99)},
+            "cpu_us_per_exec": {
+                "leafgate": via_cpu_us.round(),
+                "tls_relay": tls_relay_cpu_us.round(),
+                "ratio": round(via_cpu_us / tls_relay_cpu_us),
+            },
             "spaced_10ms": {
                 "direct_ms": {"p50": round(spaced_direct), "p99": round(spaced_direct_p99)},
                 "via_leafgate_ms": {"p50": round(spaced_via), "p99": round(spaced_via_p99)},
                 "added_ms": {"p50": round(spaced_via - spaced_direct), "p99": round(spaced_via_p99 - spaced_direct_p99)},
                 "tcp_relay_added_ms": {"p50": round(spaced_relay - spaced_direct), "p99": round(spaced_relay_p99 - spaced_direct_p99)},
                 "tls_relay_added_ms": {"p50": round(spaced_tls_relay - spaced_direct), "p99": round(spaced_tls_relay_p99 - spaced_direct_p99)},
+                "cpu_us_per_exec": {
+                    "leafgate": spaced_via_cpu_us.round(),
+                    "tls_relay": spaced_tls_relay_cpu_us.round(),
+                    "ratio": round(spaced_via_cpu_us / spaced_tls_relay_cpu_us),
+                },
             },
         })
     );
@@ -299,6 +324,18 @@ pub async fn relay(port: u16, target: SocketAddr) {
             let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
         });
     }
+}
+
+/// The CPU time all of process `pid`'s threads have run so far: the first field of each
+/// `/proc/PID/task/TID/schedstat`, in nanoseconds (a thread that has exited is not counted;
+/// leafgate's and the relay's runtime threads live as long as the process).
+fn cpu_time(pid: u32) -> Duration {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("a running process");
+    let nanos = tasks
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok())
+        .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    Duration::from_nanos(nanos)
 }
 
 /// Waits (up to 10 s) until something accepts at `addr`.
