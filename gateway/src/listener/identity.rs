@@ -1,12 +1,18 @@
 //! Who a TLS client is, from the certificate it presented: the subject's common name and
 //! its DNS and URI subject alternative names, as kube-apiserver and the kubelet read a
-//! client certificate. Parsed once per connection, after the handshake verified the chain
-//! against the listener's `client_ca`; nothing here verifies anything.
+//! client certificate. Read once per connection, after the handshake verified the chain
+//! against the listener's `client_ca`; nothing here verifies anything. A certificate seen
+//! lately on the same serving thread is not parsed again ([`ClientIdentity::of_certificate`]):
+//! kube-apiserver opens a connection per exec, attach or port-forward, with the same one.
 //!
 //! Two matchers, one per front: node-api's `allowed_clients` reads the subject only (CN,
 //! and O when the entry names one), as the kubelet reads a caller; SANs never count there,
 //! since every certificate the client CA signs (users', nodes', CSR-issued ones) could
 //! carry any name. kube-api's tenant `client_names` keeps its own rule (`is_any_of`).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use x509_parser::extensions::GeneralName;
 use x509_parser::prelude::{FromDer, X509Certificate};
@@ -24,7 +30,35 @@ pub struct ClientIdentity {
     pub uris: Vec<String>,
 }
 
+/// How many certificates' identities a serving thread keeps. A gateway's callers are few
+/// (the root API server, a handful of tenants' clients); when more than this many come
+/// round, the thread starts over rather than tracking which is oldest.
+const CACHED: usize = 256;
+
+thread_local! {
+    /// This thread's identities by the whole DER of their certificate, compared byte for
+    /// byte: a lookup can only find the identity of exactly the certificate presented.
+    static IDENTITIES: RefCell<HashMap<Box<[u8]>, Arc<ClientIdentity>>> =
+        RefCell::new(HashMap::new());
+}
+
 impl ClientIdentity {
+    /// The identity of a verified client certificate (DER), parsed the first time this
+    /// thread sees it and shared after that; `None` if it does not parse (never cached).
+    pub fn of_certificate(der: &[u8]) -> Option<Arc<ClientIdentity>> {
+        if let Some(known) = IDENTITIES.with_borrow(|cache| cache.get(der).cloned()) {
+            return Some(known);
+        }
+        let identity = Arc::new(ClientIdentity::from_der(der)?);
+        IDENTITIES.with_borrow_mut(|cache| {
+            if cache.len() >= CACHED {
+                cache.clear();
+            }
+            cache.insert(der.into(), identity.clone());
+        });
+        Some(identity)
+    }
+
     /// Reads the names of a DER certificate; `None` if it does not parse.
     pub fn from_der(der: &[u8]) -> Option<ClientIdentity> {
         let (_, cert) = X509Certificate::from_der(der).ok()?;
@@ -168,5 +202,39 @@ mod tests {
     #[test]
     fn garbage_is_no_identity() {
         assert_eq!(ClientIdentity::from_der(b"not a certificate"), None);
+        assert_eq!(ClientIdentity::of_certificate(b"not a certificate"), None);
+    }
+
+    #[test]
+    fn a_certificate_seen_before_is_read_once_and_only_for_itself() {
+        let apiserver = cert("kube-apiserver-kubelet-client", None, vec![]);
+        let first = ClientIdentity::of_certificate(&apiserver).unwrap();
+        let again = ClientIdentity::of_certificate(&apiserver).unwrap();
+        assert!(Arc::ptr_eq(&first, &again), "parsed again");
+        assert_eq!(*first, ClientIdentity::from_der(&apiserver).unwrap());
+
+        // Another certificate with the same subject is another key: its own identity.
+        let twin = cert(
+            "kube-apiserver-kubelet-client",
+            Some("system:masters"),
+            vec![],
+        );
+        let other = ClientIdentity::of_certificate(&twin).unwrap();
+        assert!(!Arc::ptr_eq(&first, &other));
+        assert_eq!(other.organizations, vec!["system:masters"]);
+        // A certificate cut short is not the one it was cut from.
+        assert_eq!(
+            ClientIdentity::of_certificate(&apiserver[..apiserver.len() - 1]),
+            None
+        );
+
+        // Bounded: past CACHED certificates the thread starts over.
+        for i in 0..CACHED {
+            ClientIdentity::of_certificate(&cert(&format!("client-{i}"), None, vec![])).unwrap();
+        }
+        let cached = IDENTITIES.with_borrow(|cache| cache.len());
+        assert!(cached <= CACHED, "{cached} identities kept");
+        let reread = ClientIdentity::of_certificate(&apiserver).unwrap();
+        assert_eq!(*reread, *first);
     }
 }

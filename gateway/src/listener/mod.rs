@@ -369,8 +369,7 @@ impl Connection {
                         let identity = session
                             .peer_certificates()
                             .and_then(|chain| chain.first())
-                            .and_then(|leaf| ClientIdentity::from_der(leaf))
-                            .map(Arc::new);
+                            .and_then(|leaf| ClientIdentity::of_certificate(leaf));
                         // A client that chose HTTP/2 by ALPN is hyper's from the start.
                         let fast = fast && session.alpn_protocol() != Some(b"h2");
                         let client = self.client(true, identity, front);
