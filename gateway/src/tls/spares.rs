@@ -426,7 +426,13 @@ async fn dial_spare(
     dial: impl Future<Output = Result<Io, BoxError>>,
 ) {
     let started = Instant::now();
-    let result = dial.await;
+    let mut result = dial.await;
+    let took = started.elapsed();
+    if let Ok(io) = &mut result {
+        if !settle(io, took.max(SETTLE_AT_LEAST)).await {
+            result = Err("the server closed or wrote on the connection before any request".into());
+        }
+    }
     let Some(group) = group.upgrade() else {
         return;
     };
@@ -437,7 +443,6 @@ async fn dial_spare(
         state.dialing -= 1;
         match result {
             Ok(io) => {
-                let took = now.duration_since(started);
                 state.dial_time = if state.dial_time.is_zero() {
                     took
                 } else {
@@ -455,6 +460,43 @@ async fn dial_spare(
         }
     }
     pool.wake.notify_one();
+}
+
+/// The least a new spare waits for its server's session tickets.
+const SETTLE_AT_LEAST: Duration = Duration::from_millis(1);
+
+/// Takes in what a TLS 1.3 server sends once the handshake is done (its session tickets,
+/// one round trip after the client's `Finished`), so that the stream that takes this spare
+/// does not receive and decrypt them on its way. Waits for the first ticket no longer than
+/// `within` (the handshake's own time: a round trip at least); a server that sends none
+/// only delays the spare by that. False if the server closed the connection, reset it or
+/// wrote on it meanwhile: such a spare is unfit for a request.
+async fn settle(io: &mut Io, within: Duration) -> bool {
+    fn tickets(io: &Io) -> Option<u32> {
+        match io {
+            MaybeHttpsStream::Https(tls) => {
+                let session = tls.inner().get_ref().1;
+                (session.protocol_version() == Some(rustls::ProtocolVersion::TLSv1_3))
+                    .then(|| session.tls13_tickets_received())
+            }
+            MaybeHttpsStream::Http(_) => None,
+        }
+    }
+    if tickets(io).is_none_or(|n| n > 0) {
+        return true;
+    }
+    let mut deadline = std::pin::pin!(tokio::time::sleep(within));
+    std::future::poll_fn(|cx| {
+        let mut byte = [MaybeUninit::<u8>::uninit()];
+        let mut buf = ReadBuf::uninit(&mut byte);
+        // Records that carry no data (tickets) are taken in and the read waits again.
+        match Pin::new(&mut *io).poll_read(cx, buf.unfilled()) {
+            Poll::Ready(_) => Poll::Ready(false),
+            Poll::Pending if tickets(io).is_some_and(|n| n > 0) => Poll::Ready(true),
+            Poll::Pending => deadline.as_mut().poll(cx).map(|()| true),
+        }
+    })
+    .await
 }
 
 /// Whether an idle connection is still open and silent: a read that would wait. A server

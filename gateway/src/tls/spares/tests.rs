@@ -250,6 +250,93 @@ async fn a_spare_past_its_life_is_replaced_while_the_demand_lasts() {
     assert_eq!(get(io).await, "ok");
 }
 
+/// The session tickets a spare's TLS client has taken in.
+fn tickets_of(io: &Io) -> u32 {
+    match io {
+        MaybeHttpsStream::Https(tls) => tls.inner().get_ref().1.tls13_tickets_received(),
+        MaybeHttpsStream::Http(_) => 0,
+    }
+}
+
+#[tokio::test]
+async fn a_spare_has_taken_in_its_servers_tickets_before_a_stream_takes_it() {
+    let server = Server::start().await;
+    let spares = server.spares(Policy::default());
+    spares.take();
+    until("a spare is ready", || spares.ready() == 1).await;
+    let pooled = {
+        let state = lock(&spares.group.pools[spares.index].state);
+        tickets_of(&state.ready[0].io)
+    };
+    assert!(
+        pooled >= 1,
+        "the spare was pooled before its server's tickets"
+    );
+    let io = spares.take().expect("the spare");
+    assert_eq!(get(io).await, "ok");
+}
+
+#[tokio::test]
+async fn a_new_connection_the_server_writes_on_or_closes_is_no_spare() {
+    let key = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let cert = key.cert.der().clone();
+    let private = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.signing_key.serialize_der()));
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![cert.clone()], private)
+    .unwrap();
+    // The server sends no tickets, so nothing but what it does next settles the spare.
+    let mut config = config;
+    config.send_tls13_tickets = 0;
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        // The first connection is greeted before any request; the second closed at once;
+        // the third left alone.
+        let mut kept = Vec::new();
+        for n in 0.. {
+            let Ok((tcp, _)) = listener.accept().await else {
+                return;
+            };
+            let Ok(mut tls) = acceptor.accept(tcp).await else {
+                continue;
+            };
+            match n {
+                0 => tls
+                    .write_all(b"HTTP/1.1 408 Request Timeout\r\n\r\n")
+                    .await
+                    .unwrap(),
+                1 => tls.shutdown().await.unwrap(),
+                _ => {}
+            }
+            kept.push(tls);
+        }
+    });
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert).unwrap();
+    let config = client_config(Verify::Roots(Arc::new(roots)), None).unwrap();
+    let spares = Spares::new(
+        https_connector(config, None, Duration::from_secs(5)),
+        &format!("https://{addr}").parse().unwrap(),
+        Policy::default(),
+    );
+    let within = Duration::from_secs(2);
+    let mut greeted = spares.dial().await.unwrap();
+    assert!(!settle(&mut greeted, within).await, "a greeted connection");
+    let mut closed = spares.dial().await.unwrap();
+    assert!(!settle(&mut closed, within).await, "a closed connection");
+    // A silent server without tickets: ready once the wait is over, not before.
+    let mut silent = spares.dial().await.unwrap();
+    let started = Instant::now();
+    assert!(settle(&mut silent, Duration::from_millis(50)).await);
+    assert!(started.elapsed() >= Duration::from_millis(50));
+}
+
 #[tokio::test]
 async fn a_spare_the_server_closed_is_not_handed_out() {
     let server = Server::start().await;
