@@ -12,6 +12,11 @@
 # to measure a binary already built; BODY_BYTES to have the upstream answer a body of that
 # many bytes (a static file) instead of its 24-byte text.
 #
+# SYSCALLS=1 then loads each proxy once more for 5 s and counts, with `perf stat` on the
+# kernel's syscall tracepoints, the socket and epoll calls it makes per request: where the
+# kernel time per request goes, the same way for every proxy (skipped, with a note, where
+# `perf` or its tracepoints are not available).
+#
 # FLOOR=1 adds a third proxy on the same core: nginx's stream module relaying each client
 # connection to its own upstream connection, bytes only, no HTTP. Every HTTP proxy does at
 # least that socket work per request, so its req/s per core is the ceiling any of them could
@@ -165,6 +170,33 @@ for run in $(seq 1 "$RUNS"); do
   fi
 done
 echo "load after: $(uptime)"
+
+# syscalls NAME URL PID: socket and epoll calls per request of PID over a 5 s load.
+syscalls() {
+  local name=$1 url=$2 pid=$3 calls events
+  calls=(read readv recvfrom write writev sendto epoll_wait epoll_ctl futex)
+  events=$(printf 'syscalls:sys_enter_%s,' "${calls[@]}")
+  WRK_DURATION=5s wrk_run "$name" "$url" >"$work/syscalls-$name.wrk" &
+  local load=$!
+  sleep 0.2
+  perf stat -x, -e "${events%,}" -p "$pid" -o "$work/syscalls-$name.csv" -- sleep 4.6
+  wait "$load"
+  local reqs
+  reqs=$(awk -v s=4.6 '$1 == "'"$name"'" {print $2 * s}' "$work/syscalls-$name.wrk")
+  awk -F, -v n="$reqs" -v name="$name" '
+    /syscalls:sys_enter_/ { sub("syscalls:sys_enter_", "", $3); if ($1 / n >= 0.005) out = out sprintf(" %s %.2f", $3, $1 / n) }
+    END { print "  " name ", per request:" out }' "$work/syscalls-$name.csv"
+}
+if [ "${SYSCALLS:-0}" = 1 ]; then
+  if command -v perf >/dev/null && perf stat -e syscalls:sys_enter_writev -- true >/dev/null 2>&1; then
+    echo "syscalls (perf stat on the syscall tracepoints, 5 s of the same load each):"
+    syscalls nginx "http://127.0.0.1:$nx/" "${nginx_pids[1]}"
+    syscalls leafgate "http://127.0.0.1:$lg/" "$lg_pid"
+    [ "$FLOOR" = 1 ] && syscalls "L4-relay" "http://127.0.0.1:$l4/" "${relay_pids[1]}"
+  else
+    echo "syscalls: skipped (perf with the syscall tracepoints is not available here)"
+  fi
+fi
 
 python3 - "${results[@]}" -- "${floor[@]}" <<'PY'
 import sys
