@@ -17,6 +17,9 @@
 #[path = "../../tests/src/plugins.rs"]
 #[allow(dead_code)]
 mod build;
+// What `build` runs cargo with, beside it as in the harness crate.
+#[path = "../../tests/src/cargo.rs"]
+mod cargo;
 #[path = "shared/log_lines.rs"]
 mod shared;
 

@@ -12,14 +12,12 @@ use crate::plugins::{repo_root, target_dir};
 /// dev-dependencies on: naming the gateway's `cli` test asks for that), so its crates
 /// are the very artifacts the tests use, not a second copy: `-p leafgate` alone resolved
 /// tokio without the dev-only `test-util` and put a second tokio, kube and gateway, and
-/// gigabytes, into the target dir of a fresh CI machine. (Run from inside a test, this
-/// build still finds `ring` and the crates above it out of date and rebuilds them in
-/// place; what in the test's environment triggers that is not found yet.)
+/// gigabytes, into the target dir of a fresh CI machine. It runs as from a shell
+/// ([`crate::cargo::command`]), so it reuses every crate the tests' own build made.
 pub fn leafgate() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let status = std::process::Command::new(cargo)
+        let status = crate::cargo::command()
             .args([
                 "build",
                 "--quiet",

@@ -4,6 +4,7 @@
 
 pub mod backends;
 pub mod binary;
+pub mod cargo;
 pub mod certs;
 pub mod client;
 pub mod config;

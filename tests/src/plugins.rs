@@ -34,7 +34,7 @@ pub fn target_dir() -> PathBuf {
 }
 
 fn build(workspace: &Path, out: &Path) -> PathBuf {
-    let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+    let status = super::cargo::command()
         .args(["build", "--release", "--target", "wasm32-wasip2", "--quiet"])
         .current_dir(workspace)
         .env("CARGO_TARGET_DIR", out)
