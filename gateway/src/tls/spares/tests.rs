@@ -37,18 +37,7 @@ struct Server {
 
 impl Server {
     async fn start() -> Server {
-        let key = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
-        let cert = key.cert.der().clone();
-        let private =
-            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.signing_key.serialize_der()));
-        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![cert.clone()], private)
-        .unwrap();
+        let (config, cert) = tls_server();
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -91,15 +80,37 @@ impl Server {
     }
 
     fn connector(&self) -> HttpsConnector {
-        let mut roots = rustls::RootCertStore::empty();
-        roots.add(self.cert.clone()).unwrap();
-        let config = client_config(Verify::Roots(Arc::new(roots)), None).unwrap();
-        https_connector(config, None, Duration::from_secs(5))
+        connector_trusting(self.cert.clone())
     }
 
     fn spares(&self, policy: Policy) -> Spares {
         Spares::new(self.connector(), &self.uri(), policy)
     }
+}
+
+/// A TLS server config for `127.0.0.1` with a new self-signed certificate, and that
+/// certificate.
+fn tls_server() -> (rustls::ServerConfig, CertificateDer<'static>) {
+    let key = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let cert = key.cert.der().clone();
+    let private = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.signing_key.serialize_der()));
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![cert.clone()], private)
+    .unwrap();
+    (config, cert)
+}
+
+/// A connector that trusts `cert` alone.
+fn connector_trusting(cert: CertificateDer<'static>) -> HttpsConnector {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert).unwrap();
+    let config = client_config(Verify::Roots(Arc::new(roots)), None).unwrap();
+    https_connector(config, None, Duration::from_secs(5))
 }
 
 async fn serve(acceptor: tokio_rustls::TlsAcceptor, tcp: TcpStream, counts: &Counts, n: usize) {
@@ -278,19 +289,8 @@ async fn a_spare_has_taken_in_its_servers_tickets_before_a_stream_takes_it() {
 
 #[tokio::test]
 async fn a_new_connection_the_server_writes_on_or_closes_is_no_spare() {
-    let key = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
-    let cert = key.cert.der().clone();
-    let private = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.signing_key.serialize_der()));
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(vec![cert.clone()], private)
-    .unwrap();
+    let (mut config, cert) = tls_server();
     // The server sends no tickets, so nothing but what it does next settles the spare.
-    let mut config = config;
     config.send_tls13_tickets = 0;
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -317,11 +317,8 @@ async fn a_new_connection_the_server_writes_on_or_closes_is_no_spare() {
             kept.push(tls);
         }
     });
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(cert).unwrap();
-    let config = client_config(Verify::Roots(Arc::new(roots)), None).unwrap();
     let spares = Spares::new(
-        https_connector(config, None, Duration::from_secs(5)),
+        connector_trusting(cert),
         &format!("https://{addr}").parse().unwrap(),
         Policy::default(),
     );
