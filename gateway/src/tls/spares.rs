@@ -487,10 +487,8 @@ async fn settle(io: &mut Io, within: Duration) -> bool {
     }
     let mut deadline = std::pin::pin!(tokio::time::sleep(within));
     std::future::poll_fn(|cx| {
-        let mut byte = [MaybeUninit::<u8>::uninit()];
-        let mut buf = ReadBuf::uninit(&mut byte);
         // Records that carry no data (tickets) are taken in and the read waits again.
-        match Pin::new(&mut *io).poll_read(cx, buf.unfilled()) {
+        match poll_idle_read(io, cx) {
             Poll::Ready(_) => Poll::Ready(false),
             Poll::Pending if tickets(io).is_some_and(|n| n > 0) => Poll::Ready(true),
             Poll::Pending => deadline.as_mut().poll(cx).map(|()| true),
@@ -503,10 +501,15 @@ async fn settle(io: &mut Io, within: Duration) -> bool {
 /// that closed it, reset it or wrote on it (a timeout answer) leaves it unfit for a request.
 /// A TLS record the server sends after the handshake (a session ticket) is taken in here.
 fn alive(io: &mut Io) -> bool {
+    poll_idle_read(io, &mut Context::from_waker(Waker::noop())).is_pending()
+}
+
+/// A one-byte read on a connection that should be silent: `Pending` while it is open and
+/// nothing but TLS records without data (tickets) has come; ready on data, EOF or error.
+fn poll_idle_read(io: &mut Io, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
     let mut byte = [MaybeUninit::<u8>::uninit()];
     let mut buf = ReadBuf::uninit(&mut byte);
-    let mut cx = Context::from_waker(Waker::noop());
-    Pin::new(io).poll_read(&mut cx, buf.unfilled()).is_pending()
+    Pin::new(io).poll_read(cx, buf.unfilled())
 }
 
 #[cfg(test)]
