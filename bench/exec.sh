@@ -15,5 +15,32 @@ ROUNDS=${ROUNDS:-300}
 
 cargo build --release -q -p leafgate -p leafgate-tests --bin leafgate --bin leafgate-bench
 bin=${CARGO_TARGET_DIR:-target}/release
-LEAFGATE_CPUS=${LEAFGATE_CPUS:-1} taskset -c "${CLIENT_CPUS:-0}" \
-  "$bin/leafgate-bench" exec "$bin/leafgate" "$SIZE_MIB" "$ROUNDS"
+leafgate=${LEAFGATE_BIN:-$bin/leafgate}
+run=(env LEAFGATE_CPUS="${LEAFGATE_CPUS:-1}" taskset -c "${CLIENT_CPUS:-0}"
+  "$bin/leafgate-bench" exec "$leafgate" "$SIZE_MIB" "$ROUNDS")
+if [ "${TRACE:-0}" != 1 ]; then
+  exec "${run[@]}"
+fi
+# TRACE=1: the same run under `perf record -a` on the socket and eventfd syscalls, then
+# what each proxy does between a read and the write it causes (bench/exec_path.py). The
+# recording costs CPU 0 (the client's and the leaf's) some time, so this run's latencies
+# are not comparable with an untraced one; the per-proxy gaps are.
+if ! command -v perf >/dev/null || ! perf stat -e syscalls:sys_enter_writev -- true >/dev/null 2>&1; then
+  echo "TRACE=1 needs perf and the syscall tracepoints; running untraced" >&2
+  exec "${run[@]}"
+fi
+# Not under /tmp: leafgate watches its config folder's parent, and perf's flushes there
+# would wake its watcher all run long.
+# TRACE_DIR=DIR keeps the recording and the bench's JSON there.
+if [ -n "${TRACE_DIR:-}" ]; then
+  mkdir -p "$TRACE_DIR"
+  trace=$TRACE_DIR
+else
+  trace=$(mktemp -d "${CARGO_TARGET_DIR:-target}/exec-trace.XXXXXX")
+fi
+events=syscalls:sys_enter_recvfrom,syscalls:sys_exit_recvfrom,syscalls:sys_enter_writev
+events+=,syscalls:sys_enter_sendto,syscalls:sys_enter_write,syscalls:sys_exit_accept4
+perf record -q -a -e "$events" -o "$trace/perf.data" -- "${run[@]}" | tee "$trace/bench.json"
+perf script -i "$trace/perf.data" -F pid,tid,cpu,time,event,trace 2>/dev/null \
+  | python3 bench/exec_path.py "$trace/bench.json"
+[ -n "${TRACE_DIR:-}" ] || rm -rf "$trace"

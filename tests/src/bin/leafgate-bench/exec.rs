@@ -155,7 +155,7 @@ bandwidth = {{ per_connection = "1MiB/s" }}
         8.0 / started.elapsed().as_secs_f64()
     };
     let relay_port = free_port();
-    let _relay = Gateway(
+    let relay_process = Gateway(
         Command::new("taskset")
             .args(["-c", &cpus])
             .arg(std::env::current_exe().unwrap())
@@ -273,6 +273,12 @@ bandwidth = {{ per_connection = "1MiB/s" }}
         "{}",
         json!({
             "size_mib": size_mib,
+            // For `TRACE=1 bash bench/exec.sh`: whose syscalls are whose in the trace.
+            "pids": {
+                "leafgate": gateway.0.id(),
+                "tls_relay": tls_relay_process.0.id(),
+                "tcp_relay": relay_process.0.id(),
+            },
             "direct_mib_s": round(direct_mib_s),
             "via_leafgate_mib_s": round(via_mib_s),
             "ratio": round(via_mib_s / direct_mib_s),
