@@ -65,28 +65,35 @@ pub async fn choose_leaf(
     if let Err(e) = names::check_pod_call(&target.namespace, &target.pod, container) {
         return Err(reply::status(&Status::new(400, e.to_string())));
     }
-    let mut reachable: Vec<String> = snapshot
-        .leaves
-        .keys()
-        .filter(|name| config.may_reach(name))
-        .cloned()
-        .collect();
-    reachable.sort();
     let everywhere = snapshot.pods.holders(&target.namespace, &target.pod);
     let held_anywhere = !everywhere.is_empty();
     let holders: Vec<Held> = everywhere
         .into_iter()
         .filter(|h| config.may_reach(&h.leaf))
         .collect();
-    let request = PodRouteRequest {
-        namespace: target.namespace.clone(),
-        pod: target.pod.clone(),
-        container: container.map(str::to_string),
-        verb,
-        labels: holders.first().map(|h| h.labels().clone()),
-        leaves: reachable,
+    // The router's request (its copies of the names, the labels, the reachable leaves
+    // sorted) is built only for a tenant that has one: this is on every stream's path.
+    let routed = if tenant.plugins.has_pod_router() {
+        let mut reachable: Vec<String> = snapshot
+            .leaves
+            .keys()
+            .filter(|name| config.may_reach(name))
+            .cloned()
+            .collect();
+        reachable.sort();
+        let request = PodRouteRequest {
+            namespace: target.namespace.clone(),
+            pod: target.pod.clone(),
+            container: container.map(str::to_string),
+            verb,
+            labels: holders.first().map(|h| h.labels().clone()),
+            leaves: reachable,
+        };
+        tenant.plugins.route_pod(&request).await
+    } else {
+        Ok(PodRoute::Default)
     };
-    let picked = match tenant.plugins.route_pod(&request).await {
+    let picked = match routed {
         Ok(PodRoute::Leaf(name)) => Some(name),
         Ok(PodRoute::Default) => None,
         Ok(PodRoute::Reject {

@@ -160,6 +160,12 @@ impl TenantPlugins {
             .unwrap_or(PodRoute::Default))
     }
 
+    /// Whether the tenant configured a `pod_router` (else [`route_pod`](Self::route_pod)
+    /// answers `PodRoute::Default` without looking at its request).
+    pub fn has_pod_router(&self) -> bool {
+        self.pod_router.is_some()
+    }
+
     /// Whether the tenant configured an `address_rewriter` (else virtual nodes use the
     /// built-in preferred-address rule).
     pub fn has_address_rewriter(&self) -> bool {

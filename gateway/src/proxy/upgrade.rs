@@ -33,7 +33,7 @@ use hyper::body::Incoming;
 use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 use tower_service::Service;
-use tracing::{Instrument, debug, info_span, warn};
+use tracing::{Instrument, debug, debug_span, warn};
 
 use super::body::IdleTimeout;
 use crate::errors::{self, Causes};
@@ -106,15 +106,16 @@ pub async fn switch(
         timeouts,
     } = target;
     // Outgoing URIs on HTTP/1.1 are origin-form; the authority went into Host above.
+    // (The path and query are moved over as they are, not parsed again.)
     let uri = parts.uri.clone();
-    parts.uri = uri
-        .path_and_query()
-        .map(|pq| {
-            pq.as_str()
-                .parse()
-                .expect("a path and query is a valid URI")
-        })
-        .unwrap_or_else(|| http::Uri::from_static("/"));
+    parts.uri = match uri.path_and_query() {
+        Some(pq) => {
+            let mut origin = http::uri::Parts::default();
+            origin.path_and_query = Some(pq.clone());
+            http::Uri::from_parts(origin).expect("a path and query alone is a valid URI")
+        }
+        None => http::Uri::from_static("/"),
+    };
     let out = Request::from_parts(parts, IdleTimeout::new(body, timeouts.idle).boxed_unsync());
 
     // The spare's pool refills once this stream's splice ends (or shortly after it starts).
@@ -159,7 +160,8 @@ pub async fn switch(
     }
 
     let upstream_upgrade = hyper::upgrade::on(&mut res);
-    let span = info_span!("splice", route = %job.route, backend = %label);
+    // A debug span, as the request's: its warnings below name the route and backend.
+    let span = debug_span!("splice", route = %job.route, backend = %label);
     let idle = timeouts.upgraded_idle;
     let tasks = job.tasks.clone();
     tasks.spawn(
@@ -167,15 +169,15 @@ pub async fn switch(
             let (client, backend) = match tokio::join!(client_upgrade, upstream_upgrade) {
                 (Ok(c), Ok(b)) => (c, b),
                 (Err(e), _) => {
-                    warn!(side = "client", error = %e, "the client side of an upgrade failed");
+                    warn!(route = %job.route, backend = %label, side = "client", error = %e, "the client side of an upgrade failed");
                     return;
                 }
                 (_, Err(e)) => {
-                    warn!(side = "upstream", error = %e, "the upstream side of an upgrade failed");
+                    warn!(route = %job.route, backend = %label, side = "upstream", error = %e, "the upstream side of an upgrade failed");
                     return;
                 }
             };
-            job.run(client, backend, idle).await;
+            job.run(client, backend, idle, &label).await;
             drop(hold);
         }
         .instrument(span),
@@ -318,7 +320,8 @@ impl SpliceJob {
         self
     }
 
-    async fn run(self, client: Upgraded, backend: Upgraded, idle: Duration) {
+    /// `backend_label` names the far side in the warning a failed splice logs.
+    async fn run(self, client: Upgraded, backend: Upgraded, idle: Duration, backend_label: &str) {
         let labels = SpliceLabels {
             route: self.route.clone(),
             tenant: self.tenant.clone(),
@@ -383,7 +386,13 @@ impl SpliceJob {
             }
             Some(Err(e)) => {
                 let side = e.side().map(|s| s.to_string());
-                warn!(side = side.as_deref().unwrap_or("both"), error = %e, "upgraded connection ended");
+                warn!(
+                    route = %self.route,
+                    backend = %backend_label,
+                    side = side.as_deref().unwrap_or("both"),
+                    error = %e,
+                    "upgraded connection ended"
+                );
             }
             None => debug!("upgraded connection closed by shutdown"),
         }

@@ -120,6 +120,9 @@ struct State {
     backoff_until: Option<Instant>,
     /// No refill before this: a stream that took a spare is setting up (see [`Hold`]).
     hold_until: Option<Instant>,
+    /// A stream started on this pool's thread since its keeper last tended it: the
+    /// keeper tells the other threads' keepers (the demand is the group's).
+    started: bool,
     keeper: bool,
 }
 
@@ -221,6 +224,7 @@ impl Spares {
         {
             let mut state = lock(&own.state);
             state.hold_until = hold_until;
+            state.started = true;
             if !state.keeper {
                 if let Ok(runtime) = tokio::runtime::Handle::try_current() {
                     state.keeper = true;
@@ -228,9 +232,10 @@ impl Spares {
                 }
             }
         }
-        for pool in &group.pools {
-            pool.wake.notify_one();
-        }
+        // Only this thread's keeper, and it lets the stream go first (`keep`): waking
+        // another thread's is a syscall, which would sit between this stream's request
+        // and its leaf.
+        own.wake.notify_one();
         let others = group
             .pools
             .iter()
@@ -340,12 +345,19 @@ impl Group {
         target(&self.policy, &lock(&self.demand), state.dial_time, now)
     }
 
-    /// Closes pool `index`'s expired and surplus spares, starts the dials the demand asks
-    /// for, and says when to look again.
+    /// Closes pool `index`'s expired and surplus spares, tells the other threads' keepers
+    /// of a stream started on this one, starts the dials the demand asks for, and says
+    /// when to look again.
     fn tend(self: &Arc<Self>, index: usize) -> Option<Instant> {
         let now = Instant::now();
         let policy = self.policy;
         let mut state = lock(&self.pools[index].state);
+        if std::mem::take(&mut state.started) {
+            let others = self.pools.iter().enumerate().filter(|(i, _)| *i != index);
+            for (_, pool) in others {
+                pool.wake.notify_one();
+            }
+        }
         state
             .ready
             .retain(|s| now.duration_since(s.since) < policy.life);
@@ -400,7 +412,9 @@ impl Drop for Group {
 }
 
 /// The keeper of pool `index` on its thread: tends it whenever woken or due, and ends once
-/// the group is dropped.
+/// the group is dropped. Woken by a take, it yields first: the stream that took is setting
+/// up on this same thread, and its request goes out before the keeper's upkeep (the lock,
+/// a new timer, and the self-wake a timer earlier than the runtime's next one costs).
 async fn keep(group: Weak<Group>, index: usize, wake: Arc<Notify>) {
     loop {
         let due = match group.upgrade() {
@@ -416,6 +430,27 @@ async fn keep(group: Weak<Group>, index: usize, wake: Arc<Notify>) {
             }
             None => wake.notified().await,
         }
+        Behind::default().await;
+    }
+}
+
+/// Ready once the tasks already ready on this thread have run: it wakes itself from inside
+/// its own poll, which puts it at the back of the thread's run queue. (`tokio::task::
+/// yield_now` defers the wake past the runtime's next poll of its driver instead, and here
+/// that cost a self-wake syscall each time: 7.4 eventfd writes per exec against 3.4.)
+#[derive(Default)]
+struct Behind(bool);
+
+impl Future for Behind {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            return Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
     }
 }
 

@@ -194,6 +194,29 @@ async fn a_stream_starts_on_a_spare_dialled_before_it_and_the_spare_is_refilled(
 }
 
 #[tokio::test]
+async fn the_keeper_lets_the_stream_that_took_a_spare_go_first() {
+    let server = Server::start().await;
+    let spares = server.spares(Policy::default());
+    assert!(spares.take().is_none());
+    until("a spare is ready", || spares.ready() == 1).await;
+
+    // A stream takes the spare and hands its request to a task of its own, as hyper's
+    // client connection does: that task runs before the keeper's upkeep (here: the
+    // refill's dial, which counts in `held` as soon as it starts).
+    let _io = spares.take().expect("the spare");
+    let request_task = tokio::spawn({
+        let spares = spares.clone();
+        async move { spares.held() }
+    });
+    assert_eq!(
+        request_task.await.unwrap(),
+        0,
+        "the keeper ran before the stream's request went out"
+    );
+    until("the spare is refilled", || spares.ready() == 1).await;
+}
+
+#[tokio::test]
 async fn a_streams_hold_keeps_the_refill_until_it_drops_and_no_longer_than_the_limit() {
     let server = Server::start().await;
     let spares = server.spares(Policy::default());
