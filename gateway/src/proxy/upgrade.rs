@@ -169,11 +169,23 @@ pub async fn switch(
             let (client, backend) = match tokio::join!(client_upgrade, upstream_upgrade) {
                 (Ok(c), Ok(b)) => (c, b),
                 (Err(e), _) => {
-                    warn!(route = %job.route, backend = %label, side = "client", error = %e, "the client side of an upgrade failed");
+                    warn!(
+                        route = %job.route,
+                        backend = %label,
+                        side = "client",
+                        error = %e,
+                        "the client side of an upgrade failed"
+                    );
                     return;
                 }
                 (_, Err(e)) => {
-                    warn!(route = %job.route, backend = %label, side = "upstream", error = %e, "the upstream side of an upgrade failed");
+                    warn!(
+                        route = %job.route,
+                        backend = %label,
+                        side = "upstream",
+                        error = %e,
+                        "the upstream side of an upgrade failed"
+                    );
                     return;
                 }
             };

@@ -86,6 +86,15 @@ impl Server {
     fn spares(&self, policy: Policy) -> Spares {
         Spares::new(self.connector(), &self.uri(), policy)
     }
+
+    /// Spares under `policy` with one ready: a first stream found none, and its start was
+    /// the demand the keeper answered.
+    async fn one_spare_ready(&self, policy: Policy) -> Spares {
+        let spares = self.spares(policy);
+        assert!(spares.take().is_none(), "a new pool has no spare");
+        until("a spare is ready", || spares.ready() == 1).await;
+        spares
+    }
 }
 
 /// A TLS server config for `127.0.0.1` with a new self-signed certificate, and that
@@ -196,9 +205,7 @@ async fn a_stream_starts_on_a_spare_dialled_before_it_and_the_spare_is_refilled(
 #[tokio::test]
 async fn the_keeper_lets_the_stream_that_took_a_spare_go_first() {
     let server = Server::start().await;
-    let spares = server.spares(Policy::default());
-    assert!(spares.take().is_none());
-    until("a spare is ready", || spares.ready() == 1).await;
+    let spares = server.one_spare_ready(Policy::default()).await;
 
     // A stream takes the spare and hands its request to a task of its own, as hyper's
     // client connection does: that task runs before the keeper's upkeep (here: the
@@ -219,9 +226,7 @@ async fn the_keeper_lets_the_stream_that_took_a_spare_go_first() {
 #[tokio::test]
 async fn a_streams_hold_keeps_the_refill_until_it_drops_and_no_longer_than_the_limit() {
     let server = Server::start().await;
-    let spares = server.spares(Policy::default());
-    assert!(spares.take().is_none());
-    until("a spare is ready", || spares.ready() == 1).await;
+    let spares = server.one_spare_ready(Policy::default()).await;
 
     // Held: no dial while the stream sets up, however long that takes within the limit.
     let (io, hold) = spares.take_for_stream().expect("the spare");
@@ -251,12 +256,12 @@ async fn a_streams_hold_keeps_the_refill_until_it_drops_and_no_longer_than_the_l
 #[tokio::test]
 async fn spares_close_once_the_demand_is_gone() {
     let server = Server::start().await;
-    let spares = server.spares(Policy {
-        idle: Duration::from_millis(300),
-        ..Policy::default()
-    });
-    spares.take();
-    until("a spare is ready", || spares.ready() == 1).await;
+    let spares = server
+        .one_spare_ready(Policy {
+            idle: Duration::from_millis(300),
+            ..Policy::default()
+        })
+        .await;
     until("the idle spare is closed", || spares.ready() == 0).await;
     until("the server sees it end", || server.count(|c| &c.ended) == 1).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -266,12 +271,12 @@ async fn spares_close_once_the_demand_is_gone() {
 #[tokio::test]
 async fn a_spare_past_its_life_is_replaced_while_the_demand_lasts() {
     let server = Server::start().await;
-    let spares = server.spares(Policy {
-        life: Duration::from_millis(200),
-        ..Policy::default()
-    });
-    spares.take();
-    until("a spare is ready", || spares.ready() == 1).await;
+    let spares = server
+        .one_spare_ready(Policy {
+            life: Duration::from_millis(200),
+            ..Policy::default()
+        })
+        .await;
     until("the old spare is closed", || {
         server.count(|c| &c.ended) >= 1
     })
@@ -295,9 +300,7 @@ fn tickets_of(io: &Io) -> u32 {
 #[tokio::test]
 async fn a_spare_has_taken_in_its_servers_tickets_before_a_stream_takes_it() {
     let server = Server::start().await;
-    let spares = server.spares(Policy::default());
-    spares.take();
-    until("a spare is ready", || spares.ready() == 1).await;
+    let spares = server.one_spare_ready(Policy::default()).await;
     let pooled = {
         let state = lock(&spares.group.pools[spares.index].state);
         tickets_of(&state.ready[0].io)
@@ -360,9 +363,7 @@ async fn a_new_connection_the_server_writes_on_or_closes_is_no_spare() {
 #[tokio::test]
 async fn a_spare_the_server_closed_is_not_handed_out() {
     let server = Server::start().await;
-    let spares = server.spares(Policy::default());
-    spares.take();
-    until("a spare is ready", || spares.ready() == 1).await;
+    let spares = server.one_spare_ready(Policy::default()).await;
     server.drop_all.send_modify(|g| *g += 1);
     until("the server dropped it", || server.count(|c| &c.ended) == 1).await;
     // Give the FIN time to arrive (loopback: at once).
