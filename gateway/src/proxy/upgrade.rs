@@ -168,26 +168,8 @@ pub async fn switch(
         async move {
             let (client, backend) = match tokio::join!(client_upgrade, upstream_upgrade) {
                 (Ok(c), Ok(b)) => (c, b),
-                (Err(e), _) => {
-                    warn!(
-                        route = %job.route,
-                        backend = %label,
-                        side = "client",
-                        error = %e,
-                        "the client side of an upgrade failed"
-                    );
-                    return;
-                }
-                (_, Err(e)) => {
-                    warn!(
-                        route = %job.route,
-                        backend = %label,
-                        side = "upstream",
-                        error = %e,
-                        "the upstream side of an upgrade failed"
-                    );
-                    return;
-                }
+                (Err(e), _) => return upgrade_failed(&job.route, &label, "client", &e),
+                (_, Err(e)) => return upgrade_failed(&job.route, &label, "upstream", &e),
             };
             job.run(client, backend, idle, &label).await;
             drop(hold);
@@ -198,6 +180,11 @@ pub async fn switch(
     // The client gets the backend's 101 head as it came: hyper writes what it is handed.
     let (parts, _) = res.into_parts();
     Ok(Response::from_parts(parts, full(Bytes::new())))
+}
+
+/// The warning for a side of an upgrade that never became a connection to splice.
+fn upgrade_failed(route: &str, backend: &str, side: &str, e: &hyper::Error) {
+    warn!(route, backend, side, error = %e, "the {side} side of an upgrade failed");
 }
 
 /// Dials `uri`'s server within `timeouts.connect`, counting a failure on `exchange`.
