@@ -4,11 +4,14 @@
 //!
 //! The backend gets the request over a fresh HTTP/1.1 connection (upgrades exist only
 //! there), or over a warm spare when the target keeps some (a leaf's; one the server
-//! closed before the request went out is given up for a fresh dial), with `Connection`, `Upgrade`, `Sec-WebSocket-*` and `X-Stream-Protocol-Version`
-//! untouched, repeated lines kept as repeated lines. Any answer other than 101 is relayed as
-//! an ordinary response. On 101 the client gets the backend's head as it came, and bytes
-//! either side sent right behind its head (already in hyper's read buffer) travel with the
-//! upgraded stream, so nothing is lost.
+//! closed before it answered is given up for a fresh dial), with `Connection`, `Upgrade`,
+//! `Sec-WebSocket-*` and `X-Stream-Protocol-Version` untouched, repeated lines kept as
+//! repeated lines. A request without a body (every exec, attach, port-forward and
+//! WebSocket) is written and answered on the raw connection (`fast::switch`), one with a
+//! body through a hyper client connection. Any answer other than 101 is relayed as an
+//! ordinary response. On 101 the client gets the backend's head as it came, and bytes
+//! either side sent right behind its head (already read with it) travel with the upgraded
+//! stream, so nothing is lost.
 
 use std::io;
 use std::pin::Pin;
@@ -28,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use http::{Request, Response, StatusCode};
+use http_body::Body as _;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::client::conn::http1;
@@ -43,6 +47,8 @@ use crate::metrics::{Metrics, SpliceByteLabels, SpliceLabels};
 use super::body::{Body, full};
 use super::error::ProxyError;
 use super::exchange::Exchange;
+use super::fast;
+use super::fast::switch::Failed;
 use super::prepare::{Hops, prepare, prepare_response};
 use super::splice::{self, Direction, IoOp, SpliceError, SpliceOptions, SpliceReport};
 use super::upstream::{Connector, Upstream};
@@ -116,7 +122,14 @@ pub async fn switch(
         }
         None => http::Uri::from_static("/"),
     };
-    let out = Request::from_parts(parts, IdleTimeout::new(body, timeouts.idle).boxed_unsync());
+    let mut request = if body.is_end_stream() {
+        let mut head = Vec::with_capacity(512);
+        fast::switch::write_head(&parts, &mut head);
+        Outgoing::Raw(head)
+    } else {
+        let body = IdleTimeout::new(body, timeouts.idle).boxed_unsync();
+        Outgoing::Hyper(Box::new(Request::from_parts(parts, body)))
+    };
 
     // The spare's pool refills once this stream's splice ends (or shortly after it starts).
     let (warm, hold) = match spares.as_ref().and_then(Spares::take_for_stream) {
@@ -128,18 +141,19 @@ pub async fn switch(
         Some(io) => io,
         None => connect(&mut connector, &uri, &label, &timeouts, exchange).await?,
     };
-    let mut sent = send_on(io, out, &label, &timeouts).await;
+    let mut sent = request.send_on(io, &label, &timeouts).await;
     if started_warm {
-        // A spare the server closed after it was checked: the request never left, so it
-        // goes again on a fresh connection.
+        // A spare the server closed after it was checked: the request never reached it,
+        // so it goes again on a fresh connection.
         if let Err(Unsent::Back(req, reason)) = sent {
             debug!(backend = %label, %reason, "a spare connection was closed; dialling afresh");
+            request = req;
             let io = connect(&mut connector, &uri, &label, &timeouts, exchange).await?;
-            sent = send_on(io, *req, &label, &timeouts).await;
+            sent = request.send_on(io, &label, &timeouts).await;
         }
     }
-    let mut res = match sent {
-        Ok(res) => res,
+    let answer = match sent {
+        Ok(answer) => answer,
         Err(unsent) => {
             let err = unsent.into_error(label);
             if !matches!(err, ProxyError::Upgrade { .. }) {
@@ -149,24 +163,37 @@ pub async fn switch(
         }
     };
 
-    if res.status() != StatusCode::SWITCHING_PROTOCOLS {
-        debug!(status = %res.status(), "backend declined the upgrade; relaying its answer");
-        let (mut parts, body) = res.into_parts();
-        prepare_response(&mut parts);
-        return Ok(Response::from_parts(
-            parts,
-            IdleTimeout::new(body, timeouts.idle).boxed_unsync(),
-        ));
-    }
+    let (head, far_side) = match answer {
+        Answered::Hyper(mut res) if res.status() == StatusCode::SWITCHING_PROTOCOLS => {
+            let upgrade = hyper::upgrade::on(&mut res);
+            (res.into_parts().0, FarSide::Later(upgrade))
+        }
+        Answered::Raw(io, fast::switch::Answer::Switched(head, early)) => {
+            (head, FarSide::Now(Hijacked::raw(io, early)))
+        }
+        Answered::Hyper(res) => {
+            let (parts, body) = res.into_parts();
+            return Ok(declined(parts, body, &timeouts));
+        }
+        Answered::Raw(io, fast::switch::Answer::Declined(parts, framing, early)) => {
+            let body = fast::switch::Declined::new(TokioIo::new(io), early, framing);
+            return Ok(declined(parts, body, &timeouts));
+        }
+    };
 
-    let upstream_upgrade = hyper::upgrade::on(&mut res);
     // A debug span, as the request's: its warnings below name the route and backend.
     let span = debug_span!("splice", route = %job.route, backend = %label);
     let idle = timeouts.upgraded_idle;
     let tasks = job.tasks.clone();
     tasks.spawn(
         async move {
-            let (client, backend) = match tokio::join!(client_upgrade, upstream_upgrade) {
+            let far_side = async {
+                match far_side {
+                    FarSide::Now(io) => Ok(io),
+                    FarSide::Later(upgrade) => upgrade.await.map(Hijacked::upstream),
+                }
+            };
+            let (client, backend) = match tokio::join!(client_upgrade, far_side) {
                 (Ok(c), Ok(b)) => (c, b),
                 (Err(e), _) => return upgrade_failed(&job.route, &label, "client", &e),
                 (_, Err(e)) => return upgrade_failed(&job.route, &label, "upstream", &e),
@@ -178,8 +205,73 @@ pub async fn switch(
     );
 
     // The client gets the backend's 101 head as it came: hyper writes what it is handed.
-    let (parts, _) = res.into_parts();
-    Ok(Response::from_parts(parts, full(Bytes::new())))
+    Ok(Response::from_parts(head, full(Bytes::new())))
+}
+
+/// A backend's answer other than 101, relayed as an ordinary response.
+fn declined<B>(mut parts: http::response::Parts, body: B, timeouts: &Timeouts) -> Response<Body>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<super::body::BoxError>,
+{
+    debug!(status = %parts.status, "backend declined the upgrade; relaying its answer");
+    prepare_response(&mut parts);
+    Response::from_parts(parts, IdleTimeout::new(body, timeouts.idle).boxed_unsync())
+}
+
+/// An upgrade request on its way: its head alone, or a request with a body for hyper.
+enum Outgoing {
+    Raw(Vec<u8>),
+    Hyper(Box<Request<Body>>),
+}
+
+/// The far side's answer to an [`Outgoing`] request.
+// Made once per upgrade and moved straight out of `send_on`: boxing the raw connection
+// would cost an allocation on the stream's path for nothing.
+#[allow(clippy::large_enum_variant)]
+enum Answered {
+    Raw(UpstreamIo, fast::switch::Answer),
+    Hyper(Response<Incoming>),
+}
+
+/// The far side of a 101, ready to splice or once hyper hands it over.
+enum FarSide {
+    Now(Hijacked),
+    Later(hyper::upgrade::OnUpgrade),
+}
+
+impl Outgoing {
+    /// Sends the request over `io`, the first on it, within `timeouts.response_header` for
+    /// the answer's head.
+    async fn send_on(
+        self,
+        io: UpstreamIo,
+        label: &str,
+        timeouts: &Timeouts,
+    ) -> Result<Answered, Unsent> {
+        match self {
+            Outgoing::Raw(head) => send_raw(io, head, timeouts).await,
+            Outgoing::Hyper(req) => send_hyper(io, *req, label, timeouts)
+                .await
+                .map(Answered::Hyper),
+        }
+    }
+}
+
+/// Writes `head` on `io` and reads the answer's head. A connection that closed before the
+/// answer's first byte gives the request back: the server never acted on it (it closed a
+/// spare it had kept idle, as API servers do), so it may go again.
+async fn send_raw(io: UpstreamIo, head: Vec<u8>, timeouts: &Timeouts) -> Result<Answered, Unsent> {
+    let mut io = TokioIo::new(io);
+    let exchange = fast::switch::exchange(&mut io, &head);
+    match tokio::time::timeout(timeouts.response_header, exchange).await {
+        Ok(Ok(answer)) => Ok(Answered::Raw(io.into_inner(), answer)),
+        Ok(Err(e @ (Failed::Unsent(_) | Failed::Unanswered(_)))) => {
+            Err(Unsent::Back(Outgoing::Raw(head), e.to_string()))
+        }
+        Ok(Err(e @ Failed::Bad(_))) => Err(Unsent::Reset(e.to_string())),
+        Err(_) => Err(Unsent::Timeout(timeouts.response_header)),
+    }
 }
 
 /// The warning for a side of an upgrade that never became a connection to splice.
@@ -214,8 +306,9 @@ async fn connect(
 enum Unsent {
     /// The HTTP/1.1 handshake on it failed.
     Handshake(String),
-    /// It closed before the request was written: the request, to send elsewhere.
-    Back(Box<Request<Body>>, String),
+    /// It closed before the server could act on the request: the request, to send
+    /// elsewhere.
+    Back(Outgoing, String),
     /// It failed after the request was written.
     Reset(String),
     /// No response head within `timeouts.response_header`.
@@ -234,9 +327,9 @@ impl Unsent {
     }
 }
 
-/// Sends `out` over `io` as the one request of a new HTTP/1.1 connection, which is driven
-/// until it is upgraded (then hands its I/O over) or closed.
-async fn send_on(
+/// Sends `out` over `io` as the one request of a new hyper HTTP/1.1 connection, which is
+/// driven until it is upgraded (then hands its I/O over) or closed.
+async fn send_hyper(
     io: UpstreamIo,
     out: Request<Body>,
     label: &str,
@@ -260,7 +353,7 @@ async fn send_on(
         Ok(Err(mut e)) => {
             let reason = errors::describe(e.error(), Causes::Innermost);
             Err(match e.take_message() {
-                Some(req) => Unsent::Back(Box::new(req), reason),
+                Some(req) => Unsent::Back(Outgoing::Hyper(Box::new(req)), reason),
                 None => Unsent::Reset(reason),
             })
         }
@@ -320,7 +413,7 @@ impl SpliceJob {
     }
 
     /// `backend_label` names the far side in the warning a failed splice logs.
-    async fn run(self, client: Upgraded, backend: Upgraded, idle: Duration, backend_label: &str) {
+    async fn run(self, client: Upgraded, backend: Hijacked, idle: Duration, backend_label: &str) {
         let labels = SpliceLabels {
             route: self.route.clone(),
             tenant: self.tenant.clone(),
@@ -436,6 +529,16 @@ impl Hijacked {
         }
     }
 
+    /// The backend's connection of a raw exchange, with the bytes read behind the 101.
+    fn raw(io: UpstreamIo, early: Bytes) -> Hijacked {
+        match io {
+            MaybeHttpsStream::Http(tcp) => Hijacked::Tcp(tcp.into_inner(), early),
+            io @ MaybeHttpsStream::Https(_) => {
+                Hijacked::Stream(Prefixed::new(early, Box::new(TokioIo::new(io))))
+            }
+        }
+    }
+
     fn into_stream(self) -> Prefixed<Box<dyn Io>> {
         match self {
             Hijacked::Tcp(tcp, early) => Prefixed::new(early, Box::new(tcp)),
@@ -449,11 +552,11 @@ impl Hijacked {
 /// first) so `splice_tcp` can move bytes kernel to kernel; otherwise the generic copy runs.
 async fn pump(
     client: Upgraded,
-    backend: Upgraded,
+    backend: Hijacked,
     opts: SpliceOptions,
     on_bytes: impl Fn(Direction, u64) + Send + Sync,
 ) -> Result<SpliceReport, SpliceError> {
-    match (Hijacked::client(client), Hijacked::upstream(backend)) {
+    match (Hijacked::client(client), backend) {
         (Hijacked::Tcp(mut client, client_early), Hijacked::Tcp(mut backend, backend_early)) => {
             write_early(
                 &mut backend,
@@ -545,3 +648,6 @@ async fn write_early(
     on_bytes(direction, early.len() as u64);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

@@ -70,6 +70,29 @@ pub fn parse<'h, 'b>(
         _ => {}
     }
     let headers: &'h [httparse::Header<'b>] = res.headers;
+    let (framing, keep_alive) = match framing(status, minor, headers) {
+        Ok(f) => f,
+        Err(why) => return Read::Bad(why),
+    };
+    Read::Answer(Answer {
+        len,
+        status,
+        framing,
+        keep_alive,
+        minor,
+        reason: res.reason.unwrap_or(""),
+        headers,
+    })
+}
+
+/// How the body of a final answer (`status`, HTTP/1.`minor`, `headers`) is delimited on
+/// the backend's connection, and whether the backend keeps the connection open after it;
+/// or why hyper's client would refuse the answer.
+pub fn framing(
+    status: u16,
+    minor: u8,
+    headers: &[httparse::Header<'_>],
+) -> Result<(Framing, bool), &'static str> {
     let mut keep_alive = minor == 1;
     let mut close = false;
     let mut chunked = None;
@@ -86,7 +109,7 @@ pub fn parse<'h, 'b>(
             }
         } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
             if minor == 0 {
-                return Read::Bad("Transfer-Encoding on HTTP/1.0");
+                return Err("Transfer-Encoding on HTTP/1.0");
             }
             // The last line's last coding decides, as hyper reads it.
             chunked = Some(
@@ -97,10 +120,10 @@ pub fn parse<'h, 'b>(
         } else if name.eq_ignore_ascii_case(b"content-length") {
             for v in h.value.split(|&b| b == b',') {
                 let Some(n) = digits(v.trim_ascii()) else {
-                    return Read::Bad("an invalid Content-Length");
+                    return Err("an invalid Content-Length");
                 };
                 if length.is_some_and(|l| l != n) {
-                    return Read::Bad("differing Content-Lengths");
+                    return Err("differing Content-Lengths");
                 }
                 length = Some(n);
             }
@@ -117,15 +140,7 @@ pub fn parse<'h, 'b>(
         && !close
         && framing != Framing::UntilClose
         && !(chunked.is_some() && length.is_some());
-    Read::Answer(Answer {
-        len,
-        status,
-        framing,
-        keep_alive,
-        minor,
-        reason: res.reason.unwrap_or(""),
-        headers,
-    })
+    Ok((framing, keep_alive))
 }
 
 impl Answer<'_, '_> {
