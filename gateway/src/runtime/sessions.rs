@@ -53,6 +53,15 @@ impl Kind {
         }
     }
 
+    /// Its place in a per-kind count.
+    const fn index(self) -> usize {
+        match self {
+            Kind::Watch => 0,
+            Kind::Stream => 1,
+            Kind::LogFollow => 2,
+        }
+    }
+
     fn cap(self, caps: &Concurrency) -> Cap {
         match self {
             Kind::Watch => caps.watches,
@@ -157,6 +166,68 @@ struct State {
 struct Inner {
     next: u64,
     open: HashMap<u64, Entry>,
+    /// What is open, counted per tenant and per its connections, so a cap is checked
+    /// without reading every open session: one tenant holding thousands must not slow
+    /// another's next exec, under the registry's one lock.
+    counts: HashMap<String, TenantCounts>,
+}
+
+/// One tenant's open sessions, by kind (`Kind::index`).
+#[derive(Default)]
+struct TenantCounts {
+    all: [u32; 3],
+    by_connection: HashMap<(Arc<str>, SocketAddr), [u32; 3]>,
+}
+
+impl Inner {
+    /// How many sessions like `o` its tenant has open, in all and on `o`'s connection.
+    fn open_like(&self, o: &Opening) -> (u32, u32) {
+        let Some(tenant) = self.counts.get(&o.tenant) else {
+            return (0, 0);
+        };
+        let kind = o.kind.index();
+        let on_connection = tenant
+            .by_connection
+            .get(&o.connection)
+            .map_or(0, |c| c[kind]);
+        (tenant.all[kind], on_connection)
+    }
+
+    fn add(&mut self, id: u64, entry: Entry) {
+        let o = &entry.opening;
+        let tenant = match self.counts.get_mut(&o.tenant) {
+            Some(t) => t,
+            None => self.counts.entry(o.tenant.clone()).or_default(),
+        };
+        let kind = o.kind.index();
+        tenant.all[kind] += 1;
+        tenant
+            .by_connection
+            .entry(o.connection.clone())
+            .or_default()[kind] += 1;
+        self.open.insert(id, entry);
+    }
+
+    fn remove(&mut self, id: u64) {
+        let Some(entry) = self.open.remove(&id) else {
+            return;
+        };
+        let o = &entry.opening;
+        let Some(tenant) = self.counts.get_mut(&o.tenant) else {
+            return;
+        };
+        let kind = o.kind.index();
+        tenant.all[kind] -= 1;
+        if let Some(c) = tenant.by_connection.get_mut(&o.connection) {
+            c[kind] -= 1;
+            if *c == [0; 3] {
+                tenant.by_connection.remove(&o.connection);
+            }
+        }
+        if tenant.all == [0; 3] {
+            self.counts.remove(&o.tenant);
+        }
+    }
 }
 
 /// The registry of open sessions; one per gateway, in `Shared`.
@@ -191,16 +262,7 @@ impl Sessions {
     ) -> Result<Session, Capped> {
         let cap = opening.kind.cap(caps);
         let mut inner = lock(&self.inner);
-        let (mut tenant_open, mut connection_open) = (0u32, 0u32);
-        for e in inner.open.values() {
-            if e.opening.kind != opening.kind || e.opening.tenant != opening.tenant {
-                continue;
-            }
-            tenant_open += 1;
-            if e.opening.connection == opening.connection {
-                connection_open += 1;
-            }
-        }
+        let (tenant_open, connection_open) = inner.open_like(&opening);
         let capped = if connection_open >= cap.per_connection {
             Some(Capped {
                 kind: opening.kind,
@@ -239,7 +301,7 @@ impl Sessions {
             cancel: kill.child_token(),
             why: OnceLock::new(),
         });
-        inner.open.insert(
+        inner.add(
             id,
             Entry {
                 opening,
@@ -419,7 +481,7 @@ impl std::fmt::Debug for Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        lock(&self.registry).open.remove(&self.id);
+        lock(&self.registry).remove(self.id);
     }
 }
 
@@ -521,6 +583,46 @@ mod tests {
         assert!(metrics.encode().contains(
             r#"leafgate_sessions_capped_total{tenant="a",kind="watch",cap="connection"} 1"#
         ));
+    }
+
+    #[test]
+    fn the_counts_follow_every_open_and_close_whatever_else_is_open() {
+        let sessions = Sessions::default();
+        let metrics = Metrics::new();
+        let kill = CancellationToken::new();
+        let caps = Concurrency {
+            streams: Cap {
+                total: 2000,
+                per_connection: 1000,
+            },
+            ..Concurrency::default()
+        };
+        let open = |tenant, kind, port| {
+            sessions.open(
+                opening(tenant, root(), "a", kind, port),
+                &caps,
+                &kill,
+                &metrics,
+            )
+        };
+        // A tenant at its caps, on two connections...
+        let mut held: Vec<Session> = (0..2000)
+            .map(|i| open("greedy", Kind::Stream, 1 + (i % 2) as u16).unwrap())
+            .collect();
+        assert!(open("greedy", Kind::Stream, 3).is_err());
+        // ...counts nothing against another tenant, or against its own other kinds.
+        let other = open("other", Kind::Stream, 1).unwrap();
+        let watch = open("greedy", Kind::Watch, 1).unwrap();
+        // One closed on connection 1 frees one place there, and in the tenant's total.
+        held.swap_remove(0);
+        let again = open("greedy", Kind::Stream, 1).unwrap();
+        assert!(open("greedy", Kind::Stream, 1).unwrap_err().per_connection);
+        drop((held, other, watch, again));
+        assert!(sessions.is_empty());
+        assert!(
+            lock(&sessions.inner).counts.is_empty(),
+            "no count outlives its sessions"
+        );
     }
 
     #[test]
