@@ -15,6 +15,7 @@ use super::identity::ClientIdentity;
 use crate::config::ListenerKind;
 use crate::metrics::{RequestLabels, RouteLabels};
 use crate::proxy::Body;
+use crate::proxy::exchange::Conn;
 use crate::proxy::headers::Peer;
 use crate::runtime::Shared;
 
@@ -93,6 +94,14 @@ impl Client {
             front,
             last_series: Mutex::new(None),
             forwarded_peer: Peer::new(peer.ip()),
+        }
+    }
+
+    /// This connection, as the warnings about its requests name it.
+    pub fn conn(&self) -> Conn<'_> {
+        Conn {
+            listener: &self.listener,
+            peer: self.peer,
         }
     }
 

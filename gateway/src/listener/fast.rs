@@ -262,6 +262,7 @@ impl Conn<'_> {
                 host: None,
                 trusted: false,
             },
+            conn: self.client.conn(),
             metrics: &self.client.shared.metrics,
         };
         let attempts = if plan.body == 0 { upstream.len() } else { 1 };

@@ -52,7 +52,7 @@ use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
-use tracing::{Instrument, debug, info, info_span, warn};
+use tracing::{Instrument, debug, debug_span, info, warn};
 
 use self::client::{Client, Front};
 use self::identity::ClientIdentity;
@@ -204,7 +204,10 @@ pub async fn serve(
             draining: draining.clone(),
             _slot: permit,
         };
-        let span = info_span!("conn", listener = %name, peer = %peer);
+        // A debug span: made at every accept, an info one was the largest single cost of
+        // an exec's setup (its fields formatted, its slot taken, all cold). The warnings
+        // a connection can log name the listener and peer themselves (`proxy::Exchange`).
+        let span = debug_span!("conn", listener = %name, peer = %peer);
         shared.tasks.spawn(conn.run(stream).instrument(span));
     }
     draining.fire();

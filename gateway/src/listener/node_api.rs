@@ -178,7 +178,13 @@ async fn authorize(
             Err(text(StatusCode::FORBIDDEN, &format!("Forbidden {words}")))
         }
         Err(why) => {
-            tracing::warn!(%user, error = %why, "node-api: authorization error");
+            tracing::warn!(
+                listener = %client.listener,
+                peer = %client.peer,
+                %user,
+                error = %why,
+                "node-api: authorization error"
+            );
             Err(text(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 &format!("Authorization error {words}"),

@@ -214,6 +214,7 @@ impl Call<'_> {
                 host: None,
                 trusted: false,
             },
+            conn: self.client.conn(),
             metrics: &self.client.shared.metrics,
         }
     }

@@ -66,6 +66,7 @@ pub async fn serve(
                     host: host.as_deref(),
                     trusted,
                 },
+                conn: client.conn(),
                 metrics: &client.shared.metrics,
             };
             let upgrade =

@@ -1,6 +1,10 @@
-//! A proxied request's surroundings: the route it is counted under, who the client is,
-//! and the metrics its failures go to. Both ways to a backend (`forward` in the parent
-//! module, and `upgrade`) take one.
+//! A proxied request's surroundings: the route it is counted under, who the client is
+//! (for the forwarding headers, and for the warnings about it), and the metrics its
+//! failures go to. Both ways to a backend (`forward` in the parent module, and
+//! `upgrade`) take one.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
 
 use crate::metrics::{Metrics, UpstreamErrorLabels};
 
@@ -11,7 +15,17 @@ use super::headers::ClientSide;
 pub struct Exchange<'a> {
     pub route: &'a str,
     pub client: ClientSide<'a>,
+    pub conn: Conn<'a>,
     pub metrics: &'a Metrics,
+}
+
+/// The client connection a request came on, as a warning about it names it. (Connections
+/// have no span of their own at `info`: built at every accept, it cost more than any
+/// other step of an exec's setup.)
+#[derive(Clone, Copy)]
+pub struct Conn<'a> {
+    pub listener: &'a Arc<str>,
+    pub peer: SocketAddr,
 }
 
 impl Exchange<'_> {

@@ -14,6 +14,7 @@
 //! stream, so nothing is lost.
 
 use std::io;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -181,8 +182,13 @@ pub async fn switch(
         }
     };
 
-    // A debug span, as the request's: its warnings below name the route and backend.
+    // A debug span, as the request's: its warnings name the connection, route and backend.
     let span = debug_span!("splice", route = %job.route, backend = %label);
+    let ends = Ends {
+        listener: exchange.conn.listener.clone(),
+        peer: exchange.conn.peer,
+        backend: label,
+    };
     let idle = timeouts.upgraded_idle;
     let tasks = job.tasks.clone();
     tasks.spawn(
@@ -195,10 +201,10 @@ pub async fn switch(
             };
             let (client, backend) = match tokio::join!(client_upgrade, far_side) {
                 (Ok(c), Ok(b)) => (c, b),
-                (Err(e), _) => return upgrade_failed(&job.route, &label, "client", &e),
-                (_, Err(e)) => return upgrade_failed(&job.route, &label, "upstream", &e),
+                (Err(e), _) => return upgrade_failed(&job.route, &ends, "client", &e),
+                (_, Err(e)) => return upgrade_failed(&job.route, &ends, "upstream", &e),
             };
-            job.run(client, backend, idle, &label).await;
+            job.run(client, backend, idle, &ends).await;
             drop(hold);
         }
         .instrument(span),
@@ -274,9 +280,25 @@ async fn send_raw(io: UpstreamIo, head: Vec<u8>, timeouts: &Timeouts) -> Result<
     }
 }
 
+/// The two connections a splice joins, as its warnings name them: the client's (listener
+/// and peer) and the backend.
+struct Ends {
+    listener: Arc<str>,
+    peer: SocketAddr,
+    backend: String,
+}
+
 /// The warning for a side of an upgrade that never became a connection to splice.
-fn upgrade_failed(route: &str, backend: &str, side: &str, e: &hyper::Error) {
-    warn!(route, backend, side, error = %e, "the {side} side of an upgrade failed");
+fn upgrade_failed(route: &str, ends: &Ends, side: &str, e: &hyper::Error) {
+    warn!(
+        listener = %ends.listener,
+        peer = %ends.peer,
+        route,
+        backend = %ends.backend,
+        side,
+        error = %e,
+        "the {side} side of an upgrade failed"
+    );
 }
 
 /// Dials `uri`'s server within `timeouts.connect`, counting a failure on `exchange`.
@@ -412,8 +434,8 @@ impl SpliceJob {
         self
     }
 
-    /// `backend_label` names the far side in the warning a failed splice logs.
-    async fn run(self, client: Upgraded, backend: Hijacked, idle: Duration, backend_label: &str) {
+    /// `ends` names both sides in the warning a failed splice logs.
+    async fn run(self, client: Upgraded, backend: Hijacked, idle: Duration, ends: &Ends) {
         let labels = SpliceLabels {
             route: self.route.clone(),
             tenant: self.tenant.clone(),
@@ -479,8 +501,10 @@ impl SpliceJob {
             Some(Err(e)) => {
                 let side = e.side().map(|s| s.to_string());
                 warn!(
+                    listener = %ends.listener,
+                    peer = %ends.peer,
                     route = %self.route,
-                    backend = %backend_label,
+                    backend = %ends.backend,
                     side = side.as_deref().unwrap_or("both"),
                     error = %e,
                     "upgraded connection ended"

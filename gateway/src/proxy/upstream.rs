@@ -255,7 +255,14 @@ impl Upstream {
             debug!(backend = %backend.label, error = %err, "backend refused; trying the next one");
             return true;
         }
-        warn!(route = exchange.route, backend = %backend.label, error = %err, "upstream failed");
+        warn!(
+            listener = %exchange.conn.listener,
+            peer = %exchange.conn.peer,
+            route = exchange.route,
+            backend = %backend.label,
+            error = %err,
+            "upstream failed"
+        );
         false
     }
 
