@@ -88,21 +88,17 @@ where
             )));
         }
         buf.reserve(READ);
-        let read = io.read_buf(&mut buf).await;
-        match read {
-            Ok(0) | Err(_) if !answered && buf.is_empty() => {
-                let why = match read {
-                    Err(e) => e.to_string(),
-                    Ok(_) => "the connection closed".to_string(),
-                };
-                return Err(Failed::Unanswered(why));
+        // Nothing read yet means the server never answered (a spare it had closed): the
+        // request may go again. Anything after that is a broken answer.
+        match io.read_buf(&mut buf).await {
+            Ok(0) if !answered => {
+                return Err(Failed::Unanswered("the connection closed".to_string()));
             }
             Ok(0) => {
-                return Err(Failed::Bad(
-                    "the connection closed inside an answer's head".to_string(),
-                ));
+                return Err(bad("the connection closed inside an answer's head"));
             }
             Ok(_) => answered = true,
+            Err(e) if !answered => return Err(Failed::Unanswered(e.to_string())),
             Err(e) => return Err(Failed::Bad(e.to_string())),
         }
     }
@@ -194,7 +190,9 @@ impl<S> Declined<S> {
         };
         Declined {
             io,
-            buf: BytesMut::from(&early[..]),
+            // Taken over without a copy when nothing else holds its buffer, as once the
+            // exchange that read the head has returned.
+            buf: BytesMut::from(early),
             left,
         }
     }

@@ -46,10 +46,13 @@ async fn backend(wire: Vec<u8>, cut: usize) -> UpstreamIo {
         while !head.ends_with(b"\r\n\r\n") && s.read(&mut byte).await.unwrap_or(0) == 1 {
             head.push(byte[0]);
         }
+        s.set_nodelay(true).unwrap();
         for piece in wire.chunks(cut.max(1)) {
             if s.write_all(piece).await.is_err() {
                 return;
             }
+            // Pacing, not waiting for anything: each piece should reach the reader on
+            // its own, so heads and bodies are read cut where `cut` says.
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     });
