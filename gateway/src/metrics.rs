@@ -134,7 +134,8 @@ pub struct Metrics {
     pub connections: Family<ListenerLabels, Counter>,
     /// Times a listener reached `max_connections` and stopped accepting until one closed.
     pub listener_saturated: Family<ListenerLabels, Counter>,
-    /// Requests the HTTP/1.1 fast path served (`listener::fast`); the rest went to hyper.
+    /// Requests the HTTP/1.1 fast path served (`listener::fast`), and node-API upgrades
+    /// read in place (`listener::upgrades`); the rest went to hyper.
     pub fast_path_requests: Family<ListenerLabels, Counter>,
     /// Connections the fast path handed to hyper at a request it does not take.
     pub fast_path_handoffs: Family<ListenerLabels, Counter>,
@@ -295,7 +296,7 @@ impl Metrics {
         );
         registry.register(
             "http1_fast_path_requests",
-            "Requests served by the HTTP/1.1 fast path, by listener",
+            "Requests served by the HTTP/1.1 fast path (on node-api listeners: upgrades read in place), by listener",
             m.fast_path_requests.clone(),
         );
         registry.register(

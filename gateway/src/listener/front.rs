@@ -17,8 +17,9 @@ use tracing::{Instrument, debug_span};
 
 use super::client::{Client, Front};
 use super::{kube_api, node_api, routes};
-use crate::proxy::{Body, error_response};
+use crate::proxy::{Body, Inbound, error_response};
 use crate::routing::path::{self, PathError};
+use crate::snapshot::{ListenerState, Snapshot};
 
 /// Answers one request. Not an `async fn`: the answer's future is built in place rather
 /// than copied into another one's state, since it is large and built once per request.
@@ -39,6 +40,45 @@ pub fn handle(
         status = tracing::field::Empty,
     );
     dispatch(req, client).map(Ok).instrument(span)
+}
+
+pin_project_lite::pin_project! {
+    /// A request's answer: one made already (`listener::upgrades` answered the request
+    /// before hyper read it), or the one its front is making.
+    #[project = AnswerProj]
+    pub enum Answer<F> {
+        Ready { res: Option<Response<Body>> },
+        Making { #[pin] making: F },
+    }
+}
+
+impl<F> Answer<F> {
+    /// `ready` when there is one, else what `make` starts.
+    pub fn new(ready: Option<Response<Body>>, make: impl FnOnce() -> F) -> Self {
+        match ready {
+            Some(res) => Answer::Ready { res: Some(res) },
+            None => Answer::Making { making: make() },
+        }
+    }
+}
+
+impl<F> Future for Answer<F>
+where
+    F: Future<Output = Result<Response<Body>, Infallible>>,
+{
+    type Output = Result<Response<Body>, Infallible>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        match self.project() {
+            AnswerProj::Ready { res } => {
+                std::task::Poll::Ready(Ok(res.take().expect("an answer is polled to its end once")))
+            }
+            AnswerProj::Making { making } => making.poll(cx),
+        }
+    }
 }
 
 async fn dispatch(mut req: Request<Incoming>, client: Arc<Client>) -> Response<Body> {
@@ -63,15 +103,7 @@ async fn dispatch(mut req: Request<Incoming>, client: Arc<Client>) -> Response<B
         (Front::NodeApi, Some(l)) => {
             // Boxed, as are the other rare paths: their futures are large, and inline they
             // would make every proxied request's future as large, copied at each move.
-            let res = Box::pin(node_api::serve(
-                req,
-                &client,
-                &snapshot,
-                &l.config.allowed_clients,
-            ))
-            .await;
-            client.record(node_api::ROUTE, &res, started);
-            res
+            Box::pin(node_api(req, &client, &snapshot, l, started)).await
         }
         (Front::KubeApi, Some(_)) => {
             let res = Box::pin(kube_api::serve(req, &client, &snapshot)).await;
@@ -82,8 +114,22 @@ async fn dispatch(mut req: Request<Incoming>, client: Arc<Client>) -> Response<B
     }
 }
 
+/// A node-API request, counted and timed: its path is normalised already.
+/// `listener::upgrades` calls this for the requests whose heads it read itself.
+pub async fn node_api<B: Inbound>(
+    req: Request<B>,
+    client: &Arc<Client>,
+    snapshot: &Arc<Snapshot>,
+    listener: &ListenerState,
+    started: Instant,
+) -> Response<Body> {
+    let res = node_api::serve(req, client, snapshot, &listener.config.allowed_clients).await;
+    client.record(node_api::ROUTE, &res, started);
+    res
+}
+
 /// Routes and forwards the normalised path (see `routing::path`); the query is untouched.
-fn normalize_path<B>(req: &mut Request<B>) -> Result<(), PathError> {
+pub fn normalize_path<B>(req: &mut Request<B>) -> Result<(), PathError> {
     let normal = match path::normalize(req.uri().path())? {
         std::borrow::Cow::Borrowed(_) => return Ok(()),
         std::borrow::Cow::Owned(p) => p,

@@ -9,10 +9,14 @@
 //!
 //! On a routes listener, a connection is first served by the HTTP/1.1 fast path (`fast`),
 //! which hands it to hyper (`rewind`: with the bytes it read put back) at the first request
-//! it does not take: HTTP/2, upgrades and anything unusual are hyper's.
+//! it does not take: HTTP/2, upgrades and anything unusual are hyper's. On a node-API
+//! listener, a first request that asks to switch protocols is read in place (`upgrades`):
+//! on 101 its connection goes to the splice without hyper; any other answer is hyper's to
+//! write, and the connection hyper's from there on.
 //!
 //! The files: `client` (a connection's client end and its front), `fast` (the HTTP/1.1
-//! fast path), `rewind` (a stream with read bytes put back), `front` (a request's
+//! fast path), `upgrades` (a node-API upgrade read in place), `rewind` (a stream with read
+//! bytes put back), `front` (a request's
 //! first steps and the choice of front), the fronts `routes`, `node_api` and `kube_api/`,
 //! what both Kubernetes fronts share (`podcall`: the leaf choice and the call's tail;
 //! `reply`: the error dialects), and `identity` (a client certificate's names).
@@ -41,12 +45,14 @@ pub mod reply;
 pub mod rewind;
 pub mod routes;
 pub mod sessions;
+pub mod upgrades;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use http::Response;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
@@ -58,6 +64,7 @@ use self::client::{Client, Front};
 use self::identity::ClientIdentity;
 use self::rewind::Rewind;
 use crate::metrics::ListenerLabels;
+use crate::proxy::Body;
 use crate::runtime::{Shared, Signal};
 use crate::workers;
 
@@ -214,6 +221,16 @@ pub async fn serve(
     info!(listener = %name, worker, "stopped accepting");
 }
 
+/// What reads a connection's first request.
+#[derive(Clone, Copy)]
+enum First {
+    Hyper,
+    /// A routes listener's HTTP/1.1 fast path (`fast`).
+    FastPath,
+    /// A node-API listener's upgrades read in place (`upgrades`).
+    Upgrade,
+}
+
 struct Connection {
     listener: Arc<str>,
     peer: SocketAddr,
@@ -339,18 +356,18 @@ impl Connection {
             .clone();
         active.inc();
 
-        let (tls, timeouts, front, fast) = {
+        let (tls, timeouts, front, first) = {
             let snapshot = self.shared.snapshot.load();
             let listener = snapshot.listeners.get(&*self.listener);
             let tls = listener.and_then(|l| l.tls.clone());
             let front = listener.map_or(Front::Routes, |l| Front::of(l.config.kind));
-            let fast = listener.is_some_and(|l| l.config.http1_fast_path);
-            (
-                tls,
-                snapshot.config.timeouts,
-                front,
-                fast && front == Front::Routes,
-            )
+            let first = match front {
+                _ if !listener.is_some_and(|l| l.config.http1_fast_path) => First::Hyper,
+                Front::Routes => First::FastPath,
+                Front::NodeApi => First::Upgrade,
+                Front::KubeApi => First::Hyper,
+            };
+            (tls, snapshot.config.timeouts, front, first)
         };
         // The first byte (ClientHello or request) must come within `first_byte`.
         if !first_byte(&stream, timeouts.first_byte).await {
@@ -361,7 +378,7 @@ impl Connection {
         match tls {
             None => {
                 let client = self.client(false, None, front);
-                self.serve(stream, client, fast, idle).await
+                self.serve(stream, client, first, idle).await
             }
             Some(config) => {
                 let acceptor = tokio_rustls::TlsAcceptor::from(config);
@@ -374,9 +391,12 @@ impl Connection {
                             .and_then(|chain| chain.first())
                             .and_then(|leaf| ClientIdentity::of_certificate(leaf));
                         // A client that chose HTTP/2 by ALPN is hyper's from the start.
-                        let fast = fast && session.alpn_protocol() != Some(b"h2");
+                        let first = match session.alpn_protocol() {
+                            Some(b"h2") => First::Hyper,
+                            _ => first,
+                        };
                         let client = self.client(true, identity, front);
-                        self.serve(tls, client, fast, idle).await
+                        self.serve(tls, client, first, idle).await
                     }
                     Ok(Err(e)) => debug!(error = %e, "TLS handshake failed"),
                     Err(_) => debug!("TLS handshake timed out"),
@@ -403,39 +423,59 @@ impl Connection {
         ))
     }
 
-    /// Serves `io` on the fast path while it takes the requests (when `fast`), then on
-    /// hyper from the first request it does not take.
-    async fn serve<I>(self, mut io: I, client: Arc<Client>, fast: bool, idle: Duration)
+    /// Serves `io` on the path `first` names while it takes the requests, then on hyper
+    /// from the first request it does not take.
+    async fn serve<I>(self, mut io: I, client: Arc<Client>, first: First, idle: Duration)
     where
         I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
-        let unread = if fast {
-            let killed = self.shared.killed.waiter();
-            let draining = self.draining.waiter();
-            tokio::select! {
+        let killed = self.shared.killed.waiter();
+        let draining = self.draining.waiter();
+        let (io, unread, answer) = match first {
+            First::Hyper => (io, Vec::new(), None),
+            First::FastPath => tokio::select! {
                 biased;
                 ended = fast::serve(&mut io, &client, &draining, idle) => match ended {
                     fast::Ended::Closed => return,
-                    fast::Ended::ToHyper(unread) => unread,
+                    fast::Ended::ToHyper(unread) => (io, unread, None),
                 },
                 () = killed.fired() => return,
+            },
+            First::Upgrade => {
+                let head_timeout = idle.min(HEADER_READ_TIMEOUT);
+                tokio::select! {
+                    biased;
+                    ended = upgrades::serve(io, &client, &draining, head_timeout) => match ended {
+                        upgrades::Ended::Done => return,
+                        upgrades::Ended::ToHyper { io, unread, answer } => (io, unread, answer),
+                    },
+                    () = killed.fired() => return,
+                }
             }
-        } else {
-            Vec::new()
         };
-        self.serve_http(TokioIo::new(Rewind::new(unread, io)), client, idle)
+        self.serve_http(TokioIo::new(Rewind::new(unread, io)), client, idle, answer)
             .await
     }
 
-    /// Serves HTTP on `io` with hyper.
-    async fn serve_http<I>(self, io: TokioIo<I>, client: Arc<Client>, idle: Duration)
-    where
+    /// Serves HTTP on `io` with hyper. With `answer`, the first request hyper reads was
+    /// answered already (`upgrades`): the service hands hyper that answer to write.
+    async fn serve_http<I>(
+        self,
+        io: TokioIo<I>,
+        client: Arc<Client>,
+        idle: Duration,
+        answer: Option<Response<Body>>,
+    ) where
         I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
         let in_flight = Arc::new(InFlight::default());
         let counter = in_flight.clone();
+        let answer = answer.map(|res| std::sync::Mutex::new(Some(res)));
         let svc = hyper::service::service_fn(move |req| {
-            counter.track(front::handle(req, client.clone()))
+            let ready = answer.as_ref().and_then(|a| a.lock().ok()?.take());
+            counter.track(front::Answer::new(ready, || {
+                front::handle(req, client.clone())
+            }))
         });
         let conn = self.http.serve_connection_with_upgrades(io, svc);
         tokio::pin!(conn);

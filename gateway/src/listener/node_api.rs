@@ -15,7 +15,6 @@
 use std::sync::Arc;
 
 use http::{HeaderValue, Request, Response, StatusCode, header};
-use hyper::body::Incoming;
 use serde_json::{Value, json};
 
 use super::client::{Client, Front};
@@ -25,7 +24,7 @@ use crate::config::{AllowedClient, VirtualNodeKind};
 use crate::k8s::access::Attributes;
 use crate::k8s::kubelet::{self, KubeletRoute, RouteError};
 use crate::k8s::status::Status;
-use crate::proxy::Body;
+use crate::proxy::{Body, Inbound};
 use crate::snapshot::Snapshot;
 
 pub use super::podcall::STREAM_IDLE;
@@ -34,8 +33,8 @@ pub use super::podcall::STREAM_IDLE;
 pub const ROUTE: &str = Front::NodeApi.label();
 
 /// Answers one node-api request.
-pub async fn serve(
-    req: Request<Incoming>,
+pub async fn serve<B: Inbound>(
+    req: Request<B>,
     client: &Arc<Client>,
     snapshot: &Arc<Snapshot>,
     allowed_clients: &[AllowedClient],
@@ -129,8 +128,8 @@ pub async fn serve(
 /// `Unauthorized` for a certificate with no CN, 403 `Forbidden (user=..., verb=...,
 /// resource=nodes, subresource=proxy)`, 500 `Authorization error (...)` when the review
 /// could not be asked. A denied caller sees nothing, `/pods` included.
-async fn authorize(
-    req: &Request<Incoming>,
+async fn authorize<B>(
+    req: &Request<B>,
     client: &Client,
     snapshot: &Snapshot,
     allowed_clients: &[AllowedClient],
@@ -213,7 +212,7 @@ fn served_node<'a>(snapshot: &'a Snapshot, listener: &str) -> Option<&'a str> {
 
 /// The kubelet's request turned into the leaf API's, then sent the way its kind asks.
 impl Call<'_> {
-    async fn forward(&self, req: Request<Incoming>, route: &KubeletRoute) -> Response<Body> {
+    async fn forward<B: Inbound>(&self, req: Request<B>, route: &KubeletRoute) -> Response<Body> {
         let query = req.uri().query();
         let translated = match route {
             KubeletRoute::Exec { container, .. } => {

@@ -31,8 +31,8 @@ use crate::limit;
 use crate::metrics::{LogCounts, PodCallLabels};
 use crate::plugins::{LogContext, PodRoute, PodRouteRequest, Verb};
 use crate::proxy::headers::{self, ClientSide};
-use crate::proxy::upgrade::{self, SpliceJob, Target};
-use crate::proxy::{Body, Exchange, Hops, prepare, prepare_response};
+use crate::proxy::upgrade::{self, ClientUpgrade, SpliceJob, Target};
+use crate::proxy::{Body, Exchange, Hops, Inbound, prepare, prepare_response};
 use crate::runtime::sessions::{Kind, Scope, Session};
 use crate::snapshot::{Snapshot, Tenant};
 
@@ -223,9 +223,9 @@ impl Call<'_> {
     /// anything else relayed and answered by the leaf (its own `Upgrade request required`
     /// or 400). `container` is the one asked for; a log call without one names the pod's
     /// only container to the filter, as kubectl leaves it out for one-container pods.
-    pub async fn send(
+    pub async fn send<B: Inbound>(
         &self,
-        req: Request<Incoming>,
+        req: Request<B>,
         path: &str,
         verb: Verb,
         container: Option<String>,
@@ -270,12 +270,12 @@ impl Call<'_> {
     /// headers (`Upgrade`, every `X-Stream-Protocol-Version`, `Sec-WebSocket-*`) untouched
     /// and nothing else of the caller's ([`leaf_headers`]), and on 101 both sides are
     /// spliced under the tenant's limits.
-    pub async fn stream(&self, mut req: Request<Incoming>, path: &str) -> Response<Body> {
+    pub async fn stream<B: Inbound>(&self, mut req: Request<B>, path: &str) -> Response<Body> {
         let session = match self.open_session(req.headers(), Kind::Stream) {
             Ok(s) => s,
             Err(res) => return res,
         };
-        let client_upgrade = hyper::upgrade::on(&mut req);
+        let client_upgrade = ClientUpgrade::take(&mut req);
         let (mut parts, body) = req.into_parts();
         parts.headers = leaf_headers(&parts.headers, true);
         let exchange = self.exchange();
@@ -320,7 +320,7 @@ impl Call<'_> {
 
     /// A request that is not an upgrade, sent to the leaf with its body and the headers
     /// [`leaf_headers`] lets through, and answered with the leaf's answer.
-    pub async fn relay(&self, req: Request<Incoming>, path: &str) -> Response<Body> {
+    pub async fn relay<B: Inbound>(&self, req: Request<B>, path: &str) -> Response<Body> {
         let (mut parts, body) = req.into_parts();
         parts.headers = leaf_headers(&parts.headers, false);
         prepare(&mut parts, Hops::DropAll, None);
@@ -336,12 +336,7 @@ impl Call<'_> {
 
     /// `containerLogs`: the leaf's log body, cut into lines, through the tenant's
     /// `log_filter`, streamed as it comes (a `follow` stays open as long as the leaf's).
-    pub async fn logs(
-        &self,
-        req: Request<Incoming>,
-        path: &str,
-        container: String,
-    ) -> Response<Body> {
+    pub async fn logs<B>(&self, req: Request<B>, path: &str, container: String) -> Response<Body> {
         let session = if follows(path) {
             match self.open_session(req.headers(), Kind::LogFollow) {
                 Ok(s) => Some(s),

@@ -24,6 +24,14 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// The body type of every request and response leafgate sends.
 pub type Body = UnsyncBoxBody<Bytes, BoxError>;
 
+/// A request body on its way to a backend or leaf: hyper's `Incoming`, or none
+/// (`http_body_util::Empty`) for a request whose head leafgate read itself
+/// (`listener::upgrades`).
+pub trait Inbound: HttpBody<Data = Bytes, Error: Into<BoxError>> + Send + Unpin + 'static {}
+
+impl<B> Inbound for B where B: HttpBody<Data = Bytes, Error: Into<BoxError>> + Send + Unpin + 'static
+{}
+
 /// A body with all its bytes in hand.
 pub fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into())

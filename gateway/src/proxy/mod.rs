@@ -43,7 +43,7 @@ use http::{Request, Response};
 use http_body_util::{BodyExt, Either};
 use hyper::body::Incoming;
 
-pub use self::body::{Body, BoxError, full};
+pub use self::body::{Body, BoxError, Inbound, full};
 pub use self::error::{ProxyError, error_response};
 pub use self::exchange::Exchange;
 pub use self::prepare::{Hops, prepare, prepare_response};

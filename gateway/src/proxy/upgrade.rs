@@ -16,7 +16,7 @@
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -28,11 +28,11 @@ use hyper_rustls::MaybeHttpsStream;
 use hyper_util::server::conn::auto;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use http::{Request, Response, StatusCode};
-use http_body::Body as _;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::client::conn::http1;
@@ -45,7 +45,7 @@ use crate::errors::{self, Causes};
 use crate::limit::Limiter;
 use crate::metrics::{Metrics, SpliceByteLabels, SpliceLabels};
 
-use super::body::{Body, full};
+use super::body::{Body, Inbound, full};
 use super::error::ProxyError;
 use super::exchange::Exchange;
 use super::fast;
@@ -65,7 +65,7 @@ pub async fn forward(
     exchange: &Exchange<'_>,
     job: SpliceJob,
 ) -> Result<Response<Body>, ProxyError> {
-    let client_upgrade = hyper::upgrade::on(&mut req);
+    let client_upgrade = ClientUpgrade::take(&mut req);
     let (mut parts, body) = req.into_parts();
     prepare(&mut parts, Hops::KeepUpgrade, Some(&exchange.client));
     let backend = upstream.pick();
@@ -94,13 +94,87 @@ pub struct Target {
     pub timeouts: Timeouts,
 }
 
+/// The client's side of an upgrade, to splice once its 101 is written: hyper's, or the
+/// connection of a request whose head leafgate read itself (`listener::upgrades`), handed
+/// over once that listener has written the 101.
+pub enum ClientUpgrade {
+    Hyper(hyper::upgrade::OnUpgrade),
+    Raw(oneshot::Receiver<ClientIo>),
+}
+
+/// The client's connection of a request whose head leafgate read itself, put in the
+/// request's extensions by the listener that read it (a request extension must be
+/// `Clone`; the first [`ClientUpgrade::take`] has it).
+#[derive(Clone)]
+pub struct RawUpgrade(Arc<Mutex<Option<oneshot::Receiver<ClientIo>>>>);
+
+impl RawUpgrade {
+    /// The extension to put in the request, and where its connection goes once the 101 is
+    /// written.
+    pub fn pair() -> (RawUpgrade, oneshot::Sender<ClientIo>) {
+        let (tx, rx) = oneshot::channel();
+        (RawUpgrade(Arc::new(Mutex::new(Some(rx)))), tx)
+    }
+}
+
+/// A client's connection after its 101, with the bytes it sent right behind its request's
+/// head.
+pub struct ClientIo(Hijacked);
+
+impl ClientIo {
+    pub fn new<I>(io: I, early: Bytes) -> ClientIo
+    where
+        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        // A plain socket is spliced kernel to kernel; anything else (TLS) is copied.
+        let mut io = Some(io);
+        if let Some(tcp) = (&mut io as &mut dyn std::any::Any).downcast_mut::<Option<TcpStream>>() {
+            let tcp = tcp.take().expect("just put there");
+            return ClientIo(Hijacked::Tcp(tcp, early));
+        }
+        let io = io.expect("not taken");
+        ClientIo(Hijacked::Stream(Prefixed::new(early, Box::new(io))))
+    }
+}
+
+/// Why the client's side of an upgrade never came.
+#[derive(Debug, thiserror::Error)]
+enum ClientGone {
+    #[error("{0}")]
+    Hyper(#[from] hyper::Error),
+    #[error("the connection failed before its 101 was written")]
+    Raw,
+}
+
+impl ClientUpgrade {
+    /// Takes the client's side out of `req`: the one a listener left in its extensions
+    /// ([`RawUpgrade`]), else hyper's.
+    pub fn take<B>(req: &mut Request<B>) -> ClientUpgrade {
+        let raw = req
+            .extensions_mut()
+            .remove::<RawUpgrade>()
+            .and_then(|raw| raw.0.lock().ok()?.take());
+        match raw {
+            Some(rx) => ClientUpgrade::Raw(rx),
+            None => ClientUpgrade::Hyper(hyper::upgrade::on(req)),
+        }
+    }
+
+    async fn ready(self) -> Result<Hijacked, ClientGone> {
+        match self {
+            ClientUpgrade::Hyper(upgrade) => Ok(Hijacked::client(upgrade.await?)),
+            ClientUpgrade::Raw(rx) => rx.await.map(|io| io.0).map_err(|_| ClientGone::Raw),
+        }
+    }
+}
+
 /// Sends an upgrade request whose `parts` are final (absolute URI, headers as the far side
 /// should get them) over a fresh HTTP/1.1 connection to `target`, relays a non-101 answer,
 /// and on 101 splices `client_upgrade` with the far side under `job`.
-pub async fn switch(
-    client_upgrade: hyper::upgrade::OnUpgrade,
+pub async fn switch<B: Inbound>(
+    client_upgrade: ClientUpgrade,
     mut parts: http::request::Parts,
-    body: Incoming,
+    body: B,
     target: Target,
     exchange: &Exchange<'_>,
     job: SpliceJob,
@@ -199,7 +273,7 @@ pub async fn switch(
                     FarSide::Later(upgrade) => upgrade.await.map(Hijacked::upstream),
                 }
             };
-            let (client, backend) = match tokio::join!(client_upgrade, far_side) {
+            let (client, backend) = match tokio::join!(client_upgrade.ready(), far_side) {
                 (Ok(c), Ok(b)) => (c, b),
                 (Err(e), _) => return upgrade_failed(&job.route, &ends, "client", &e),
                 (_, Err(e)) => return upgrade_failed(&job.route, &ends, "upstream", &e),
@@ -289,7 +363,7 @@ struct Ends {
 }
 
 /// The warning for a side of an upgrade that never became a connection to splice.
-fn upgrade_failed(route: &str, ends: &Ends, side: &str, e: &hyper::Error) {
+fn upgrade_failed(route: &str, ends: &Ends, side: &str, e: &dyn std::fmt::Display) {
     warn!(
         listener = %ends.listener,
         peer = %ends.peer,
@@ -435,7 +509,7 @@ impl SpliceJob {
     }
 
     /// `ends` names both sides in the warning a failed splice logs.
-    async fn run(self, client: Upgraded, backend: Hijacked, idle: Duration, ends: &Ends) {
+    async fn run(self, client: Hijacked, backend: Hijacked, idle: Duration, ends: &Ends) {
         let labels = SpliceLabels {
             route: self.route.clone(),
             tenant: self.tenant.clone(),
@@ -575,12 +649,12 @@ impl Hijacked {
 /// are taken out of hyper (bytes hyper had already read behind either head are written on
 /// first) so `splice_tcp` can move bytes kernel to kernel; otherwise the generic copy runs.
 async fn pump(
-    client: Upgraded,
+    client: Hijacked,
     backend: Hijacked,
     opts: SpliceOptions,
     on_bytes: impl Fn(Direction, u64) + Send + Sync,
 ) -> Result<SpliceReport, SpliceError> {
-    match (Hijacked::client(client), backend) {
+    match (client, backend) {
         (Hijacked::Tcp(mut client, client_early), Hijacked::Tcp(mut backend, backend_early)) => {
             write_early(
                 &mut backend,
@@ -675,3 +749,6 @@ async fn write_early(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod server_tests;

@@ -57,6 +57,13 @@ struct Bed {
 impl Bed {
     /// Starts the gateway with `tenant` (usually [`acme`] with plugins or limits added).
     async fn start(tenant: Tenant) -> Bed {
+        Bed::start_with(tenant, false).await
+    }
+
+    /// With `hyper_too`, `kubelet` reads upgrades in place whatever the environment says
+    /// (`http1_fast_path = true`), and a second node-api listener, `kubelet-hyper`, serves
+    /// every request through hyper.
+    async fn start_with(tenant: Tenant, hyper_too: bool) -> Bed {
         let leaf_a = KubeSim::builder().start().await.unwrap();
         let leaf_b = KubeSim::builder().start().await.unwrap();
         let dir = tempfile::tempdir().unwrap();
@@ -72,14 +79,21 @@ impl Bed {
         server_ca.issue(gw_dir.path(), "node-api", &["leafgate.node", "127.0.0.1"]);
         let client_ca = TestCa::new("root kubelet-client CA");
         client_ca.write(gw_dir.path(), "client-ca.pem");
-        let config = Config::new()
-            .admin()
-            .listener(
-                Listener::node_api("kubelet")
-                    .tls("node-api.pem", "node-api-key.pem")
-                    .client_ca("client-ca.pem")
-                    .allowed_clients([APISERVER]),
-            )
+        let node_api = |name: &str| {
+            Listener::node_api(name)
+                .tls("node-api.pem", "node-api-key.pem")
+                .client_ca("client-ca.pem")
+                .allowed_clients([APISERVER])
+        };
+        let config = Config::new().admin();
+        let config = if hyper_too {
+            config
+                .listener(node_api("kubelet").set("http1_fast_path", true))
+                .listener(node_api("kubelet-hyper").set("http1_fast_path", false))
+        } else {
+            config.listener(node_api("kubelet"))
+        };
+        let config = config
             .leaf(Leaf::new("leaf-a", "a.kubeconfig"))
             .leaf(Leaf::new("leaf-b", "b.kubeconfig"))
             .tenant(tenant);
@@ -154,6 +168,15 @@ impl Bed {
         (status, String::from_utf8_lossy(&body).into_owned())
     }
 
+    /// `apps/twin` in both leaves (a conflict) and `other/theirs` (no tenant's) in leaf b.
+    fn twins_and_theirs(&self) {
+        self.leaf_a.create(pod("apps", "twin", json!({}))).unwrap();
+        self.leaf_b.create(pod("apps", "twin", json!({}))).unwrap();
+        self.leaf_b
+            .create(pod("other", "theirs", json!({})))
+            .unwrap();
+    }
+
     async fn synced(&self) {
         let started = Instant::now();
         loop {
@@ -203,11 +226,7 @@ fn seen(sim: &KubeSim, path: &str) -> Vec<(String, Vec<String>, Option<String>)>
 async fn routes_methods_tenants_and_leaf_choice_answer_as_a_kubelet_does() {
     let bed = Bed::start(acme()).await;
     let web = bed.leaf_a.create(pod("apps", "web-0", json!({}))).unwrap();
-    bed.leaf_a.create(pod("apps", "twin", json!({}))).unwrap();
-    bed.leaf_b.create(pod("apps", "twin", json!({}))).unwrap();
-    bed.leaf_b
-        .create(pod("other", "theirs", json!({})))
-        .unwrap();
+    bed.twins_and_theirs();
     bed.synced().await;
     bed.indexed("apps", "web-0", 1).await;
     bed.indexed("apps", "twin", 2).await;
@@ -834,4 +853,192 @@ async fn a_raising_python_or_throwing_js_router_fails_only_its_own_request() {
             "{bad}: a failed route is never followed"
         );
     }
+}
+
+/// Every byte a client gets from `addr` for `request` (sent as the root API server, in one
+/// write), until the connection closes or stays quiet for 300 ms; `date` values replaced.
+async fn wire(bed: &Bed, addr: SocketAddr, request: &[u8]) -> String {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let mut tls = TlsConnector::from(bed.tls(Some(APISERVER)))
+        .connect(ServerName::try_from("leafgate.node").unwrap(), tcp)
+        .await
+        .unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut tls, request)
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let read = tokio::io::AsyncReadExt::read(&mut tls, &mut buf);
+        match tokio::time::timeout(Duration::from_millis(300), read).await {
+            Ok(Ok(n)) if n > 0 => got.extend_from_slice(&buf[..n]),
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&got)
+        .split("\r\n")
+        .map(|line| match line.split_once(": ") {
+            Some((name, _)) if name.eq_ignore_ascii_case("date") => "date: *",
+            _ => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\r\n")
+}
+
+/// A node-API connection's first request is read in place when it is an upgrade with no
+/// body (`listener::upgrades`), and on hyper's path otherwise: for the same bytes, the
+/// client must get the same bytes either way (a 101 and the stream behind it, a refusal,
+/// a leaf's declined answer, what follows on the connection), and the leaf the same request.
+#[tokio::test]
+async fn the_upgrades_read_in_place_answer_as_hypers_path_does() {
+    let bed = Bed::start_with(acme(), true).await;
+    bed.leaf_b
+        .create(pod("apps-web", "shell", json!({})))
+        .unwrap();
+    bed.twins_and_theirs();
+    bed.synced().await;
+    bed.indexed("apps-web", "shell", 1).await;
+    bed.indexed("apps", "twin", 2).await;
+
+    let ws = "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\
+Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: v5.channel.k8s.io\r\n";
+    let spdy = "Connection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\
+X-Stream-Protocol-Version: v4.channel.k8s.io\r\nX-Stream-Protocol-Version: v3.channel.k8s.io\r\n";
+    let exec = "/exec/apps-web/shell/main?command=echo&command=hi&output=1&error=1";
+    // (what, request, read in place)
+    let cases: Vec<(&str, String, bool)> = vec![
+        (
+            "a WebSocket exec, to its end",
+            format!("GET {exec} HTTP/1.1\r\nHost: node\r\n{ws}\r\n"),
+            true,
+        ),
+        (
+            "a SPDY exec's 101",
+            format!("POST {exec} HTTP/1.1\r\nHost: node\r\n{spdy}\r\n"),
+            true,
+        ),
+        (
+            "a path the kubelet has not",
+            format!("GET /nope HTTP/1.1\r\n{ws}\r\n"),
+            true,
+        ),
+        (
+            "a method the route refuses",
+            format!("POST /pods HTTP/1.1\r\n{ws}\r\n"),
+            true,
+        ),
+        (
+            "a name no pod can have",
+            format!("GET /exec/apps/Not_A_Name/main?command=ls HTTP/1.1\r\n{ws}\r\n"),
+            true,
+        ),
+        (
+            "impersonation",
+            format!("GET {exec} HTTP/1.1\r\nImpersonate-User: admin\r\n{ws}\r\n"),
+            true,
+        ),
+        (
+            "another tenant's namespace",
+            format!("GET /exec/other/theirs/main?command=ls&output=1 HTTP/1.1\r\n{ws}\r\n"),
+            true,
+        ),
+        (
+            "a pod no leaf has",
+            format!("GET /exec/apps/ghost/main?command=ls&output=1 HTTP/1.1\r\n{ws}\r\n"),
+            true,
+        ),
+        (
+            "a pod in two leaves",
+            format!("GET /exec/apps/twin/main?command=ls&output=1 HTTP/1.1\r\n{ws}\r\n"),
+            true,
+        ),
+        (
+            "no command",
+            format!("GET /exec/apps-web/shell/main?output=1 HTTP/1.1\r\n{ws}\r\n"),
+            true,
+        ),
+        (
+            "a path to normalise",
+            format!(
+                "GET /exec/apps-web/x/../shell/main?command=echo&command=hi&output=1 HTTP/1.1\r\n{ws}\r\n"
+            ),
+            true,
+        ),
+        (
+            "Upgrade without Connection: the leaf declines",
+            format!("GET {exec} HTTP/1.1\r\nUpgrade: websocket\r\n\r\n"),
+            true,
+        ),
+        (
+            "an upgrade on /healthz, then a second request",
+            format!("GET /healthz HTTP/1.1\r\n{ws}\r\nGET /healthz HTTP/1.1\r\nHost: node\r\n\r\n"),
+            true,
+        ),
+        (
+            "a request with a body goes to hyper",
+            format!("POST {exec} HTTP/1.1\r\nContent-Length: 2\r\n{spdy}\r\nhi"),
+            false,
+        ),
+        (
+            "not an upgrade",
+            "GET /healthz HTTP/1.1\r\nHost: node\r\n\r\n".to_string(),
+            false,
+        ),
+        (
+            "a head hyper refuses",
+            format!("GET {exec} HTTP/1.1\r\nBad Name: x\r\n{ws}\r\n"),
+            false,
+        ),
+    ];
+    let served = |text: &str, listener: &str| -> u64 {
+        text.lines()
+            .find(|l| {
+                l.starts_with("leafgate_http1_fast_path_requests_total{")
+                    && l.contains(&format!("listener=\"{listener}\""))
+            })
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    let metrics = || async {
+        leafgate_tests::client::get(bed.gw.admin(), "admin", "/metrics")
+            .await
+            .text()
+    };
+    for (what, request, in_place) in &cases {
+        let before = served(&metrics().await, "kubelet");
+        let fast = wire(&bed, bed.gw.addr("kubelet"), request.as_bytes()).await;
+        let taken = served(&metrics().await, "kubelet") - before;
+        let hyper = wire(&bed, bed.gw.addr("kubelet-hyper"), request.as_bytes()).await;
+        assert!(!fast.is_empty(), "{what}: no answer");
+        assert_eq!(
+            fast, hyper,
+            "{what}: read in place and through hyper differ"
+        );
+        assert_eq!(taken, u64::from(*in_place), "{what}: {fast}");
+    }
+    assert_eq!(served(&metrics().await, "kubelet-hyper"), 0);
+
+    // The WebSocket exec ran, and the leaf got the same request both ways.
+    let leaf_path = "/api/v1/namespaces/apps-web/pods/shell/exec";
+    let execs: Vec<_> = bed
+        .leaf_b
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == leaf_path)
+        .collect();
+    assert!(execs.len() >= 4, "{execs:?}");
+    let lines = |r: &kubesim::Recorded| {
+        let mut h: Vec<(String, String)> = r
+            .headers
+            .iter()
+            .filter(|(k, _)| {
+                !k.eq_ignore_ascii_case("forwarded") && !k.eq_ignore_ascii_case("x-forwarded-for")
+            })
+            .cloned()
+            .collect();
+        h.sort();
+        (r.method.clone(), r.query.clone(), h)
+    };
+    assert_eq!(lines(&execs[0]), lines(&execs[1]));
+    assert_eq!(lines(&execs[2]), lines(&execs[3]));
 }

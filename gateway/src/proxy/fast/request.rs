@@ -163,6 +163,79 @@ impl Head<'_, '_> {
     }
 }
 
+/// What the bytes at the start of a node-API connection's buffer are (see [`upgrade`]).
+// Made once per connection and matched at once: boxing the parts would cost an allocation
+// on an exec's path for nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum Upgrade {
+    /// The head is not complete yet.
+    Partial,
+    /// A request asking to switch protocols, as hyper's server would hand it to a service,
+    /// and the bytes its head takes.
+    Taken(http::request::Parts, usize),
+    /// Anything else, and why: hyper's path answers it.
+    Other(&'static str),
+}
+
+/// Reads, at the start of `buf`, an HTTP/1.1 request that asks to switch protocols and has
+/// no body: `GET` or `POST` (an exec, attach or port-forward over SPDY or WebSocket), a
+/// target in plain origin form, an `Upgrade` line (what makes hyper's server ready to
+/// hand the connection over), no `Content-Length`, `Transfer-Encoding` or `Expect`. Its
+/// parts are what hyper's server makes of the same head: the same parser and header limit,
+/// the target parsed as hyper parses it, names lowercased, lines kept in order.
+pub fn upgrade(buf: &[u8]) -> Upgrade {
+    let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut slots);
+    let len = match req.parse(buf) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return Upgrade::Partial,
+        Err(_) => return Upgrade::Other("a head httparse refuses"),
+    };
+    if req.version != Some(1) {
+        return Upgrade::Other("not HTTP/1.1");
+    }
+    let method = match req.method {
+        Some("GET") => http::Method::GET,
+        Some("POST") => http::Method::POST,
+        _ => return Upgrade::Other("a method other than GET or POST"),
+    };
+    let target = req.path.unwrap_or("");
+    if !is_plain_origin_form(target) {
+        return Upgrade::Other("a target not in plain origin form");
+    }
+    let Ok(uri) = target.parse::<http::Uri>() else {
+        return Upgrade::Other("a target http does not parse");
+    };
+    let mut headers = http::HeaderMap::with_capacity(req.headers.len());
+    let mut upgrade = false;
+    for h in req.headers.iter() {
+        let (Ok(name), Ok(value)) = (
+            http::HeaderName::from_bytes(h.name.as_bytes()),
+            http::HeaderValue::from_bytes(h.value),
+        ) else {
+            return Upgrade::Other("a header line http does not take");
+        };
+        if name == http::header::CONTENT_LENGTH
+            || name == http::header::TRANSFER_ENCODING
+            || name == http::header::EXPECT
+        {
+            return Upgrade::Other("a body or an expectation");
+        }
+        upgrade |= name == http::header::UPGRADE;
+        headers.append(name, value);
+    }
+    if !upgrade {
+        return Upgrade::Other("no Upgrade");
+    }
+    let (mut parts, ()) = http::Request::new(()).into_parts();
+    parts.method = method;
+    parts.uri = uri;
+    parts.version = http::Version::HTTP_11;
+    parts.headers = headers;
+    Upgrade::Taken(parts, len)
+}
+
 /// An origin-form target whose every byte `http::Uri` and the router take as they are:
 /// RFC 3986's path and query characters (unreserved, sub-delims, `:@/?%`).
 fn is_plain_origin_form(target: &str) -> bool {

@@ -17,7 +17,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use bytes::{Buf, Bytes, BytesMut};
-use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Version};
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Version, header};
 use http_body::{Frame, SizeHint};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::io::poll_read_buf;
@@ -25,6 +25,7 @@ use tokio_util::io::poll_read_buf;
 use super::chunked::Decoder;
 use super::lines::line;
 use super::response::{self, Framing, MAX_HEADERS};
+use crate::proxy::clock;
 
 /// The most bytes an answer's head may take: hyper's client's read buffer.
 const MAX_HEAD: usize = 8192 + 4096 * 100;
@@ -41,6 +42,63 @@ pub fn write_head(parts: &http::request::Parts, out: &mut Vec<u8>) {
     out.extend_from_slice(b" HTTP/1.1\r\n");
     for (name, value) in &parts.headers {
         line(out, name.as_str().as_bytes(), value.as_bytes());
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Writes the client's copy of a backend's 101 `head` into `out`, as hyper's server writes
+/// a 101 it is handed with an empty body: the status line with the backend's reason, each
+/// header line as the map holds it but those a 101 cannot carry (`Content-Length`,
+/// `Transfer-Encoding`, `Trailer`), every `Connection` value on one line, and a `Date`
+/// when the backend sent none.
+pub fn write_switched(head: &http::response::Parts, out: &mut Vec<u8>) {
+    out.extend_from_slice(if head.version == Version::HTTP_10 {
+        b"HTTP/1.0 "
+    } else {
+        b"HTTP/1.1 "
+    });
+    out.extend_from_slice(head.status.as_str().as_bytes());
+    out.push(b' ');
+    match head.extensions.get::<hyper::ext::ReasonPhrase>() {
+        Some(reason) => out.extend_from_slice(reason.as_bytes()),
+        None => out.extend_from_slice(
+            head.status
+                .canonical_reason()
+                .unwrap_or("<none>")
+                .as_bytes(),
+        ),
+    }
+    out.extend_from_slice(b"\r\n");
+    let mut date = false;
+    for name in head.headers.keys() {
+        if *name == header::CONTENT_LENGTH
+            || *name == header::TRANSFER_ENCODING
+            || *name == header::TRAILER
+        {
+            continue;
+        }
+        date |= *name == header::DATE;
+        let mut values = head.headers.get_all(name).iter();
+        if *name == header::CONNECTION {
+            out.extend_from_slice(b"connection: ");
+            if let Some(first) = values.next() {
+                out.extend_from_slice(first.as_bytes());
+            }
+            for more in values {
+                out.extend_from_slice(b", ");
+                out.extend_from_slice(more.as_bytes());
+            }
+            out.extend_from_slice(b"\r\n");
+            continue;
+        }
+        for value in values {
+            line(out, name.as_str().as_bytes(), value.as_bytes());
+        }
+    }
+    if !date {
+        out.extend_from_slice(b"date: ");
+        out.extend_from_slice(&clock::date());
+        out.extend_from_slice(b"\r\n");
     }
     out.extend_from_slice(b"\r\n");
 }
