@@ -442,10 +442,9 @@ impl Connection {
                 () = killed.fired() => return,
             },
             First::Upgrade => {
-                let head_timeout = idle.min(HEADER_READ_TIMEOUT);
                 tokio::select! {
                     biased;
-                    ended = upgrades::serve(io, &client, &draining, head_timeout) => match ended {
+                    ended = upgrades::serve(io, &client, &draining, HEADER_READ_TIMEOUT) => match ended {
                         upgrades::Ended::Done => return,
                         upgrades::Ended::ToHyper { io, unread, answer } => (io, unread, answer),
                     },

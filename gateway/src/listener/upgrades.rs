@@ -55,6 +55,8 @@ pub enum Ended<I> {
 
 /// Reads the first request on `io` within `head_timeout` and answers it when it is an
 /// upgrade; `stop` (the listener draining) hands the connection to hyper as it stands.
+/// As with hyper, the time runs from the connection's start, and `client_idle` does not
+/// cut it short: hyper counts a connection whose first head it awaits as busy, not idle.
 pub async fn serve<I>(
     mut io: I,
     client: &Arc<Client>,

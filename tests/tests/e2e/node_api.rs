@@ -61,8 +61,8 @@ impl Bed {
     }
 
     /// With `hyper_too`, `kubelet` reads upgrades in place whatever the environment says
-    /// (`http1_fast_path = true`), and a second node-api listener, `kubelet-hyper`, serves
-    /// every request through hyper.
+    /// (`http1_fast_path = true`), a second node-api listener, `kubelet-hyper`, serves
+    /// every request through hyper, and `client_idle` is 2 s.
     async fn start_with(tenant: Tenant, hyper_too: bool) -> Bed {
         let leaf_a = KubeSim::builder().start().await.unwrap();
         let leaf_b = KubeSim::builder().start().await.unwrap();
@@ -88,6 +88,7 @@ impl Bed {
         let config = Config::new().admin();
         let config = if hyper_too {
             config
+                .timeout("client_idle", "2s")
                 .listener(node_api("kubelet").set("http1_fast_path", true))
                 .listener(node_api("kubelet-hyper").set("http1_fast_path", false))
         } else {
@@ -989,6 +990,14 @@ X-Stream-Protocol-Version: v4.channel.k8s.io\r\nX-Stream-Protocol-Version: v3.ch
             format!("GET {exec} HTTP/1.1\r\nBad Name: x\r\n{ws}\r\n"),
             false,
         ),
+        (
+            "a head over the 16 KiB read in place",
+            format!(
+                "GET {exec} HTTP/1.1\r\nX-Big: {}\r\n{ws}\r\n",
+                "b".repeat(20_000)
+            ),
+            false,
+        ),
     ];
     let served = |text: &str, listener: &str| -> u64 {
         text.lines()
@@ -1017,6 +1026,36 @@ X-Stream-Protocol-Version: v4.channel.k8s.io\r\nX-Stream-Protocol-Version: v3.ch
         assert_eq!(taken, u64::from(*in_place), "{what}: {fast}");
     }
     assert_eq!(served(&metrics().await, "kubelet-hyper"), 0);
+
+    // A head that never ends: both ways the connection waits for it past `client_idle`
+    // (hyper counts a connection awaiting its first head as busy, and gives it its header
+    // read timeout of 30 s), with nothing written.
+    let stalled = |listener: &'static str| {
+        let bed = &bed;
+        async move {
+            let tcp = TcpStream::connect(bed.gw.addr(listener)).await.unwrap();
+            let mut tls = TlsConnector::from(bed.tls(Some(APISERVER)))
+                .connect(ServerName::try_from("leafgate.node").unwrap(), tcp)
+                .await
+                .unwrap();
+            let half = format!("GET {exec} HTTP/1.1\r\nUpgrade: websocket\r\nX-Slow: ");
+            tokio::io::AsyncWriteExt::write_all(&mut tls, half.as_bytes())
+                .await
+                .unwrap();
+            let mut got = Vec::new();
+            let read = tokio::io::AsyncReadExt::read_to_end(&mut tls, &mut got);
+            let ended = tokio::time::timeout(Duration::from_secs(4), read).await;
+            (ended.is_ok(), got)
+        }
+    };
+    let (fast, hyper) = tokio::join!(stalled("kubelet"), stalled("kubelet-hyper"));
+    for (side, (closed, got)) in [("in place", fast), ("hyper", hyper)] {
+        assert!(
+            !closed,
+            "{side}: a head still coming was cut at client_idle"
+        );
+        assert!(got.is_empty(), "{side}: {}", String::from_utf8_lossy(&got));
+    }
 
     // The WebSocket exec ran, and the leaf got the same request both ways.
     let leaf_path = "/api/v1/namespaces/apps-web/pods/shell/exec";
