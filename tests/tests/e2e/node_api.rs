@@ -856,11 +856,12 @@ async fn a_raising_python_or_throwing_js_router_fails_only_its_own_request() {
     }
 }
 
-/// Every byte a client gets from `addr` for `request` (sent as the root API server, in one
-/// write), until the connection closes or stays quiet for 300 ms; `date` values replaced.
-async fn wire(bed: &Bed, addr: SocketAddr, request: &[u8]) -> String {
+/// Every byte a client gets from `addr` for `request` (sent in one write by a caller
+/// whose certificate names `cn`), until the connection closes or stays quiet for 300 ms;
+/// `date` values replaced.
+async fn wire(bed: &Bed, addr: SocketAddr, cn: &str, request: &[u8]) -> String {
     let tcp = TcpStream::connect(addr).await.unwrap();
-    let mut tls = TlsConnector::from(bed.tls(Some(APISERVER)))
+    let mut tls = TlsConnector::from(bed.tls(Some(cn)))
         .connect(ServerName::try_from("leafgate.node").unwrap(), tcp)
         .await
         .unwrap();
@@ -1013,17 +1014,32 @@ X-Stream-Protocol-Version: v4.channel.k8s.io\r\nX-Stream-Protocol-Version: v3.ch
             .await
             .text()
     };
-    for (what, request, in_place) in &cases {
+    // A caller the node API refuses (a certificate outside `allowed_clients`) gets its
+    // refusal the same way too, read in place.
+    let intruder = format!("GET {exec} HTTP/1.1\r\nHost: node\r\n{ws}\r\n");
+    let cases = cases
+        .into_iter()
+        .map(|(what, request, in_place)| (what, APISERVER, request, in_place))
+        .chain([(
+            "a caller outside allowed_clients",
+            "someone-else",
+            intruder,
+            true,
+        )]);
+    for (what, cn, request, in_place) in cases {
         let before = served(&metrics().await, "kubelet");
-        let fast = wire(&bed, bed.gw.addr("kubelet"), request.as_bytes()).await;
+        let fast = wire(&bed, bed.gw.addr("kubelet"), cn, request.as_bytes()).await;
         let taken = served(&metrics().await, "kubelet") - before;
-        let hyper = wire(&bed, bed.gw.addr("kubelet-hyper"), request.as_bytes()).await;
+        let hyper = wire(&bed, bed.gw.addr("kubelet-hyper"), cn, request.as_bytes()).await;
         assert!(!fast.is_empty(), "{what}: no answer");
         assert_eq!(
             fast, hyper,
             "{what}: read in place and through hyper differ"
         );
-        assert_eq!(taken, u64::from(*in_place), "{what}: {fast}");
+        assert_eq!(taken, u64::from(in_place), "{what}: {fast}");
+        if cn != APISERVER {
+            assert!(fast.starts_with("HTTP/1.1 403 "), "{what}: {fast}");
+        }
     }
     assert_eq!(served(&metrics().await, "kubelet-hyper"), 0);
 
