@@ -7,7 +7,9 @@
 # ceilings: a bare TCP relay (one more hop, nothing parsed) and a TLS-terminating relay over
 # warm spare connections (the two handshakes per stream leafgate pays, none of its HTTP).
 # Prints one JSON object: `added_ms` is leafgate's, `tcp_relay_added_ms` and
-# `tls_relay_added_ms` the ceilings', `ratio` the throughput against straight.
+# `tls_relay_added_ms` the ceilings', `ratio` the throughput against straight, `kube_api`
+# a tenant's exec through leafgate's kube-API front (bearer token, the leaf's own path)
+# against the same exec straight, with leafgate's CPU per such exec.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SIZE_MIB=${SIZE_MIB:-256}

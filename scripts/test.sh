@@ -40,9 +40,11 @@ scripts/tools.sh
 echo "==> cargo test --workspace"
 cargo test --workspace
 
-# The routes listeners' suites again with every request served by hyper alone: the
-# HTTP/1.1 fast path (on by default) must not be what makes them pass.
-echo "==> proxy suites on hyper's path (http1_fast_path = false)"
+# The routes listeners' suites, and the API fronts' (whose upgrades are read in place),
+# again with every request served by hyper alone: the HTTP/1.1 fast path (on by default)
+# must not be what makes them pass.
+echo "==> proxy and API-front suites on hyper's path (http1_fast_path = false)"
 # `--workspace` resolves features as the run above did, so this builds only the e2e test
 # binary again (with the other feature flag's code) and reuses every crate as it is.
-LEAFGATE_TEST_HTTP1_FAST_PATH=off cargo test --workspace --test e2e -- proxy:: connections:: hijack:: hostile::
+LEAFGATE_TEST_HTTP1_FAST_PATH=off cargo test --workspace --test e2e -- \
+  proxy:: connections:: hijack:: hostile:: kube_api:: node_api:: kosmos::

@@ -46,15 +46,50 @@ pub enum Verify {
 /// A client certificate chain and its key, for mutual TLS.
 pub type Identity<'a> = (&'a [CertificateDer<'static>], &'a PrivateKeyDer<'static>);
 
-/// A rustls client config (ring, the safe default protocol versions) that checks the
-/// server as `verify` says and presents `identity` when there is one. It offers no ALPN;
-/// a caller that wants some sets `alpn_protocols`.
+/// ring, with its cipher suites in the order Go's `crypto/tls` prefers them on a machine
+/// with AES hardware, which is the order kube-apiserver, the kubelet and `kubectl`
+/// negotiate: AES-128-GCM, then AES-256-GCM, then ChaCha20-Poly1305, each version's
+/// suites otherwise as ring lists them. ring's own order puts AES-256-GCM with SHA-384
+/// first: on x86-64 its key schedule hashes with SHA-512 blocks, which have no hardware
+/// instructions, where SHA-256 has them, and its records take 14 AES rounds to 10. A
+/// client offers the suites in this order; a server picks by the client's (a client
+/// without AES hardware asks for ChaCha20 first and gets it). Built once.
+pub fn provider() -> Arc<CryptoProvider> {
+    static PROVIDER: OnceLock<Arc<CryptoProvider>> = OnceLock::new();
+    PROVIDER
+        .get_or_init(|| {
+            let mut provider = rustls::crypto::ring::default_provider();
+            provider
+                .cipher_suites
+                .sort_by_key(|suite| go_rank(suite.suite()));
+            Arc::new(provider)
+        })
+        .clone()
+}
+
+/// Where Go puts `suite` on a machine with AES hardware: AES-128-GCM first, AES-256-GCM
+/// next, the rest (ChaCha20-Poly1305) last.
+fn go_rank(suite: rustls::CipherSuite) -> u8 {
+    use rustls::CipherSuite::*;
+    match suite {
+        TLS13_AES_128_GCM_SHA256
+        | TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256
+        | TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 => 0,
+        TLS13_AES_256_GCM_SHA384
+        | TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384
+        | TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384 => 1,
+        _ => 2,
+    }
+}
+
+/// A rustls client config ([`provider`], the safe default protocol versions) that checks
+/// the server as `verify` says and presents `identity` when there is one. It offers no
+/// ALPN; a caller that wants some sets `alpn_protocols`.
 pub fn client_config(
     verify: Verify,
     identity: Option<Identity<'_>>,
 ) -> Result<rustls::ClientConfig, rustls::Error> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(provider)
+    let builder = rustls::ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()?;
     let builder = match verify {
         Verify::Roots(roots) => builder.with_root_certificates(roots),
@@ -94,9 +129,7 @@ pub fn https_connector(
 /// A verifier accepting any server certificate: a kubeconfig's `insecure-skip-tls-verify`,
 /// and Ingress https backends (whose pod certificates are not checked, as ingress-nginx).
 pub fn any_server_cert() -> Arc<dyn ServerCertVerifier> {
-    Arc::new(AnyServerCert(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    )))
+    Arc::new(AnyServerCert(provider()))
 }
 
 /// Any server certificate is accepted (the handshake's signatures are still checked, so
@@ -149,9 +182,67 @@ impl ServerCertVerifier for AnyServerCert {
     }
 }
 
+/// Runs a TLS handshake in memory between `client` (naming `localhost`) and `server`, and
+/// gives the cipher suite they settled on.
+#[cfg(test)]
+pub(crate) async fn handshake_suite(
+    client: rustls::ClientConfig,
+    server: Arc<rustls::ServerConfig>,
+) -> rustls::CipherSuite {
+    let (client_end, server_end) = tokio::io::duplex(1 << 16);
+    let name = ServerName::try_from("localhost").unwrap();
+    let (client, server) = tokio::join!(
+        tokio_rustls::TlsConnector::from(Arc::new(client)).connect(name, client_end),
+        tokio_rustls::TlsAcceptor::from(server).accept(server_end),
+    );
+    server.unwrap();
+    let client = client.unwrap();
+    client
+        .get_ref()
+        .1
+        .negotiated_cipher_suite()
+        .unwrap()
+        .suite()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server honouring the client's order, as ring's and nginx's do by default: the
+    /// suite is the one leafgate offers first.
+    #[tokio::test]
+    async fn leafgate_offers_aes_128_gcm_first_as_go_clients_do() {
+        let key = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let server = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![key.cert.der().clone()],
+            PrivateKeyDer::try_from(key.signing_key.serialize_der()).unwrap(),
+        )
+        .unwrap();
+        let client = client_config(Verify::Nothing, None).unwrap();
+        assert_eq!(
+            handshake_suite(client, Arc::new(server)).await,
+            rustls::CipherSuite::TLS13_AES_128_GCM_SHA256
+        );
+        // Reordered, not narrowed: every suite ring offers is still offered.
+        let (ours, ring) = (provider(), rustls::crypto::ring::default_provider());
+        assert_eq!(ours.cipher_suites.len(), ring.cipher_suites.len());
+        assert!(
+            ring.cipher_suites
+                .iter()
+                .all(|s| ours.cipher_suites.contains(s))
+        );
+        assert_eq!(
+            ours.cipher_suites[0].suite(),
+            rustls::CipherSuite::TLS13_AES_128_GCM_SHA256
+        );
+    }
 
     #[test]
     fn the_web_roots_are_built_once_and_shared() {

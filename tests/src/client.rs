@@ -12,6 +12,41 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
+/// Every byte a client gets from `addr` over TLS (`config`, SNI `sni`) for `request` sent
+/// in one write, until the connection closes or stays quiet for 300 ms, with `date`
+/// values replaced: what two listeners answer to the same bytes, to compare.
+pub async fn wire(
+    addr: SocketAddr,
+    config: Arc<rustls::ClientConfig>,
+    sni: &str,
+    request: &[u8],
+) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let mut tls = TlsConnector::from(config)
+        .connect(ServerName::try_from(sni.to_string()).unwrap(), tcp)
+        .await
+        .unwrap();
+    tls.write_all(request).await.unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let read = tls.read(&mut buf);
+        match tokio::time::timeout(std::time::Duration::from_millis(300), read).await {
+            Ok(Ok(n)) if n > 0 => got.extend_from_slice(&buf[..n]),
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&got)
+        .split("\r\n")
+        .map(|line| match line.split_once(": ") {
+            Some((name, _)) if name.eq_ignore_ascii_case("date") => "date: *",
+            _ => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\r\n")
+}
+
 /// A streamed body's next piece of data within `within` (panicking past it): `Some`, or
 /// `None` once the body ended, cleanly or cut (a revoked follow, a closed watch).
 pub async fn next_data(

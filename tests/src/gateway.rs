@@ -71,4 +71,18 @@ impl TestGateway {
             .admin_addr()
             .expect("the config has an [admin] section")
     }
+
+    /// How many requests on `listener` leafgate read itself, from `/metrics`
+    /// (`leafgate_http1_fast_path_requests_total`): the routes' fast path, and the upgrades
+    /// the API fronts read in place.
+    pub async fn read_in_place(&self, listener: &str) -> u64 {
+        let text = crate::client::get(self.admin(), "admin", "/metrics")
+            .await
+            .text();
+        let series = format!("leafgate_http1_fast_path_requests_total{{listener=\"{listener}\"}}");
+        text.lines()
+            .find_map(|l| l.strip_prefix(series.as_str()))
+            .and_then(|rest| rest.trim().parse().ok())
+            .unwrap_or(0)
+    }
 }

@@ -17,7 +17,7 @@ use tracing::{Instrument, debug_span};
 
 use super::client::{Client, Front};
 use super::{kube_api, node_api, routes};
-use crate::proxy::{Body, Inbound, error_response};
+use crate::proxy::{Body, InBody, Inbound, body, boxed, error_response, own_answer};
 use crate::routing::path::{self, PathError};
 use crate::snapshot::{ListenerState, Snapshot};
 
@@ -84,7 +84,10 @@ where
 async fn dispatch(mut req: Request<Incoming>, client: Arc<Client>) -> Response<Body> {
     let started = Instant::now();
     if let Err(e) = normalize_path(&mut req) {
-        let res = error_response(StatusCode::BAD_REQUEST, &e.to_string());
+        let res = own_answer(
+            error_response(StatusCode::BAD_REQUEST, &e.to_string()),
+            body::unread(&req),
+        );
         client.record("", &res, started);
         return res;
     }
@@ -106,9 +109,7 @@ async fn dispatch(mut req: Request<Incoming>, client: Arc<Client>) -> Response<B
             Box::pin(node_api(req, &client, &snapshot, l, started)).await
         }
         (Front::KubeApi, Some(_)) => {
-            let res = Box::pin(kube_api::serve(req, &client, &snapshot)).await;
-            client.record(kube_api::ROUTE, &res, started);
-            res
+            Box::pin(kube_api(req.map(boxed), &client, &snapshot, started)).await
         }
         _ => routes::serve(req, &client, listener, started).await,
     }
@@ -125,6 +126,21 @@ pub async fn node_api<B: Inbound>(
 ) -> Response<Body> {
     let res = node_api::serve(req, client, snapshot, &listener.config.allowed_clients).await;
     client.record(node_api::ROUTE, &res, started);
+    res
+}
+
+/// A kube-api request, counted and timed: its path is normalised already. The front takes
+/// one body type (`proxy::InBody`, made by `proxy::boxed`) from hyper and from
+/// `listener::upgrades` alike: a boxed body costs an allocation, where a front generic over
+/// two would be compiled twice.
+pub async fn kube_api(
+    req: Request<InBody>,
+    client: &Arc<Client>,
+    snapshot: &Arc<Snapshot>,
+    started: Instant,
+) -> Response<Body> {
+    let res = kube_api::serve(req, client, snapshot).await;
+    client.record(kube_api::ROUTE, &res, started);
     res
 }
 

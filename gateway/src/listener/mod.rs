@@ -227,7 +227,7 @@ enum First {
     Hyper,
     /// A routes listener's HTTP/1.1 fast path (`fast`).
     FastPath,
-    /// A node-API listener's upgrades read in place (`upgrades`).
+    /// A node-API or kube-API listener's upgrades read in place (`upgrades`).
     Upgrade,
 }
 
@@ -364,8 +364,7 @@ impl Connection {
             let first = match front {
                 _ if !listener.is_some_and(|l| l.config.http1_fast_path) => First::Hyper,
                 Front::Routes => First::FastPath,
-                Front::NodeApi => First::Upgrade,
-                Front::KubeApi => First::Hyper,
+                Front::NodeApi | Front::KubeApi => First::Upgrade,
             };
             (tls, snapshot.config.timeouts, front, first)
         };

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use super::client::Client;
 use crate::proxy::headers::{self, ClientSide};
 use crate::proxy::upgrade::{self, SpliceJob};
-use crate::proxy::{self, Body, Exchange, error_response, full};
+use crate::proxy::{self, Body, Exchange, error_response, full, own_answer};
 use crate::snapshot::{Action, ListenerState, Route};
 
 /// The host a request is for: the URI's authority (HTTP/2, absolute-form) or `Host`.
@@ -37,6 +37,9 @@ pub async fn serve(
         })
         .cloned();
     let trusted = listener.is_some_and(|l| l.config.trusts(client.peer.ip()));
+    // leafgate's own answers leave the body unread: they end the connection then (see
+    // `proxy::body::unread`; `proxy::forward` decides for its own failures).
+    let unread = proxy::body::unread(&req);
 
     let Some(route) = route else {
         let reason = format!(
@@ -44,7 +47,7 @@ pub async fn serve(
             host.as_deref().unwrap_or(""),
             req.uri().path()
         );
-        let res = error_response(StatusCode::NOT_FOUND, &reason);
+        let res = own_answer(error_response(StatusCode::NOT_FOUND, &reason), unread);
         client.record("", &res, started);
         return res;
     };
@@ -55,7 +58,7 @@ pub async fn serve(
             let mut res = Response::new(full(d.body.clone()));
             *res.status_mut() = d.status;
             *res.headers_mut() = d.headers.clone();
-            res
+            own_answer(res, unread)
         }
         Action::Proxy(upstream) => {
             let exchange = Exchange {
@@ -71,13 +74,14 @@ pub async fn serve(
             };
             let upgrade =
                 headers::is_upgrade(req.headers()) && req.version() <= http::Version::HTTP_11;
-            let result = if upgrade {
+            if upgrade {
                 let job = splice_job(client, &route);
-                Box::pin(upgrade::forward(req, upstream, &exchange, job)).await
+                Box::pin(upgrade::forward(req, upstream, &exchange, job))
+                    .await
+                    .unwrap_or_else(|e| own_answer(e.response(), unread))
             } else {
                 proxy::forward(req, upstream, &exchange).await
-            };
-            result.unwrap_or_else(|e| e.response())
+            }
         }
     };
     client.record(&route.name, &res, started);

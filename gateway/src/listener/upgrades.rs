@@ -1,14 +1,16 @@
-//! A node-API connection's first request, read in place when it asks to switch protocols:
-//! every exec, attach and port-forward the root cluster's API server sends comes on a
-//! connection of its own, as one such request with no body.
+//! A node-API or kube-API connection's first request, read in place when it asks to switch
+//! protocols: every exec, attach and port-forward the root cluster's API server sends to a
+//! node, and every one `kubectl` sends to the kube-API front, comes on a connection of its
+//! own, as one such request with no body.
 //!
 //! The head is read where it lies in the connection's buffer (`fast::request::upgrade`:
 //! hyper's parser and limits, the parts hyper's server would make of it) and answered by
-//! the node API as hyper's path answers it (`front::node_api`). On 101 the client gets the
-//! leaf's head as hyper's server writes one (`fast::switch::write_switched`), and its
-//! connection goes to the splice as it is, with what it sent behind its head: no hyper
-//! server connection, dispatch or upgrade hand-over sits between the client's request and
-//! the leaf's, or between the leaf's 101 and the client's.
+//! the listener's front as hyper's path answers it (`front::node_api`, `front::kube_api`).
+//! On 101 the client gets the leaf's head as hyper's server writes one
+//! (`fast::switch::write_switched`), and its connection goes to the splice as it is, with
+//! what it sent behind its head: no hyper server connection, dispatch or upgrade hand-over
+//! sits between the client's request and the leaf's, or between the leaf's 101 and the
+//! client's.
 //!
 //! Any other answer (a refusal, a leaf that declined) is written by hyper: the connection
 //! goes to hyper with the head put back, and hyper's service hands the answer already made
@@ -33,7 +35,7 @@ use crate::metrics::ListenerLabels;
 use crate::proxy::fast::request::{self, Upgrade};
 use crate::proxy::fast::switch;
 use crate::proxy::upgrade::{ClientIo, RawUpgrade};
-use crate::proxy::{Body, error_response};
+use crate::proxy::{Body, boxed, error_response};
 use crate::runtime::signal::Waiter;
 
 /// The most bytes read for the first head; a longer one goes to hyper (whose limit is far
@@ -99,11 +101,14 @@ where
         }
     };
     let snapshot = client.shared.snapshot.load_full();
-    // A reload may have given the socket another kind since the accept.
-    let Some(listener) = snapshot
+    // A reload may have given the socket another kind since the accept: the request goes
+    // to the front of the kind that is current, as on hyper's path.
+    let Some((listener, front)) = snapshot
         .listeners
         .get(&*client.listener)
-        .filter(|l| Front::of(l.config.kind) == Front::NodeApi && l.config.http1_fast_path)
+        .filter(|l| l.config.http1_fast_path)
+        .map(|l| (l, Front::of(l.config.kind)))
+        .filter(|(_, front)| *front != Front::Routes)
     else {
         return to_hyper(io, buf, None);
     };
@@ -119,8 +124,12 @@ where
     parts.extensions.insert(raw);
     let mut req = Request::from_parts(parts, Empty::<Bytes>::new());
     let res = match front::normalize_path(&mut req) {
-        Ok(()) => {
+        Ok(()) if front == Front::NodeApi => {
             let answer = front::node_api(req, client, &snapshot, listener, started);
+            Box::pin(answer.instrument(span)).await
+        }
+        Ok(()) => {
+            let answer = front::kube_api(req.map(boxed), client, &snapshot, started);
             Box::pin(answer.instrument(span)).await
         }
         Err(e) => {

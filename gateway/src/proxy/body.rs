@@ -2,7 +2,7 @@
 //! wrappers the proxy puts around streamed bodies. [`IdleTimeout`] fails a stream which
 //! stops moving: no frame for `idle` is an error, so a stalled upstream (or client) cannot
 //! hold a connection and its buffers forever. [`SignalSent`] tells when a request body has
-//! been sent whole.
+//! been sent whole; [`unread`] tells a request whose body has not been read to its end.
 //!
 //! The timer is re-armed lazily: frames only record the time they arrived, and the sleep is
 //! pushed back when it fires early. A body moving at line rate costs one `Instant::now()` per
@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body::{Body as HttpBody, Frame, SizeHint};
-use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::combinators::{BoxBody, UnsyncBoxBody};
 use http_body_util::{BodyExt, Full};
 use pin_project_lite::pin_project;
 use tokio::time::{Instant, Sleep};
@@ -31,6 +31,44 @@ pub trait Inbound: HttpBody<Data = Bytes, Error: Into<BoxError>> + Send + Unpin 
 
 impl<B> Inbound for B where B: HttpBody<Data = Bytes, Error: Into<BoxError>> + Send + Unpin + 'static
 {}
+
+/// A request body of one type whoever read its head: hyper's `Incoming` or
+/// `listener::upgrades`' none, boxed ([`boxed`]). `Sync`, unlike [`Body`], so a front may
+/// hold a `&Request` across an await.
+pub type InBody = BoxBody<Bytes, InError>;
+
+/// An [`InBody`]'s error. A type of its own, not [`BoxError`]: a future generic over a
+/// body whose error is a boxed `dyn Error` is not `Send` to the compiler (the trait
+/// object's lifetime is not general enough), and the pod calls are generic.
+#[derive(Debug)]
+pub struct InError(BoxError);
+
+impl std::fmt::Display for InError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for InError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+/// `body` as an [`InBody`].
+pub fn boxed(body: impl Inbound + Sync) -> InBody {
+    body.map_err(|e| InError(e.into())).boxed()
+}
+
+/// True for an HTTP/1 request whose body has not been read to its end. An answer made
+/// then (leafgate's own, without the body) must end the connection
+/// (`proxy::own_answer`): hyper drains such a body after the answer when all of it
+/// has already arrived and closes the connection when it has not, so whether the client's
+/// next request were served would depend on timing. The fast path (`listener::fast`)
+/// closes in the same case. HTTP/2 resets only the stream.
+pub fn unread<B: HttpBody>(req: &http::Request<B>) -> bool {
+    req.version() <= http::Version::HTTP_11 && !req.body().is_end_stream()
+}
 
 /// A body with all its bytes in hand.
 pub fn full(bytes: impl Into<Bytes>) -> Body {
@@ -124,6 +162,19 @@ impl BodySent {
         self.0.is_some()
     }
 
+    /// True once the body has been sent whole; false while it is still coming or when it
+    /// was dropped before its end (the exchange failed first).
+    pub fn sent_whole(&mut self) -> bool {
+        let Some(rx) = self.0.as_mut() else {
+            return true;
+        };
+        let whole = rx.try_recv().is_ok();
+        if whole {
+            self.0 = None;
+        }
+        whole
+    }
+
     /// Waits for the body's end. Already over for a body that had nothing to send.
     pub async fn wait(&mut self) {
         if let Some(rx) = self.0.as_mut() {
@@ -212,18 +263,42 @@ mod tests {
             .await
             .unwrap();
         body.frame().await.unwrap().unwrap();
+        assert!(!sent.sent_whole(), "a body still open is not sent whole");
         let pending = tokio::time::timeout(Duration::from_millis(20), sent.wait()).await;
         assert!(pending.is_err(), "a body still open is not sent");
         drop(tx);
         assert!(body.frame().await.is_none());
+        assert!(sent.sent_whole(), "the end of the body is signalled");
+        assert!(sent.sent_whole(), "and stays so");
         tokio::time::timeout(Duration::from_secs(1), sent.wait())
             .await
             .expect("the end of the body is signalled");
 
         let (_body, mut sent) = SignalSent::new(http_body_util::Empty::<Bytes>::new());
+        assert!(sent.sent_whole(), "an empty body is sent before it starts");
         tokio::time::timeout(Duration::from_millis(1), sent.wait())
             .await
             .expect("an empty body is sent before it starts");
+    }
+
+    #[test]
+    fn a_body_dropped_before_its_end_was_not_sent_whole() {
+        let (body, mut sent) = SignalSent::new(Full::new(Bytes::from_static(b"x")));
+        drop(body);
+        assert!(!sent.sent_whole());
+    }
+
+    #[test]
+    fn only_an_http1_body_not_at_its_end_is_unread() {
+        let with = |version, body: &'static [u8]| {
+            http::Request::builder()
+                .version(version)
+                .body(Full::new(Bytes::from_static(body)))
+                .unwrap()
+        };
+        assert!(unread(&with(http::Version::HTTP_11, b"abc")));
+        assert!(!unread(&with(http::Version::HTTP_11, b"")));
+        assert!(!unread(&with(http::Version::HTTP_2, b"abc")));
     }
 
     fn tokio_stream_from<T>(

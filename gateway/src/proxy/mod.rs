@@ -43,7 +43,7 @@ use http::{Request, Response};
 use http_body_util::{BodyExt, Either};
 use hyper::body::Incoming;
 
-pub use self::body::{Body, BoxError, Inbound, full};
+pub use self::body::{Body, BoxError, InBody, Inbound, boxed, full};
 pub use self::error::{ProxyError, error_response};
 pub use self::exchange::Exchange;
 pub use self::prepare::{Hops, prepare, prepare_response};
@@ -56,12 +56,26 @@ use self::upstream::{BackendState, Upstream};
 /// A backend's response body: from our HTTP/1.1 pool, or from hyper (HTTP/2, TLS).
 type UpstreamBody = Either<PooledBody, Incoming>;
 
-/// Sends an ordinary (non-upgrade) request to `upstream` and returns its response.
+/// leafgate's own answer to a request: with the request's body unread (`body::unread`), it
+/// says `Connection: close`, and hyper closes the connection once it is written.
+pub fn own_answer(mut res: Response<Body>, body_unread: bool) -> Response<Body> {
+    if body_unread {
+        res.headers_mut().insert(
+            http::header::CONNECTION,
+            http::HeaderValue::from_static("close"),
+        );
+    }
+    res
+}
+
+/// Sends an ordinary (non-upgrade) request to `upstream` and returns its response, or the
+/// failure's answer. That answer ends the connection when the client's body was not read
+/// to its end (see `body::unread`).
 pub async fn forward(
     req: Request<Incoming>,
     upstream: &Upstream,
     exchange: &Exchange<'_>,
-) -> Result<Response<Body>, ProxyError> {
+) -> Response<Body> {
     let (mut parts, body) = req.into_parts();
     let replayable = http_body::Body::is_end_stream(&body);
     prepare(&mut parts, Hops::DropAll, Some(&exchange.client));
@@ -86,7 +100,7 @@ pub async fn forward(
         };
         let host = exchange.client.host;
         let err = match exchange_head(upstream, backend, req, host, &mut sent).await {
-            Ok(Ok(res)) => return Ok(respond(res, timeouts.idle)),
+            Ok(Ok(res)) => return respond(res, timeouts.idle),
             Ok(Err(e)) => classify(e, &backend.label, timeouts.connect),
             Err(after) => ProxyError::ResponseTimeout {
                 backend: backend.label.clone(),
@@ -96,7 +110,7 @@ pub async fn forward(
         if upstream.failed(backend, &err, exchange, attempt < attempts) {
             continue;
         }
-        return Err(err);
+        return own_answer(err.response(), !sent.sent_whole());
     }
 }
 

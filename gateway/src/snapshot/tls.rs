@@ -71,7 +71,7 @@ impl ResolvesServerCert for SniResolver {
 
 /// Builds the listener's rustls config. Fails only if rustls rejects the client CA set.
 pub fn server_config(tls: &ServerTls) -> Result<Arc<rustls::ServerConfig>, rustls::Error> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = crate::tls::provider();
     let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()?;
     let builder = match &tls.client_ca {
@@ -141,5 +141,47 @@ mod tests {
         };
         let r = SniResolver::new(&only_ingress);
         assert!(Arc::ptr_eq(&r.pick(Some("x.b.example.com")), &default));
+    }
+
+    /// A listener takes the suite the client asks for first: Go's and browsers' AES-128-GCM,
+    /// ring's AES-256-GCM, or ChaCha20 from a client without AES hardware.
+    #[tokio::test]
+    async fn a_listener_takes_the_cipher_suite_in_the_clients_order() {
+        use rustls::CipherSuite::{
+            TLS13_AES_128_GCM_SHA256, TLS13_AES_256_GCM_SHA384, TLS13_CHACHA20_POLY1305_SHA256,
+        };
+        let server = server_config(&ServerTls {
+            default: cert("localhost"),
+            by_host: vec![],
+            client_ca: None,
+            client_cert_optional: false,
+        })
+        .unwrap();
+        let client = |provider: rustls::crypto::CryptoProvider| {
+            rustls::ClientConfig::builder_with_provider(Arc::new(provider))
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .dangerous()
+                .with_custom_certificate_verifier(crate::tls::any_server_cert())
+                .with_no_client_auth()
+        };
+        let ring = rustls::crypto::ring::default_provider;
+        for (offered, taken) in [
+            ((*crate::tls::provider()).clone(), TLS13_AES_128_GCM_SHA256),
+            (ring(), TLS13_AES_256_GCM_SHA384),
+            (
+                rustls::crypto::CryptoProvider {
+                    cipher_suites: vec![
+                        rustls::crypto::ring::cipher_suite::TLS13_CHACHA20_POLY1305_SHA256,
+                        rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256,
+                    ],
+                    ..ring()
+                },
+                TLS13_CHACHA20_POLY1305_SHA256,
+            ),
+        ] {
+            let suite = crate::tls::handshake_suite(client(offered), server.clone()).await;
+            assert_eq!(suite, taken);
+        }
     }
 }

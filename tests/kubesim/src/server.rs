@@ -176,7 +176,7 @@ impl KubeSimBuilder {
         let cert = params.signed_by(&key, &ca.issuer)?;
         let mut roots = rustls::RootCertStore::empty();
         roots.add(client_ca.der.clone())?;
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let provider = crate::tls::go_provider();
         let verifier = match &self.kubelet_role {
             Some(pem) => rustls::server::WebPkiClientVerifier::builder_with_provider(
                 Arc::new(crate::tls::roots(pem, "the kubelet's client CA")?),
@@ -199,6 +199,9 @@ impl KubeSimBuilder {
                 PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
             )?;
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        // A Go server chooses the suite by its own order, not the client's (it would take
+        // ChaCha20 for a client asking for it first; no client here does).
+        config.ignore_client_order = true;
         let identity = match self.kubelet_client {
             Some(c) => c,
             None => KubeletClientCert::generate()?,

@@ -44,14 +44,36 @@ pub fn roots(pem: &str, what: &'static str) -> Result<rustls::RootCertStore, Tls
     Ok(roots)
 }
 
+/// ring with its cipher suites in the order Go's `crypto/tls` uses on a machine with AES
+/// hardware, as kube-apiserver, the kubelet and `kubectl` (all Go) offer and choose them:
+/// AES-128-GCM, AES-256-GCM, then ChaCha20-Poly1305 ("Automatic cipher suite ordering in
+/// crypto/tls", Go blog, 2021-09-15). ring's own order starts with AES-256-GCM-SHA384.
+pub fn go_provider() -> Arc<CryptoProvider> {
+    use rustls::CipherSuite::*;
+    let mut provider = rustls::crypto::ring::default_provider();
+    provider
+        .cipher_suites
+        .sort_by_key(|suite| match suite.suite() {
+            TLS13_AES_128_GCM_SHA256
+            | TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256
+            | TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 => 0,
+            TLS13_AES_256_GCM_SHA384
+            | TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384
+            | TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384 => 1,
+            _ => 2,
+        });
+    Arc::new(provider)
+}
+
 /// A client configuration presenting `cert_pem`/`key_pem`, verifying the server against
-/// `ca_pem` when given and not at all otherwise. ALPN `http/1.1`: upgrades need it.
+/// `ca_pem` when given and not at all otherwise, offering suites as a Go client does
+/// ([`go_provider`]). ALPN `http/1.1`: upgrades need it.
 pub fn client_config(
     ca_pem: Option<&str>,
     cert_pem: &str,
     key_pem: &str,
 ) -> Result<rustls::ClientConfig, TlsError> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = go_provider();
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()?;
     let builder = match ca_pem {

@@ -34,6 +34,18 @@ fn pod(ns: &str, name: &str, labels: Value) -> Value {
 /// The gateway's config: a kube-api listener over leaves a and b, tenant acme (with the
 /// redact log filter, and `table_plugin` as its table formatter if given) and tenant other.
 fn config(table_plugin: Option<&Path>) -> Config {
+    config_with(table_plugin, false)
+}
+
+/// [`config`]; with `hyper_too`, `kube` reads upgrades in place whatever the environment
+/// says (`http1_fast_path = true`) and a second kube-api listener, `kube-hyper`, serves
+/// every request through hyper.
+fn config_with(table_plugin: Option<&Path>, hyper_too: bool) -> Config {
+    let kube = |name: &str| {
+        Listener::kube_api(name)
+            .tls("kube-api.pem", "kube-api-key.pem")
+            .client_ca("clients-ca.pem")
+    };
     let mut acme = Tenant::new("acme")
         .namespaces(["apps", "apps-*"])
         .tokens_file("acme.tokens")
@@ -45,13 +57,15 @@ fn config(table_plugin: Option<&Path>) -> Config {
     if let Some(table) = table_plugin {
         acme = acme.plugin("table_formatter", Plugin::new(table));
     }
-    Config::new()
+    let config = if hyper_too {
+        Config::new()
+            .listener(kube("kube").set("http1_fast_path", true))
+            .listener(kube("kube-hyper").set("http1_fast_path", false))
+    } else {
+        Config::new().listener(kube("kube"))
+    };
+    config
         .admin()
-        .listener(
-            Listener::kube_api("kube")
-                .tls("kube-api.pem", "kube-api-key.pem")
-                .client_ca("clients-ca.pem"),
-        )
         .leaf(Leaf::new("leaf-a", "a.kubeconfig"))
         .leaf(Leaf::new("leaf-b", "b.kubeconfig"))
         .tenant(acme)
@@ -73,6 +87,11 @@ struct Bed {
 impl Bed {
     /// With `with_table_plugin`, acme's `table_formatter` is the `pods-table` plugin.
     async fn start(with_table_plugin: bool) -> Bed {
+        Self::start_with(with_table_plugin, false).await
+    }
+
+    /// [`Bed::start`], with `kube-hyper` beside `kube` when `hyper_too` ([`config_with`]).
+    async fn start_with(with_table_plugin: bool, hyper_too: bool) -> Bed {
         let leaf_a = KubeSim::builder().start().await.unwrap();
         let leaf_b = KubeSim::builder().start().await.unwrap();
         let gw_dir = tempfile::tempdir().unwrap();
@@ -88,7 +107,7 @@ impl Bed {
         .unwrap();
         std::fs::write(gw_dir.path().join("other.tokens"), TOKEN_OTHER).unwrap();
         let table = with_table_plugin.then(|| plugin("pods-table"));
-        let gw = TestGateway::start_in(gw_dir, config(table.as_deref())).await;
+        let gw = TestGateway::start_in(gw_dir, config_with(table.as_deref(), hyper_too)).await;
         Bed {
             gw,
             leaf_a,
@@ -522,6 +541,7 @@ async fn kubectl_exec_reaches_the_pods_leaf_over_websocket_and_spdy() {
                 .await;
             assert_eq!(code, Some(3), "{b} {env:?}: {err}");
             assert_eq!(out, "out\n", "{b} {env:?}");
+            let err = kubesim::testkit::without_unknown_stream_log(&err);
             assert!(err.starts_with("err\n"), "{b} {env:?}: {err}");
             let (code, out, err) = bed
                 .kubectl(
@@ -655,17 +675,39 @@ async fn a_rewritten_tokens_file_takes_effect_without_a_restart() {
 }
 
 impl Bed {
+    /// A plain API client's TLS: the gateway's serving CA trusted, no client certificate.
+    fn client_tls(&self) -> std::sync::Arc<rustls::ClientConfig> {
+        self.client_tls_as(None)
+    }
+
+    /// A client config presenting a certificate the clients' CA issues for `cn`, if any.
+    fn client_tls_as(&self, cn: Option<&str>) -> std::sync::Arc<rustls::ClientConfig> {
+        use rustls_pki_types::pem::PemObject;
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let builder = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(self.ca.roots());
+        let tls = match cn {
+            None => builder.with_no_client_auth(),
+            Some(cn) => {
+                let files = self.ca.issue(self.dir.path(), cn, &[cn]);
+                builder
+                    .with_client_auth_cert(
+                        vec![files.der],
+                        rustls_pki_types::PrivateKeyDer::from_pem_file(&files.key).unwrap(),
+                    )
+                    .unwrap()
+            }
+        };
+        std::sync::Arc::new(tls)
+    }
+
     /// One request as a plain API client sends it: (status, JSON body).
     async fn raw(&self, token: Option<&str>, path: &str, accept: &str) -> (u16, Value) {
         use http_body_util::BodyExt;
-        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-        let tls = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(self.ca.roots())
-            .with_no_client_auth();
         let tcp = tokio::net::TcpStream::connect(self.addr()).await.unwrap();
-        let stream = tokio_rustls::TlsConnector::from(std::sync::Arc::new(tls))
+        let stream = tokio_rustls::TlsConnector::from(self.client_tls())
             .connect(
                 rustls_pki_types::ServerName::try_from("127.0.0.1").unwrap(),
                 tcp,
@@ -1070,5 +1112,213 @@ async fn a_stopped_leaf_is_said_out_loud_hidden_or_refused_as_its_stale_policy_s
             err.contains("leaf leaf-b is not in sync since ") && err.contains("try again later"),
             "{b}: {err}"
         );
+    }
+}
+
+/// A kube-API connection's first request is read in place when it is an upgrade with no
+/// body (`listener::upgrades`, as on node-api listeners), and on hyper's path otherwise:
+/// for the same bytes, a client gets the same bytes either way (a 101 and the stream
+/// behind it, a `Status` refusal, a leaf's declined answer, what follows on the
+/// connection), and the leaf gets the same request.
+#[tokio::test]
+async fn the_upgrades_read_in_place_answer_as_hypers_path_does() {
+    let bed = Bed::start_with(false, true).await.with_pods().await;
+    let tls = bed.client_tls();
+    let auth = format!("Authorization: Bearer {TOKEN_A}\r\n");
+    let ws = "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\
+Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: v5.channel.k8s.io\r\n";
+    let spdy = "Connection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\
+X-Stream-Protocol-Version: v4.channel.k8s.io\r\nX-Stream-Protocol-Version: v3.channel.k8s.io\r\n";
+    let pods = "/api/v1/namespaces/apps/pods";
+    let exec = format!("{pods}/web/exec?command=echo&command=hi&container=app&stdout=true");
+    // (what, request, read in place)
+    let cases: Vec<(&str, String, bool)> = vec![
+        (
+            "a WebSocket exec, to its end",
+            format!("GET {exec} HTTP/1.1\r\nHost: kube\r\n{auth}{ws}\r\n"),
+            true,
+        ),
+        (
+            "a SPDY exec's 101",
+            format!("POST {exec} HTTP/1.1\r\nHost: kube\r\n{auth}{spdy}\r\n"),
+            true,
+        ),
+        ("no token", format!("GET {exec} HTTP/1.1\r\n{ws}\r\n"), true),
+        (
+            "a token no tenant has",
+            format!("GET {exec} HTTP/1.1\r\nAuthorization: Bearer nope\r\n{ws}\r\n"),
+            true,
+        ),
+        (
+            "impersonation",
+            format!("GET {exec} HTTP/1.1\r\n{auth}Impersonate-User: admin\r\n{ws}\r\n"),
+            true,
+        ),
+        (
+            "another tenant's pod",
+            format!(
+                "GET /api/v1/namespaces/other/pods/secret/exec?command=ls&stdout=true \
+HTTP/1.1\r\n{auth}{ws}\r\n"
+            ),
+            true,
+        ),
+        (
+            "a pod no leaf has",
+            format!("GET {pods}/ghost/exec?command=ls&stdout=true HTTP/1.1\r\n{auth}{ws}\r\n"),
+            true,
+        ),
+        (
+            "a name no pod can have",
+            format!("GET {pods}/Not_A_Name/exec?command=ls HTTP/1.1\r\n{auth}{ws}\r\n"),
+            true,
+        ),
+        (
+            "a subresource pods have not",
+            format!("GET {pods}/web/nope HTTP/1.1\r\n{auth}{ws}\r\n"),
+            true,
+        ),
+        (
+            "a method the subresource refuses",
+            format!("POST {pods}/web/log HTTP/1.1\r\n{auth}{spdy}\r\n"),
+            true,
+        ),
+        (
+            "a container no pod can have",
+            format!("GET {pods}/web/exec?command=ls&container=Bad_Name HTTP/1.1\r\n{auth}{ws}\r\n"),
+            true,
+        ),
+        (
+            "a path to normalise",
+            format!(
+                "GET {pods}/x/../web/exec?command=echo&command=hi&stdout=true HTTP/1.1\r\n{auth}{ws}\r\n"
+            ),
+            true,
+        ),
+        (
+            "Upgrade without Connection: the leaf declines",
+            format!("GET {exec} HTTP/1.1\r\n{auth}Upgrade: websocket\r\n\r\n"),
+            true,
+        ),
+        (
+            "an upgrade on /version, then a second request",
+            format!(
+                "GET /version HTTP/1.1\r\n{auth}{ws}\r\nGET /version HTTP/1.1\r\nHost: kube\r\n{auth}\r\n"
+            ),
+            true,
+        ),
+        (
+            "a request with a body goes to hyper",
+            format!("POST {exec} HTTP/1.1\r\nContent-Length: 2\r\n{auth}{spdy}\r\nhi"),
+            false,
+        ),
+        (
+            "not an upgrade",
+            format!("GET /version HTTP/1.1\r\nHost: kube\r\n{auth}\r\n"),
+            false,
+        ),
+        (
+            "a head hyper refuses",
+            format!("GET {exec} HTTP/1.1\r\nBad Name: x\r\n{auth}{ws}\r\n"),
+            false,
+        ),
+        (
+            "a head over the 16 KiB read in place",
+            format!(
+                "GET {exec} HTTP/1.1\r\nX-Big: {}\r\n{auth}{ws}\r\n",
+                "b".repeat(20_000)
+            ),
+            false,
+        ),
+    ];
+    // A caller known by its client certificate: its identity comes from the connection,
+    // not from the head read in place.
+    let (ci, stranger) = (
+        bed.client_tls_as(Some("acme-ci")),
+        bed.client_tls_as(Some("stranger")),
+    );
+    let other_token = format!("Authorization: Bearer {TOKEN_OTHER}\r\n");
+    let as_certificates = [
+        (
+            "acme-ci's WebSocket exec",
+            &ci,
+            format!("GET {exec} HTTP/1.1\r\n{ws}\r\n"),
+        ),
+        (
+            "acme-ci on another tenant's pod",
+            &ci,
+            format!(
+                "GET /api/v1/namespaces/other/pods/secret/exec?command=ls HTTP/1.1\r\n{ws}\r\n"
+            ),
+        ),
+        (
+            "acme-ci with another tenant's token",
+            &ci,
+            format!("GET {exec} HTTP/1.1\r\n{other_token}{ws}\r\n"),
+        ),
+        (
+            "a certificate no tenant names",
+            &stranger,
+            format!("GET {exec} HTTP/1.1\r\n{ws}\r\n"),
+        ),
+    ];
+    let cases = cases
+        .into_iter()
+        .map(|(what, request, in_place)| (what, &tls, request, in_place))
+        .chain(
+            as_certificates
+                .into_iter()
+                .map(|(what, tls, request)| (what, tls, request, true)),
+        );
+    let wire = |listener: &str, tls: &std::sync::Arc<rustls::ClientConfig>, request: &[u8]| {
+        let (addr, tls, request) = (bed.gw.addr(listener), tls.clone(), request.to_vec());
+        async move { leafgate_tests::client::wire(addr, tls, "127.0.0.1", &request).await }
+    };
+    let mut answers = std::collections::HashMap::new();
+    for (what, tls, request, in_place) in cases {
+        let before = bed.gw.read_in_place("kube").await;
+        let fast = wire("kube", tls, request.as_bytes()).await;
+        let taken = bed.gw.read_in_place("kube").await - before;
+        let hyper = wire("kube-hyper", tls, request.as_bytes()).await;
+        assert!(!fast.is_empty(), "{what}: no answer");
+        assert_eq!(
+            fast, hyper,
+            "{what}: read in place and through hyper differ"
+        );
+        assert_eq!(taken, u64::from(in_place), "{what}: {fast}");
+        answers.insert(what, fast);
+    }
+    assert_eq!(bed.gw.read_in_place("kube-hyper").await, 0);
+    // The same on both paths, and what kube-apiserver answers: acme-ci runs acme's exec,
+    // and nobody reaches a pod their certificate does not give them.
+    let status = |what: &str| answers[what].split("\r\n").next().unwrap_or("").to_string();
+    assert_eq!(
+        status("acme-ci's WebSocket exec"),
+        "HTTP/1.1 101 Switching Protocols"
+    );
+    assert_eq!(
+        status("acme-ci on another tenant's pod"),
+        "HTTP/1.1 403 Forbidden"
+    );
+    // As kube-apiserver's authenticators run: the certificate before the token.
+    assert_eq!(
+        status("acme-ci with another tenant's token"),
+        "HTTP/1.1 101 Switching Protocols"
+    );
+    assert_eq!(
+        status("a certificate no tenant names"),
+        "HTTP/1.1 401 Unauthorized"
+    );
+
+    // The leaf got each exec the same way both times.
+    let execs: Vec<_> = bed
+        .leaf_a
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/api/v1/namespaces/apps/pods/web/exec")
+        .map(|r| (r.method, r.query, r.user, r.headers))
+        .collect();
+    assert!(execs.len() >= 2, "{execs:?}");
+    for pair in execs.chunks(2) {
+        assert_eq!(pair[0], pair[1]);
     }
 }

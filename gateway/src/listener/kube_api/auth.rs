@@ -18,7 +18,6 @@
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
-use hyper::body::Incoming;
 use serde_json::{Value, json};
 
 use super::caller::Caller;
@@ -27,7 +26,7 @@ use crate::config::TenantConfig;
 use crate::k8s::status::Status;
 use crate::listener::client::Client;
 use crate::listener::reply;
-use crate::proxy::Body;
+use crate::proxy::{Body, InBody};
 
 /// The largest review body read: a review is a few hundred bytes.
 const MAX_BODY: usize = 64 * 1024;
@@ -162,7 +161,7 @@ impl Decision {
 }
 
 /// `POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews`.
-pub async fn access_review(req: Request<Incoming>, caller: &Caller<'_>) -> Response<Body> {
+pub async fn access_review(req: Request<InBody>, caller: &Caller<'_>) -> Response<Body> {
     const KIND: &str = "SelfSubjectAccessReview";
     let body = match read(req, AUTHORIZATION, KIND).await {
         Ok(body) => body,
@@ -207,7 +206,7 @@ pub async fn access_review(req: Request<Incoming>, caller: &Caller<'_>) -> Respo
 
 /// `POST /apis/authorization.k8s.io/v1/selfsubjectrulesreviews`: the rules in
 /// `spec.namespace`, as `kubectl auth can-i --list` prints them.
-pub async fn rules_review(req: Request<Incoming>, caller: &Caller<'_>) -> Response<Body> {
+pub async fn rules_review(req: Request<InBody>, caller: &Caller<'_>) -> Response<Body> {
     const KIND: &str = "SelfSubjectRulesReview";
     let namespace = match read(req, AUTHORIZATION, KIND).await {
         Ok(Review::Json(v)) => v["spec"]["namespace"].as_str().unwrap_or("").to_string(),
@@ -240,7 +239,7 @@ pub async fn rules_review(req: Request<Incoming>, caller: &Caller<'_>) -> Respon
 /// client certificate's organizations, and `system:authenticated`), and the tenant as
 /// an extra.
 pub async fn self_review(
-    req: Request<Incoming>,
+    req: Request<InBody>,
     client: &Client,
     caller: &Caller<'_>,
 ) -> Response<Body> {
@@ -279,7 +278,7 @@ enum Review {
 }
 
 /// Reads a review's body (POST only), checking it is a `kind` of `group`/v1.
-async fn read(req: Request<Incoming>, group: &str, kind: &str) -> Result<Review, Status> {
+async fn read(req: Request<InBody>, group: &str, kind: &str) -> Result<Review, Status> {
     if req.method() != Method::POST {
         return Err(Status::method_not_allowed());
     }

@@ -5,13 +5,12 @@
 use std::sync::Arc;
 
 use http::{Request, Response, header};
-use hyper::body::Incoming;
 
 use crate::config::{TenantConfig, TokenDigest};
 use crate::k8s::status::Status;
 use crate::listener::client::Client;
 use crate::listener::reply;
-use crate::proxy::Body;
+use crate::proxy::{Body, InBody};
 use crate::snapshot::{Snapshot, Tenant};
 
 /// Who a request authenticated as.
@@ -27,7 +26,7 @@ pub struct Caller<'a> {
 /// name, else the tenant whose `tokens_file` holds the bearer token, else nobody (401).
 /// Like kube-apiserver's union of authenticators, one that succeeds is enough.
 pub fn authenticate<'a>(
-    req: &Request<Incoming>,
+    req: &Request<InBody>,
     client: &Client,
     snapshot: &'a Snapshot,
 ) -> Option<Caller<'a>> {

@@ -28,7 +28,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, StreamBody};
-use hyper::body::{Frame, Incoming};
+use hyper::body::Frame;
 use leafgate_k8s_print::{Column, LEAF_ANNOTATION};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
@@ -46,7 +46,7 @@ use crate::k8s::status::Status;
 use crate::listener::client::Client;
 use crate::listener::reply;
 use crate::listener::sessions::{self, Reach};
-use crate::proxy::Body;
+use crate::proxy::{Body, InBody};
 use crate::runtime::sessions::{Kind, Revoked, Scope};
 use crate::snapshot::Snapshot;
 
@@ -239,7 +239,7 @@ fn continue_after(token: &str) -> Option<(String, String, String)> {
 /// `GET /api/v1/events` and `/api/v1/namespaces/{ns}/events` (or the same under
 /// `/apis/events.k8s.io/v1`, `api`): a list, or a watch with `watch=true`.
 pub fn collection(
-    req: &Request<Incoming>,
+    req: &Request<InBody>,
     client: &Client,
     snapshot: &Arc<Snapshot>,
     caller: &Caller<'_>,
@@ -316,7 +316,7 @@ pub fn collection(
 /// `GET /api/v1/namespaces/{ns}/events/{name}` (or under `/apis/events.k8s.io/v1`,
 /// `api`): the event, from the first leaf (by name) holding it.
 pub fn one(
-    req: &Request<Incoming>,
+    req: &Request<InBody>,
     snapshot: &Snapshot,
     caller: &Caller<'_>,
     (namespace, raw_name): (&str, &str),
@@ -510,7 +510,7 @@ fn print(events: &[Listed], api: EventApi, wanted: Wanted, metadata: Value) -> V
 /// Each watch is a session (`runtime::sessions`): counted against the tenant's watch caps,
 /// and ended with an `ERROR` event when a reload revokes the caller or the namespace.
 fn watch(
-    req: &Request<Incoming>,
+    req: &Request<InBody>,
     client: &Client,
     snapshot: &Arc<Snapshot>,
     caller: &Caller<'_>,

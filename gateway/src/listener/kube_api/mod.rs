@@ -39,7 +39,6 @@ mod watch;
 use std::sync::Arc;
 
 use http::{Method, Request, Response};
-use hyper::body::Incoming;
 
 use self::caller::{Caller, authenticate};
 use self::event_api::EventApi;
@@ -50,7 +49,7 @@ use super::reply;
 use crate::k8s::kubelet::{self, PodTarget};
 use crate::k8s::names;
 use crate::k8s::status::Status;
-use crate::proxy::Body;
+use crate::proxy::{Body, InBody};
 use crate::snapshot::Snapshot;
 
 /// The route label kube-api requests are counted under.
@@ -58,7 +57,7 @@ pub const ROUTE: &str = Front::KubeApi.label();
 
 /// Answers one kube-api request.
 pub async fn serve(
-    req: Request<Incoming>,
+    req: Request<InBody>,
     client: &Arc<Client>,
     snapshot: &Arc<Snapshot>,
 ) -> Response<Body> {
@@ -217,7 +216,7 @@ fn target(ns: &str, name: &str) -> Result<PodTarget, Status> {
 /// leaf's API has the same path, built again from the validated names, and the same query,
 /// passed through once every `container` in it is a valid name.
 async fn subresource(
-    req: Request<Incoming>,
+    req: Request<InBody>,
     client: &Arc<Client>,
     snapshot: &Arc<Snapshot>,
     caller: &Caller<'_>,
@@ -282,7 +281,7 @@ async fn subresource(
     res
 }
 
-fn only_get(req: &Request<Incoming>, answer: impl FnOnce() -> Response<Body>) -> Response<Body> {
+fn only_get(req: &Request<InBody>, answer: impl FnOnce() -> Response<Body>) -> Response<Body> {
     if req.method() == Method::GET || req.method() == Method::HEAD {
         answer()
     } else {

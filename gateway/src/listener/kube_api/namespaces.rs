@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use http::{Method, Request, Response, StatusCode};
-use hyper::body::Incoming;
 use leafgate_k8s_print::{Column, LEAF_ANNOTATION, parse_timestamp};
 use serde_json::{Value, json};
 
@@ -25,7 +24,7 @@ use super::select::LabelSelector;
 use super::table::{self, Wanted};
 use crate::k8s::status::Status;
 use crate::listener::reply;
-use crate::proxy::Body;
+use crate::proxy::{Body, InBody};
 use crate::snapshot::Snapshot;
 
 /// The fields kube-apiserver indexes for namespaces.
@@ -143,7 +142,7 @@ fn print<'a>(namespaces: impl Iterator<Item = &'a Value>, wanted: Wanted) -> Val
 
 /// `GET /api/v1/namespaces`: the tenant's namespaces that exist in a leaf it may reach.
 pub fn collection(
-    req: &Request<Incoming>,
+    req: &Request<InBody>,
     snapshot: &Snapshot,
     caller: &Caller<'_>,
 ) -> Response<Body> {
@@ -195,7 +194,7 @@ pub fn collection(
 /// `GET /api/v1/namespaces/{ns}`: the namespace when the tenant owns it and a leaf it may
 /// reach has it.
 pub fn one(
-    req: &Request<Incoming>,
+    req: &Request<InBody>,
     snapshot: &Snapshot,
     caller: &Caller<'_>,
     name: &str,

@@ -11,7 +11,6 @@
 use std::sync::Arc;
 
 use http::{Method, Request, Response, StatusCode};
-use hyper::body::Incoming;
 
 use super::caller::Caller;
 use super::listed::Listed;
@@ -27,7 +26,7 @@ use crate::listener::client::Client;
 use crate::listener::podcall::choose_leaf;
 use crate::listener::reply::{self, Dialect};
 use crate::plugins::Verb;
-use crate::proxy::Body;
+use crate::proxy::{Body, InBody};
 use crate::snapshot::Snapshot;
 
 /// The tenant's pods that `filter` selects, sorted by namespace, name and leaf, and the
@@ -63,7 +62,7 @@ fn gather(snapshot: &Snapshot, caller: &Caller<'_>, filter: &Filter) -> (Vec<Lis
 /// `GET /api/v1/pods` and `/api/v1/namespaces/{ns}/pods`: a list, or a watch with
 /// `watch=true`.
 pub async fn collection(
-    req: &Request<Incoming>,
+    req: &Request<InBody>,
     client: &Client,
     snapshot: &Arc<Snapshot>,
     caller: &Caller<'_>,
@@ -149,7 +148,7 @@ fn push_str(out: &mut Vec<u8>, s: &str) {
 /// `GET /api/v1/namespaces/{ns}/pods/{name}`: the copy in the leaf the tenant's
 /// `pod_router` (verb `get`) or the index picks.
 pub async fn one(
-    req: &Request<Incoming>,
+    req: &Request<InBody>,
     snapshot: &Arc<Snapshot>,
     caller: &Caller<'_>,
     target: &PodTarget,

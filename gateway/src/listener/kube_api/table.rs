@@ -8,7 +8,6 @@
 //! to the plugin in parts, each call within the plugin's limits, and their rows are joined.
 
 use http::{HeaderValue, Request, Response, StatusCode, header};
-use hyper::body::Incoming;
 use leafgate_k8s_print::{Column, POD_COLUMNS, PodRow};
 use serde_json::Value;
 
@@ -18,7 +17,7 @@ use super::query::query_value;
 use crate::k8s::status::Status;
 use crate::listener::reply::{self, Dialect};
 use crate::plugins::{Table as PluginTable, TableRequest};
-use crate::proxy::{Body, full};
+use crate::proxy::{Body, InBody, full};
 
 /// What each row's `object` holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +39,7 @@ pub struct Wanted {
 /// `Some` when the client's `Accept` asks for a Table (`as=Table;g=meta.k8s.io`, `v1` or
 /// `v1beta1`), with its `includeObject`; a bad `includeObject` is a 400.
 #[allow(clippy::result_large_err)]
-pub fn requested(req: &Request<Incoming>) -> Result<Option<Wanted>, Response<Body>> {
+pub fn requested(req: &Request<InBody>) -> Result<Option<Wanted>, Response<Body>> {
     let version = req
         .headers()
         .get_all(header::ACCEPT)

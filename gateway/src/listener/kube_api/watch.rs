@@ -37,7 +37,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use bytes::Bytes;
 use http::{HeaderValue, Request, Response, header};
 use http_body_util::{BodyExt, StreamBody};
-use hyper::body::{Frame, Incoming};
+use hyper::body::Frame;
 use serde_json::json;
 
 use super::caller::Caller;
@@ -50,7 +50,7 @@ use crate::k8s::{Change, ChangeKind, Feed, RawPod};
 use crate::listener::client::Client;
 use crate::listener::reply;
 use crate::listener::sessions::{self, Reach};
-use crate::proxy::Body;
+use crate::proxy::{Body, InBody};
 use crate::runtime::sessions::{Kind, Scope};
 use crate::snapshot::Snapshot;
 
@@ -134,7 +134,7 @@ struct Source {
 /// A watch: `ADDED`, `MODIFIED`, `DELETED` and `BOOKMARK` events, one JSON object a line,
 /// each a `Pod` or (when the client asked for a Table) a one-row Table.
 pub(super) fn watch(
-    req: &Request<Incoming>,
+    req: &Request<InBody>,
     client: &Client,
     snapshot: Arc<Snapshot>,
     caller: &Caller<'_>,

@@ -14,19 +14,26 @@ use serde_json::{Value, json};
 
 const TOKEN: &str = "api-token";
 
-/// A TLS connection to the simulator that trusts its CA.
+/// A TLS connection to the simulator that trusts its CA, offering ring's suites in ring's
+/// order (AES-256-GCM first).
 async fn tls_connect(sim: &KubeSim) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    tls_connect_with(sim, rustls::crypto::ring::default_provider()).await
+}
+
+/// A TLS connection to the simulator that trusts its CA, offering `provider`'s suites.
+async fn tls_connect_with(
+    sim: &KubeSim,
+    provider: rustls::crypto::CryptoProvider,
+) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in rustls_pki_types::pem::PemObject::pem_slice_iter(sim.ca_pem().as_bytes()) {
         roots.add(cert.unwrap()).unwrap();
     }
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_root_certificates(roots)
-    .with_no_client_auth();
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
     let tcp = tokio::net::TcpStream::connect(sim.addr()).await.unwrap();
     tokio_rustls::TlsConnector::from(Arc::new(config))
         .connect("localhost".try_into().unwrap(), tcp)
@@ -121,6 +128,36 @@ async fn events(body: &mut Incoming, buf: &mut Vec<u8>, n: usize) -> Vec<Value> 
     .await
     .expect("watch events within 10s");
     out
+}
+
+/// kube-apiserver is a Go server: it takes the TLS 1.3 suite by Go's order (AES-128-GCM
+/// first on AES hardware), not by the client's, and the simulator's clients offer Go's
+/// order as kube-apiserver's and kubectl's do. A client offering only ChaCha20 still gets it.
+#[tokio::test]
+async fn the_api_server_and_its_clients_order_cipher_suites_as_go_does() {
+    use rustls::CipherSuite::{
+        TLS13_AES_128_GCM_SHA256, TLS13_AES_256_GCM_SHA384, TLS13_CHACHA20_POLY1305_SHA256,
+    };
+    let sim = sim().await;
+    let suite = |tls: &tokio_rustls::client::TlsStream<tokio::net::TcpStream>| {
+        tls.get_ref().1.negotiated_cipher_suite().unwrap().suite()
+    };
+    let ring_order = rustls::crypto::ring::default_provider();
+    assert_eq!(
+        ring_order.cipher_suites[0].suite(),
+        TLS13_AES_256_GCM_SHA384,
+        "the client below must prefer AES-256 for this test to mean anything"
+    );
+    assert_eq!(suite(&tls_connect(&sim).await), TLS13_AES_128_GCM_SHA256);
+    let go = kubesim::tls::go_provider();
+    assert_eq!(go.cipher_suites[0].suite(), TLS13_AES_128_GCM_SHA256);
+    assert_eq!(go.cipher_suites.len(), ring_order.cipher_suites.len());
+    let only_chacha = rustls::crypto::CryptoProvider {
+        cipher_suites: vec![rustls::crypto::ring::cipher_suite::TLS13_CHACHA20_POLY1305_SHA256],
+        ..rustls::crypto::ring::default_provider()
+    };
+    let tls = tls_connect_with(&sim, only_chacha).await;
+    assert_eq!(suite(&tls), TLS13_CHACHA20_POLY1305_SHA256);
 }
 
 #[tokio::test]

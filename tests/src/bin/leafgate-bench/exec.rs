@@ -7,7 +7,9 @@
 //! ROUNDS execs of `true` each way (straight, through leafgate, through the relays below),
 //! the four in turn, whole call timed (connect, TLS, upgrade, streams, exit status):
 //! leafgate's share of an exec's first byte is the difference; then the same execs 10 ms
-//! apart, each on an otherwise idle gateway. Also an
+//! apart, each on an otherwise idle gateway. Then ROUNDS execs as a tenant's `kubectl exec`
+//! sends them to leafgate's kube-API front (the leaf's path, a bearer token), in turn with
+//! the same exec straight (`kube_api` in the output). Also an
 //! exec under a tenant limit of 1 MiB/s (8 MiB of stdout), as the client measures it.
 //!
 //! The ceiling: the same straight execs through a bare TCP relay (`relay`, this binary,
@@ -52,7 +54,12 @@ pub async fn run(leafgate: &str, size_mib: u64, rounds: usize) {
     ca.write(dir.path(), "ca.pem");
     ca.issue(dir.path(), "node-api", &["127.0.0.1"]);
     let apiserver = ca.issue(dir.path(), "apiserver", &["kube-apiserver-kubelet-client"]);
-    let (node_api, admin) = (free_port(), free_port());
+    let (node_api, kube_api, admin) = (free_port(), free_port(), free_port());
+    std::fs::write(
+        dir.path().join("bench.tokens"),
+        AUTHORIZATION.trim_start_matches("Bearer "),
+    )
+    .unwrap();
     let config = dir.path().join("leafgate.toml");
     std::fs::write(
         &config,
@@ -66,12 +73,18 @@ bind = "127.0.0.1:{node_api}"
 kind = "node-api"
 tls = {{ cert = "node-api.pem", key = "node-api-key.pem", client_ca = "ca.pem" }}
 allowed_clients = ["kube-apiserver-kubelet-client"]
+[[listener]]
+name = "kube"
+bind = "127.0.0.1:{kube_api}"
+kind = "kube-api"
+tls = {{ cert = "node-api.pem", key = "node-api-key.pem" }}
 [[leaf]]
 name = "leaf"
 kubeconfig = "leaf.kubeconfig"
 [[tenant]]
 name = "bench"
 namespaces = ["bench"]
+tokens_file = "bench.tokens"
 [[tenant]]
 name = "limited"
 namespaces = ["bench-limited"]
@@ -109,11 +122,13 @@ bandwidth = {{ per_connection = "1MiB/s" }}
         )
     };
     let via_tls = apiserver_tls();
+    let pod_exec = "/api/v1/namespaces/bench/pods/p/exec?container=main&stdout=true";
     let direct = |command: &str| -> Call {
         (
             sim.addr(),
             direct_tls.clone(),
-            format!("/api/v1/namespaces/bench/pods/p/exec?container=main&stdout=true&{command}"),
+            format!("{pod_exec}&{command}"),
+            None,
         )
     };
     let via = |command: &str| -> Call {
@@ -121,12 +136,21 @@ bandwidth = {{ per_connection = "1MiB/s" }}
             format!("127.0.0.1:{node_api}").parse().unwrap(),
             via_tls.clone(),
             format!("/exec/bench/p/main?output=1&{command}"),
+            None,
         )
     };
+    // A tenant's `kubectl exec` through the kube-API front: the leaf's own path, a bearer
+    // token, a client config of its own (sessions are kept by server name).
+    let via_kube: Call = (
+        format!("127.0.0.1:{kube_api}").parse().unwrap(),
+        apiserver_tls(),
+        format!("{pod_exec}&command=true"),
+        Some(AUTHORIZATION),
+    );
 
     let bytes = size_mib << 20;
     let head = format!("command=head&command=-c&command={bytes}&command=/dev/zero");
-    let throughput = |(addr, tls, path): Call| async move {
+    let throughput = |(addr, tls, path, _): Call| async move {
         let mut best = 0f64;
         for _ in 0..3 {
             let started = Instant::now();
@@ -166,8 +190,8 @@ bandwidth = {{ per_connection = "1MiB/s" }}
     let relayed: SocketAddr = ([127, 0, 0, 1], relay_port).into();
     wait_port(relayed).await;
     let relay = {
-        let (_, tls, path) = direct("command=true");
-        (relayed, tls, path)
+        let (_, tls, path, auth) = direct("command=true");
+        (relayed, tls, path, auth)
     };
     // The TLS-terminating relay: the client's identity and trust as it has with leafgate,
     // the leaf's path as the straight exec sends it (the relay translates nothing), and
@@ -205,29 +229,30 @@ bandwidth = {{ per_connection = "1MiB/s" }}
     // other's tickets and every handshake would be a full one.
     let tls_relay_tls = apiserver_tls();
     let tls_relay = {
-        let (_, _, path) = direct("command=true");
-        (tls_relayed, tls_relay_tls, path)
+        let (_, _, path, auth) = direct("command=true");
+        (tls_relayed, tls_relay_tls, path, auth)
     };
-    let calls = [
+    let calls = vec![
         direct("command=true"),
         via("command=true"),
         relay,
         tls_relay,
     ];
-    // The three ways in turn, the order rotated each round, so the machine's drift from one
-    // minute to the next (as large here as the gap measured) falls on all three alike.
-    let latency = |pause: Duration| {
-        let calls = calls.clone();
+    // The ways in turn, the order rotated each round, so the machine's drift from one
+    // minute to the next (as large here as the gap measured) falls on all of them alike.
+    let latency = |pause: Duration, calls: Vec<Call>| {
         async move {
             let cpu_before = cpu_of.map(cpu_time);
-            let mut took: [Vec<Duration>; 4] = Default::default();
+            let mut took = vec![Vec::<Duration>::new(); calls.len()];
             for round in 0..rounds {
                 for k in 0..took.len() {
                     let i = (round + k) % took.len();
-                    let (addr, tls, path) = &calls[i];
+                    let (addr, tls, path, auth) = &calls[i];
+                    let headers: Vec<(&str, &str)> =
+                        auth.iter().map(|a| ("Authorization", *a)).collect();
                     tokio::time::sleep(pause).await;
                     let started = Instant::now();
-                    let out = spdy_exec(*addr, Arc::clone(tls), path, &[], b"")
+                    let out = spdy_exec(*addr, Arc::clone(tls), path, &headers, b"")
                         .await
                         .unwrap();
                     assert_eq!(out.exit_code(), Some(0), "{:?}", out.refused);
@@ -238,37 +263,50 @@ bandwidth = {{ per_connection = "1MiB/s" }}
             // own upkeep (leafgate's leaf watch and spare refills; the relay's refills).
             let [gateway_cpu, tls_relay_cpu] = [0, 1]
                 .map(|i| (cpu_time(cpu_of[i]) - cpu_before[i]).as_secs_f64() * 1e6 / rounds as f64);
-            let percentiles = took.map(|mut t| {
-                t.sort();
-                let pct = |p: f64| {
-                    t[((t.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1000.0
-                };
-                (pct(0.5), pct(0.99))
-            });
+            let percentiles: Vec<(f64, f64)> = took
+                .into_iter()
+                .map(|mut t| {
+                    t.sort();
+                    let pct = |p: f64| {
+                        t[((t.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1000.0
+                    };
+                    (pct(0.5), pct(0.99))
+                })
+                .collect();
             (percentiles, (gateway_cpu, tls_relay_cpu))
         }
     };
-    let (
-        [
-            (direct_p50, direct_p99),
-            (via_p50, via_p99),
-            (relay_p50, relay_p99),
-            (tls_relay_p50, tls_relay_p99),
-        ],
-        (via_cpu_us, tls_relay_cpu_us),
-    ) = latency(Duration::ZERO).await;
+    let (set, (via_cpu_us, tls_relay_cpu_us)) = latency(Duration::ZERO, calls.clone()).await;
+    let [
+        (direct_p50, direct_p99),
+        (via_p50, via_p99),
+        (relay_p50, relay_p99),
+        (tls_relay_p50, tls_relay_p99),
+    ] = set[..]
+    else {
+        unreachable!("one figure per way")
+    };
     // The same execs 10 ms apart: one exec on a gateway with nothing else to do, as a user's
     // `kubectl exec` meets it (back to back, the spare's refill handshake for the next exec
     // shares leafgate's core with this one).
-    let (
-        [
-            (spaced_direct, spaced_direct_p99),
-            (spaced_via, spaced_via_p99),
-            (spaced_relay, spaced_relay_p99),
-            (spaced_tls_relay, spaced_tls_relay_p99),
-        ],
-        (spaced_via_cpu_us, spaced_tls_relay_cpu_us),
-    ) = latency(Duration::from_millis(10)).await;
+    let (set, (spaced_via_cpu_us, spaced_tls_relay_cpu_us)) =
+        latency(Duration::from_millis(10), calls).await;
+    let [
+        (spaced_direct, spaced_direct_p99),
+        (spaced_via, spaced_via_p99),
+        (spaced_relay, spaced_relay_p99),
+        (spaced_tls_relay, spaced_tls_relay_p99),
+    ] = set[..]
+    else {
+        unreachable!("one figure per way")
+    };
+    // A tenant's exec through the kube-API front, in turn with the same exec straight,
+    // back to back: leafgate serves nothing else in this set, so its CPU is these execs'.
+    let (set, (kube_cpu_us, _)) =
+        latency(Duration::ZERO, vec![direct("command=true"), via_kube]).await;
+    let [(kube_direct_p50, kube_direct_p99), (kube_p50, kube_p99)] = set[..] else {
+        unreachable!("one figure per way")
+    };
     println!(
         "{}",
         json!({
@@ -295,6 +333,12 @@ bandwidth = {{ per_connection = "1MiB/s" }}
                 "leafgate": via_cpu_us.round(),
                 "tls_relay": tls_relay_cpu_us.round(),
                 "ratio": round(via_cpu_us / tls_relay_cpu_us),
+            },
+            "kube_api": {
+                "direct_ms": {"p50": round(kube_direct_p50), "p99": round(kube_direct_p99)},
+                "via_kube_api_ms": {"p50": round(kube_p50), "p99": round(kube_p99)},
+                "added_ms": {"p50": round(kube_p50 - kube_direct_p50), "p99": round(kube_p99 - kube_direct_p99)},
+                "cpu_us_per_exec": kube_cpu_us.round(),
             },
             "spaced_10ms": {
                 "direct_ms": {"p50": round(spaced_direct), "p99": round(spaced_direct_p99)},
@@ -357,7 +401,15 @@ async fn wait_port(addr: SocketAddr) {
 }
 
 /// Where an exec goes: the address, the client's TLS identity, the path and query.
-type Call = (SocketAddr, Arc<rustls::ClientConfig>, String);
+type Call = (
+    SocketAddr,
+    Arc<rustls::ClientConfig>,
+    String,
+    Option<&'static str>,
+);
+
+/// The bench tenant's bearer token, as its `kubectl` sends it to the kube-API front.
+const AUTHORIZATION: &str = "Bearer bench-tenant-token-0123456789";
 
 pub fn round(v: f64) -> f64 {
     (v * 100.0).round() / 100.0
