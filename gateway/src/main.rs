@@ -127,6 +127,10 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 
 fn run(config: PathBuf) -> anyhow::Result<ExitCode> {
     runtime()?.block_on(async move {
+        // Before anything is served: once `/readyz` answers 200 an orchestrator may send
+        // SIGTERM, and a signal arriving before its handler exists ends the process at once,
+        // with no drain.
+        let signals = Signals::install()?;
         let gateway = match Gateway::start(&config).await {
             Ok(g) => g,
             Err(e) => {
@@ -144,26 +148,41 @@ fn run(config: PathBuf) -> anyhow::Result<ExitCode> {
         {
             info!(listener = %name, %addr, "serving");
         }
-        wait_for_signals(&gateway).await?;
+        signals.wait(&gateway).await;
         gateway.shutdown().await;
         Ok(ExitCode::SUCCESS)
     })
 }
 
-/// Returns on SIGTERM or SIGINT; reloads on SIGHUP.
-async fn wait_for_signals(gateway: &Gateway) -> anyhow::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    let mut hup = signal(SignalKind::hangup())?;
-    loop {
-        tokio::select! {
-            _ = term.recv() => return Ok(()),
-            _ = int.recv() => return Ok(()),
-            _ = hup.recv() => {
-                info!("SIGHUP: reloading");
-                // The outcome is logged and recorded in /status by `reload` itself.
-                let _ = gateway.reload().await;
+/// The signals `run` acts on, listened for from before the gateway starts.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> anyhow::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let listen = |kind: SignalKind| signal(kind).context("listening for signals");
+        Ok(Self {
+            term: listen(SignalKind::terminate())?,
+            int: listen(SignalKind::interrupt())?,
+            hup: listen(SignalKind::hangup())?,
+        })
+    }
+
+    /// Returns on SIGTERM or SIGINT; reloads on SIGHUP.
+    async fn wait(mut self, gateway: &Gateway) {
+        loop {
+            tokio::select! {
+                _ = self.term.recv() => return,
+                _ = self.int.recv() => return,
+                _ = self.hup.recv() => {
+                    info!("SIGHUP: reloading");
+                    // The outcome is logged and recorded in /status by `reload` itself.
+                    let _ = gateway.reload().await;
+                }
             }
         }
     }
