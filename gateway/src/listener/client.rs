@@ -3,6 +3,7 @@
 //! request was counted in.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -66,6 +67,9 @@ pub struct Client {
     last_series: Mutex<Option<Series>>,
     /// The peer as the forwarding headers write it, rendered once for all its requests.
     pub forwarded_peer: Peer,
+    /// Set by an answer that ends the connection with the request's body unread: the
+    /// connection lingers before it closes (`listener::linger`).
+    lingers: AtomicBool,
 }
 
 /// A request's counter and latency histogram, for one route and status on this listener.
@@ -94,7 +98,22 @@ impl Client {
             front,
             last_series: Mutex::new(None),
             forwarded_peer: Peer::new(peer.ip()),
+            lingers: AtomicBool::new(false),
         }
+    }
+
+    /// Notes `res`, an answer hyper is about to write: one that ends the connection
+    /// (`proxy::own_answer` with the request's body unread) makes it linger.
+    pub fn answering(&self, res: &Response<Body>) {
+        let closes = res.headers().get(http::header::CONNECTION);
+        if closes.is_some_and(|v| v.as_bytes() == b"close") {
+            self.lingers.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// True once an answer ended the connection with the request's body unread.
+    pub fn lingers(&self) -> bool {
+        self.lingers.load(Ordering::Relaxed)
     }
 
     /// This connection, as the warnings about its requests name it.

@@ -53,6 +53,9 @@ const BUFFER: usize = 16 * 1024;
 /// How a fast-path connection ended.
 pub enum Ended {
     Closed,
+    /// Closed by an answer made with the request's body unread: the client may still be
+    /// sending it, so the connection lingers (`listener::linger`).
+    Unread,
     /// A request the fast path does not take: hyper serves the connection from `unread` on.
     ToHyper(Vec<u8>),
 }
@@ -127,6 +130,9 @@ where
             }
             Some(Step::Go(plan)) => {
                 if let Next::Close = conn.exchange(io, plan, stop).await {
+                    if conn.body_left > 0 {
+                        return Ended::Unread;
+                    }
                     let _ = io.shutdown().await;
                     return Ended::Closed;
                 }

@@ -81,7 +81,15 @@ where
     }
 }
 
-async fn dispatch(mut req: Request<Incoming>, client: Arc<Client>) -> Response<Body> {
+/// The request's answer, noted on its connection (`Client::answering`) before hyper
+/// writes it.
+async fn dispatch(req: Request<Incoming>, client: Arc<Client>) -> Response<Body> {
+    let res = answer(req, &client).await;
+    client.answering(&res);
+    res
+}
+
+async fn answer(mut req: Request<Incoming>, client: &Arc<Client>) -> Response<Body> {
     let started = Instant::now();
     if let Err(e) = normalize_path(&mut req) {
         let res = own_answer(
@@ -106,12 +114,12 @@ async fn dispatch(mut req: Request<Incoming>, client: Arc<Client>) -> Response<B
         (Front::NodeApi, Some(l)) => {
             // Boxed, as are the other rare paths: their futures are large, and inline they
             // would make every proxied request's future as large, copied at each move.
-            Box::pin(node_api(req, &client, &snapshot, l, started)).await
+            Box::pin(node_api(req, client, &snapshot, l, started)).await
         }
         (Front::KubeApi, Some(_)) => {
-            Box::pin(kube_api(req.map(boxed), &client, &snapshot, started)).await
+            Box::pin(kube_api(req.map(boxed), client, &snapshot, started)).await
         }
-        _ => routes::serve(req, &client, listener, started).await,
+        _ => routes::serve(req, client, listener, started).await,
     }
 }
 

@@ -39,6 +39,7 @@ pub mod fast;
 pub mod front;
 pub mod identity;
 pub mod kube_api;
+pub mod linger;
 pub mod node_api;
 pub mod podcall;
 pub mod reply;
@@ -436,6 +437,7 @@ impl Connection {
                 biased;
                 ended = fast::serve(&mut io, &client, &draining, idle) => match ended {
                     fast::Ended::Closed => return,
+                    fast::Ended::Unread => return linger::linger(io, killed.fired()).await,
                     fast::Ended::ToHyper(unread) => (io, unread, None),
                 },
                 () = killed.fired() => return,
@@ -451,8 +453,14 @@ impl Connection {
                 }
             }
         };
-        self.serve_http(TokioIo::new(Rewind::new(unread, io)), client, idle, answer)
-            .await
+        let slot = linger::Slot::default();
+        let io = linger::Handback::new(Rewind::new(unread, io), client.clone(), &slot);
+        let kill = self.shared.kill.clone();
+        self.serve_http(TokioIo::new(io), client, idle, answer)
+            .await;
+        if let Some(io) = slot.take() {
+            linger::linger(io, kill.cancelled()).await;
+        }
     }
 
     /// Serves HTTP on `io` with hyper. With `answer`, the first request hyper reads was

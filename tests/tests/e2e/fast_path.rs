@@ -155,6 +155,62 @@ async fn an_answer_made_before_the_body_is_read_ends_the_connection() {
     }
 }
 
+/// A connection ended by an answer made while the request's body is still arriving
+/// lingers before it closes: the client's further bytes are read and thrown away, its
+/// answer arrives whole and the connection ends with a FIN. Closed at once, the kernel
+/// would answer the unread bytes with a reset, which throws away the part of the answer
+/// the client has not read yet (a large direct answer arrived cut short) and fails the
+/// client's next write.
+#[tokio::test]
+async fn an_answer_that_ends_the_connection_with_the_body_unread_lingers() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let big = "z".repeat(1 << 20);
+    let gw = TestGateway::start(
+        Config::new()
+            .listener(Listener::new("fast").set("http1_fast_path", true))
+            .listener(Listener::new("hyper").set("http1_fast_path", false))
+            .route(Route::host("big.example").direct(200, &big))
+            .route(Route::host("down.example").backend(closed_port())),
+    )
+    .await;
+    for listener in ["fast", "hyper"] {
+        for (host, status, length) in [("big.example", 200, big.len()), ("down.example", 502, 0)] {
+            let what = format!("{host} on {listener}");
+            // A small receive buffer: most of a large answer waits in leafgate's send
+            // buffer while the client is not reading.
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.set_recv_buffer_size(4096).unwrap();
+            let mut conn = socket.connect(gw.addr(listener)).await.unwrap();
+            let head =
+                format!("POST / HTTP/1.1\r\nHost: {host}\r\nContent-Length: 1000000\r\n\r\n");
+            conn.write_all(head.as_bytes()).await.unwrap();
+            conn.write_all(&[b'x'; 1000]).await.unwrap();
+            // The body goes on arriving after the answer was made and leafgate is done.
+            for _ in 0..3 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                conn.write_all(&[b'x'; 16 * 1024])
+                    .await
+                    .unwrap_or_else(|e| panic!("{what}: the body's rest was refused: {e}"));
+            }
+            let mut answer = Vec::new();
+            tokio::time::timeout(Duration::from_secs(10), conn.read_to_end(&mut answer))
+                .await
+                .unwrap_or_else(|_| panic!("{what}: no end"))
+                .unwrap_or_else(|e| panic!("{what}: {e} after {} bytes", answer.len()));
+            let text = String::from_utf8_lossy(&answer);
+            let (head, body) = text.split_once("\r\n\r\n").expect("a whole head");
+            assert!(
+                head.starts_with(&format!("HTTP/1.1 {status} ")),
+                "{what}: {head}"
+            );
+            assert!(head.contains("connection: close"), "{what}: {head}");
+            if length > 0 {
+                assert_eq!(body.len(), length, "{what}: the answer arrived cut short");
+            }
+        }
+    }
+}
+
 #[tokio::test]
 async fn malformed_and_unusual_requests_get_hyper_s_answers() {
     let bed = Bed::start().await;
