@@ -12,6 +12,19 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
+/// A TLS connection to `addr` (`config`, SNI `sni`).
+async fn connect(
+    addr: SocketAddr,
+    config: Arc<rustls::ClientConfig>,
+    sni: &str,
+) -> tokio_rustls::client::TlsStream<TcpStream> {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    TlsConnector::from(config)
+        .connect(ServerName::try_from(sni.to_string()).unwrap(), tcp)
+        .await
+        .unwrap()
+}
+
 /// Every byte a client gets from `addr` over TLS (`config`, SNI `sni`) for `request` sent
 /// in one write, until the connection closes or stays quiet for 300 ms, with `date`
 /// values replaced: what two listeners answer to the same bytes, to compare.
@@ -22,11 +35,7 @@ pub async fn wire(
     request: &[u8],
 ) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let tcp = TcpStream::connect(addr).await.unwrap();
-    let mut tls = TlsConnector::from(config)
-        .connect(ServerName::try_from(sni.to_string()).unwrap(), tcp)
-        .await
-        .unwrap();
+    let mut tls = connect(addr, config, sni).await;
     tls.write_all(request).await.unwrap();
     let mut got = Vec::new();
     let mut buf = [0u8; 4096];
@@ -174,4 +183,36 @@ pub async fn tls_connect(
         peer_cert,
         alpn,
     }
+}
+
+/// What a client gets from `addr` over TLS (`config`, SNI `sni`) for `first`, then `rest`
+/// sent 50 ms later when there is any, until the connection ends or stays quiet for 500 ms:
+/// every byte, and whether the connection ended.
+pub async fn split_exchange(
+    addr: SocketAddr,
+    config: Arc<rustls::ClientConfig>,
+    sni: &str,
+    first: &[u8],
+    rest: &[u8],
+) -> (String, bool) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tls = connect(addr, config, sni).await;
+    tls.write_all(first).await.unwrap();
+    tls.flush().await.unwrap();
+    if !rest.is_empty() {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        tls.write_all(rest).await.unwrap();
+        tls.flush().await.unwrap();
+    }
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let ended = loop {
+        let read = tls.read(&mut buf);
+        match tokio::time::timeout(std::time::Duration::from_millis(500), read).await {
+            Ok(Ok(n)) if n > 0 => got.extend_from_slice(&buf[..n]),
+            Ok(_) => break true,
+            Err(_) => break false,
+        }
+    };
+    (String::from_utf8_lossy(&got).into_owned(), ended)
 }

@@ -17,6 +17,7 @@ use tracing::{Instrument, debug_span};
 
 use super::client::{Client, Front};
 use super::{kube_api, node_api, routes};
+use crate::proxy::body::ReadToEnd;
 use crate::proxy::{Body, InBody, Inbound, body, boxed, error_response, own_answer};
 use crate::routing::path::{self, PathError};
 use crate::snapshot::{ListenerState, Snapshot};
@@ -132,7 +133,9 @@ pub async fn node_api<B: Inbound>(
     listener: &ListenerState,
     started: Instant,
 ) -> Response<Body> {
+    let (req, read) = body::tracked(req);
     let res = node_api::serve(req, client, snapshot, &listener.config.allowed_clients).await;
+    let res = api_answer(res, &read);
     client.record(node_api::ROUTE, &res, started);
     res
 }
@@ -147,9 +150,24 @@ pub async fn kube_api(
     snapshot: &Arc<Snapshot>,
     started: Instant,
 ) -> Response<Body> {
+    let (req, read) = if body::unread(&req) {
+        let (req, read) = body::tracked(req);
+        (req.map(boxed), read)
+    } else {
+        (req, ReadToEnd::none())
+    };
     let res = kube_api::serve(req, client, snapshot).await;
+    let res = api_answer(res, &read);
     client.record(kube_api::ROUTE, &res, started);
     res
+}
+
+/// An API front's answer, given before its request's body was read to the end (refused,
+/// or the leaf answered early): it ends the connection, as on the routes front
+/// (`proxy::own_answer`). A protocol switch is never one.
+fn api_answer(res: Response<Body>, read: &ReadToEnd) -> Response<Body> {
+    let unread = read.unread() && res.status() != StatusCode::SWITCHING_PROTOCOLS;
+    own_answer(res, unread)
 }
 
 /// Routes and forwards the normalised path (see `routing::path`); the query is untouched.

@@ -9,6 +9,8 @@
 //! frame, not a timer-wheel update.
 
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
@@ -68,6 +70,69 @@ pub fn boxed(body: impl Inbound + Sync) -> InBody {
 /// closes in the same case. HTTP/2 resets only the stream.
 pub fn unread<B: HttpBody>(req: &http::Request<B>) -> bool {
     req.version() <= http::Version::HTTP_11 && !req.body().is_end_stream()
+}
+
+pin_project! {
+    /// A request body that notes when it has been read to its end ([`tracked`]), for a
+    /// front whose answer may come before it reads the body or without reading it.
+    pub struct Tracked<B> {
+        #[pin]
+        inner: B,
+        read: Option<Arc<AtomicBool>>,
+    }
+}
+
+/// Whether a [`Tracked`] body was read to its end.
+pub struct ReadToEnd(Option<Arc<AtomicBool>>);
+
+impl ReadToEnd {
+    /// For a request whose body was never [`unread`].
+    pub fn none() -> Self {
+        ReadToEnd(None)
+    }
+
+    /// True when the request's body was [`unread`] as it came and has not been read to its
+    /// end since.
+    pub fn unread(&self) -> bool {
+        self.0
+            .as_ref()
+            .is_some_and(|read| !read.load(Ordering::Relaxed))
+    }
+}
+
+/// `req` with its body [`Tracked`]. Only a body [`unread`] as it came is watched (one
+/// allocation); any other passes through as it is.
+pub fn tracked<B: HttpBody>(req: http::Request<B>) -> (http::Request<Tracked<B>>, ReadToEnd) {
+    let read = unread(&req).then(|| Arc::new(AtomicBool::new(false)));
+    let watch = ReadToEnd(read.clone());
+    (req.map(|inner| Tracked { inner, read }), watch)
+}
+
+impl<B: HttpBody> HttpBody for Tracked<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        let mut this = self.project();
+        let polled = this.inner.as_mut().poll_frame(cx);
+        if let Some(read) = this.read
+            && (matches!(polled, Poll::Ready(None)) || this.inner.is_end_stream())
+        {
+            read.store(true, Ordering::Relaxed);
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 /// A body with all its bytes in hand.
@@ -299,6 +364,31 @@ mod tests {
         assert!(unread(&with(http::Version::HTTP_11, b"abc")));
         assert!(!unread(&with(http::Version::HTTP_11, b"")));
         assert!(!unread(&with(http::Version::HTTP_2, b"abc")));
+    }
+
+    #[tokio::test]
+    async fn a_tracked_body_is_unread_until_read_to_its_end() {
+        let request = |body: &'static [u8]| {
+            http::Request::new(StreamBody::new(futures_util::stream::iter(
+                body.chunks(2)
+                    .map(|c| Ok::<_, std::convert::Infallible>(Frame::data(Bytes::from_static(c))))
+                    .collect::<Vec<_>>(),
+            )))
+        };
+        let (req, read) = tracked(request(b"abcd"));
+        assert!(read.unread());
+        let mut body = req.into_body();
+        body.frame().await.unwrap().unwrap();
+        assert!(read.unread(), "half read");
+        body.frame().await.unwrap().unwrap();
+        assert!(body.frame().await.is_none());
+        assert!(!read.unread(), "read to its end");
+        // Dropped unread, it stays unread; a body at its end as it came was never unread.
+        let (req, read) = tracked(request(b"abcd"));
+        drop(req);
+        assert!(read.unread());
+        let (_, read) = tracked(http::Request::new(Full::new(Bytes::new())));
+        assert!(!read.unread());
     }
 
     fn tokio_stream_from<T>(

@@ -1322,3 +1322,62 @@ HTTP/1.1\r\n{auth}{ws}\r\n"
         assert_eq!(pair[0], pair[1]);
     }
 }
+
+/// An answer the kube-API front gives before reading the request's body to its end (a
+/// create it refuses) ends the connection, as the routes front does, whether the body came
+/// with the head or after it; a request whose body the front reads (an access review)
+/// keeps the connection for the next request. On the listener that reads upgrades in place
+/// and on hyper's alike.
+#[tokio::test]
+async fn an_answer_before_the_body_is_read_ends_the_connection() {
+    let bed = Bed::start_with(false, true).await;
+    let auth = format!("Authorization: Bearer {TOKEN_A}\r\n");
+    let review = r#"{"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","spec":{"resourceAttributes":{"namespace":"apps","verb":"get","resource":"pods"}}}"#;
+    let create = r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p"}}"#;
+    let next = format!("GET /version HTTP/1.1\r\nHost: kube\r\n{auth}\r\n");
+    // (what, path, body, answers before the connection ends or goes quiet, ends)
+    let cases = [
+        (
+            "a refused create",
+            "/api/v1/namespaces/apps/pods",
+            create,
+            1,
+            true,
+        ),
+        (
+            "an access review",
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+            review,
+            2,
+            false,
+        ),
+    ];
+    for listener in ["kube", "kube-hyper"] {
+        for (what, path, body, answers, ends) in cases {
+            let head = format!(
+                "POST {path} HTTP/1.1\r\nHost: kube\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            );
+            let rest = format!("{body}{next}");
+            let with_head = format!("{head}{rest}");
+            for (split, first, rest) in [(false, &with_head, ""), (true, &head, rest.as_str())] {
+                let what = format!("{what} on {listener}, body after the head: {split}");
+                let (text, ended) = leafgate_tests::client::split_exchange(
+                    bed.gw.addr(listener),
+                    bed.client_tls(),
+                    "127.0.0.1",
+                    first.as_bytes(),
+                    rest.as_bytes(),
+                )
+                .await;
+                assert_eq!(text.matches("HTTP/1.1 ").count(), answers, "{what}: {text}");
+                assert_eq!(ended, ends, "{what}: {text}");
+                assert_eq!(
+                    text.to_ascii_lowercase().contains("connection: close"),
+                    ends,
+                    "{what}: {text}"
+                );
+            }
+        }
+    }
+}

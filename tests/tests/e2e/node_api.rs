@@ -1063,3 +1063,32 @@ X-Stream-Protocol-Version: v4.channel.k8s.io\r\nX-Stream-Protocol-Version: v3.ch
     assert_eq!(lines(&execs[0]), lines(&execs[1]));
     assert_eq!(lines(&execs[2]), lines(&execs[3]));
 }
+
+/// An answer the node API gives before reading the request's body (a caller outside
+/// `allowed_clients`) ends the connection, whether the body came with the head or after
+/// it: the request pipelined behind it is never served. On both listeners.
+#[tokio::test]
+async fn an_answer_before_the_body_is_read_ends_the_connection() {
+    let bed = Bed::start_with(acme(), true).await;
+    let head =
+        "POST /run/apps/web/app HTTP/1.1\r\nHost: leafgate.node\r\nContent-Length: 10\r\n\r\n";
+    let rest = "cmd=ls -alGET /healthz HTTP/1.1\r\nHost: leafgate.node\r\n\r\n";
+    let with_head = format!("{head}{rest}");
+    for listener in ["kubelet", "kubelet-hyper"] {
+        for (split, first, rest) in [(false, with_head.as_str(), ""), (true, head, rest)] {
+            let what = format!("{listener}, body after the head: {split}");
+            let (text, ended) = leafgate_tests::client::split_exchange(
+                bed.gw.addr(listener),
+                bed.tls(Some("stranger")),
+                "leafgate.node",
+                first.as_bytes(),
+                rest.as_bytes(),
+            )
+            .await;
+            assert!(text.starts_with("HTTP/1.1 403 "), "{what}: {text}");
+            assert_eq!(text.matches("HTTP/1.1 ").count(), 1, "{what}: {text}");
+            assert!(text.contains("connection: close"), "{what}: {text}");
+            assert!(ended, "{what}: {text}");
+        }
+    }
+}
