@@ -111,6 +111,12 @@ impl Client {
         }
     }
 
+    /// Notes that the connection ends with bytes the client sent unread (hyper's own
+    /// answer to a head it could not take): it lingers.
+    pub fn ends_unread(&self) {
+        self.lingers.store(true, Ordering::Relaxed);
+    }
+
     /// True once an answer ended the connection with the request's body unread.
     pub fn lingers(&self) -> bool {
         self.lingers.load(Ordering::Relaxed)

@@ -1,5 +1,6 @@
 //! Lingering close: a connection leafgate ends while its client may still be sending (an
-//! answer made before the request's body was read to its end, `proxy::own_answer`) is shut
+//! answer made before the request's body was read to its end, `proxy::own_answer`, or
+//! hyper's own 400 or 431 to a head it could not take) is shut
 //! for writing, then read and the bytes thrown away until the client closes its side, as
 //! nginx's `lingering_close` does. Closing a socket that still has unread bytes makes the
 //! kernel send a reset instead of a FIN, and a reset throws away whatever of the answer the

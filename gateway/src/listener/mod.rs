@@ -477,6 +477,7 @@ impl Connection {
         let in_flight = Arc::new(InFlight::default());
         let counter = in_flight.clone();
         let answer = answer.map(|res| std::sync::Mutex::new(Some(res)));
+        let this_client = client.clone();
         let svc = hyper::service::service_fn(move |req| {
             let ready = answer.as_ref().and_then(|a| a.lock().ok()?.take());
             counter.track(front::Answer::new(ready, || {
@@ -506,6 +507,14 @@ impl Connection {
             _ = kill.cancelled() => Ok(()),
         };
         if let Err(e) = result {
+            // hyper answered a head it could not take (its 400, its 431) and stopped
+            // reading: what the client sent after it is unread. The stream is dropped with
+            // `conn`, after this.
+            if e.downcast_ref::<hyper::Error>()
+                .is_some_and(hyper::Error::is_parse)
+            {
+                this_client.ends_unread();
+            }
             debug!(error = %e, "connection ended with an error");
         }
     }

@@ -303,6 +303,84 @@ fn sigterm_turns_readyz_503_while_requests_are_still_served_then_exits() {
     assert_eq!(status_of(web, "/"), None, "the listener is closed");
 }
 
+/// A SIGTERM that arrives while the gateway is still starting (its admin listening, its
+/// listeners not yet) is acted on once it has started: the gateway drains and exits
+/// cleanly. A signal that came before leafgate listened for it would end the process at
+/// once, killed, with nothing drained.
+#[test]
+#[allow(
+    unsafe_code,
+    reason = "std cannot send SIGTERM (Child::kill is SIGKILL); kill(2) on our own child"
+)]
+fn a_sigterm_while_the_gateway_starts_drains_it_once_started() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let (admin, web) = (free_port(), free_port());
+    let config = dir.path().join("leafgate.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+            [admin]
+            bind = "127.0.0.1:{admin}"
+            [timeouts]
+            shutdown_delay = "1s"
+            [[listener]]
+            name = "web"
+            bind = "127.0.0.1:{web}"
+            [[route]]
+            host = "*"
+            direct = {{ status = 200, body = "served" }}
+            "#
+        ),
+    )
+    .unwrap();
+    let mut child = leafgate()
+        .env("RUST_LOG", "info")
+        .arg("run")
+        .arg("--config")
+        .arg(&config)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut log = Vec::new();
+    // The admin server is the first thing the gateway starts; its listeners come after.
+    loop {
+        let line = lines
+            .next()
+            .expect("leafgate logged that its admin listens")
+            .unwrap();
+        let admin_up = line.contains("admin listening");
+        log.push(line);
+        if admin_up {
+            break;
+        }
+    }
+    let pid = i32::try_from(child.id()).unwrap();
+    // SAFETY: kill(2) with a pid we spawned and own.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let signalled = Instant::now();
+    let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
+    let exit = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            signalled.elapsed() < Duration::from_secs(15),
+            "leafgate did not exit after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    log.extend(rest.join().unwrap());
+    let log = log.join("\n");
+    assert_eq!(exit.signal(), None, "killed by the signal: {log}");
+    assert!(exit.success(), "{exit:?}: {log}");
+    assert!(log.contains("draining"), "{log}");
+}
+
 #[test]
 fn check_names_the_leaf_kubeconfig_problems_at_their_keys() {
     let dir = tempfile::tempdir().unwrap();

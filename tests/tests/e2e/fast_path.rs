@@ -211,6 +211,55 @@ async fn an_answer_that_ends_the_connection_with_the_body_unread_lingers() {
     }
 }
 
+/// hyper's own answers to a head it cannot take (its 400 for a malformed one, its 431 for
+/// one too large) end the connection with whatever the client sent after that head unread:
+/// the connection lingers as after leafgate's own closing answers, so the client's further
+/// bytes are taken and thrown away and the connection ends with a FIN, not a reset.
+#[tokio::test]
+async fn hyper_s_own_answer_to_a_bad_head_lingers() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let gw = TestGateway::start(
+        Config::new()
+            .listener(Listener::new("fast").set("http1_fast_path", true))
+            .listener(Listener::new("hyper").set("http1_fast_path", false))
+            .route(Route::host("*").direct(200, "ok")),
+    )
+    .await;
+    let many: String = (0..120).map(|i| format!("x-{i}: {i}\r\n")).collect();
+    let malformed =
+        "POST / HTTP/1.1\r\nHost: a.example\r\nX: a\0b\r\nContent-Length: 1000000\r\n\r\n"
+            .to_string();
+    let oversized =
+        format!("POST / HTTP/1.1\r\nHost: a.example\r\n{many}Content-Length: 1000000\r\n\r\n");
+    for listener in ["fast", "hyper"] {
+        for (head, status) in [(&malformed, 400), (&oversized, 431)] {
+            let what = format!("{status} on {listener}");
+            let mut conn = tokio::net::TcpStream::connect(gw.addr(listener))
+                .await
+                .unwrap();
+            conn.write_all(head.as_bytes()).await.unwrap();
+            conn.write_all(&[b'x'; 1000]).await.unwrap();
+            // The body goes on arriving after hyper answered and is done with the head.
+            for _ in 0..3 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                conn.write_all(&[b'x'; 16 * 1024])
+                    .await
+                    .unwrap_or_else(|e| panic!("{what}: the body's rest was refused: {e}"));
+            }
+            let mut answer = Vec::new();
+            tokio::time::timeout(Duration::from_secs(10), conn.read_to_end(&mut answer))
+                .await
+                .unwrap_or_else(|_| panic!("{what}: no end"))
+                .unwrap_or_else(|e| panic!("{what}: {e} after {} bytes", answer.len()));
+            let text = String::from_utf8_lossy(&answer);
+            assert!(
+                text.starts_with(&format!("HTTP/1.1 {status} ")),
+                "{what}: {text}"
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn malformed_and_unusual_requests_get_hyper_s_answers() {
     let bed = Bed::start().await;
