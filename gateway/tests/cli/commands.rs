@@ -226,16 +226,10 @@ fn status_of(port: u16, path: &str) -> Option<u16> {
     answer.split(' ').nth(1)?.parse().ok()
 }
 
-#[test]
-#[allow(
-    unsafe_code,
-    reason = "std cannot send SIGTERM (Child::kill is SIGKILL); kill(2) on our own child"
-)]
-fn sigterm_turns_readyz_503_while_requests_are_still_served_then_exits() {
-    use std::time::{Duration, Instant};
-    let dir = tempfile::tempdir().unwrap();
-    let (admin, web) = (free_port(), free_port());
-    let config = dir.path().join("leafgate.toml");
+/// A config with an admin server on `admin` and one listener on `web` answering every
+/// request itself, draining for `shutdown_delay` on SIGTERM; its path.
+fn drain_config(dir: &std::path::Path, admin: u16, web: u16, shutdown_delay: &str) -> PathBuf {
+    let config = dir.join("leafgate.toml");
     std::fs::write(
         &config,
         format!(
@@ -243,7 +237,7 @@ fn sigterm_turns_readyz_503_while_requests_are_still_served_then_exits() {
             [admin]
             bind = "127.0.0.1:{admin}"
             [timeouts]
-            shutdown_delay = "2s"
+            shutdown_delay = "{shutdown_delay}"
             [[listener]]
             name = "web"
             bind = "127.0.0.1:{web}"
@@ -254,6 +248,43 @@ fn sigterm_turns_readyz_503_while_requests_are_still_served_then_exits() {
         ),
     )
     .unwrap();
+    config
+}
+
+/// Sends SIGTERM to `child`.
+#[allow(
+    unsafe_code,
+    reason = "std cannot send SIGTERM (Child::kill is SIGKILL); kill(2) on our own child"
+)]
+fn sigterm(child: &std::process::Child) {
+    let pid = i32::try_from(child.id()).unwrap();
+    // SAFETY: kill(2) with a pid we spawned and own.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+}
+
+/// Waits for `child` to exit, at most 15 s after `signalled`.
+fn exit_after(
+    child: &mut std::process::Child,
+    signalled: std::time::Instant,
+) -> std::process::ExitStatus {
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            signalled.elapsed() < std::time::Duration::from_secs(15),
+            "leafgate did not exit after SIGTERM"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn sigterm_turns_readyz_503_while_requests_are_still_served_then_exits() {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let (admin, web) = (free_port(), free_port());
+    let config = drain_config(dir.path(), admin, web, "2s");
     let mut child = leafgate()
         .arg("run")
         .arg("--config")
@@ -271,9 +302,7 @@ fn sigterm_turns_readyz_503_while_requests_are_still_served_then_exits() {
     }
     assert_eq!(status_of(web, "/"), Some(200));
 
-    let pid = i32::try_from(child.id()).unwrap();
-    // SAFETY: kill(2) with a pid we spawned and own.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    sigterm(&child);
     let signalled = Instant::now();
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(status_of(admin, "/readyz"), Some(503), "not draining");
@@ -285,16 +314,7 @@ fn sigterm_turns_readyz_503_while_requests_are_still_served_then_exits() {
     );
     assert!(signalled.elapsed() < Duration::from_secs(2));
 
-    let exit = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            signalled.elapsed() < Duration::from_secs(15),
-            "leafgate did not exit after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let exit = exit_after(&mut child, signalled);
     assert!(exit.success(), "{exit:?}");
     assert!(
         signalled.elapsed() >= Duration::from_secs(2),
@@ -308,35 +328,11 @@ fn sigterm_turns_readyz_503_while_requests_are_still_served_then_exits() {
 /// cleanly. A signal that came before leafgate listened for it would end the process at
 /// once, killed, with nothing drained.
 #[test]
-#[allow(
-    unsafe_code,
-    reason = "std cannot send SIGTERM (Child::kill is SIGKILL); kill(2) on our own child"
-)]
 fn a_sigterm_while_the_gateway_starts_drains_it_once_started() {
     use std::io::{BufRead, BufReader};
     use std::os::unix::process::ExitStatusExt;
-    use std::time::{Duration, Instant};
     let dir = tempfile::tempdir().unwrap();
-    let (admin, web) = (free_port(), free_port());
-    let config = dir.path().join("leafgate.toml");
-    std::fs::write(
-        &config,
-        format!(
-            r#"
-            [admin]
-            bind = "127.0.0.1:{admin}"
-            [timeouts]
-            shutdown_delay = "1s"
-            [[listener]]
-            name = "web"
-            bind = "127.0.0.1:{web}"
-            [[route]]
-            host = "*"
-            direct = {{ status = 200, body = "served" }}
-            "#
-        ),
-    )
-    .unwrap();
+    let config = drain_config(dir.path(), free_port(), free_port(), "1s");
     let mut child = leafgate()
         .env("RUST_LOG", "info")
         .arg("run")
@@ -359,21 +355,10 @@ fn a_sigterm_while_the_gateway_starts_drains_it_once_started() {
             break;
         }
     }
-    let pid = i32::try_from(child.id()).unwrap();
-    // SAFETY: kill(2) with a pid we spawned and own.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
-    let signalled = Instant::now();
+    sigterm(&child);
+    let signalled = std::time::Instant::now();
     let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
-    let exit = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            signalled.elapsed() < Duration::from_secs(15),
-            "leafgate did not exit after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let exit = exit_after(&mut child, signalled);
     log.extend(rest.join().unwrap());
     let log = log.join("\n");
     assert_eq!(exit.signal(), None, "killed by the signal: {log}");

@@ -163,7 +163,6 @@ async fn an_answer_made_before_the_body_is_read_ends_the_connection() {
 /// client's next write.
 #[tokio::test]
 async fn an_answer_that_ends_the_connection_with_the_body_unread_lingers() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let big = "z".repeat(1 << 20);
     let gw = TestGateway::start(
         Config::new()
@@ -180,23 +179,10 @@ async fn an_answer_that_ends_the_connection_with_the_body_unread_lingers() {
             // buffer while the client is not reading.
             let socket = tokio::net::TcpSocket::new_v4().unwrap();
             socket.set_recv_buffer_size(4096).unwrap();
-            let mut conn = socket.connect(gw.addr(listener)).await.unwrap();
+            let conn = socket.connect(gw.addr(listener)).await.unwrap();
             let head =
                 format!("POST / HTTP/1.1\r\nHost: {host}\r\nContent-Length: 1000000\r\n\r\n");
-            conn.write_all(head.as_bytes()).await.unwrap();
-            conn.write_all(&[b'x'; 1000]).await.unwrap();
-            // The body goes on arriving after the answer was made and leafgate is done.
-            for _ in 0..3 {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                conn.write_all(&[b'x'; 16 * 1024])
-                    .await
-                    .unwrap_or_else(|e| panic!("{what}: the body's rest was refused: {e}"));
-            }
-            let mut answer = Vec::new();
-            tokio::time::timeout(Duration::from_secs(10), conn.read_to_end(&mut answer))
-                .await
-                .unwrap_or_else(|_| panic!("{what}: no end"))
-                .unwrap_or_else(|e| panic!("{what}: {e} after {} bytes", answer.len()));
+            let answer = body_after_the_answer(conn, &head, &what).await;
             let text = String::from_utf8_lossy(&answer);
             let (head, body) = text.split_once("\r\n\r\n").expect("a whole head");
             assert!(
@@ -211,13 +197,33 @@ async fn an_answer_that_ends_the_connection_with_the_body_unread_lingers() {
     }
 }
 
+/// Sends `head` and the start of its body on `conn`, then the body's rest for 300 ms after
+/// the answer was made: each write must be taken. Returns all that came back, read to a
+/// clean end (a reset fails the test).
+async fn body_after_the_answer(mut conn: tokio::net::TcpStream, head: &str, what: &str) -> Vec<u8> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    conn.write_all(head.as_bytes()).await.unwrap();
+    conn.write_all(&[b'x'; 1000]).await.unwrap();
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        conn.write_all(&[b'x'; 16 * 1024])
+            .await
+            .unwrap_or_else(|e| panic!("{what}: the body's rest was refused: {e}"));
+    }
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), conn.read_to_end(&mut answer))
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no end"))
+        .unwrap_or_else(|e| panic!("{what}: {e} after {} bytes", answer.len()));
+    answer
+}
+
 /// hyper's own answers to a head it cannot take (its 400 for a malformed one, its 431 for
 /// one too large) end the connection with whatever the client sent after that head unread:
 /// the connection lingers as after leafgate's own closing answers, so the client's further
 /// bytes are taken and thrown away and the connection ends with a FIN, not a reset.
 #[tokio::test]
 async fn hyper_s_own_answer_to_a_bad_head_lingers() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let gw = TestGateway::start(
         Config::new()
             .listener(Listener::new("fast").set("http1_fast_path", true))
@@ -234,23 +240,10 @@ async fn hyper_s_own_answer_to_a_bad_head_lingers() {
     for listener in ["fast", "hyper"] {
         for (head, status) in [(&malformed, 400), (&oversized, 431)] {
             let what = format!("{status} on {listener}");
-            let mut conn = tokio::net::TcpStream::connect(gw.addr(listener))
+            let conn = tokio::net::TcpStream::connect(gw.addr(listener))
                 .await
                 .unwrap();
-            conn.write_all(head.as_bytes()).await.unwrap();
-            conn.write_all(&[b'x'; 1000]).await.unwrap();
-            // The body goes on arriving after hyper answered and is done with the head.
-            for _ in 0..3 {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                conn.write_all(&[b'x'; 16 * 1024])
-                    .await
-                    .unwrap_or_else(|e| panic!("{what}: the body's rest was refused: {e}"));
-            }
-            let mut answer = Vec::new();
-            tokio::time::timeout(Duration::from_secs(10), conn.read_to_end(&mut answer))
-                .await
-                .unwrap_or_else(|_| panic!("{what}: no end"))
-                .unwrap_or_else(|e| panic!("{what}: {e} after {} bytes", answer.len()));
+            let answer = body_after_the_answer(conn, head, &what).await;
             let text = String::from_utf8_lossy(&answer);
             assert!(
                 text.starts_with(&format!("HTTP/1.1 {status} ")),
