@@ -7,7 +7,8 @@
 # ceilings: a bare TCP relay (one more hop, nothing parsed) and a TLS-terminating relay over
 # warm spare connections (the two handshakes per stream leafgate pays, none of its HTTP).
 # Prints one JSON object: `added_ms` is leafgate's, `tcp_relay_added_ms` and
-# `tls_relay_added_ms` the ceilings', `ratio` the throughput against straight, `kube_api`
+# `tls_relay_added_ms` the ceilings', `ratio` the throughput against straight (and
+# `tcp_relay_ratio`, `tls_relay_ratio` the relays' beside it), `kube_api`
 # a tenant's exec through leafgate's kube-API front (bearer token, the leaf's own path)
 # against the same exec straight, with leafgate's CPU per such exec.
 set -euo pipefail
