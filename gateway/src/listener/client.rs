@@ -67,8 +67,9 @@ pub struct Client {
     last_series: Mutex<Option<Series>>,
     /// The peer as the forwarding headers write it, rendered once for all its requests.
     pub forwarded_peer: Peer,
-    /// Set by an answer that ends the connection with the request's body unread: the
-    /// connection lingers before it closes (`listener::linger`).
+    /// Set when the connection ends with bytes the client sent unread (leafgate's own
+    /// closing answer, hyper's answer to a bad head): it lingers before it closes
+    /// (`listener::linger`).
     lingers: AtomicBool,
 }
 
@@ -107,7 +108,7 @@ impl Client {
     pub fn answering(&self, res: &Response<Body>) {
         let closes = res.headers().get(http::header::CONNECTION);
         if closes.is_some_and(|v| v.as_bytes() == b"close") {
-            self.lingers.store(true, Ordering::Relaxed);
+            self.ends_unread();
         }
     }
 
@@ -117,7 +118,7 @@ impl Client {
         self.lingers.store(true, Ordering::Relaxed);
     }
 
-    /// True once an answer ended the connection with the request's body unread.
+    /// True once the connection is to end with bytes the client sent unread.
     pub fn lingers(&self) -> bool {
         self.lingers.load(Ordering::Relaxed)
     }

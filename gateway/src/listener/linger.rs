@@ -1,10 +1,10 @@
 //! Lingering close: a connection leafgate ends while its client may still be sending (an
 //! answer made before the request's body was read to its end, `proxy::own_answer`, or
-//! hyper's own 400 or 431 to a head it could not take) is shut
-//! for writing, then read and the bytes thrown away until the client closes its side, as
-//! nginx's `lingering_close` does. Closing a socket that still has unread bytes makes the
-//! kernel send a reset instead of a FIN, and a reset throws away whatever of the answer the
-//! client has not received yet: a large answer would arrive cut short.
+//! hyper's own 400 or 431 to a head it could not take) is shut for writing, then read and
+//! the bytes thrown away until the client closes its side, as nginx's `lingering_close`
+//! does. Closing a socket that still has unread bytes makes the kernel send a reset
+//! instead of a FIN, and a reset throws away whatever of the answer the client has not
+//! received yet: a large answer would arrive cut short.
 //!
 //! hyper owns a connection's stream until it is done with it, so the stream it serves is
 //! wrapped in a [`Handback`] that gives it back when hyper drops it on a connection that
@@ -71,9 +71,9 @@ impl<I> Slot<I> {
     }
 }
 
-/// The stream hyper serves: when hyper drops it on a connection whose last answer ends it
-/// with the client's body unread ([`Client::lingers`]), it goes to the [`Slot`] instead of
-/// being closed.
+/// The stream hyper serves: when hyper drops it on a connection that ends with the
+/// client's bytes unread ([`Client::lingers`]), it goes to the [`Slot`] instead of being
+/// closed.
 pub struct Handback<I> {
     io: Option<I>,
     client: Arc<Client>,
