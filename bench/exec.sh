@@ -6,11 +6,12 @@
 # ratio measures leafgate, not contention for one core. Beside it, on leafgate's CPU, the two
 # ceilings: a bare TCP relay (one more hop, nothing parsed) and a TLS-terminating relay over
 # warm spare connections (the two handshakes per stream leafgate pays, none of its HTTP).
-# Prints one JSON object: `added_ms` is leafgate's, `tcp_relay_added_ms` and
-# `tls_relay_added_ms` the ceilings', `ratio` the throughput against straight (and
-# `tcp_relay_ratio`, `tls_relay_ratio` the relays' beside it), `kube_api`
-# a tenant's exec through leafgate's kube-API front (bearer token, the leaf's own path)
-# against the same exec straight, with leafgate's CPU per such exec.
+# `AWAKE=1` keeps the cores from sleeping meanwhile (see below). Prints one JSON object:
+# `added_ms` is leafgate's, `tcp_relay_added_ms` and `tls_relay_added_ms` the ceilings',
+# `ratio` the throughput against straight (and `tcp_relay_ratio`, `tls_relay_ratio` the
+# relays' beside it), `kube_api` a tenant's exec through leafgate's kube-API front (bearer
+# token, the leaf's own path) against the same exec straight, with leafgate's CPU per such
+# exec.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SIZE_MIB=${SIZE_MIB:-256}
@@ -21,6 +22,28 @@ bin=${CARGO_TARGET_DIR:-target}/release
 leafgate=${LEAFGATE_BIN:-$bin/leafgate}
 run=(env LEAFGATE_CPUS="${LEAFGATE_CPUS:-1}" taskset -c "${CLIENT_CPUS:-0}"
   "$bin/leafgate-bench" exec "$leafgate" "$SIZE_MIB" "$ROUNDS")
+# What an idle core does decides much of a hop's cost: a virtual CPU that halts when idle
+# (KVM's haltpoll with guest_halt_poll_ns=0, as on our machines) is woken through the host
+# each time a message crosses to it. Said on stderr, beside the figures.
+idle=/sys/devices/system/cpu/cpuidle
+if [ -r "$idle/current_driver" ]; then
+  poll=$(cat /sys/module/haltpoll/parameters/guest_halt_poll_ns 2>/dev/null || echo n/a)
+  echo "cpuidle: driver $(cat "$idle/current_driver"), guest_halt_poll_ns $poll" >&2
+fi
+# AWAKE=1: a SCHED_IDLE spinner on each of the bench's CPUs, so no core halts while the
+# others work and any runnable task takes the core at once. What the proxies add then is
+# the hop without the host's wake-ups: the ceiling on a machine whose cores do not sleep.
+if [ "${AWAKE:-0}" = 1 ]; then
+  spinners=()
+  cpus="${CLIENT_CPUS:-0},${LEAFGATE_CPUS:-1}"
+  for cpu in ${cpus//,/ }; do
+    chrt -i 0 taskset -c "$cpu" "$bin/leafgate-bench" spin &
+    spinners+=($!)
+  done
+  trap 'kill "${spinners[@]}" 2>/dev/null' EXIT
+  "${run[@]}"
+  exit
+fi
 if [ "${TRACE:-0}" != 1 ]; then
   exec "${run[@]}"
 fi

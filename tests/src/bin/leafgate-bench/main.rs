@@ -27,6 +27,8 @@
 //!   every watcher (see `kube_watch.rs`).
 //! - `ingress LEAFGATE INGRESSES ROUNDS`: first sync of INGRESSES Ingresses and the time
 //!   one change takes to be served (see `ingress.rs`).
+//! - `spin`: a core kept busy with nothing, for ever (`pause` in a loop): `bench/exec.sh`
+//!   runs one at idle priority on each of its CPUs so none halts (`AWAKE=1`).
 
 mod conns;
 mod exec;
@@ -47,6 +49,9 @@ async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("serve") => serve().await,
+        Some("spin") => loop {
+            std::hint::spin_loop();
+        },
         Some("push") => push(args[1].parse().unwrap(), &args[2], args[3].parse().unwrap()).await,
         Some("reload-config") => print!(
             "{}",
