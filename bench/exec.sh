@@ -33,6 +33,7 @@ fi
 # AWAKE=1: a SCHED_IDLE spinner on each of the bench's CPUs, so no core halts while the
 # others work and any runnable task takes the core at once. What the proxies add then is
 # the hop without the host's wake-ups: the ceiling on a machine whose cores do not sleep.
+# Untraced: the spinners would fill a `TRACE=1` recording.
 if [ "${AWAKE:-0}" = 1 ]; then
   spinners=()
   cpus="${CLIENT_CPUS:-0},${LEAFGATE_CPUS:-1}"
