@@ -40,7 +40,7 @@ use tracing::{debug, info, warn};
 
 use crate::config::{RouteAction, Tokens, UpstreamProtocol};
 use crate::control::Control;
-use crate::listener::{self, InFlight};
+use crate::listener::conn::{self, InFlight};
 use crate::proxy::{Body, full};
 
 pub async fn serve(socket: TcpListener, gateway: Arc<dyn Control>, stop: CancellationToken) {
@@ -50,7 +50,7 @@ pub async fn serve(socket: TcpListener, gateway: Arc<dyn Control>, stop: Cancell
     let mut http = auto::Builder::new(TokioExecutor::new());
     http.http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(listener::HEADER_READ_TIMEOUT);
+        .header_read_timeout(conn::HEADER_READ_TIMEOUT);
     let http = Arc::new(http);
     loop {
         let (stream, peer) = tokio::select! {
@@ -70,7 +70,7 @@ pub async fn serve(socket: TcpListener, gateway: Arc<dyn Control>, stop: Cancell
         let stop = stop.clone();
         tokio::spawn(async move {
             let timeouts = gateway.snapshot().config.timeouts;
-            if !listener::first_byte(&stream, timeouts.first_byte).await {
+            if !conn::first_byte(&stream, timeouts.first_byte).await {
                 return;
             }
             let in_flight = Arc::new(InFlight::default());
@@ -85,7 +85,7 @@ pub async fn serve(socket: TcpListener, gateway: Arc<dyn Control>, stop: Cancell
             tokio::pin!(conn);
             let result = tokio::select! {
                 r = conn.as_mut() => r,
-                _ = listener::idle_for(&in_flight, timeouts.client_idle) => {
+                _ = conn::idle_for(&in_flight, timeouts.client_idle) => {
                     conn.as_mut().graceful_shutdown();
                     conn.as_mut().await
                 }
@@ -147,7 +147,7 @@ async fn handle(req: Request<Incoming>, peer: SocketAddr, gateway: &dyn Control)
             ),
             Err(e) => json_response(
                 StatusCode::UNPROCESSABLE_ENTITY,
-                &json!({ "ok": false, "error": e }),
+                &json!({ "ok": false, "error": e.to_string(), "kind": e.kind() }),
             ),
         },
         (_, "/healthz" | "/readyz" | "/status" | "/metrics" | "/reload") => {
@@ -304,7 +304,12 @@ pub fn status(gateway: &dyn Control) -> Value {
     leaves.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
     let last_reload = gateway.last_reload().map(|r| match r.result {
         Ok(generation) => json!({ "at": rfc3339(r.at), "ok": true, "generation": generation }),
-        Err(error) => json!({ "at": rfc3339(r.at), "ok": false, "error": error }),
+        Err(error) => json!({
+            "at": rfc3339(r.at),
+            "ok": false,
+            "error": error.to_string(),
+            "kind": error.kind(),
+        }),
     });
     json!({
         "generation": snapshot.generation,

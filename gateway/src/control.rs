@@ -9,15 +9,50 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use crate::config::ConfigErrors;
 use crate::metrics::Metrics;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{BuildError, Snapshot};
+
+/// Why a reload, or a swap of the Ingress routes, left the running snapshot serving.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ReloadError {
+    /// The config file was refused as read, parsed or validated: every error, each naming
+    /// its key and line:column.
+    #[error("{0}")]
+    Config(ConfigErrors),
+    /// The config validated but could not be compiled (a TLS setting, a plugin).
+    #[error("{0}")]
+    Build(Arc<BuildError>),
+    /// A new listener's address could not be bound.
+    #[error("listener `{name}`: cannot bind {addr}: {source}")]
+    Bind {
+        name: String,
+        addr: SocketAddr,
+        source: Arc<std::io::Error>,
+    },
+    /// The work was cut short (its thread ended, or the serving threads could not start).
+    #[error("{0}")]
+    Interrupted(String),
+}
+
+impl ReloadError {
+    /// A short word for the kind, as `/reload` and `/status` report it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ReloadError::Config(_) => "config",
+            ReloadError::Build(_) => "build",
+            ReloadError::Bind { .. } => "bind",
+            ReloadError::Interrupted(_) => "interrupted",
+        }
+    }
+}
 
 /// The outcome of the last reload, for `/status`.
 #[derive(Debug, Clone)]
 pub struct ReloadRecord {
     pub at: SystemTime,
     /// The generation now serving, or the errors that kept the old one.
-    pub result: Result<u64, String>,
+    pub result: Result<u64, ReloadError>,
 }
 
 /// A running listener as `/status` shows it.
@@ -30,8 +65,8 @@ pub struct ListenerAddr {
     pub local: SocketAddr,
 }
 
-pub type ReloadFuture<'a> = Pin<Box<dyn Future<Output = Result<u64, String>> + Send + 'a>>;
-pub type ApplyFuture<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
+pub type ReloadFuture<'a> = Pin<Box<dyn Future<Output = Result<u64, ReloadError>> + Send + 'a>>;
+pub type ApplyFuture<'a> = Pin<Box<dyn Future<Output = Result<(), ReloadError>> + Send + 'a>>;
 
 /// What admin and the watcher may ask of the gateway.
 pub trait Control: Send + Sync + 'static {

@@ -20,7 +20,7 @@ use tokio_util::task::TaskTracker;
 use tracing::{error, info, warn};
 
 use crate::config::{Config, ConfigErrors, ParseCache};
-use crate::control::{ApplyFuture, Control, ListenerAddr, ReloadFuture, ReloadRecord};
+use crate::control::{ApplyFuture, Control, ListenerAddr, ReloadError, ReloadFuture, ReloadRecord};
 use crate::metrics::Metrics;
 use crate::runtime::Shared;
 use crate::snapshot::{BuildError, Snapshot};
@@ -44,6 +44,23 @@ pub enum GatewayError {
     Workers(std::io::Error),
     #[error("the reload was interrupted: {0}")]
     Interrupted(String),
+}
+
+impl From<GatewayError> for ReloadError {
+    fn from(e: GatewayError) -> Self {
+        match e {
+            GatewayError::Config(errors) => ReloadError::Config(errors),
+            GatewayError::Build(b) => ReloadError::Build(Arc::new(b)),
+            GatewayError::Bind { name, addr, source } => ReloadError::Bind {
+                name,
+                addr,
+                source: Arc::new(source),
+            },
+            e @ (GatewayError::Workers(_) | GatewayError::Interrupted(_)) => {
+                ReloadError::Interrupted(e.to_string())
+            }
+        }
+    }
 }
 
 struct RunningListener {
@@ -267,9 +284,9 @@ impl Gateway {
 
     /// Re-reads the config file and, if it is valid, serves from it. On any error the
     /// running snapshot stays and the error is returned, logged and recorded for `/status`.
-    pub async fn reload(&self) -> Result<u64, GatewayError> {
+    pub async fn reload(&self) -> Result<u64, ReloadError> {
         let _one_at_a_time = self.reloading.lock().await;
-        let result = self.reload_locked().await;
+        let result = self.reload_locked().await.map_err(ReloadError::from);
         let metrics = &self.shared.metrics;
         let record = match &result {
             Ok(generation) => {
@@ -284,7 +301,7 @@ impl Gateway {
             Err(e) => {
                 metrics.reload_failures.inc();
                 error!(error = %e, "reload rejected; still serving the previous config");
-                Err(e.to_string())
+                Err(e.clone())
             }
         };
         *lock(&self.last_reload) = Some(ReloadRecord {
@@ -380,12 +397,13 @@ impl Gateway {
     pub async fn apply_ingress(
         &self,
         model: Arc<crate::k8s::ingress::model::Model>,
-    ) -> Result<(), GatewayError> {
+    ) -> Result<(), ReloadError> {
         let _one_at_a_time = self.reloading.lock().await;
         let current = self.shared.snapshot.load_full();
         let next = tokio::task::spawn_blocking(move || current.with_ingress(model))
             .await
-            .map_err(|e| GatewayError::Interrupted(e.to_string()))??;
+            .map_err(|e| ReloadError::Interrupted(e.to_string()))?
+            .map_err(|e| ReloadError::Build(Arc::new(e)))?;
         self.shared.snapshot.store(Arc::new(next));
         Ok(())
     }
@@ -450,15 +468,11 @@ impl Control for Gateway {
     }
 
     fn reload(&self) -> ReloadFuture<'_> {
-        Box::pin(async move { Gateway::reload(self).await.map_err(|e| e.to_string()) })
+        Box::pin(Gateway::reload(self))
     }
 
     fn apply_ingress(&self, model: Arc<crate::k8s::ingress::model::Model>) -> ApplyFuture<'_> {
-        Box::pin(async move {
-            Gateway::apply_ingress(self, model)
-                .await
-                .map_err(|e| e.to_string())
-        })
+        Box::pin(Gateway::apply_ingress(self, model))
     }
 
     fn ingress_status(&self) -> Option<serde_json::Value> {

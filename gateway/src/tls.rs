@@ -2,7 +2,7 @@
 //! accept-any-certificate verifier, a rustls client config from roots and a client
 //! certificate, and the HTTP/1.1 HTTPS-or-HTTP connector over it.
 //!
-//! Route upstreams (`proxy::upstream`) and leaves (`k8s::leaf_tls`) both build on it;
+//! Route upstreams (`proxy::upstream`) and leaves (`k8s::leaf::tls`) both build on it;
 //! leaves also keep warm connections ready ([`spares`]). A
 //! bottom helper: it imports nothing from the crate, so each caller maps its own config
 //! onto these arguments, and it knows nothing of routes, leaves or requests.

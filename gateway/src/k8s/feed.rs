@@ -2,7 +2,7 @@
 //! [`FEED_KEEPS`] changes to them, numbered, so a kube-api watch reads the changes after
 //! its cursor instead of re-listing, and a list's position can be resumed from exactly.
 //!
-//! The reflector (`leaf_pods`) folds every watch event in: an applied pod is `Added` or
+//! The reflector (`leaf::pods`) folds every watch event in: an applied pod is `Added` or
 //! `Modified`, a deleted one `Deleted`, and a relist (the reflector restarted, after a
 //! `410 Gone` or a broken connection) becomes the differences between what the feed held
 //! and what the leaf now lists, as events too: a watcher never sees a silent gap.

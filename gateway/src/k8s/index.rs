@@ -10,7 +10,7 @@
 //!
 //! The map outlives snapshots: a reload hands it on, and a leaf whose config is unchanged
 //! keeps its reflector. A leaf's [`LeafSlot`] removes its pods from the map when the last
-//! handle to it goes. This module holds the map only: `leaf_pods` runs the reflectors that
+//! handle to it goes. This module holds the map only: `leaf::pods` runs the reflectors that
 //! fill it, `leaf` dials; nothing here routes requests or talks HTTP.
 
 use std::collections::HashMap;

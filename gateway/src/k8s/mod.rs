@@ -2,14 +2,14 @@
 //! index of the pods they run, the kubelet URL grammar, log filtering, the Ingress model,
 //! and kube-apiserver's `Status`.
 //!
-//! - `leaf` (+ `leaf_tls`, `leaf_auth`): one leaf cluster's TLS, credentials, `kube::Client`
-//!   and raw upstream.
-//! - `leaf_version`: each leaf's `/version`, kept current.
-//! - `index`: the pod index (which leaves hold `ns/name`); `leaf_pods`: the reflector per
-//!   leaf that feeds it and the leaf's change `feed` (its pods by namespace and their
-//!   recent changes, for lists and watches); `raw_pod`: a pod as the leaf sent it.
-//! - `leaf_events`, `leaf_namespaces`: each leaf's events (bounded) and namespaces, kept
-//!   as raw JSON by `leaf_raw`'s reflector.
+//! - `leaf/`: one leaf cluster: its TLS (`leaf::tls`), credentials (`leaf::auth`),
+//!   `kube::Client` and raw upstream; its `/version`, kept current (`leaf::version`); the
+//!   pod reflector that feeds the index and the leaf's change `feed` (`leaf::pods`); its
+//!   events (bounded) and namespaces, kept as raw JSON by `leaf::raw`'s reflector
+//!   (`leaf::events`, `leaf::namespaces`).
+//! - `index`: the pod index (which leaves hold `ns/name`); `feed`: a leaf's pods by
+//!   namespace and their recent changes, for lists and watches; `raw_pod`: a pod as the
+//!   leaf sent it.
 //! - `kubelet`, `logs`, `run`: the node API's routes and verbs, the log filter stream, and
 //!   `/run`'s exec over WebSocket.
 //! - `names`: namespace, pod and container names as the API validates them, checked before
@@ -28,13 +28,6 @@ pub mod index;
 pub mod ingress;
 pub mod kubelet;
 pub mod leaf;
-mod leaf_auth;
-pub mod leaf_events;
-pub mod leaf_namespaces;
-pub mod leaf_pods;
-mod leaf_raw;
-pub mod leaf_tls;
-pub mod leaf_version;
 pub mod logs;
 pub mod names;
 pub mod raw_pod;
@@ -45,7 +38,6 @@ pub mod vnode;
 
 pub use feed::{Change, ChangeKind, Feed, Gone};
 pub use index::{Held, LeafName, LeafSlot, PodIndex};
-pub use leaf::{Leaf, LeafError};
-pub use leaf_auth::TokenError;
-pub use leaf_pods::{LeafPods, WatchState};
+pub use leaf::pods::{LeafPods, WatchState};
+pub use leaf::{Leaf, LeafError, TokenError};
 pub use raw_pod::RawPod;

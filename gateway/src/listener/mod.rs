@@ -14,8 +14,9 @@
 //! on 101 its connection goes to the splice without hyper; any other answer is hyper's to
 //! write, and the connection hyper's from there on.
 //!
-//! The files: `client` (a connection's client end and its front), `fast` (the HTTP/1.1
-//! fast path), `upgrades` (a node-API upgrade read in place), `rewind` (a stream with read
+//! The files: `client` (a connection's client end and its front), `conn` (what the accept
+//! loop, the fast path and the admin listener share: the head timeout, the first-byte wait,
+//! requests in flight and the idle wait), `fast` (the HTTP/1.1 fast path), `upgrades` (a node-API upgrade read in place), `rewind` (a stream with read
 //! bytes put back), `front` (a request's
 //! first steps and the choice of front), the fronts `routes`, `node_api` and `kube_api/`,
 //! what both Kubernetes fronts share (`podcall`: the leaf choice and the call's tail;
@@ -35,6 +36,7 @@
 //! complete, keep-alive ends. `kill` (the grace period ran out) drops whatever is left.
 
 pub mod client;
+pub mod conn;
 pub mod fast;
 pub mod front;
 pub mod identity;
@@ -50,18 +52,18 @@ pub mod upgrades;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use http::Response;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, debug_span, info, warn};
 
 use self::client::{Client, Front};
+use self::conn::{HEADER_READ_TIMEOUT, InFlight, first_byte, idle_for};
 use self::identity::ClientIdentity;
 use self::rewind::Rewind;
 use crate::metrics::ListenerLabels;
@@ -71,8 +73,6 @@ use crate::workers;
 
 /// How long a client has to finish its TLS handshake.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a client has to send a complete request head on a fresh HTTP/1.1 connection.
-pub(crate) const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// HTTP/2 streams a client may open at once on one connection.
 const H2_MAX_CONCURRENT_STREAMS: u32 = 256;
 /// HTTP/2 keep-alive: ping after this much silence, close if the ping is not answered.
@@ -242,105 +242,6 @@ struct Connection {
     draining: Signal,
     /// This connection's place in the listener's `max_connections`; freed on drop.
     _slot: OwnedSemaphorePermit,
-}
-
-/// Waits for the client's first byte (without consuming it); false, logged, when the
-/// client closed, failed or stayed silent for `timeout`.
-pub(crate) async fn first_byte(stream: &TcpStream, timeout: Duration) -> bool {
-    let mut probe = [0u8; 1];
-    match tokio::time::timeout(timeout, stream.peek(&mut probe)).await {
-        Ok(Ok(n)) if n > 0 => true,
-        Ok(Ok(_)) => {
-            debug!("closed before sending anything");
-            false
-        }
-        Ok(Err(e)) => {
-            debug!(error = %e, "connection failed before its first byte");
-            false
-        }
-        Err(_) => {
-            debug!(?timeout, "no first byte in time; closing");
-            false
-        }
-    }
-}
-
-/// Requests in flight on one connection, for the idle timer.
-#[derive(Default)]
-pub(crate) struct InFlight {
-    count: AtomicUsize,
-    /// Notified whenever a request ends, restarting the idle timer.
-    ended: Notify,
-}
-
-/// Decrements [`InFlight`] when the request's handler returns or is dropped.
-struct InFlightGuard(Arc<InFlight>);
-
-pin_project_lite::pin_project! {
-    /// A request's handler, counted in flight while it lives. A struct rather than an
-    /// `async` block: awaiting the handler inside one would copy the whole (large)
-    /// handler future into the block's state on its first poll, once per request.
-    pub(crate) struct Tracked<F> {
-        #[pin]
-        request: F,
-        _guard: InFlightGuard,
-    }
-}
-
-impl<F: std::future::Future> std::future::Future for Tracked<F> {
-    type Output = F::Output;
-
-    fn poll(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<F::Output> {
-        self.project().request.poll(cx)
-    }
-}
-
-impl InFlight {
-    /// Counts `request` as in flight from now until it finishes or is dropped.
-    pub(crate) fn track<F: std::future::Future>(self: &Arc<Self>, request: F) -> Tracked<F> {
-        Tracked {
-            request,
-            _guard: InFlightGuard::new(self.clone()),
-        }
-    }
-}
-
-impl InFlightGuard {
-    fn new(in_flight: Arc<InFlight>) -> Self {
-        in_flight.count.fetch_add(1, Ordering::AcqRel);
-        InFlightGuard(in_flight)
-    }
-}
-
-impl Drop for InFlightGuard {
-    fn drop(&mut self) {
-        self.0.count.fetch_sub(1, Ordering::AcqRel);
-        self.0.ended.notify_waiters();
-    }
-}
-
-/// Resolves once the connection has had no request in flight for `idle` in a row.
-pub(crate) async fn idle_for(in_flight: &InFlight, idle: Duration) {
-    loop {
-        let ended = in_flight.ended.notified();
-        tokio::pin!(ended);
-        ended.as_mut().enable();
-        if in_flight.count.load(Ordering::Acquire) == 0 {
-            tokio::select! {
-                _ = tokio::time::sleep(idle) => {
-                    if in_flight.count.load(Ordering::Acquire) == 0 {
-                        return;
-                    }
-                }
-                _ = ended.as_mut() => {}
-            }
-        } else {
-            ended.await;
-        }
-    }
 }
 
 impl Connection {

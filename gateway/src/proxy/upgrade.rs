@@ -12,6 +12,10 @@
 //! ordinary response. On 101 the client gets the backend's head as it came, and bytes
 //! either side sent right behind its head (already read with it) travel with the upgraded
 //! stream, so nothing is lost.
+//!
+//! Long file: the hijack is one path from the request to the splice, in three shapes of
+//! connection (the raw switch, hyper's client, a warm spare), and their shared steps (the
+//! answer's relay, the bytes read past a head, the splice's start) are read best together.
 
 use std::io;
 use std::net::SocketAddr;

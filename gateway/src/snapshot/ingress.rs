@@ -26,7 +26,7 @@ use crate::k8s::ingress::model::{IngressBackend, IngressRoute, Model};
 use crate::limit::SharedLimits;
 use crate::proxy::upstream::Upstream;
 
-use super::route::{Action, Route, Tenant};
+use super::route::{Action, Fast, Route, Tenant};
 
 /// The Ingress routes a snapshot serves.
 #[derive(Default)]
@@ -127,6 +127,7 @@ impl IngressRoutes {
                 Some(o) if o.bandwidth.total == r.bandwidth.total => o.totals.clone(),
                 _ => SharedLimits::new(r.bandwidth.total),
             };
+            let fast = Fast::of(&action);
             routes.push(Arc::new(Route {
                 name: r.name.clone(),
                 source: None,
@@ -135,6 +136,7 @@ impl IngressRoutes {
                 bandwidth: r.bandwidth,
                 totals,
                 timeouts,
+                fast,
             }));
         }
         IngressRoutes {

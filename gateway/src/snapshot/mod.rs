@@ -36,7 +36,7 @@ use crate::routing::Router;
 
 pub use self::ingress::IngressRoutes;
 use self::route::PreviousRoutes;
-pub use self::route::{Action, Route, Tenant};
+pub use self::route::{Action, Fast, Route, Tenant};
 
 pub struct Snapshot {
     /// 1 for the config leafgate started with, +1 per successful reload.
@@ -180,6 +180,7 @@ impl Snapshot {
                     Some(b) if b.bandwidth.total == r.bandwidth.total => b.totals.clone(),
                     _ => SharedLimits::new(r.bandwidth.total),
                 };
+                let fast = Fast::of(&action);
                 Ok(Arc::new(Route {
                     name: r.name.clone(),
                     source: Some(r.clone()),
@@ -188,6 +189,7 @@ impl Snapshot {
                     bandwidth: r.bandwidth,
                     totals,
                     timeouts: r.timeouts,
+                    fast,
                 }))
             })
             .collect::<Result<Vec<_>, BuildError>>()?;
@@ -474,6 +476,36 @@ mod tests {
     fn build(src: &str, previous: Option<&Snapshot>) -> Snapshot {
         let config = Config::parse(Path::new("t.toml"), src).unwrap();
         Snapshot::build(Arc::new(config), 1, previous, &Metrics::new()).unwrap()
+    }
+
+    /// The fast path's verdict is made once, from the route: every feature it does not
+    /// implement (a direct answer, HTTP/2 or TLS backends) sends the route to hyper, and
+    /// the listener's plan asks nothing else of the route.
+    #[test]
+    fn a_route_with_a_feature_the_fast_path_lacks_is_served_by_hyper() {
+        let s = build(
+            "[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n\
+             [[route]]\nhost = \"plain\"\nbackends = [\"127.0.0.1:1\", \"127.0.0.1:2\"]\n\
+             [[route]]\nhost = \"direct\"\ndirect = { status = 200, body = \"d\" }\n\
+             [[route]]\nhost = \"h2c\"\nbackends = [\"127.0.0.1:1\"]\nprotocol = \"h2c\"\n\
+             [[route]]\nhost = \"tls\"\nbackends = [\"https://127.0.0.1:1\"]\n",
+            None,
+        );
+        let verdict = |host: &str| match &s.listeners["web"].router.lookup(host, "/").unwrap().fast
+        {
+            Fast::Proxy(upstream) => {
+                assert!(
+                    upstream.raw().is_some(),
+                    "{host}: a fast route has a raw pool"
+                );
+                "fast"
+            }
+            Fast::Hyper(why) => why,
+        };
+        assert_eq!(verdict("plain"), "fast");
+        assert_eq!(verdict("direct"), "a direct answer");
+        assert_eq!(verdict("h2c"), "TLS or HTTP/2 backends");
+        assert_eq!(verdict("tls"), "TLS or HTTP/2 backends");
     }
 
     /// What a route serves, for comparing a reused route with a freshly built one.

@@ -30,6 +30,38 @@ pub struct Route {
     /// The route's total, shared by all its connections.
     pub totals: SharedLimits,
     pub timeouts: Timeouts,
+    /// Whether the HTTP/1.1 fast path serves this route's requests ([`Fast::of`]).
+    pub fast: Fast,
+}
+
+/// Whether a route's requests may take the HTTP/1.1 fast path (`listener::fast`), decided
+/// once when the snapshot is built. The fast path implements a route that proxies to
+/// plain HTTP/1.1 backends with its timeouts and retries, and nothing more: every other
+/// feature of a route sends its requests to hyper's path, and this is the one place that
+/// says so. A route feature added later is taught here (the listener asks nothing else
+/// of the route), or its requests would silently skip it on the fast path.
+pub enum Fast {
+    /// Served on the fast path, through this upstream's raw pool.
+    Proxy(Arc<Upstream>),
+    /// Served by hyper, for this reason.
+    Hyper(&'static str),
+}
+
+impl Fast {
+    /// The fast path's verdict on a route that answers with `action`.
+    pub fn of(action: &Action) -> Fast {
+        match action {
+            Action::Direct(_) => Fast::Hyper("a direct answer"),
+            Action::Proxy(upstream) if upstream.raw().is_none() => {
+                Fast::Hyper("TLS or HTTP/2 backends")
+            }
+            Action::Proxy(upstream) => Fast::Proxy(upstream.clone()),
+        }
+    }
+
+    pub fn is_fast(&self) -> bool {
+        matches!(self, Fast::Proxy(_))
+    }
 }
 
 impl Route {

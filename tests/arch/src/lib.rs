@@ -13,6 +13,7 @@ mod imports;
 mod layers;
 mod report;
 mod scope;
+mod size;
 mod source;
 mod syntax;
 
@@ -24,6 +25,7 @@ use std::path::Path;
 
 pub use layers::{Layers, from_test_source};
 pub use report::{Numbers, Report, Tie, Upward, Violation};
+pub use size::{LongFile, REASON, long_files};
 pub use source::Error;
 
 use graph::Graph;
@@ -72,6 +74,7 @@ pub fn check_with(root: &Path, layers: &Layers, paths: Paths) -> Result<Report, 
 
     let tie = |import: &Import| Tie {
         file: path_of(import.from),
+        from: files[import.from].name(),
         line: import.line,
         target: files[import.to].name(),
         written: import.written.clone(),
@@ -214,4 +217,22 @@ fn resolve_imports(files: &[source::SourceFile], paths: Paths) -> Vec<Import> {
     out.sort_by_key(|i| (i.from, i.line, i.to));
     out.dedup_by_key(|i| (i.from, i.line, i.to));
     out
+}
+
+impl Report {
+    /// The imports inside `module`'s subtree that point back up at an ancestor of the
+    /// importing file (`listener::fast` -> `listener`): a child that reaches into its
+    /// parent's `mod.rs`, which should hold only what it declares for its children's
+    /// callers. Whatever parent and children share belongs in a sibling file below both.
+    pub fn back_up_inside(&self, module: &str) -> Vec<&Tie> {
+        let inside = |name: &str| name == module || name.starts_with(&format!("{module}::"));
+        self.imports
+            .iter()
+            .filter(|t| {
+                inside(&t.from)
+                    && inside(&t.target)
+                    && t.from.starts_with(&format!("{}::", t.target))
+            })
+            .collect()
+    }
 }

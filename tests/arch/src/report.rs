@@ -33,6 +33,8 @@ pub struct Numbers {
 pub struct Tie {
     /// The importing file, as a path to open.
     pub file: String,
+    /// The importing file's module name (`listener::fast`, `crate`, `main`).
+    pub from: String,
     pub line: usize,
     /// The imported file's module name (`k8s::leaf`, `crate`).
     pub target: String,

@@ -109,6 +109,73 @@ async fn well_formed_requests_are_served_alike_and_on_the_fast_path() {
     );
 }
 
+/// A route with a feature the fast path does not implement (a direct answer, HTTP/2 to
+/// its backends) sends its requests to hyper, decided once when the snapshot was built
+/// (`snapshot::Fast`): they are answered as on hyper's listener, and the fast path's count
+/// does not move, while its hand-offs to hyper do.
+#[tokio::test]
+async fn a_route_feature_the_fast_path_lacks_sends_the_route_to_hyper() {
+    let backend = ScriptedBackend::start().await;
+    let gw = TestGateway::start(
+        Config::new()
+            .admin()
+            .listener(Listener::new("fast").set("http1_fast_path", true))
+            .listener(Listener::new("hyper").set("http1_fast_path", false))
+            .route(Route::host("direct.example").direct(200, "direct\n"))
+            .route(
+                Route::host("h2.example")
+                    .backend(closed_port())
+                    .protocol("h2c"),
+            )
+            .route(Route::host("*").backend(backend.addr)),
+    )
+    .await;
+    let metric = |text: &str, name: &str| -> u64 {
+        text.lines()
+            .filter(|l| l.starts_with(&format!("{name}{{listener=\"fast\"}}")))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
+    };
+    let counts = || async {
+        let text = leafgate_tests::client::get(gw.admin(), "admin", "/metrics")
+            .await
+            .text();
+        (
+            metric(&text, "leafgate_http1_fast_path_requests_total"),
+            metric(&text, "leafgate_http1_fast_path_handoffs_total"),
+        )
+    };
+    let (served, handed) = counts().await;
+    for (host, status) in [("direct.example", 200), ("h2.example", 502)] {
+        let req = format!("GET /x HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+        let pieces = vec![req.into_bytes()];
+        let fast = wire::exchange(gw.addr("fast"), &pieces, &["GET"], QUIET).await;
+        let hyper = wire::exchange(gw.addr("hyper"), &pieces, &["GET"], QUIET).await;
+        assert_eq!(fast, hyper, "{host}: the fast listener and hyper's differ");
+        assert_eq!(
+            fast.answers.first().map(|a| a.status),
+            Some(status),
+            "{host}: {fast:?}"
+        );
+    }
+    let (served_after, handed_after) = counts().await;
+    assert_eq!(
+        served_after, served,
+        "the fast path served a route it lacks a feature for"
+    );
+    assert_eq!(handed_after - handed, 2, "each request was handed to hyper");
+    // The control: a plain route on the same listener is the fast path's.
+    let pieces =
+        vec![b"GET /plain HTTP/1.1\r\nHost: a.example\r\nConnection: close\r\n\r\n".to_vec()];
+    let plain = wire::exchange(gw.addr("fast"), &pieces, &["GET"], QUIET).await;
+    assert_eq!(
+        plain.answers.first().map(|a| a.status),
+        Some(200),
+        "{plain:?}"
+    );
+    assert_eq!(counts().await.0, served + 1);
+}
+
 /// An answer leafgate makes before reading the request's body (to a path it refuses, or
 /// when the backend refuses the connection, upgrade or not) ends the connection, whether
 /// the body came with the head or after it. hyper alone drains a body that has all come by

@@ -148,7 +148,7 @@ pub(super) async fn rebuild_loop(
                     r.applied += 1;
                     r.apply_error = None;
                 }
-                Err(e) => r.apply_error = Some(e.clone()),
+                Err(e) => r.apply_error = Some(e.to_string()),
             }
         }
         match applied {

@@ -12,6 +12,11 @@
 //! [`build`] makes the model from scratch with `translate::merge` over every Ingress; the
 //! builder always makes the model `build` makes from the same objects (the tests check it
 //! on every model they build).
+//!
+//! Long file: the builder is one state machine (the per-host states, the reverse indexes
+//! from objects to the Ingresses and hosts they concern, and the passes that update them),
+//! and its invariant is that it makes what `build` makes; split, each half would hold the
+//! other's indexes.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

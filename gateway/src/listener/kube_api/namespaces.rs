@@ -1,4 +1,4 @@
-//! Namespaces that exist: the leaves' namespace reflectors (`k8s::leaf_namespaces`),
+//! Namespaces that exist: the leaves' namespace reflectors (`k8s::leaf::namespaces`),
 //! intersected with the tenant's namespace globs. A glob match no reachable leaf has is
 //! kube-apiserver's 404 (`namespaces "x" not found`); one the tenant does not own is its
 //! RBAC 403, whether or not it exists (authorization comes first, so nothing is learnt).

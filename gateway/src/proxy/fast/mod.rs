@@ -6,12 +6,16 @@
 //! Files: `lines` (a header line, a length), `request` (the client's head, and the head
 //! the backend gets), `response` (the backend's head, and the head the client gets),
 //! `chunked` (the chunked coding, both ways), `pool` (raw keep-alive sockets to backends),
-//! `switch` (an upgrade's head to the backend and its answer, for `proxy::upgrade`). The
-//! connection loop that drives the exchange is the listener's (`listener::fast`);
+//! `buf` (the fixed buffers, timers and timed reads), `exchange` (one request and its
+//! answer, sent, streamed and failed), `switch` (an upgrade's head to the backend and its
+//! answer, for `proxy::upgrade`). The connection loop that drives the exchange, and the
+//! plan that decides whether a request takes it, are the listener's (`listener::fast`);
 //! whatever these files do not take is served by hyper's path, which stays the reference:
 //! the differential tests hold the two to the same outcomes.
 
+pub mod buf;
 pub mod chunked;
+pub mod exchange;
 pub mod lines;
 pub mod pool;
 pub mod request;

@@ -226,6 +226,28 @@ fn status_digits(status: u16) -> [u8; 3] {
     ]
 }
 
+/// Writes leafgate's own error answer into `out` (cleared first), as
+/// `ProxyError::response` makes it on hyper's path: `text` as a plain-text body that is
+/// not cached; `last` when the client connection closes after it.
+pub fn write_error(out: &mut Vec<u8>, status: http::StatusCode, text: &str, last: bool) {
+    out.clear();
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(status.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
+    out.extend_from_slice(
+        b"\r\ncontent-type: text/plain; charset=utf-8\r\ncache-control: no-store\r\ncontent-length: ",
+    );
+    out.extend_from_slice(text.len().to_string().as_bytes());
+    if last {
+        out.extend_from_slice(b"\r\nconnection: close");
+    }
+    out.extend_from_slice(b"\r\ndate: ");
+    out.extend_from_slice(&clock::date());
+    out.extend_from_slice(b"\r\n\r\n");
+    out.extend_from_slice(text.as_bytes());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,7 @@
 //! raw JSON, so no field of any Kubernetes version is lost), each object turned into JSON
 //! once, `managedFields` stripped, and folded into a [`Sink`] that owns the store.
 //!
-//! The event and namespace reflectors (`leaf_events`, `leaf_namespaces`) run on it. It
+//! The event and namespace reflectors (`events`, `namespaces`) run on it. It
 //! must not decide what is kept: bounds and lookups are the sink's.
 
 use futures_util::StreamExt;

@@ -19,7 +19,7 @@ use leafgate_k8s_print::parse_timestamp;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use super::leaf_raw::{self, Sink};
+use super::raw::{self, Sink};
 
 /// How long an event is kept after its last occurrence: kube-apiserver's `--event-ttl`
 /// default (1 h).
@@ -93,7 +93,7 @@ impl LeafEvents {
             pending: None,
         };
         let resource = ApiResource::erase::<k8s_openapi::api::core::v1::Event>(&());
-        let task = leaf_raw::start(client, resource, leaf, sink, runtime);
+        let task = raw::start(client, resource, leaf, sink, runtime);
         LeafEvents { shared, task }
     }
 

@@ -17,6 +17,19 @@
 //! soon as it changes). A reload that leaves the `[[leaf]]` and its files unchanged keeps
 //! the `Leaf`, its pooled connections and its pod reflector ([`Leaf::built_from`]).
 //! It must not decide which leaf a request goes to; that is routing's and the plugins'.
+//!
+//! The leaf's parts, one file each: `tls` (its client config and connector), `auth` (its
+//! credentials, a `tokenFile` re-read when it changes), `version` (its `/version`, kept
+//! current), `pods` (the pod reflector that feeds the index and the leaf's change feed),
+//! `events` and `namespaces` (bounded raw JSON, through `raw`'s reflector).
+
+mod auth;
+pub mod events;
+pub mod namespaces;
+pub mod pods;
+mod raw;
+pub mod tls;
+pub mod version;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -41,13 +54,14 @@ use crate::errors::{self, Causes};
 use crate::metrics::LeafMetrics;
 use crate::workers;
 
-use super::index::PodIndex;
-use super::leaf_auth::{Credentials, TokenError};
-use super::leaf_events::LeafEvents;
-use super::leaf_namespaces::LeafNamespaces;
-use super::leaf_pods::{LeafPods, WatchState};
-use super::leaf_tls::{self, LeafConnector};
-use super::leaf_version::{LeafVersion, Version};
+use self::auth::Credentials;
+pub use self::auth::TokenError;
+use self::events::LeafEvents;
+use self::namespaces::LeafNamespaces;
+use self::pods::{LeafPods, WatchState};
+use self::tls::LeafConnector;
+use self::version::{LeafVersion, Version};
+use crate::k8s::index::PodIndex;
 use crate::tls::spares::{Policy, Spares};
 
 /// Errors from the leaf's transport and middleware, boxed as hyper and tower expect.
@@ -125,14 +139,14 @@ impl Leaf {
         let name = config.name.clone();
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| LeafError::NoRuntime { leaf: name.clone() })?;
-        let tls = leaf_tls::client_config(&config.tls).map_err(|source| LeafError::Tls {
+        let tls = tls::client_config(&config.tls).map_err(|source| LeafError::Tls {
             leaf: name.clone(),
             source,
         })?;
         if config.tls.insecure_skip_verify {
             warn!(leaf = %name, server = %config.server, "insecure-skip-tls-verify: the leaf's server certificate is not checked");
         }
-        let connector = leaf_tls::connector(tls, config.tls.server_name.clone(), CONNECT_TIMEOUT);
+        let connector = tls::connector(tls, config.tls.server_name.clone(), CONNECT_TIMEOUT);
         let credentials = Credentials::new(&config.auth).map_err(|source| LeafError::Token {
             leaf: name.clone(),
             source,
@@ -270,7 +284,7 @@ impl Leaf {
     }
 
     /// Every pod the leaf holds now (from its reflector's feed).
-    pub fn pods(&self) -> Vec<Arc<super::raw_pod::RawPod>> {
+    pub fn pods(&self) -> Vec<Arc<crate::k8s::raw_pod::RawPod>> {
         self.pods.list()
     }
 
@@ -286,7 +300,7 @@ impl Leaf {
 
     /// The leaf's change feed: its pods by namespace and their recent changes, which the
     /// kube-api front lists and watches from.
-    pub fn feed(&self) -> &Arc<super::feed::Feed> {
+    pub fn feed(&self) -> &Arc<crate::k8s::feed::Feed> {
         self.pods.feed()
     }
 

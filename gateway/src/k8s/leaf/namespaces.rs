@@ -10,7 +10,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use kube::api::ApiResource;
 use serde_json::Value;
 
-use super::leaf_raw::{self, Sink};
+use super::raw::{self, Sink};
 
 /// A leaf's namespaces by name, and the task that keeps them. Dropping it stops the watch.
 pub struct LeafNamespaces {
@@ -29,7 +29,7 @@ impl LeafNamespaces {
             pending: None,
         };
         let resource = ApiResource::erase::<k8s_openapi::api::core::v1::Namespace>(&());
-        let task = leaf_raw::start(client, resource, leaf, sink, runtime);
+        let task = raw::start(client, resource, leaf, sink, runtime);
         LeafNamespaces { store, task }
     }
 

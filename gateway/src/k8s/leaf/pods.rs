@@ -1,7 +1,7 @@
 //! One leaf's pod reflector: `watcher(..).default_backoff()` over pods in every namespace,
 //! decoded raw ([`RawPod`]: the object as the leaf sent it), and the task that folds each
 //! event into the leaf's change [`Feed`] (its store, for listings and watches) and into the
-//! shared [`PodIndex`](super::index::PodIndex) through the leaf's slot, and keeps the
+//! shared [`PodIndex`](crate::k8s::index::PodIndex) through the leaf's slot, and keeps the
 //! leaf's watch state (`/status`) and metrics. A relist is buffered and handed over whole
 //! at its end, so the feed turns it into the differences.
 //!
@@ -21,9 +21,9 @@ use tracing::{info, warn};
 use crate::errors::{self, Causes};
 use crate::metrics::LeafLabels;
 
-use super::feed::Feed;
-use super::index::LeafSlot;
-use super::raw_pod::RawPod;
+use crate::k8s::feed::Feed;
+use crate::k8s::index::LeafSlot;
+use crate::k8s::raw_pod::RawPod;
 
 /// A leaf's watch, as `/status` shows it.
 #[derive(Debug, Clone, Default)]

@@ -1,0 +1,585 @@
+//! The fast path's exchange: one request sent to a plain HTTP/1.1 backend on a raw pooled
+//! socket (its head in one write, with what of the body came with it), the rest of the
+//! body streamed up, the answer's head read in place and rewritten for the client, and
+//! its body streamed back by its framing (a length, chunks, or until the backend closes).
+//! On hyper's path this is `proxy::forward`'s work, and it keeps what that keeps: the
+//! same metrics, timeouts, retries of a request with no body on the next backend, error
+//! answers and `Connection: close` while draining.
+//!
+//! The connection loop that reads each request and decides whether the fast path takes it
+//! is the listener's (`listener::fast`); this file knows nothing of routes or snapshots.
+
+use std::io;
+use std::io::IoSlice;
+use std::time::Duration;
+
+use prometheus_client::metrics::counter::Counter;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+use tracing::debug;
+
+use super::buf::{BUFFER, Buf, Timer, Wait, read_within, write_all_vectored};
+use super::chunked::{self, Decoder};
+use super::pool::RawPool;
+use super::response::{self, Framing};
+use crate::config::Timeouts;
+use crate::metrics::Metrics;
+use crate::proxy::Exchange;
+use crate::proxy::error::{ProxyError, SendError, classify, error_text};
+use crate::proxy::exchange::Conn;
+use crate::proxy::headers::{ClientSide, Peer};
+use crate::proxy::upstream::{BackendState, Upstream};
+
+/// The client connection an exchange answers, as the fast path needs it (the listener's
+/// `Client` is one).
+pub trait Caller {
+    /// The peer as the forwarding headers write it.
+    fn forwarded_peer(&self) -> &Peer;
+    /// Whether the client came over TLS.
+    fn tls(&self) -> bool;
+    /// The connection, as a warning about it names it.
+    fn conn(&self) -> Conn<'_>;
+    fn metrics(&self) -> &Metrics;
+    /// Counts one answered request under `route` and `status` that took `elapsed`.
+    fn count_elapsed(&self, route: &str, status: u16, elapsed: Duration);
+}
+
+/// A request the fast path carries; its backend head is written in [`FastConn::head`].
+pub struct Request<'p> {
+    /// The route it is counted under.
+    pub route: &'p str,
+    pub upstream: &'p Upstream,
+    /// The client's head, consumed from the input once the request is sent.
+    pub head_len: usize,
+    /// The body's length.
+    pub body: u64,
+    /// The client asked to close after this answer.
+    pub close: bool,
+    /// The method is idempotent (RFC 9110 §9.2.2): sent again when a pooled connection
+    /// turns out closed after the write.
+    pub idempotent: bool,
+}
+
+/// What the connection does after an exchange.
+pub enum Next {
+    /// Reads the next request.
+    Again,
+    /// Ends: the answer said `Connection: close`, or the exchange failed.
+    Close,
+}
+
+/// Why an exchange stopped short of an answer.
+enum Failed {
+    /// The client went away or stalled: nobody to answer.
+    Client,
+    /// The backend failed: the client gets the error's answer.
+    Upstream(ProxyError),
+    /// The backend failed after the answer's head went out: the client connection ends.
+    Body(String),
+}
+
+/// One client connection's state on the fast path: its two buffers, the heads it writes,
+/// its timers. Made once per connection and reused by every request on it.
+pub struct FastConn<'a, C> {
+    client: &'a C,
+    /// This listener's count of requests served here.
+    served: Counter,
+    /// The client's bytes.
+    pub input: Buf,
+    /// The backend's bytes.
+    answer: Buf,
+    /// The head for the backend, written by the listener's plan.
+    pub head: Vec<u8>,
+    /// What goes to the client: a head, or chunks.
+    out: Vec<u8>,
+    /// Request body bytes not yet read from the client.
+    body_left: u64,
+    /// The waits on the client's side and on the backend's.
+    client_timer: Timer,
+    backend_timer: Timer,
+    /// When the last answer's head went out, while nothing has been waited for since.
+    answered: Option<Instant>,
+}
+
+impl<'a, C: Caller> FastConn<'a, C> {
+    pub fn new(client: &'a C, served: Counter) -> Self {
+        FastConn {
+            client,
+            served,
+            input: Buf::new(),
+            answer: Buf::new(),
+            head: Vec::with_capacity(1024),
+            out: Vec::with_capacity(BUFFER),
+            body_left: 0,
+            client_timer: Timer::new(),
+            backend_timer: Timer::new(),
+            answered: None,
+        }
+    }
+
+    /// Reads more of the client's next request, waiting as `wait` says.
+    pub async fn read_request<S>(&mut self, io: &mut S, wait: Wait) -> io::Result<usize>
+    where
+        S: AsyncRead + Unpin,
+    {
+        read_within(io, &mut self.input, &mut self.client_timer, wait).await
+    }
+
+    /// How long the connection may now stay idle before its next request: from the last
+    /// answer's head when its body needed no waiting (no clock read), else from now.
+    pub fn idle_wait(&mut self, client_idle: Duration) -> Wait {
+        match self.answered.take() {
+            Some(at) => Wait::Until(at + client_idle),
+            None => Wait::For(client_idle),
+        }
+    }
+
+    /// True while the last request's body is not read to its end.
+    pub fn body_unread(&self) -> bool {
+        self.body_left > 0
+    }
+
+    /// Forwards one request and its answer. `stopping` says whether the gateway is
+    /// draining, asked when the answer goes out (its head then says `Connection: close`).
+    pub async fn exchange<S>(
+        &mut self,
+        io: &mut S,
+        plan: Request<'_>,
+        stopping: &impl Fn() -> bool,
+    ) -> Next
+    where
+        S: AsyncRead + AsyncWrite + Unpin,
+    {
+        let started = Instant::now();
+        self.answered = None;
+        self.served.inc();
+        self.input.consume(plan.head_len);
+        self.body_left = plan.body;
+        let upstream = plan.upstream;
+        let Some(raw) = upstream.raw() else {
+            return Next::Close;
+        };
+        let exchange = Exchange {
+            route: plan.route,
+            client: ClientSide {
+                peer: self.client.forwarded_peer(),
+                tls: self.client.tls(),
+                host: None,
+                trusted: false,
+            },
+            conn: self.client.conn(),
+            metrics: self.client.metrics(),
+        };
+        let attempts = if plan.body == 0 { upstream.len() } else { 1 };
+        let mut attempt = 0;
+        let (tcp, backend) = loop {
+            attempt += 1;
+            let backend = upstream.pick();
+            // The first attempt starts when the exchange does (one clock read fewer).
+            let began = if attempt == 1 {
+                started
+            } else {
+                Instant::now()
+            };
+            let err = match self
+                .send(io, raw, backend, upstream.timeouts, plan.idempotent, began)
+                .await
+            {
+                Ok(tcp) => break (tcp, backend),
+                Err(Failed::Client | Failed::Body(_)) => return Next::Close,
+                Err(Failed::Upstream(err)) => err,
+            };
+            if upstream.failed(backend, &err, &exchange, attempt < attempts) {
+                continue;
+            }
+            return self.fail(io, &plan, &err, started, stopping).await;
+        };
+        self.answer_back(io, &plan, tcp, backend, raw, started, stopping)
+            .await
+    }
+
+    /// Sends the request on a pooled connection (or a new one) and waits for the answer's
+    /// head, which is left complete at the start of `self.answer`. A pooled connection
+    /// the backend had closed (the write failed, or the read found the end before any
+    /// answer) is replaced by a new one, for an idempotent request with no body.
+    async fn send<S>(
+        &mut self,
+        io: &mut S,
+        raw: &RawPool,
+        backend: &BackendState,
+        timeouts: Timeouts,
+        idempotent: bool,
+        began: Instant,
+    ) -> Result<TcpStream, Failed>
+    where
+        S: AsyncRead + AsyncWrite + Unpin,
+    {
+        let has_body = self.body_left > 0;
+        let reset = |e: &dyn std::fmt::Display| {
+            Failed::Upstream(ProxyError::Reset {
+                backend: backend.label.clone(),
+                reason: e.to_string(),
+            })
+        };
+        let mut pooled = raw.checkout(backend.index());
+        loop {
+            let reused = pooled.is_some();
+            let mut tcp = match pooled.take() {
+                Some(tcp) => tcp,
+                None => Box::pin(raw.dial(&backend.backend)).await.map_err(|e| {
+                    Failed::Upstream(classify(
+                        SendError::Dial(e),
+                        &backend.label,
+                        timeouts.connect,
+                    ))
+                })?,
+            };
+            let retry = reused && idempotent && self.body_left == 0;
+            // The head, with what of the body has already come, in one write.
+            let early = self.early_body();
+            let sent = write_all_vectored(
+                &mut tcp,
+                &mut [
+                    IoSlice::new(&self.head),
+                    IoSlice::new(&self.input.bytes()[..early]),
+                ],
+            )
+            .await;
+            if let Err(e) = sent {
+                if retry {
+                    continue;
+                }
+                return Err(reset(&e));
+            }
+            self.input.consume(early);
+            self.body_left -= early as u64;
+            match self.upload(io, &mut tcp, timeouts.idle).await {
+                Ok(()) => {}
+                Err(Upload::Client) => return Err(Failed::Client),
+                Err(Upload::Backend(e)) => return Err(reset(&e)),
+            }
+            // No body: connecting was part of waiting for the head (as in `proxy::forward`);
+            // else the wait starts once the body is sent.
+            let deadline = if has_body {
+                Instant::now() + timeouts.response_header
+            } else {
+                began + timeouts.connect + timeouts.response_header
+            };
+            match self.answer_head(&mut tcp, deadline).await {
+                Ok(()) => return Ok(tcp),
+                Err(HeadError::Closed) if retry => {
+                    debug!(backend = %backend.label, "pooled connection closed; trying a new one");
+                    continue;
+                }
+                Err(HeadError::Closed) => {
+                    return Err(reset(&"the connection closed before an answer"));
+                }
+                Err(HeadError::Io(e)) => return Err(reset(&e)),
+                Err(HeadError::Bad(why)) => return Err(reset(&why)),
+                Err(HeadError::Timeout) => {
+                    return Err(Failed::Upstream(ProxyError::ResponseTimeout {
+                        backend: backend.label.clone(),
+                        after: deadline - began,
+                    }));
+                }
+            }
+        }
+    }
+
+    /// Body bytes already read with the head.
+    fn early_body(&self) -> usize {
+        usize::try_from(self.body_left)
+            .unwrap_or(usize::MAX)
+            .min(self.input.len())
+    }
+
+    /// Copies the rest of the request body from the client to the backend, each read
+    /// within the route's idle timeout.
+    async fn upload<S>(
+        &mut self,
+        io: &mut S,
+        tcp: &mut TcpStream,
+        idle: Duration,
+    ) -> Result<(), Upload>
+    where
+        S: AsyncRead + AsyncWrite + Unpin,
+    {
+        while self.body_left > 0 {
+            let wait = Wait::For(idle);
+            match read_within(io, &mut self.input, &mut self.client_timer, wait).await {
+                Ok(0) | Err(_) => return Err(Upload::Client),
+                Ok(_) => {}
+            }
+            let n = self.early_body();
+            if let Err(e) = tcp.write_all(&self.input.bytes()[..n]).await {
+                return Err(Upload::Backend(e));
+            }
+            self.input.consume(n);
+            self.body_left -= n as u64;
+        }
+        Ok(())
+    }
+
+    /// Reads until a final answer head is complete at the start of `self.answer`, passing
+    /// over informational ones.
+    async fn answer_head(
+        &mut self,
+        tcp: &mut TcpStream,
+        deadline: Instant,
+    ) -> Result<(), HeadError> {
+        self.answer.clear();
+        loop {
+            let informational = {
+                let mut slots = [httparse::EMPTY_HEADER; response::MAX_HEADERS];
+                match response::parse(self.answer.bytes(), &mut slots) {
+                    response::Read::Answer(_) => return Ok(()),
+                    response::Read::Bad(why) => return Err(HeadError::Bad(why)),
+                    response::Read::Informational(len) => Some(len),
+                    response::Read::Partial => None,
+                }
+            };
+            if let Some(len) = informational {
+                self.answer.consume(len);
+                continue;
+            }
+            if self.answer.is_full() {
+                return Err(HeadError::Bad("an answer head longer than the buffer"));
+            }
+            let wait = Wait::Until(deadline);
+            match read_within(tcp, &mut self.answer, &mut self.backend_timer, wait).await {
+                Ok(0) if self.answer.is_empty() => return Err(HeadError::Closed),
+                Ok(0) => return Err(HeadError::Bad("the connection closed within the head")),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::TimedOut => return Err(HeadError::Timeout),
+                Err(e) if self.answer.is_empty() && is_reset(&e) => return Err(HeadError::Closed),
+                Err(e) => return Err(HeadError::Io(e)),
+            }
+        }
+    }
+
+    /// Writes the answer's head and streams its body to the client; the backend's
+    /// connection goes back to the pool when it was read to its exact end.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one exchange's parts, named where used"
+    )]
+    async fn answer_back<S>(
+        &mut self,
+        io: &mut S,
+        plan: &Request<'_>,
+        mut tcp: TcpStream,
+        backend: &BackendState,
+        raw: &RawPool,
+        started: Instant,
+        stopping: &impl Fn() -> bool,
+    ) -> Next
+    where
+        S: AsyncRead + AsyncWrite + Unpin,
+    {
+        let last = plan.close || stopping();
+        let (status, framing, keep_alive, len) = {
+            let mut slots = [httparse::EMPTY_HEADER; response::MAX_HEADERS];
+            let response::Read::Answer(answer) = response::parse(self.answer.bytes(), &mut slots)
+            else {
+                return Next::Close;
+            };
+            answer.write_client(&mut self.out, last);
+            (answer.status, answer.framing, answer.keep_alive, answer.len)
+        };
+        let answered = Instant::now();
+        self.client
+            .count_elapsed(plan.route, status, answered - started);
+        self.answered = Some(answered);
+        self.answer.consume(len);
+        let idle = plan.upstream.timeouts.idle;
+        let streamed = match framing {
+            Framing::Empty => io.write_all(&self.out).await.map_err(|_| Failed::Client),
+            Framing::Length(n) => self.stream_length(io, &mut tcp, n, idle).await,
+            Framing::Chunked => self.stream_chunked(io, &mut tcp, idle).await,
+            Framing::UntilClose => self.stream_until_close(io, &mut tcp, idle).await,
+        };
+        if let Err(failed) = streamed {
+            if let Failed::Body(why) = failed {
+                debug!(route = %plan.route, backend = %backend.label, why, "answer body failed");
+            }
+            return Next::Close;
+        }
+        if keep_alive && framing != Framing::UntilClose && self.answer.is_empty() {
+            raw.give_back(backend.index(), tcp);
+        }
+        self.answer.clear();
+        if last { Next::Close } else { Next::Again }
+    }
+
+    /// A body of `n` bytes: the head and what came with it in one write, then the rest as
+    /// it arrives.
+    async fn stream_length<S>(
+        &mut self,
+        io: &mut S,
+        tcp: &mut TcpStream,
+        n: u64,
+        idle: Duration,
+    ) -> Result<(), Failed>
+    where
+        S: AsyncWrite + Unpin,
+    {
+        let first = usize::try_from(n)
+            .unwrap_or(usize::MAX)
+            .min(self.answer.len());
+        write_all_vectored(
+            io,
+            &mut [
+                IoSlice::new(&self.out),
+                IoSlice::new(&self.answer.bytes()[..first]),
+            ],
+        )
+        .await
+        .map_err(|_| Failed::Client)?;
+        self.answer.consume(first);
+        let mut left = n - first as u64;
+        while left > 0 {
+            self.fill_answer(tcp, idle).await?;
+            let take = usize::try_from(left)
+                .unwrap_or(usize::MAX)
+                .min(self.answer.len());
+            io.write_all(&self.answer.bytes()[..take])
+                .await
+                .map_err(|_| Failed::Client)?;
+            self.answer.consume(take);
+            left -= take as u64;
+        }
+        Ok(())
+    }
+
+    /// A chunked body, decoded and chunked again (extensions and trailers dropped).
+    async fn stream_chunked<S>(
+        &mut self,
+        io: &mut S,
+        tcp: &mut TcpStream,
+        idle: Duration,
+    ) -> Result<(), Failed>
+    where
+        S: AsyncWrite + Unpin,
+    {
+        let mut decoder = Decoder::default();
+        loop {
+            loop {
+                let bytes = self.answer.bytes();
+                let piece = match decoder.decode(bytes) {
+                    Ok(piece) => piece,
+                    Err(e) => {
+                        // What came before the fault still goes out, as hyper's path
+                        // sends it; the unfinished answer tells the client.
+                        let _ = io.write_all(&self.out).await;
+                        return Err(Failed::Body(e.to_string()));
+                    }
+                };
+                if let Some(data) = piece.data {
+                    chunked::encode(&mut self.out, &bytes[data]);
+                }
+                self.answer.consume(piece.used);
+                if decoder.is_done() {
+                    self.out.extend_from_slice(chunked::END);
+                    return io.write_all(&self.out).await.map_err(|_| Failed::Client);
+                }
+                if piece.used == 0 || self.answer.is_empty() {
+                    break;
+                }
+            }
+            io.write_all(&self.out).await.map_err(|_| Failed::Client)?;
+            self.out.clear();
+            self.fill_answer(tcp, idle).await?;
+        }
+    }
+
+    /// A body that ends when the backend closes, sent chunked.
+    async fn stream_until_close<S>(
+        &mut self,
+        io: &mut S,
+        tcp: &mut TcpStream,
+        idle: Duration,
+    ) -> Result<(), Failed>
+    where
+        S: AsyncWrite + Unpin,
+    {
+        loop {
+            chunked::encode(&mut self.out, self.answer.bytes());
+            self.answer.clear();
+            io.write_all(&self.out).await.map_err(|_| Failed::Client)?;
+            self.out.clear();
+            self.answered = None;
+            let wait = Wait::For(idle);
+            match read_within(tcp, &mut self.answer, &mut self.backend_timer, wait).await {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) => return Err(upstream_io(e)),
+            }
+        }
+        io.write_all(chunked::END).await.map_err(|_| Failed::Client)
+    }
+
+    /// Reads more of the answer body within `idle`; its end before the framing's is a
+    /// failure.
+    async fn fill_answer(&mut self, tcp: &mut TcpStream, idle: Duration) -> Result<(), Failed> {
+        self.answered = None;
+        let wait = Wait::For(idle);
+        match read_within(tcp, &mut self.answer, &mut self.backend_timer, wait).await {
+            Ok(0) => Err(Failed::Body("the answer body ended early".into())),
+            Ok(_) => Ok(()),
+            Err(e) => Err(upstream_io(e)),
+        }
+    }
+
+    /// Answers with leafgate's own error for `err`, as `ProxyError::response` does.
+    async fn fail<S>(
+        &mut self,
+        io: &mut S,
+        plan: &Request<'_>,
+        err: &ProxyError,
+        started: Instant,
+        stopping: &impl Fn() -> bool,
+    ) -> Next
+    where
+        S: AsyncWrite + Unpin,
+    {
+        let status = err.status();
+        self.client
+            .count_elapsed(plan.route, status.as_u16(), started.elapsed());
+        // A body left unread cannot be skipped safely: the connection ends with the answer.
+        let last = plan.close || stopping() || self.body_left > 0;
+        let text = error_text(status, &err.to_string());
+        response::write_error(&mut self.out, status, &text, last);
+        if io.write_all(&self.out).await.is_err() || last {
+            return Next::Close;
+        }
+        Next::Again
+    }
+}
+
+enum HeadError {
+    /// Closed before sending anything: a pooled connection may be replaced.
+    Closed,
+    Timeout,
+    Bad(&'static str),
+    Io(io::Error),
+}
+
+fn is_reset(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::BrokenPipe
+    )
+}
+
+fn upstream_io(e: io::Error) -> Failed {
+    Failed::Body(e.to_string())
+}
+
+/// Why a request body stopped short.
+enum Upload {
+    Client,
+    Backend(io::Error),
+}
