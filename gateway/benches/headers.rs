@@ -6,7 +6,7 @@ use std::hint::black_box;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use http::{HeaderMap, HeaderValue, Version};
-use leafgate::proxy::headers::{self, ClientSide, Peer};
+use leafgate::forwarding::{self as headers, ClientSide, Peer};
 
 fn head(lines: &[(&'static str, &'static str)]) -> HeaderMap {
     lines

@@ -23,8 +23,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
-use leafgate::k8s::ingress::model::{Objects, Settings, TenantBounds};
-use leafgate::k8s::ingress::{Builder, Changes, Indexed, build};
+use leafgate::kubernetes::{Builder, Changes, Indexed, build};
+use leafgate::kubernetes::{Objects, Settings, TenantBounds};
 use serde_json::json;
 
 const INGRESSES: usize = 10_000;

@@ -27,7 +27,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use leafgate::config::Config;
+use leafgate::Config;
 use leafgate::plugins::{
     self, LogContext, PluginMetrics, PluginSet, PodRouteRequest, TenantPlugins, Verb,
 };

@@ -28,7 +28,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use leafgate::config::Config;
+use leafgate::Config;
 use leafgate::plugins::{
     self, AddressRewriteRequest, AddressType, LogBatch, LogContext, NodeAddress, PluginMetrics,
     PodRouteRequest, TableRequest, TenantPlugins, Verb, Verdict,

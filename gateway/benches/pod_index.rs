@@ -25,7 +25,7 @@ use std::time::Instant;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use kube::api::ObjectMeta;
-use leafgate::k8s::{PodIndex, RawPod};
+use leafgate::kubernetes::{PodIndex, RawPod};
 
 const PODS: usize = 100_000;
 const LEAVES: usize = 4;
@@ -107,7 +107,7 @@ fn shuffled(n: usize) -> Vec<usize> {
 struct Fixture {
     index: Arc<PodIndex>,
     /// Kept alive: dropping a slot removes its pods.
-    _slots: Vec<Arc<leafgate::k8s::LeafSlot>>,
+    _slots: Vec<Arc<leafgate::kubernetes::LeafSlot>>,
     peer: HashMap<String, Arc<RawPod>>,
     keys: Vec<(String, String)>,
     joined: Vec<String>,

@@ -1,7 +1,7 @@
 //! What the negotiated cipher suite costs (issue 25, exec): a TLS 1.3 handshake as the
 //! node API and a leaf connection make them (client certificate, X25519, ECDSA P-256), full
 //! and resumed, and 16 KiB records sealed and opened, with ring's suite order (AES-256-GCM
-//! with SHA-384 first) against leafgate's ([`leafgate::tls::provider`], Go's order:
+//! with SHA-384 first) against leafgate's ([`leafgate::tls_provider`], Go's order:
 //! AES-128-GCM with SHA-256 first). Both ends run in memory on one thread, so each figure
 //! is a client's and a server's work together. Measures only; never gates CI on time.
 
@@ -119,7 +119,7 @@ fn suites(c: &mut Criterion) {
     let pki = pki();
     let orders = [
         ("ring order", rustls::crypto::ring::default_provider()),
-        ("Go order", (*leafgate::tls::provider()).clone()),
+        ("Go order", (*leafgate::tls_provider()).clone()),
     ];
     let mut group = c.benchmark_group("tls13-handshake");
     for (label, provider) in &orders {

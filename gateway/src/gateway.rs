@@ -224,10 +224,6 @@ impl Gateway {
         lock(&self.last_reload).clone()
     }
 
-    pub fn is_stopping(&self) -> bool {
-        self.stop.is_cancelled()
-    }
-
     async fn bind(
         &self,
         name: &str,

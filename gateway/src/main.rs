@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
+use leafgate::Config;
 use leafgate::Gateway;
-use leafgate::config::Config;
-use leafgate::snapshot::{BuildError, Snapshot};
+use leafgate::{BuildError, Snapshot};
 use tracing::{error, info};
 
 /// mimalloc's per-thread free lists suit a gateway whose serving threads each allocate and
@@ -79,7 +79,7 @@ fn main() -> ExitCode {
     });
     let result = match command {
         Command::Run { config } => {
-            match leafgate::listener::raise_nofile_limit() {
+            match leafgate::raise_nofile_limit() {
                 Ok((old, new)) => tracing::info!(old, new, "descriptor limit (RLIMIT_NOFILE)"),
                 Err(e) => tracing::warn!(error = %e, "cannot raise the descriptor limit"),
             }
@@ -142,7 +142,7 @@ fn run(config: PathBuf) -> anyhow::Result<ExitCode> {
         for warning in &gateway.snapshot().config.warnings {
             tracing::warn!("{warning}");
         }
-        for leafgate::control::ListenerAddr {
+        for leafgate::ListenerAddr {
             name, local: addr, ..
         } in gateway.listener_addrs()
         {
@@ -204,7 +204,7 @@ fn check(config: PathBuf) -> anyhow::Result<ExitCode> {
     }
     // Compiling the snapshot checks what only rustls can (a key matches its certificate)
     // and compiles every plugin against its world.
-    let metrics = leafgate::metrics::Metrics::new();
+    let metrics = leafgate::Metrics::new();
     let loaded = Arc::new(loaded);
     let built = runtime()?.block_on(async { Snapshot::build(loaded.clone(), 0, None, &metrics) });
     match built {
@@ -241,7 +241,7 @@ fn reload(admin: SocketAddr, token_file: Option<PathBuf>) -> anyhow::Result<Exit
         Some(file) => {
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("reading the token file {}", file.display()))?;
-            let (_, token) = leafgate::config::token_lines(&text)
+            let (_, token) = leafgate::token_lines(&text)
                 .next()
                 .with_context(|| format!("{} holds no token", file.display()))?;
             format!("Authorization: Bearer {token}\r\n")

@@ -82,10 +82,6 @@ impl Workers {
     pub fn len(&self) -> usize {
         self.handles.len()
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.handles.is_empty()
-    }
 }
 
 impl Drop for Workers {

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use leafgate::config::Config;
+use leafgate::Config;
 use leafgate::plugins::{
     self, AddressRewriteRequest, AddressType, Cell, FaultKind, LogBatch, LogContext, NodeAddress,
     PluginError, PluginMetrics, PodRoute, PodRouteRequest, TableRequest, TenantPlugins, Verb,

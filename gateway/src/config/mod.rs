@@ -22,6 +22,6 @@ mod validate;
 
 pub use cache::ParseCache;
 pub use error::{ConfigError, ConfigErrors};
-pub use model::units::{ByteRate, ByteSize, HumanDuration, RateLimit};
+pub use model::units::{ByteRate, HumanDuration, RateLimit};
 pub use model::*;
 pub use validate::certified_key_from_pem;

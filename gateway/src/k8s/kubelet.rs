@@ -304,6 +304,7 @@ impl LeafQuery {
         self.0.push((key, value.into()));
     }
 
+    #[cfg(test)]
     pub fn pairs(&self) -> &[(&'static str, String)] {
         &self.0
     }

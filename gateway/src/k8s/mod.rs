@@ -36,8 +36,7 @@ pub mod run;
 pub mod status;
 pub mod vnode;
 
-pub use feed::{Change, ChangeKind, Feed, Gone};
-pub use index::{Held, LeafName, LeafSlot, PodIndex};
-pub use leaf::pods::{LeafPods, WatchState};
-pub use leaf::{Leaf, LeafError, TokenError};
+pub use feed::{Change, ChangeKind, Feed};
+pub use index::{Held, LeafSlot, PodIndex};
+pub use leaf::{Leaf, LeafError};
 pub use raw_pod::RawPod;

@@ -27,8 +27,6 @@ use crate::k8s::status::Status;
 use crate::proxy::{Body, Inbound};
 use crate::snapshot::Snapshot;
 
-pub use super::podcall::STREAM_IDLE;
-
 /// The route label node-api requests are counted under.
 pub const ROUTE: &str = Front::NodeApi.label();
 

@@ -3,21 +3,19 @@
 //! - the kubelet's own plain text for its routes and queries (`404 page not found`);
 //! - kube-apiserver's [`Status`] object for everything Kubernetes clients read.
 //!
-//! [`error`] maps an internal failure (a code and what went wrong) to the dialect a front
-//! speaks; [`status`] is the one way a `Status` becomes an HTTP answer.
+//! [`error`] maps an internal failure (a code and what went wrong) to the dialect a
+//! Kubernetes front speaks (the routes front answers with `proxy::error_response` itself); [`status`] is the one way a `Status` becomes an HTTP answer.
 
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
 use serde_json::Value;
 
 use crate::k8s::status::Status;
-use crate::proxy::{Body, error_response, full};
+use crate::proxy::{Body, full};
 
 /// The error dialects leafgate speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
-    /// Routes: `<code> <reason phrase>: <why>`.
-    Plain,
     /// The kubelet's node API: the text alone, as the kubelet writes it.
     Kubelet,
     /// Kubernetes API clients: a `metav1.Status`.
@@ -27,7 +25,6 @@ pub enum Dialect {
 /// An internal failure answered in `dialect`.
 pub fn error(dialect: Dialect, code: StatusCode, message: &str) -> Response<Body> {
     match dialect {
-        Dialect::Plain => error_response(code, message),
         Dialect::Kubelet => kubelet(code, message.to_string()),
         Dialect::Status => status(&Status::new(code.as_u16(), message)),
     }

@@ -19,10 +19,6 @@ impl Coarse {
     pub fn since(self, earlier: Coarse) -> Duration {
         self.0.saturating_sub(earlier.0)
     }
-
-    pub fn after(self, d: Duration) -> Coarse {
-        Coarse(self.0 + d)
-    }
 }
 
 #[allow(

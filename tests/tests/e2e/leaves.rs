@@ -10,7 +10,7 @@ use bytes::Bytes;
 use http::Request;
 use http_body_util::{BodyExt, Empty};
 use kubesim::{Credential, KubeSim};
-use leafgate::k8s::Held;
+use leafgate::kubernetes::Held;
 use leafgate_tests::certs::TestCa;
 use leafgate_tests::client::get;
 use leafgate_tests::config::Leaf;

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt, stream};
-use leafgate::config::Config;
-use leafgate::k8s::logs::{self, LogBatching, OnLogCounts};
-use leafgate::metrics::LogCounts;
+use leafgate::Config;
+use leafgate::LogCounts;
+use leafgate::kubernetes::{self as logs, LogBatching, OnLogCounts};
 use leafgate::plugins::{self, LogContext, PluginMetrics, TenantPlugins};
 use leafgate_tests::config::{Plugin, Tenant};
 use leafgate_tests::plugins::{fault_plugin, plugin};

@@ -641,7 +641,7 @@ async fn tls_backends_get_h2_by_alpn_with_the_client_host_as_authority() {
     let web = gw.addr("web");
 
     // Connections are kept per serving thread, so each thread opens at most one.
-    let threads = leafgate::workers::count() as u64;
+    let threads = leafgate::serving_threads() as u64;
     let requests = 3 * threads;
 
     // `auto` (the default): the backend chose h2, and one connection per thread carries

@@ -443,7 +443,7 @@ async fn a_busy_neighbour_file_does_not_delay_a_reload() {
 
 #[tokio::test]
 async fn rewriting_the_same_content_does_not_rebuild() {
-    use leafgate::control::Control;
+    use leafgate::Control;
     let stable = TestUpstream::start("stable").await;
     let gw = TestGateway::start(config(&stable)).await;
     let skipped = || gw.gateway.metrics().reloads_skipped_unchanged.get();

@@ -723,7 +723,7 @@ fn deploy_manifests_validate_against_the_kubernetes_schemas() {
     // what exists in the pod alone (mounted files, downward-API variables, the service
     // account).
     let toml = configmap_toml(&dir.join("configmap.yaml"));
-    let errors = leafgate::config::Config::parse(Path::new("/etc/leafgate/leafgate.toml"), &toml)
+    let errors = leafgate::Config::parse(Path::new("/etc/leafgate/leafgate.toml"), &toml)
         .expect_err("the pod's files are not here")
         .0;
     for e in &errors {

@@ -4,10 +4,11 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::config::Config;
 use crate::config::plugins::{
     DEFAULT_DEADLINE, DEFAULT_MEMORY, DEFAULT_STARTUP, Isolation, OnError,
 };
-use crate::config::{ByteSize, Config};
+use crate::config::units::ByteSize;
 
 fn parse(dir: &Path, plugins: &str) -> Result<Config, String> {
     let path = dir.join("leafgate.toml");

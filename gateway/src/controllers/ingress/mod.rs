@@ -5,7 +5,7 @@
 //! backoff by kube-runtime) keep Ingresses, IngressClasses, Services, EndpointSlices and
 //! `kubernetes.io/tls` Secrets in memory. Any change that can alter routes is noted (which
 //! objects) and wakes the builder; once every reflector has listed, it waits for a short
-//! quiet spell ([`DEBOUNCE`], at most [`MAX_WAIT`] after the first change), updates the
+//! quiet spell ([`rebuild::DEBOUNCE`], at most [`rebuild::MAX_WAIT`] after the first change), updates the
 //! model on a blocking thread (a [`crate::k8s::ingress::Builder`] kept across builds,
 //! which translates and merges again only what the noted objects concern) and hands it to
 //! the gateway, which swaps it in with the same lock and store as a config reload. A
@@ -39,7 +39,6 @@ use crate::control::Control;
 use crate::k8s::ingress::model::Model;
 use crate::k8s::root;
 
-pub use self::rebuild::{DEBOUNCE, MAX_WAIT};
 pub use self::state::IngressProvider;
 use self::state::lock;
 

@@ -13,6 +13,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::time::Instant;
 
+use super::terms::Side;
 use super::*;
 use crate::config::units::{ByteRate, RateLimit};
 use crate::limit::{Limiter, SharedLimits, connection_limiters};

@@ -11,9 +11,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use leafgate::config::{Config, ParseCache};
-use leafgate::metrics::Metrics;
-use leafgate::snapshot::Snapshot;
+use leafgate::Metrics;
+use leafgate::Snapshot;
+use leafgate::{Config, ParseCache};
 
 fn median_ms(mut samples: Vec<f64>) -> f64 {
     samples.sort_by(f64::total_cmp);
