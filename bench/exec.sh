@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 SIZE_MIB=${SIZE_MIB:-256}
 ROUNDS=${ROUNDS:-300}
 
-cargo build --release -q -p leafgate -p leafgate-tests --bin leafgate --bin leafgate-bench
+cargo build --release -q -p leafgate -p leafgate-benches --bin leafgate --bin leafgate-bench
 bin=${CARGO_TARGET_DIR:-target}/release
 leafgate=${LEAFGATE_BIN:-$bin/leafgate}
 run=(env LEAFGATE_CPUS="${LEAFGATE_CPUS:-1}" taskset -c "${CLIENT_CPUS:-0}"

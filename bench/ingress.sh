@@ -11,7 +11,7 @@ source bench/lib.sh
 INGRESSES=${INGRESSES:-10000}
 ROUNDS=${ROUNDS:-20}
 
-cargo build --release -q -p leafgate -p leafgate-tests --bin leafgate --bin leafgate-bench
+cargo build --release -q -p leafgate -p leafgate-benches --bin leafgate --bin leafgate-bench
 bin=${CARGO_TARGET_DIR:-target}/release
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT

@@ -18,7 +18,7 @@ CHANGES=${CHANGES:-20}
 target=${CARGO_TARGET_DIR:-$PWD/target}
 
 bash scripts/tools.sh
-cargo build --release -q -p leafgate -p leafgate-tests --bin leafgate --bin leafgate-bench
+cargo build --release -q -p leafgate -p leafgate-benches --bin leafgate --bin leafgate-bench
 (cd plugins && CARGO_TARGET_DIR="$target/plugins-wasm" cargo build --release -q --target wasm32-wasip2)
 LEAFGATE_CPUS=${LEAFGATE_CPUS:-1} taskset -c "${CLIENT_CPUS:-0}" \
   "$target/release/leafgate-bench" kube-api "$target/release/leafgate" \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Plugins in Rust, Python and JavaScript side by side (gateway/benches/plugin_languages.rs):
+# Plugins in Rust, Python and JavaScript side by side (bench/criterion/plugin_languages.rs):
 # per language, the pod router's and the log filter's component size, load time (first
 # compile, reload from the in-process cache, restart from the disk cache), instantiation
 # time, warm call cost next to Rust's, and resident memory per warm instance.
@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/tools.sh
-cargo bench --no-run -q -p leafgate --bench plugin_languages
+cargo bench --no-run -q -p leafgate-benches --bench plugin_languages
 bench=$(ls -t "${CARGO_TARGET_DIR:-target}"/release/deps/plugin_languages-* | grep -v '\.d$' | head -1)
 cache=$(mktemp -d)
 trap 'rm -rf "$cache"' EXIT

@@ -15,7 +15,7 @@ ROUTES=${ROUTES:-10000}
 ROUNDS=${ROUNDS:-100}
 
 # SKIP_BUILD=1 runs the binaries already built (in $CARGO_TARGET_DIR or target/).
-[ -n "${SKIP_BUILD:-}" ] || cargo build --release -q -p leafgate -p leafgate-tests --bin leafgate --bin leafgate-bench
+[ -n "${SKIP_BUILD:-}" ] || cargo build --release -q -p leafgate -p leafgate-benches --bin leafgate --bin leafgate-bench
 bin=${CARGO_TARGET_DIR:-target}/release
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT

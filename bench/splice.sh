@@ -23,7 +23,7 @@ need python3 python3
 SECONDS_EACH=${SECONDS_EACH:-10}
 
 # SKIP_BUILD=1 runs the binaries already built (in $CARGO_TARGET_DIR or target/).
-[ -n "${SKIP_BUILD:-}" ] || cargo build --release -q -p leafgate -p leafgate-tests --bin leafgate --bin leafgate-bench
+[ -n "${SKIP_BUILD:-}" ] || cargo build --release -q -p leafgate -p leafgate-benches --bin leafgate --bin leafgate-bench
 bin=${CARGO_TARGET_DIR:-target}/release
 work=$(mktemp -d)
 coproc BACKEND { exec taskset -c 0 "$bin/leafgate-bench" serve; }

@@ -1,6 +1,6 @@
 //! The redaction itself, apart from the plugin's plumbing, so the gateway's benchmark can
 //! run this very code natively as the peer it measures the plugin against
-//! (`gateway/benches/plugins.rs` includes this file). It needs only `regex-automata`,
+//! (`bench/criterion/plugins.rs` includes this file). It needs only `regex-automata`,
 //! `regex-syntax` and `memchr`.
 //!
 //! Every match of every pattern starts with one of a few literals the patterns name

@@ -14,12 +14,6 @@
 //!   more tenants load the (already compiled) plugin, each starting one instance, divided
 //!   by eight.
 
-#[path = "../../tests/src/plugins.rs"]
-#[allow(dead_code)]
-mod build;
-// What `build` runs cargo with, beside it as in the harness crate.
-#[path = "../../tests/src/cargo.rs"]
-mod cargo;
 #[path = "shared/log_lines.rs"]
 mod shared;
 
@@ -31,6 +25,7 @@ use leafgate::Config;
 use leafgate::plugins::{
     self, LogContext, PluginMetrics, PluginSet, PodRouteRequest, TenantPlugins, Verb,
 };
+use leafgate_tests::plugins as build;
 use shared::log_lines;
 
 const CALLS: u32 = 500;

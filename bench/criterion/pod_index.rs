@@ -15,7 +15,7 @@
 //! Memory is printed before criterion runs, measured two ways: the resident set's growth
 //! (`/proc/self/statm`) while each structure is filled, and the bytes the structure itself
 //! allocates, counted from its capacities (the pods, shared with the reflector stores, are
-//! counted apart). Run: `cargo bench -p leafgate --bench pod_index`.
+//! counted apart). Run: `cargo bench -p leafgate-benches --bench pod_index`.
 
 use std::collections::HashMap;
 use std::hint::black_box;

@@ -11,12 +11,6 @@
 //!
 //! The reference plugins are built from `plugins/` first (cargo, wasm32-wasip2, release).
 
-#[path = "../../tests/src/plugins.rs"]
-#[allow(dead_code)]
-mod build;
-// What `build` runs cargo with, beside it as in the harness crate.
-#[path = "../../tests/src/cargo.rs"]
-mod cargo;
 #[path = "../../plugins/redact/src/engine.rs"]
 mod redact;
 #[path = "shared/log_lines.rs"]
@@ -33,6 +27,7 @@ use leafgate::plugins::{
     self, AddressRewriteRequest, AddressType, LogBatch, LogContext, NodeAddress, PluginMetrics,
     PodRouteRequest, TableRequest, TenantPlugins, Verb, Verdict,
 };
+use leafgate_tests::plugins as build;
 
 const PATTERNS: [&str; 2] = [r"password=\S+", r"Bearer [A-Za-z0-9._-]+"];
 const DROP: [&str; 1] = [r"GET /healthz"];

@@ -12,7 +12,7 @@
 //!   [`Builder`] told that one Ingress changed (its `resourceVersion` moved) updates the
 //!   model.
 //!
-//! Run: `taskset -c 1 cargo bench -p leafgate --bench ingress_model`.
+//! Run: `taskset -c 1 cargo bench -p leafgate-benches --bench ingress_model`.
 
 use std::hint::black_box;
 use std::sync::Arc;
