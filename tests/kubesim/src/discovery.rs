@@ -2,10 +2,14 @@
 //! Served unaggregated (plain lists, `application/json`), which kubectl accepts silently.
 //! `authorization.k8s.io` is listed beside the stored groups: its one resource,
 //! `subjectaccessreviews`, is only created (answered by `access`), never stored.
+//! Custom resources (the Gateway API kinds) are listed as the apiextensions discovery
+//! controller lists them: every served version of the group, preferred first; the CRD
+//! verbs in its order; categories; a `<plural>/status` entry only where the CRD declares
+//! the status subresource.
 
 use serde_json::{Value, json};
 
-use crate::resources::{GROUPS, RESOURCES, VERBS};
+use crate::resources::{CRD_VERBS, GROUPS, RESOURCES, VERBS, versions};
 
 /// The version a simulator reports unless told otherwise.
 pub const GIT_VERSION: &str = "v1.37.1-kubesim";
@@ -40,9 +44,16 @@ pub fn api(server: &str) -> Value {
 }
 
 fn group_doc(name: &str) -> Value {
-    let gv = format!("{name}/v1");
-    json!({"name": name, "versions": [{"groupVersion": gv, "version": "v1"}],
-           "preferredVersion": {"groupVersion": gv, "version": "v1"}})
+    let served = if name == AUTHORIZATION {
+        vec!["v1"]
+    } else {
+        versions(name)
+    };
+    let versions: Vec<Value> = served
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
+        .collect();
+    json!({"name": name, "preferredVersion": versions[0].clone(), "versions": versions})
 }
 
 /// The group of the access reviews (`access`), served without storage.
@@ -71,17 +82,24 @@ pub fn resources(group: &str, version: &str) -> Option<Value> {
                            "namespaced": false, "kind": "SubjectAccessReview", "verbs": ["create"]}]
         }));
     }
-    if version != "v1" || !(group.is_empty() || GROUPS.contains(&group)) {
+    if !(group.is_empty() || GROUPS.contains(&group)) || !versions(group).contains(&version) {
         return None;
     }
     let mut list = Vec::new();
-    for r in RESOURCES.iter().filter(|r| r.group == group) {
+    for r in RESOURCES
+        .iter()
+        .filter(|r| r.group == group && r.version == version)
+    {
+        let verbs = if r.crd { CRD_VERBS } else { VERBS };
         let mut doc = json!({
             "name": r.plural, "singularName": r.singular, "namespaced": r.namespaced,
-            "kind": r.kind, "verbs": VERBS, "storageVersionHash": ""
+            "kind": r.kind, "verbs": verbs, "storageVersionHash": ""
         });
         if !r.short_names.is_empty() {
             doc["shortNames"] = json!(r.short_names);
+        }
+        if !r.categories.is_empty() {
+            doc["categories"] = json!(r.categories);
         }
         list.push(doc);
         for sub in r.subresources {

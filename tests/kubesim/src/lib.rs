@@ -9,7 +9,10 @@
 //! - `api`: the router (discovery, CRUD, list/watch, Table, logs, streaming hand-off).
 //! - `access`: `SubjectAccessReview`, answered from a policy the test sets.
 //! - `store`: objects, resourceVersions, watch history, log buffers.
-//! - `select`, `patch`, `table` (+ `printers`: the Pod, Ingress and Event columns), `discovery`, `resources`, `query`: the pieces they use.
+//! - `select`, `patch`, `table` (+ `printers`: the Pod, Ingress and Event columns; `crd`:
+//!   the custom resources' printer columns, by `jsonpath`), `discovery`, `resources`,
+//!   `query`: the pieces they use. The Gateway API kinds (GatewayClass, Gateway,
+//!   HTTPRoute, ReferenceGrant) are served as their gateway-api v1.6.1 CRDs declare them.
 //! - `fixtures`: the catalogue of pod shapes and what `printPod` prints for each.
 //! - `kubectl`: which real kubectl binaries tests run against.
 //! - `status`: `metav1.Status` bodies, as kube-apiserver writes them.
@@ -23,9 +26,11 @@
 pub mod access;
 pub mod api;
 pub mod client;
+pub mod crd;
 pub mod discovery;
 pub mod fixtures;
 pub mod http1;
+pub mod jsonpath;
 pub mod kubectl;
 pub mod kubelet;
 pub mod nodeproxy;

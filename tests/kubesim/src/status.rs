@@ -1,4 +1,5 @@
-//! `metav1.Status` bodies, as kube-apiserver writes them for errors.
+//! `metav1.Status` bodies, as kube-apiserver writes them for errors and for deletes that
+//! do not return the object.
 
 use serde_json::{Value, json};
 
@@ -22,4 +23,16 @@ pub fn failure(code: u16, reason: &str, message: &str) -> Value {
         m.remove("reason");
     }
     v
+}
+
+/// A success `Status` with `details` (`name`, `group`, `kind` = the resource, `uid`), as
+/// the generic registry answers a delete of a kind that does not return deleted objects.
+pub fn success(details: Value) -> Value {
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details,
+    })
 }

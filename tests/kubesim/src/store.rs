@@ -1,6 +1,8 @@
 //! The object store: JSON objects keyed by resource, namespace and name, one cluster-wide
 //! resourceVersion counter, a bounded history of watch events (forgotten by `compact`), and
-//! the container log buffers. Owns consistency rules (uid, resourceVersion, conflicts);
+//! the container log buffers. Owns consistency rules (uid, resourceVersion, conflicts,
+//! and for custom resources the apiextensions strategy: `metadata.generation`, a status
+//! written only through its subresource, no unconditional updates, one stored version);
 //! it knows nothing of HTTP.
 
 use std::collections::BTreeMap;
@@ -12,7 +14,7 @@ use time::format_description::well_known::Rfc3339;
 use tokio::sync::broadcast;
 
 use crate::patch;
-use crate::resources::Resource;
+use crate::resources::{Resource, stored_api_version};
 
 /// Why the store refused; each maps to the `Status` kube-apiserver answers.
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +31,12 @@ pub enum StoreError {
     Invalid(String),
     #[error("too old resource version: {0} ({1})")]
     Gone(u64, u64),
+    /// A PUT without `metadata.resourceVersion` of a kind that allows no unconditional
+    /// update (custom resources): group, plural, name.
+    #[error(
+        "{1}.{0} \"{2}\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
+    )]
+    VersionRequired(String, String, String),
 }
 
 impl StoreError {
@@ -40,6 +48,20 @@ impl StoreError {
             StoreError::Conflict(..) => (409, "Conflict"),
             StoreError::Invalid(..) => (400, "BadRequest"),
             StoreError::Gone(..) => (410, "Expired"),
+            StoreError::VersionRequired(..) => (422, "Invalid"),
+        }
+    }
+
+    /// The Status's `details`, for the errors whose Status carries them.
+    pub fn details(&self) -> Option<Value> {
+        match self {
+            StoreError::VersionRequired(group, plural, name) => Some(json!({
+                "name": name, "group": group, "kind": plural,
+                "causes": [{"reason": "FieldValueInvalid",
+                            "message": "Invalid value: 0x0: must be specified for an update",
+                            "field": "metadata.resourceVersion"}]
+            })),
+            _ => None,
         }
     }
 }
@@ -124,8 +146,29 @@ pub fn now_rfc3339() -> String {
 /// objects a controller writes status on. Pods and Nodes do too in kube-apiserver, but the
 /// tests here set their status through the test object API, which goes through the same
 /// store, so they keep the simpler rule.
+/// Custom resources with the status subresource do too (the apiextensions strategy).
 fn status_from_subresource_only(res: &Resource) -> bool {
     matches!(res.plural, "ingresses" | "services")
+        || (res.crd && res.subresources.contains(&"status"))
+}
+
+/// A status-subresource write of a custom resource whose written object `given` has no
+/// status (or a null one) leaves no `status` field in `new` (the apiextensions status
+/// strategy deletes it), rather than an empty one.
+fn status_as_given(res: &Resource, given: &Value, new: &mut Value) {
+    if res.crd
+        && given.get("status").is_none_or(Value::is_null)
+        && let Some(o) = new.as_object_mut()
+    {
+        o.remove("status");
+    }
+}
+
+/// Everything but `metadata`: what the apiextensions strategy compares to bump the
+/// generation.
+fn non_metadata(obj: &Value) -> Option<Vec<(&String, &Value)>> {
+    obj.as_object()
+        .map(|o| o.iter().filter(|(k, _)| *k != "metadata").collect())
 }
 
 /// After a write to the main resource, puts the stored status back where the kind wants it.
@@ -369,7 +412,7 @@ impl Store {
         }
         g.rv += 1;
         let rv = g.rv;
-        obj["apiVersion"] = json!(res.api_version());
+        obj["apiVersion"] = json!(stored_api_version(res));
         obj["kind"] = json!(res.kind);
         let m = obj
             .as_object_mut()
@@ -383,9 +426,21 @@ impl Store {
             m.remove("namespace");
         }
         m["uid"] = json!(uid());
+        if res.crd {
+            // The apiextensions strategy's PrepareForCreate.
+            m["generation"] = json!(1);
+        }
         if status_from_subresource_only(res) {
-            // PrepareForCreate: the status starts empty; only the controller fills it.
-            obj["status"] = json!({});
+            // PrepareForCreate: the status starts empty; only the controller fills it. A
+            // custom resource has none at all until then.
+            if res.crd {
+                obj.as_object_mut().expect("checked above").remove("status");
+            } else {
+                obj["status"] = json!({});
+            }
+        }
+        if res.crd {
+            crate::crd::default(res, &mut obj);
         }
         let m = &mut obj["metadata"];
         m["resourceVersion"] = json!(rv.to_string());
@@ -395,7 +450,8 @@ impl Store {
         Ok(obj)
     }
 
-    /// Replaces an object (or only its status). A non-empty stale resourceVersion conflicts.
+    /// Replaces an object (or only its status). A non-empty stale resourceVersion conflicts;
+    /// an empty one is refused for custom resources, which allow no unconditional update.
     /// For kinds with `status_from_subresource_only`, a write to the main resource keeps
     /// the stored status whatever it carries.
     pub fn update(
@@ -406,19 +462,33 @@ impl Store {
         obj: Value,
         status_only: bool,
     ) -> Result<Value, StoreError> {
-        self.modify(res, ns, name, |old| {
+        self.modify(res, ns, name, status_only, |old| {
             let given = meta(&obj, "resourceVersion");
+            if given.is_empty() && res.crd {
+                return Err(StoreError::VersionRequired(
+                    res.group.to_string(),
+                    res.plural.to_string(),
+                    name.to_string(),
+                ));
+            }
             if !given.is_empty() && given != meta(old, "resourceVersion") {
                 return Err(StoreError::Conflict(qualified(res), name.to_string()));
             }
             if status_only {
                 let mut new = old.clone();
                 new["status"] = obj.get("status").cloned().unwrap_or(json!({}));
+                status_as_given(res, &obj, &mut new);
                 Ok(new)
+            } else if status_from_subresource_only(res) {
+                let mut new = obj.clone();
+                keep_status(res, old, &mut new);
+                Ok(new)
+            } else if res.crd {
+                // No status subresource: the object is replaced, status and all.
+                Ok(obj.clone())
             } else {
                 let mut new = obj.clone();
-                let keep = status_from_subresource_only(res) || obj.get("status").is_none();
-                if let Some(s) = old.get("status").filter(|_| keep) {
+                if let Some(s) = old.get("status").filter(|_| obj.get("status").is_none()) {
                     new["status"] = s.clone();
                 }
                 Ok(new)
@@ -436,7 +506,7 @@ impl Store {
         strategic: bool,
         status_only: bool,
     ) -> Result<Value, StoreError> {
-        self.modify(res, ns, name, |old| {
+        self.modify(res, ns, name, status_only, |old| {
             let given = body
                 .pointer("/metadata/resourceVersion")
                 .and_then(Value::as_str);
@@ -453,7 +523,13 @@ impl Store {
                         patch::merge(&mut status, p)
                     }
                 }
+                let none = status.is_null()
+                    || (old.get("status").is_none() && body.get("status").is_none());
                 new["status"] = status;
+                if none {
+                    // A custom resource's status strategy keeps no status as none.
+                    status_as_given(res, &json!({}), &mut new);
+                }
             } else {
                 if strategic {
                     patch::strategic(&mut new, body);
@@ -475,7 +551,7 @@ impl Store {
         ops: &Value,
         status_only: bool,
     ) -> Result<Value, StoreError> {
-        self.modify(res, ns, name, |old| {
+        self.modify(res, ns, name, status_only, |old| {
             let mut new = old.clone();
             patch::json_patch(&mut new, ops).map_err(|e| {
                 StoreError::Invalid(format!(
@@ -485,6 +561,7 @@ impl Store {
             if status_only {
                 let mut only = old.clone();
                 only["status"] = new.get("status").cloned().unwrap_or(json!({}));
+                status_as_given(res, &new, &mut only);
                 return Ok(only);
             }
             keep_status(res, old, &mut new);
@@ -492,11 +569,14 @@ impl Store {
         })
     }
 
+    /// Writes what `f` makes of the stored object. `status_only`: a status-subresource
+    /// write, which leaves a custom resource's generation alone.
     fn modify(
         &self,
         res: &Resource,
         ns: &str,
         name: &str,
+        status_only: bool,
         f: impl FnOnce(&Value) -> Result<Value, StoreError>,
     ) -> Result<Value, StoreError> {
         let mut g = self.lock();
@@ -517,8 +597,20 @@ impl Store {
                 new["metadata"][field] = v.clone();
             }
         }
-        new["apiVersion"] = json!(res.api_version());
+        new["apiVersion"] = json!(stored_api_version(res));
         new["kind"] = json!(res.kind);
+        if res.crd {
+            crate::crd::default(res, &mut new);
+            // BeforeUpdate keeps the stored generation; the apiextensions strategy's
+            // PrepareForUpdate adds one when anything but metadata changed (a status
+            // write never does: its strategy copies the old object).
+            let generation = old
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(1);
+            let bump = !status_only && non_metadata(&new) != non_metadata(old);
+            new["metadata"]["generation"] = json!(generation + i64::from(bump));
+        }
         // A write that changes nothing is not stored: kube-apiserver's GuaranteedUpdate
         // compares the bytes and returns the current object, with no new resourceVersion
         // and no watch event (status writers that patch the same value rely on it).
@@ -654,6 +746,117 @@ mod tests {
                 .0
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn custom_resources_follow_the_apiextensions_strategy() {
+        let s = Store::new();
+        let gw = find("gateway.networking.k8s.io", "v1", "gateways").unwrap();
+        let created = s
+            .create(
+                gw,
+                "default",
+                json!({"metadata": {"name": "g"}, "spec": {"gatewayClassName": "c", "listeners": []},
+                       "status": {"addresses": [{"value": "1.2.3.4"}]}}),
+            )
+            .unwrap();
+        assert_eq!(created["metadata"]["generation"], 1);
+        // Create drops the status given; the schema's default status is what reads back.
+        assert_eq!(created["status"]["conditions"][0]["reason"], "Pending");
+        assert!(created["status"].get("addresses").is_none());
+        let generation = |v: &Value| v["metadata"]["generation"].as_i64().unwrap();
+
+        // Status writes: no generation bump, spec untouched, metadata untouched.
+        let st = s
+            .patch(
+                gw,
+                "default",
+                "g",
+                &json!({"spec": {"gatewayClassName": "x"}, "metadata": {"labels": {"a": "b"}},
+                        "status": {"conditions": [{"type": "Programmed", "status": "True"}]}}),
+                false,
+                true,
+            )
+            .unwrap();
+        assert_eq!(
+            (generation(&st), st["spec"]["gatewayClassName"].as_str()),
+            (1, Some("c"))
+        );
+        assert!(st["metadata"].get("labels").is_none());
+        assert_eq!(st["status"]["conditions"][0]["status"], "True");
+        // A PUT of the status with none resets it to the schema's default.
+        let mut put = st.clone();
+        put.as_object_mut().unwrap().remove("status");
+        let reset = s.update(gw, "default", "g", put, true).unwrap();
+        assert_eq!(reset["status"]["conditions"][0]["reason"], "Pending");
+
+        // Main-resource writes: status ignored; generation bumps on spec only.
+        let meta_only = s
+            .patch(
+                gw,
+                "default",
+                "g",
+                &json!({"metadata": {"labels": {"a": "b"}}}),
+                false,
+                false,
+            )
+            .unwrap();
+        assert_eq!(generation(&meta_only), 1);
+        let spec = s
+            .patch(
+                gw,
+                "default",
+                "g",
+                &json!({"spec": {"gatewayClassName": "d"}, "status": {"addresses": []}}),
+                false,
+                false,
+            )
+            .unwrap();
+        assert_eq!(generation(&spec), 2);
+        assert_eq!(spec["status"], reset["status"]);
+        // The generation is the server's.
+        let mut put = spec.clone();
+        put["metadata"]["generation"] = json!(9);
+        assert_eq!(
+            generation(&s.update(gw, "default", "g", put, false).unwrap()),
+            2
+        );
+
+        // No unconditional update.
+        let mut put = spec.clone();
+        put["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("resourceVersion");
+        let err = s.update(gw, "default", "g", put, false).unwrap_err();
+        assert_eq!(err.code_reason(), (422, "Invalid"));
+        assert_eq!(
+            err.to_string(),
+            "gateways.gateway.networking.k8s.io \"g\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
+        );
+
+        // ReferenceGrant: stored at v1beta1, no status subresource, so any change but
+        // metadata bumps the generation.
+        let rg = find("gateway.networking.k8s.io", "v1", "referencegrants").unwrap();
+        let g = s
+            .create(
+                rg,
+                "default",
+                json!({"metadata": {"name": "r"}, "spec": {"from": [], "to": []}}),
+            )
+            .unwrap();
+        assert_eq!(g["apiVersion"], "gateway.networking.k8s.io/v1beta1");
+        let g = s
+            .patch(
+                rg,
+                "default",
+                "r",
+                &json!({"spec": {"to": [{"group": "", "kind": "Service"}]}}),
+                false,
+                false,
+            )
+            .unwrap();
+        assert_eq!(generation(&g), 2);
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! `meta.k8s.io` Table rendering, with kube-apiserver's pod columns and NAME/AGE for the
-//! rest. Owns only the shape of the table; listing and filtering happen before.
+//! `meta.k8s.io` Table rendering, with kube-apiserver's pod columns, custom resources'
+//! printer columns (`crd`) and NAME/AGE for the rest. Owns only the shape of the table;
+//! listing and filtering happen before.
 
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -114,6 +115,9 @@ pub fn columns(res: &Resource) -> Vec<Value> {
         "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
         0,
     );
+    if res.crd {
+        return crate::crd::columns(res, name);
+    }
     crate::printers::columns(res.plural, name.clone(), age.clone())
         .unwrap_or_else(|| vec![name, age])
 }
@@ -124,8 +128,12 @@ fn s<'a>(v: &'a Value, p: &str) -> &'a str {
 
 /// One table row for `obj`.
 pub fn row(res: &Resource, obj: &Value, include: Include) -> Value {
-    let cells = crate::printers::cells(res.plural, obj)
-        .unwrap_or_else(|| vec![json!(s(obj, "/metadata/name")), json!(age(obj))]);
+    let cells = if res.crd {
+        crate::crd::cells(res, obj)
+    } else {
+        crate::printers::cells(res.plural, obj)
+            .unwrap_or_else(|| vec![json!(s(obj, "/metadata/name")), json!(age(obj))])
+    };
     let mut row = json!({"cells": cells});
     match include {
         Include::None => {}

@@ -1,7 +1,10 @@
 //! The API router: authentication decision, discovery, resource CRUD, list/watch (JSON and
 //! Table), pod logs, and the hand-off of exec/attach/portforward to `remote` (or, for pods
 //! on a node with a kubelet endpoint, of those and logs to `nodeproxy`). Owns the HTTP
-//! shape of every answer; storage rules live in `store`.
+//! shape of every answer; storage rules live in `store`. Custom resources are answered
+//! as the apiextensions handler answers them: at the version asked for (`served_as`), no
+//! strategic merge patch (415), server-side apply as a merge, a `Status` for a delete,
+//! and a `status` subresource only where the CRD declares one.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -60,7 +63,11 @@ impl ApiError {
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> ApiError {
         let (code, reason) = e.code_reason();
-        ApiError::new(code, reason, e.to_string())
+        let err = ApiError::new(code, reason, e.to_string());
+        match e.details() {
+            Some(d) => err.with_details(d),
+            None => err,
+        }
     }
 }
 
@@ -96,6 +103,19 @@ pub(crate) fn channel_body(content_type: &str) -> (mpsc::Sender<Bytes>, Response
         .expect("static parts make a valid response");
     (tx, resp)
 }
+
+/// An object as `res` serves it. A custom resource's versions share one storage and, with
+/// no conversion webhook (`conversion.strategy: None`), differ only in `apiVersion`.
+pub(crate) fn served_as(res: &Resource, mut obj: Value) -> Value {
+    if res.crd && !res.storage && obj.is_object() {
+        obj["apiVersion"] = json!(res.api_version());
+    }
+    obj
+}
+
+/// The patch types the apiextensions handler accepts, as its 415 lists them.
+const CRD_PATCH_TYPES: &str =
+    "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml";
 
 /// The served resource of `apiVersion` + `kind`.
 pub fn resource_of(api_version: &str, kind: &str) -> Result<&'static Resource, ApiError> {
@@ -296,13 +316,16 @@ async fn route(shared: &Shared, req: Request<Incoming>) -> Result<Response<Body>
                     ));
                 }
                 let obj = store.create(t.res, &t.ns, body)?;
-                Ok(json_response(201, &obj))
+                Ok(json_response(201, &served_as(t.res, obj)))
             }
             _ => Err(method_not_allowed()),
         },
         (Some(name), sub) => {
             let name = name.to_string();
             match sub {
+                Some("status") if t.res.crd && !t.res.subresources.contains(&"status") => {
+                    Err(no_such_resource())
+                }
                 None | Some("status") => {
                     let status_only = sub == Some("status");
                     object(store, &t, &name, status_only, &q, &accept, req).await
@@ -361,7 +384,7 @@ async fn object(
     let ns = t.ns.as_str();
     match req.method().clone() {
         Method::GET => {
-            let obj = store.get(t.res, ns, name)?;
+            let obj = served_as(t.res, store.get(t.res, ns, name)?);
             match table::wants_table(accept) {
                 Some(v) => {
                     let include = Include::parse(q.get("includeObject")).map_err(ApiError::bad)?;
@@ -384,7 +407,7 @@ async fn object(
             }
             Ok(json_response(
                 200,
-                &store.update(t.res, ns, name, body, status_only)?,
+                &served_as(t.res, store.update(t.res, ns, name, body, status_only)?),
             ))
         }
         Method::PATCH => {
@@ -400,14 +423,23 @@ async fn object(
                 .to_string();
             let strategic = match ct.as_str() {
                 "application/merge-patch+json" => false,
-                "application/strategic-merge-patch+json" => true,
+                "application/strategic-merge-patch+json" if !t.res.crd => true,
                 "application/json-patch+json" => {
                     let ops = read_json(req).await?;
                     let obj = store.json_patch(t.res, ns, name, &ops, status_only)?;
-                    return Ok(json_response(200, &obj));
+                    return Ok(json_response(200, &served_as(t.res, obj)));
                 }
                 "application/apply-patch+yaml" => {
                     return apply(store, t, name, status_only, q, req).await;
+                }
+                _ if t.res.crd => {
+                    return Err(ApiError::new(
+                        415,
+                        "UnsupportedMediaType",
+                        format!(
+                            "the body of the request was in an unknown format - accepted media types include: {CRD_PATCH_TYPES}"
+                        ),
+                    ));
                 }
                 other => {
                     return Err(ApiError::new(
@@ -422,7 +454,21 @@ async fn object(
             let body = read_json(req).await?;
             Ok(json_response(
                 200,
-                &store.patch(t.res, ns, name, &body, strategic, status_only)?,
+                &served_as(
+                    t.res,
+                    store.patch(t.res, ns, name, &body, strategic, status_only)?,
+                ),
+            ))
+        }
+        Method::DELETE if !status_only && t.res.crd => {
+            // The apiextensions store does not return the deleted object: a Status names it.
+            let gone = store.delete(t.res, ns, name)?;
+            Ok(json_response(
+                200,
+                &crate::status::success(json!({
+                    "name": name, "group": t.res.group, "kind": t.res.plural,
+                    "uid": gone["metadata"]["uid"],
+                })),
             ))
         }
         Method::DELETE if !status_only => Ok(json_response(200, &store.delete(t.res, ns, name)?)),
@@ -431,8 +477,9 @@ async fn object(
 }
 
 /// Server-side apply, approximated: the object is created when missing, otherwise the
-/// applied configuration is merged in strategically. Field ownership is not tracked, so
-/// fields dropped from a later apply are kept rather than removed.
+/// applied configuration is merged in strategically (as a JSON merge for custom resources,
+/// which have no strategic merge). Field ownership is not tracked, so fields dropped from
+/// a later apply are kept rather than removed.
 async fn apply(
     store: &Store,
     t: &Target,
@@ -451,15 +498,22 @@ async fn apply(
     let body = read_json(req)
         .await
         .map_err(|e| ApiError::bad(format!("{e} (kubesim reads apply patches written as JSON)")))?;
+    let strategic = !t.res.crd;
     match store.get(t.res, &t.ns, name) {
         Ok(_) => Ok(json_response(
             200,
-            &store.patch(t.res, &t.ns, name, &body, true, status_only)?,
+            &served_as(
+                t.res,
+                store.patch(t.res, &t.ns, name, &body, strategic, status_only)?,
+            ),
         )),
         Err(StoreError::NotFound(..)) if !status_only => {
             let mut obj = body;
             obj["metadata"]["name"] = json!(name);
-            Ok(json_response(201, &store.create(t.res, &t.ns, obj)?))
+            Ok(json_response(
+                201,
+                &served_as(t.res, store.create(t.res, &t.ns, obj)?),
+            ))
         }
         Err(e) => Err(e.into()),
     }
@@ -535,6 +589,7 @@ fn list(store: &Store, t: &Target, q: &Query, accept: &str) -> Result<Response<B
         _ => None,
     };
     let rv = rv.to_string();
+    let items: Vec<Value> = items.into_iter().map(|o| served_as(t.res, o)).collect();
     if let Some(v) = table::wants_table(accept) {
         let include = Include::parse(q.get("includeObject")).map_err(ApiError::bad)?;
         return Ok(json_response(

@@ -62,6 +62,14 @@ pub(super) fn watch(
     tokio::spawn(async move {
         let mut first = true;
         let encode = |kind: &str, obj: &Value, first: &mut bool| -> Bytes {
+            let served;
+            // A custom resource watched at a version other than its stored one.
+            let obj = if res.crd && !res.storage && kind != "ERROR" && kind != "BOOKMARK" {
+                served = served_as(res, obj.clone());
+                &served
+            } else {
+                obj
+            };
             let object = match table_version {
                 Some(v) if kind != "ERROR" && kind != "BOOKMARK" => {
                     let mut t = table::table(
