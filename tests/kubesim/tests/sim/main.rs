@@ -2,5 +2,6 @@
 
 mod api;
 mod chain;
+mod gateway;
 mod ingress;
 mod kubectl;
