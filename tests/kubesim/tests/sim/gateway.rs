@@ -966,3 +966,45 @@ async fn watch_sees_added_modified_deleted() {
         beta.kill().await.unwrap();
     }
 }
+
+#[tokio::test]
+async fn server_side_apply() {
+    for bin in kubesim::kubectl::all() {
+        let f = fixture().await;
+        let dir = f.dir.path();
+        let ssa = ["apply", "--server-side", "--validate=false", "-f", "-"];
+        let objects =
+            [fixture_file("gatewayclass.yaml"), fixture_file("base.yaml")].join("\n---\n");
+        let out = ok(&bin, dir, &ssa, Some(objects.as_bytes())).await;
+        assert!(
+            out.contains("gatewayclass.gateway.networking.k8s.io/leafgate serverside-applied")
+                && out.contains(
+                    "gateway.gateway.networking.k8s.io/all-namespaces serverside-applied"
+                ),
+            "{out}"
+        );
+        let gw = json_of(
+            &bin,
+            dir,
+            &["get", "gateway", "all-namespaces", "-n", INFRA],
+        )
+        .await;
+        assert_eq!(gw["metadata"]["generation"], 1, "{gw}");
+        assert_eq!(gw["status"]["conditions"][0]["reason"], "Pending");
+
+        // The same again stores nothing; a changed port is a new generation.
+        let rv = f.sim.store().resource_version();
+        ok(&bin, dir, &ssa, Some(objects.as_bytes())).await;
+        assert_eq!(f.sim.store().resource_version(), rv);
+        let moved = objects.replace("port: 80\n", "port: 8080\n");
+        ok(&bin, dir, &ssa, Some(moved.as_bytes())).await;
+        let gw = json_of(
+            &bin,
+            dir,
+            &["get", "gateway", "all-namespaces", "-n", INFRA],
+        )
+        .await;
+        assert_eq!(gw["metadata"]["generation"], 2, "{gw}");
+        assert_eq!(gw["spec"]["listeners"][0]["port"], 8080);
+    }
+}
