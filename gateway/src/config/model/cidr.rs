@@ -13,6 +13,16 @@ pub struct Cidr {
 }
 
 impl Cidr {
+    /// The range's first address.
+    pub fn network(&self) -> IpAddr {
+        self.network
+    }
+
+    /// Whether the two ranges share an address (one holds the other's first address).
+    pub fn overlaps(&self, other: &Cidr) -> bool {
+        self.contains(other.network) || other.contains(self.network)
+    }
+
     /// True when `addr` is in the range. IPv4-mapped IPv6 peers (`::ffff:10.0.0.1`, as a
     /// dual-stack socket reports IPv4 clients) are compared as the IPv4 address they are.
     pub fn contains(&self, addr: IpAddr) -> bool {

@@ -1,5 +1,6 @@
-//! `[kubernetes]`, `[kubernetes.ingress]` and `[[virtual_node]]`, typed: the root cluster
-//! leafgate publishes virtual nodes in and reads Ingresses from, and how it appears there.
+//! `[kubernetes]`, `[kubernetes.ingress]`, `[kubernetes.gateway]` and `[[virtual_node]]`,
+//! typed: the root cluster leafgate publishes virtual nodes in and reads Ingresses and
+//! Gateway API objects from, and how it appears there.
 //! Nothing here reads the environment or talks to an API server.
 
 use std::collections::BTreeMap;
@@ -71,6 +72,8 @@ pub struct KubernetesConfig {
     pub heartbeat: Duration,
     /// `[kubernetes.ingress]`: serve the Ingresses of a class.
     pub ingress: Option<IngressConfig>,
+    /// `[kubernetes.gateway]`: serve the Gateways of the classes naming our controller.
+    pub gateway: Option<GatewayApiConfig>,
 }
 
 /// The IngressClass name used when `[kubernetes.ingress]` names none.
@@ -98,6 +101,26 @@ pub struct IngressConfig {
     /// Who owns a host no TOML route owns: the namespace of its oldest Ingress, or the
     /// tenant owning that namespace.
     pub host_owner: HostOwner,
+}
+
+/// The `spec.controllerName` of the GatewayClasses leafgate serves when
+/// `[kubernetes.gateway]` names none.
+pub const DEFAULT_GATEWAY_CONTROLLER: &str = "leafgate.io/gateway-controller";
+
+/// `[kubernetes.gateway]`, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GatewayApiConfig {
+    /// GatewayClasses whose `spec.controllerName` is this are leafgate's.
+    pub controller_name: String,
+    /// The addresses leafgate may bind Gateways on (a bare IP is a range of one), in
+    /// config order: each Gateway gets one of them.
+    pub addresses: Vec<Cidr>,
+    /// As `[kubernetes.ingress]`'s: endpoint ranges no route may send to.
+    pub deny_backends: Vec<Cidr>,
+    /// As `[kubernetes.ingress]`'s: loopback, link-local... ranges routes may send to.
+    pub allow_backends: Vec<Cidr>,
+    /// As `[kubernetes.ingress]`'s.
+    pub allow_unmanaged_endpointslices: bool,
 }
 
 /// `[kubernetes.ingress] host_owner`: to whom the oldest Ingress naming a host gives it.

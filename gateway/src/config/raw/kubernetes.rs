@@ -1,4 +1,5 @@
-//! The raw `[kubernetes]`, `[kubernetes.ingress]` and `[[virtual_node]]` tables.
+//! The raw `[kubernetes]`, `[kubernetes.ingress]`, `[kubernetes.gateway]` and
+//! `[[virtual_node]]` tables.
 
 use std::collections::BTreeMap;
 
@@ -23,6 +24,7 @@ pub struct RawKubernetes {
     pub election: RawElection,
     pub heartbeat: Option<HumanDuration>,
     pub ingress: Option<Spanned<RawIngress>>,
+    pub gateway: Option<Spanned<RawGatewayApi>>,
 }
 
 /// `[kubernetes.ingress]`: leafgate as the ingress controller of one IngressClass.
@@ -40,6 +42,21 @@ pub struct RawIngress {
     pub allow_unmanaged_endpointslices: Option<bool>,
     /// `"namespace"` (the default) or `"tenant"`.
     pub host_owner: Option<HostOwner>,
+}
+
+/// `[kubernetes.gateway]`: leafgate as the Gateway API controller of the GatewayClasses
+/// naming `controller_name`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGatewayApi {
+    pub controller_name: Option<Spanned<String>>,
+    /// Required (checked in `validate`, at the table).
+    pub addresses: Option<Spanned<Vec<Spanned<String>>>>,
+    #[serde(default)]
+    pub deny_backends: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub allow_backends: Vec<Spanned<String>>,
+    pub allow_unmanaged_endpointslices: Option<bool>,
 }
 
 /// A string written inline or read from an environment variable at load time.

@@ -1,8 +1,11 @@
-//! `[kubernetes]`, `[kubernetes.ingress]` and `[[virtual_node]]` through `Config::parse`.
+//! `[kubernetes]`, `[kubernetes.ingress]`, `[kubernetes.gateway]` and `[[virtual_node]]`
+//! through `Config::parse`.
 
 use std::path::Path;
 
-use crate::config::{Config, DEFAULT_INGRESS_CLASS, HostOwner, PublishAddress};
+use crate::config::{
+    Config, DEFAULT_GATEWAY_CONTROLLER, DEFAULT_INGRESS_CLASS, HostOwner, PublishAddress,
+};
 
 const BASE: &str = "[[listener]]\nname = \"kubelet\"\nbind = \"127.0.0.1:0\"\n[[leaf]]\nname = \"leaf-1\"\nkubeconfig = \"/nonexistent\"\n";
 
@@ -200,4 +203,130 @@ fn virtual_nodes_need_the_node_keys_reported_at_the_kubernetes_table() {
         e.contains(":7:1: kubernetes.node_api_listener: [[virtual_node]]s need"),
         "{e}"
     );
+}
+
+/// A config of one http listener and `[kubernetes.gateway]` with `keys`.
+fn gateway_src(kc: &tempfile::NamedTempFile, keys: &str) -> String {
+    format!(
+        "[[listener]]\nname = \"web\"\nbind = \"127.0.0.1:0\"\n[kubernetes]\nkubeconfig = \"{}\"\n[kubernetes.gateway]\n{keys}",
+        kc.path().display()
+    )
+}
+
+#[test]
+fn gateway_api_defaults_its_controller_and_parses_its_pool() {
+    let kc = root_kubeconfig();
+    let c = Config::parse(
+        Path::new("t.toml"),
+        &gateway_src(
+            &kc,
+            "addresses = [\"10.0.0.10\", \"127.0.5.0/24\", \"fd00::1\"]\n",
+        ),
+    )
+    .unwrap();
+    let k = c.kubernetes.unwrap();
+    assert!(k.ingress.is_none());
+    let g = k.gateway.unwrap();
+    assert_eq!(g.controller_name, DEFAULT_GATEWAY_CONTROLLER);
+    let text =
+        |v: &[crate::config::cidr::Cidr]| v.iter().map(ToString::to_string).collect::<Vec<_>>();
+    assert_eq!(
+        text(&g.addresses),
+        ["10.0.0.10/32", "127.0.5.0/24", "fd00::1/128"]
+    );
+    assert!(g.deny_backends.is_empty() && g.allow_backends.is_empty());
+    assert!(!g.allow_unmanaged_endpointslices);
+    let c = Config::parse(
+        Path::new("t.toml"),
+        &gateway_src(
+            &kc,
+            "controller_name = \"example.net/gateway-controller\"\naddresses = [\"10.0.0.10\"]\ndeny_backends = [\"10.96.0.0/12\"]\nallow_backends = [\"127.0.0.0/8\"]\nallow_unmanaged_endpointslices = true\n",
+        ),
+    )
+    .unwrap();
+    let g = c.kubernetes.unwrap().gateway.unwrap();
+    assert_eq!(g.controller_name, "example.net/gateway-controller");
+    assert_eq!(text(&g.deny_backends), ["10.96.0.0/12"]);
+    assert_eq!(text(&g.allow_backends), ["127.0.0.0/8"]);
+    assert!(g.allow_unmanaged_endpointslices);
+}
+
+#[test]
+fn gateway_api_errors_point_at_the_key() {
+    let kc = root_kubeconfig();
+    let e = errors(&gateway_src(&kc, ""));
+    assert!(
+        e.contains("t.toml:6:1: kubernetes.gateway.addresses: missing"),
+        "{e}"
+    );
+    let e = errors(&gateway_src(&kc, "addresses = []\n"));
+    assert!(
+        e.contains("t.toml:7:13: kubernetes.gateway.addresses: no address"),
+        "{e}"
+    );
+    let e = errors(&gateway_src(
+        &kc,
+        "controller_name = \"leafgate.io\"\naddresses = [\"10.0.0.1/8\", \"0.0.0.0/0\", \"224.0.0.1\", \"10.1.0.0/16\", \"10.1.2.3\"]\n",
+    ));
+    assert!(
+        e.contains("t.toml:7:19: kubernetes.gateway.controller_name: `leafgate.io` is not a Gateway API controller name"),
+        "{e}"
+    );
+    assert!(
+        e.contains("t.toml:8:14: kubernetes.gateway.addresses[0]: `10.0.0.1/8` has host bits set"),
+        "{e}"
+    );
+    // The pool is judged as a whole only once every entry parses.
+    assert!(!e.contains("overlaps"), "{e}");
+    let e = errors(&gateway_src(
+        &kc,
+        "addresses = [\"0.0.0.0/0\", \"224.0.0.1\", \"10.1.0.0/16\", \"10.1.2.3\"]\ndeny_backends = [\"x\"]\nallow_backends = [\"10.0.0.0/33\"]\nbogus = 1\n",
+    ));
+    assert!(
+        e.contains("t.toml:10:1: kubernetes.gateway.bogus: unknown field `bogus`"),
+        "{e}"
+    );
+    let e = errors(&gateway_src(
+        &kc,
+        "addresses = [\"0.0.0.0/0\", \"224.0.0.1\", \"10.1.0.0/16\", \"10.1.2.3\"]\ndeny_backends = [\"x\"]\nallow_backends = [\"10.0.0.0/33\"]\n",
+    ));
+    for want in [
+        "t.toml:7:14: kubernetes.gateway.addresses[0]: `0.0.0.0/0` is not an address a Gateway can be reached on",
+        "t.toml:7:27: kubernetes.gateway.addresses[1]: `224.0.0.1/32` is not an address",
+        "t.toml:7:55: kubernetes.gateway.addresses[3]: `10.1.2.3/32` overlaps `10.1.0.0/16` (at 7:40)",
+        "t.toml:8:18: kubernetes.gateway.deny_backends[0]: `x` is not an address",
+        "t.toml:9:19: kubernetes.gateway.allow_backends[0]: `10.0.0.0/33`: the prefix length must be 0 to 32",
+    ] {
+        assert!(e.contains(want), "{want}\nin\n{e}");
+    }
+}
+
+#[test]
+fn gateway_api_controller_names_are_domain_prefixed_paths() {
+    let kc = root_kubeconfig();
+    for good in ["a.b/c", "leafgate.io/gateway-controller", "x/y/z:1"] {
+        let src = gateway_src(
+            &kc,
+            &format!("controller_name = \"{good}\"\naddresses = [\"10.0.0.1\"]\n"),
+        );
+        assert!(Config::parse(Path::new("t.toml"), &src).is_ok(), "{good}");
+    }
+    for bad in [
+        "",
+        "example.com",
+        "Example.com/x",
+        "-a.com/x",
+        "a..b/x",
+        "a.com/",
+        "a.com/x y",
+    ] {
+        let e = errors(&gateway_src(
+            &kc,
+            &format!("controller_name = \"{bad}\"\naddresses = [\"10.0.0.1\"]\n"),
+        ));
+        assert!(
+            e.contains("kubernetes.gateway.controller_name"),
+            "{bad}: {e}"
+        );
+    }
 }

@@ -1,5 +1,5 @@
-//! `[kubernetes]`, `[kubernetes.ingress]` and `[[virtual_node]]`s validated: the root
-//! cluster's kubeconfig resolved, the listeners and leaves they name exist and are of the
+//! `[kubernetes]`, `[kubernetes.ingress]`, `[kubernetes.gateway]` and `[[virtual_node]]`s
+//! validated: the root cluster's kubeconfig resolved, the listeners and leaves they name exist and are of the
 //! right kind, election timings ordered, node modes complete.
 //!
 //! Values that come from the environment (`gateway_address = { env = "POD_IP" }`) are read
@@ -15,13 +15,13 @@ use toml::Spanned;
 use crate::config::model::cidr::Cidr;
 use crate::config::model::units::HumanDuration;
 use crate::config::model::{
-    DEFAULT_INGRESS_CLASS, ElectionTimings, IngressConfig, KubernetesConfig, ListenerConfig,
-    ListenerKind, NodeAddressType, PublishAddress, Taint, TenantConfig, VirtualNodeConfig,
-    VirtualNodeKind,
+    DEFAULT_GATEWAY_CONTROLLER, DEFAULT_INGRESS_CLASS, ElectionTimings, GatewayApiConfig,
+    IngressConfig, KubernetesConfig, ListenerConfig, ListenerKind, NodeAddressType, PublishAddress,
+    Taint, TenantConfig, VirtualNodeConfig, VirtualNodeKind,
 };
 use crate::config::raw::RawConfig;
 use crate::config::raw::kubernetes::{
-    RawIngress, RawKubernetes, RawValue, RawVirtualNode, VirtualNodeMode,
+    RawGatewayApi, RawIngress, RawKubernetes, RawValue, RawVirtualNode, VirtualNodeMode,
 };
 
 use super::kubeconfig;
@@ -84,6 +84,7 @@ impl Validator<'_, '_> {
             .map(|g| self.value(g, "kubernetes.gateway_address"));
         self.node_keys(raw, &table, listeners, virtual_nodes);
         let ingress = raw.ingress.as_ref().map(|i| self.ingress(i, listeners));
+        let gateway = raw.gateway.as_ref().map(|g| self.gateway_api(g));
         let identity = match &raw.identity {
             Some(i) => self.value(i, "kubernetes.identity"),
             None => Some(default_identity()),
@@ -104,6 +105,7 @@ impl Validator<'_, '_> {
             election,
             heartbeat: raw.heartbeat.map_or(Duration::from_secs(10), |h| h.0),
             ingress: ingress.map_or(Some(None), |i| i.map(Some))?,
+            gateway: gateway.map_or(Some(None), |g| g.map(Some))?,
         })
     }
 
@@ -310,26 +312,16 @@ impl Validator<'_, '_> {
             }
             None => None,
         };
-        let mut ranges = |list: &[Spanned<String>], key: &str| -> Vec<Cidr> {
-            list.iter()
-                .enumerate()
-                .filter_map(|(i, net)| {
-                    net.get_ref()
-                        .parse::<Cidr>()
-                        .map_err(|why| {
-                            ok = false;
-                            self.report.error(
-                                net.span(),
-                                format!("kubernetes.ingress.{key}[{i}]"),
-                                why,
-                            );
-                        })
-                        .ok()
-                })
-                .collect()
-        };
-        let deny_backends = ranges(&raw.deny_backends, "deny_backends");
-        let allow_backends = ranges(&raw.allow_backends, "allow_backends");
+        let deny_backends = self.ranges(
+            &raw.deny_backends,
+            "kubernetes.ingress.deny_backends",
+            &mut ok,
+        );
+        let allow_backends = self.ranges(
+            &raw.allow_backends,
+            "kubernetes.ingress.allow_backends",
+            &mut ok,
+        );
         ok.then_some(IngressConfig {
             class,
             namespaces,
@@ -340,6 +332,119 @@ impl Validator<'_, '_> {
             allow_unmanaged_endpointslices: raw.allow_unmanaged_endpointslices.unwrap_or(false),
             host_owner: raw.host_owner.unwrap_or_default(),
         })
+    }
+
+    /// CIDRs (or bare addresses) at `key[i]`; a bad one is reported and clears `ok`.
+    fn ranges(&mut self, list: &[Spanned<String>], key: &str, ok: &mut bool) -> Vec<Cidr> {
+        list.iter()
+            .enumerate()
+            .filter_map(|(i, net)| {
+                net.get_ref()
+                    .parse::<Cidr>()
+                    .map_err(|why| {
+                        *ok = false;
+                        self.report.error(net.span(), format!("{key}[{i}]"), why);
+                    })
+                    .ok()
+            })
+            .collect()
+    }
+
+    /// `[kubernetes.gateway]`: every problem reported at its key.
+    fn gateway_api(&mut self, raw: &Spanned<RawGatewayApi>) -> Option<GatewayApiConfig> {
+        let table = raw.span();
+        let raw = raw.get_ref();
+        let mut ok = true;
+        let controller_name = match &raw.controller_name {
+            Some(c) => {
+                if let Err(why) = controller_name(c.get_ref()) {
+                    self.report
+                        .error(c.span(), "kubernetes.gateway.controller_name", why);
+                    ok = false;
+                }
+                c.get_ref().clone()
+            }
+            None => DEFAULT_GATEWAY_CONTROLLER.to_string(),
+        };
+        let addresses = match &raw.addresses {
+            None => {
+                self.report.error(
+                    table,
+                    "kubernetes.gateway.addresses",
+                    "missing: list the IPs or CIDRs leafgate may bind Gateways on (`addresses = [\"10.0.0.10\"]`)",
+                );
+                ok = false;
+                Vec::new()
+            }
+            Some(list) if list.get_ref().is_empty() => {
+                self.report.error(
+                    list.span(),
+                    "kubernetes.gateway.addresses",
+                    "no address: no Gateway could be given one; list the IPs or CIDRs leafgate may bind Gateways on",
+                );
+                ok = false;
+                Vec::new()
+            }
+            Some(list) => {
+                let pool = self.ranges(list.get_ref(), "kubernetes.gateway.addresses", &mut ok);
+                if pool.len() == list.get_ref().len() {
+                    self.address_pool(list.get_ref(), &pool, &mut ok);
+                }
+                pool
+            }
+        };
+        let deny_backends = self.ranges(
+            &raw.deny_backends,
+            "kubernetes.gateway.deny_backends",
+            &mut ok,
+        );
+        let allow_backends = self.ranges(
+            &raw.allow_backends,
+            "kubernetes.gateway.allow_backends",
+            &mut ok,
+        );
+        ok.then_some(GatewayApiConfig {
+            controller_name,
+            addresses,
+            deny_backends,
+            allow_backends,
+            allow_unmanaged_endpointslices: raw.allow_unmanaged_endpointslices.unwrap_or(false),
+        })
+    }
+
+    /// The address pool binds somewhere real: no unspecified or multicast range (a
+    /// Gateway's address is one clients dial), and no entry inside another (each address
+    /// is handed out once).
+    fn address_pool(&mut self, written: &[Spanned<String>], pool: &[Cidr], ok: &mut bool) {
+        // The entries kept so far, by index.
+        let mut kept: Vec<usize> = Vec::new();
+        for (i, (net, text)) in pool.iter().zip(written).enumerate() {
+            let key = format!("kubernetes.gateway.addresses[{i}]");
+            let ip = net.network();
+            if ip.is_unspecified() || ip.is_multicast() {
+                self.report.error(
+                    text.span(),
+                    key,
+                    format!("`{net}` is not an address a Gateway can be reached on: list unicast IPs or ranges of them"),
+                );
+                *ok = false;
+                continue;
+            }
+            if let Some(&j) = kept.iter().find(|&&j| pool[j].overlaps(net)) {
+                let (line, column) = self.report.line_column(written[j].span().start);
+                self.report.error(
+                    text.span(),
+                    key,
+                    format!(
+                        "`{net}` overlaps `{}` (at {line}:{column}): list each address once",
+                        pool[j]
+                    ),
+                );
+                *ok = false;
+                continue;
+            }
+            kept.push(i);
+        }
     }
 
     fn virtual_node(
@@ -440,6 +545,32 @@ impl Validator<'_, '_> {
                 }
             },
         }
+    }
+}
+
+/// A GatewayClass `controllerName` as the Gateway API validates it: a domain-prefixed path
+/// (`example.com/gateway-controller`) of at most 253 characters.
+fn controller_name(text: &str) -> Result<(), String> {
+    let bad = || {
+        format!(
+            "`{text}` is not a Gateway API controller name: write a domain-prefixed path such as `leafgate.io/gateway-controller`"
+        )
+    };
+    let (domain, path) = text.split_once('/').ok_or_else(bad)?;
+    let label = |l: &str| {
+        !l.is_empty()
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+            && l.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    };
+    let path_ok = !path.is_empty()
+        && path
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/-._~%!$&'()*+,;=:".contains(&b));
+    match text.len() <= 253 && domain.split('.').all(label) && path_ok {
+        true => Ok(()),
+        false => Err(bad()),
     }
 }
 
