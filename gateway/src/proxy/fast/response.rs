@@ -6,9 +6,13 @@
 //! `Transfer-Encoding` ending in `chunked` wins over `Content-Length`, differing lengths
 //! are an error, no length reads to the close), and the connection is reused only when
 //! the backend keeps it alive. Written as hyper's server writes what `proxy::respond`
-//! makes of it: the backend's status line, its headers but hop-by-hop ones, `Via`
-//! appended, a `Date` when it sent none, the length as it sent it or else chunked
-//! (the client speaks HTTP/1.1), `Connection: close` when this is the connection's last.
+//! makes of it: leafgate's own `HTTP/1.1` status line with the backend's status and
+//! reason, its headers but hop-by-hop ones, `Via` appended, a `Date` when it sent none,
+//! `Connection: close` when this is the connection's last; and the framing leafgate reads
+//! the body by, whatever `Connection` names: the length as the backend sent it when that
+//! is one line of one number, else one line of the number it framed by (a list of equal
+//! values, `5, 5`, made `5`), or chunked for a body read by chunks or to the close. No
+//! length on a 204 or 304, whose bodies are empty whatever they say.
 
 use super::lines::{digits, line};
 use crate::proxy::clock;
@@ -48,6 +52,18 @@ pub struct Answer<'h, 'b> {
     minor: u8,
     reason: &'b str,
     headers: &'h [httparse::Header<'b>],
+    read: Found,
+}
+
+/// What reading an answer's framing found besides the framing itself.
+#[derive(Clone, Copy)]
+struct Found {
+    keep_alive: bool,
+    /// The one `Content-Length` line is one number, to be written as it came.
+    plain_length: bool,
+    /// A `Connection` line names more than `close` and `keep-alive`: some field may be
+    /// this hop's.
+    names: bool,
 }
 
 /// Reads the answer head at the start of `buf` into `slots`.
@@ -70,7 +86,7 @@ pub fn parse<'h, 'b>(
         _ => {}
     }
     let headers: &'h [httparse::Header<'b>] = res.headers;
-    let (framing, keep_alive) = match framing(status, minor, headers) {
+    let (framing, read) = match read_framing(status, minor, headers) {
         Ok(f) => f,
         Err(why) => return Read::Bad(why),
     };
@@ -78,10 +94,11 @@ pub fn parse<'h, 'b>(
         len,
         status,
         framing,
-        keep_alive,
+        keep_alive: read.keep_alive,
         minor,
         reason: res.reason.unwrap_or(""),
         headers,
+        read,
     })
 }
 
@@ -93,10 +110,23 @@ pub fn framing(
     minor: u8,
     headers: &[httparse::Header<'_>],
 ) -> Result<(Framing, bool), &'static str> {
+    read_framing(status, minor, headers).map(|(framing, read)| (framing, read.keep_alive))
+}
+
+/// [`framing`], and what else the same pass over the headers finds for writing the head.
+fn read_framing(
+    status: u16,
+    minor: u8,
+    headers: &[httparse::Header<'_>],
+) -> Result<(Framing, Found), &'static str> {
     let mut keep_alive = minor == 1;
     let mut close = false;
+    let mut names = false;
     let mut chunked = None;
     let mut length = None;
+    // `Content-Length` lines, and values in them.
+    let mut lines = 0u32;
+    let mut values = 0u32;
     for h in headers {
         let name = h.name.as_bytes();
         if name.eq_ignore_ascii_case(b"connection") {
@@ -105,6 +135,8 @@ pub fn framing(
                     close = true;
                 } else if token.eq_ignore_ascii_case(b"keep-alive") {
                     keep_alive = true;
+                } else {
+                    names = true;
                 }
             }
         } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
@@ -118,7 +150,9 @@ pub fn framing(
                     .is_some_and(|t| t.eq_ignore_ascii_case(b"chunked")),
             );
         } else if name.eq_ignore_ascii_case(b"content-length") {
+            lines += 1;
             for v in h.value.split(|&b| b == b',') {
+                values += 1;
                 let Some(n) = digits(v.trim_ascii()) else {
                     return Err("an invalid Content-Length");
                 };
@@ -140,7 +174,12 @@ pub fn framing(
         && !close
         && framing != Framing::UntilClose
         && !(chunked.is_some() && length.is_some());
-    Ok((framing, keep_alive))
+    let read = Found {
+        keep_alive,
+        plain_length: lines == 1 && values == 1,
+        names,
+    };
+    Ok((framing, read))
 }
 
 impl Answer<'_, '_> {
@@ -148,15 +187,20 @@ impl Answer<'_, '_> {
     /// connection closes after this answer.
     pub fn write_client(&self, out: &mut Vec<u8>, last: bool) {
         out.clear();
-        out.extend_from_slice(if self.minor == 0 {
-            b"HTTP/1.0 "
-        } else {
-            b"HTTP/1.1 "
-        });
+        // leafgate's own version (RFC 9110 §6.2): the client speaks HTTP/1.1, whatever the
+        // backend spoke; `Via` says what that was.
+        out.extend_from_slice(b"HTTP/1.1 ");
         out.extend_from_slice(&status_digits(self.status));
         out.push(b' ');
         out.extend_from_slice(self.reason.as_bytes());
         out.extend_from_slice(b"\r\n");
+        let bodiless = matches!(self.status, 204 | 304);
+        // The backend's one plain length is written as it came, where it came, when the
+        // body is sized by it; anything else (a list, repeated lines, a line `Connection`
+        // names) is left out for one line of the number the body is framed by.
+        let copy_length = self.read.plain_length
+            && !bodiless
+            && matches!(self.framing, Framing::Length(_) | Framing::Empty);
         let mut date = false;
         let mut length = false;
         let mut te_trailers = false;
@@ -166,12 +210,11 @@ impl Answer<'_, '_> {
                 te_trailers |=
                     headers::list_tokens(h.value).any(|t| t.eq_ignore_ascii_case(b"trailers"));
             }
-            if headers::is_hop_by_hop(name) || self.named_by_connection(name) {
+            if headers::is_hop_by_hop(name) || (self.read.names && self.named_by_connection(name)) {
                 continue;
             }
             if name.eq_ignore_ascii_case(b"content-length") {
-                // Written once, and only for a body sized by it.
-                if length || !matches!(self.framing, Framing::Length(_) | Framing::Empty) {
+                if !copy_length {
                     continue;
                 }
                 length = true;
@@ -191,10 +234,13 @@ impl Answer<'_, '_> {
             Framing::Chunked | Framing::UntilClose => {
                 out.extend_from_slice(b"transfer-encoding: chunked\r\n");
             }
-            Framing::Empty if !length && !matches!(self.status, 204 | 304) => {
-                out.extend_from_slice(b"content-length: 0\r\n");
+            _ if length || bodiless => {}
+            Framing::Empty => out.extend_from_slice(b"content-length: 0\r\n"),
+            Framing::Length(n) => {
+                out.extend_from_slice(b"content-length: ");
+                decimal(out, n);
+                out.extend_from_slice(b"\r\n");
             }
-            Framing::Empty | Framing::Length(_) => {}
         }
         if last {
             out.extend_from_slice(b"connection: close\r\n");
@@ -214,6 +260,21 @@ impl Answer<'_, '_> {
             .filter(|h| h.name.eq_ignore_ascii_case("connection"))
             .any(|h| headers::list_tokens(h.value).any(|t| t.eq_ignore_ascii_case(name)))
     }
+}
+
+/// Appends `n` in decimal, with no allocation.
+fn decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
 }
 
 /// A status code's three digits (httparse reads exactly three).
@@ -238,7 +299,7 @@ pub fn write_error(out: &mut Vec<u8>, status: http::StatusCode, text: &str, last
     out.extend_from_slice(
         b"\r\ncontent-type: text/plain; charset=utf-8\r\ncache-control: no-store\r\ncontent-length: ",
     );
-    out.extend_from_slice(text.len().to_string().as_bytes());
+    decimal(out, text.len() as u64);
     if last {
         out.extend_from_slice(b"\r\nconnection: close");
     }
@@ -373,5 +434,96 @@ mod tests {
         )
         .unwrap();
         assert!(!out.contains("content-length"), "{out}");
+    }
+
+    /// The framing lines of the head the client gets.
+    fn framing_lines(head: &str) -> Vec<String> {
+        let (_, _, out) = answer(head.as_bytes(), false).unwrap();
+        out.lines()
+            .filter(|l| {
+                let l = l.to_ascii_lowercase();
+                l.starts_with("content-length:") || l.starts_with("transfer-encoding:")
+            })
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn the_length_written_is_the_one_the_body_is_framed_by() {
+        let cases: &[(&str, &[&str])] = &[
+            // The ordinary length, as it came.
+            (
+                "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n",
+                &["Content-Length: 5"],
+            ),
+            // `Connection` naming the length takes the line, not the framing.
+            (
+                "HTTP/1.1 200 OK\r\nConnection: Content-Length\r\nContent-Length: 5\r\n\r\n",
+                &["content-length: 5"],
+            ),
+            (
+                "HTTP/1.1 200 OK\r\nConnection: content-length\r\nContent-Length: 0\r\n\r\n",
+                &["content-length: 0"],
+            ),
+            (
+                "HTTP/1.1 200 OK\r\nConnection: transfer-encoding\r\nTransfer-Encoding: chunked\r\n\r\n",
+                &["transfer-encoding: chunked"],
+            ),
+            // A list, or repeated lines, of one number: one line of it.
+            (
+                "HTTP/1.1 200 OK\r\nContent-Length: 5, 5\r\n\r\n",
+                &["content-length: 5"],
+            ),
+            (
+                "HTTP/1.1 200 OK\r\nContent-Length: 5\r\ncontent-length: 5\r\n\r\n",
+                &["content-length: 5"],
+            ),
+            (
+                "HTTP/1.1 200 OK\r\nContent-Length: 18446744073709551615,18446744073709551615\r\n\r\n",
+                &["content-length: 18446744073709551615"],
+            ),
+            (
+                "HTTP/1.1 200 OK\r\nContent-Length: 0, 0\r\n\r\n",
+                &["content-length: 0"],
+            ),
+            // Chunks win over a length, which goes.
+            (
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
+                &["transfer-encoding: chunked"],
+            ),
+            // No length on answers without a body.
+            (
+                "HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n",
+                &[],
+            ),
+            ("HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n", &[]),
+            // An HTTP/1.0 body to the close is chunked (under HTTP/1.1).
+            ("HTTP/1.0 200 OK\r\n\r\n", &["transfer-encoding: chunked"]),
+        ];
+        for (head, lines) in cases {
+            assert_eq!(framing_lines(head), *lines, "{head}");
+        }
+    }
+
+    #[test]
+    fn an_http_1_0_answer_goes_out_under_http_1_1() {
+        let (framing, keep_alive, out) =
+            answer(format!("HTTP/1.0 200 OK\r\n{DATE}\r\n").as_bytes(), false).unwrap();
+        assert_eq!((framing, keep_alive), (Framing::UntilClose, false));
+        assert_eq!(
+            out,
+            format!(
+                "HTTP/1.1 200 OK\r\n{DATE}via: 1.0 leafgate\r\ntransfer-encoding: chunked\r\n\r\n"
+            )
+        );
+    }
+
+    #[test]
+    fn numbers_are_written_in_decimal() {
+        for n in [0, 7, 10, 12_345, u64::MAX] {
+            let mut out = Vec::new();
+            decimal(&mut out, n);
+            assert_eq!(out, n.to_string().into_bytes());
+        }
     }
 }
