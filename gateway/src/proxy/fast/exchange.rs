@@ -31,6 +31,10 @@ use crate::proxy::exchange::Conn;
 use crate::proxy::headers::{ClientSide, Peer};
 use crate::proxy::upstream::{BackendState, Upstream};
 
+/// The most bytes an answer's head may take: hyper's client's read buffer (as for an
+/// upgrade's answer, `switch`).
+const MAX_HEAD: usize = 8192 + 4096 * 100;
+
 /// The client connection an exchange answers, as the fast path needs it (the listener's
 /// `Client` is one).
 pub trait Caller {
@@ -89,6 +93,10 @@ pub struct FastConn<'a, C> {
     pub input: Buf,
     /// The backend's bytes.
     answer: Buf,
+    /// An answer head too long for `answer`, while it is read and written (empty, and
+    /// holding no memory, otherwise): hyper's client reads heads up to its own buffer's
+    /// size, so the fast path does too.
+    long_head: Vec<u8>,
     /// The head for the backend, written by the listener's plan.
     pub head: Vec<u8>,
     /// What goes to the client: a head, or chunks.
@@ -109,6 +117,7 @@ impl<'a, C: Caller> FastConn<'a, C> {
             served,
             input: Buf::new(),
             answer: Buf::new(),
+            long_head: Vec::new(),
             head: Vec::with_capacity(1024),
             out: Vec::with_capacity(BUFFER),
             body_left: 0,
@@ -322,17 +331,32 @@ impl<'a, C: Caller> FastConn<'a, C> {
     }
 
     /// Reads until a final answer head is complete at the start of `self.answer`, passing
-    /// over informational ones.
+    /// over informational ones; or, for a head longer than that buffer, in
+    /// `self.long_head` (up to hyper's client's limit), whose memory goes again if the
+    /// head fails.
     async fn answer_head(
         &mut self,
         tcp: &mut TcpStream,
         deadline: Instant,
     ) -> Result<(), HeadError> {
+        let read = self.read_answer_head(tcp, deadline).await;
+        if read.is_err() {
+            self.long_head = Vec::new();
+        }
+        read
+    }
+
+    async fn read_answer_head(
+        &mut self,
+        tcp: &mut TcpStream,
+        deadline: Instant,
+    ) -> Result<(), HeadError> {
         self.answer.clear();
+        self.long_head.clear();
         loop {
             let informational = {
                 let mut slots = [httparse::EMPTY_HEADER; response::MAX_HEADERS];
-                match response::parse(self.answer.bytes(), &mut slots) {
+                match response::parse(head_bytes(&self.answer, &self.long_head), &mut slots) {
                     response::Read::Answer(_) => return Ok(()),
                     response::Read::Bad(why) => return Err(HeadError::Bad(why)),
                     response::Read::Informational(len) => Some(len),
@@ -340,20 +364,34 @@ impl<'a, C: Caller> FastConn<'a, C> {
                 }
             };
             if let Some(len) = informational {
-                self.answer.consume(len);
+                if self.long_head.is_empty() {
+                    self.answer.consume(len);
+                } else {
+                    self.long_head.drain(..len);
+                }
                 continue;
             }
             if self.answer.is_full() {
-                return Err(HeadError::Bad("an answer head longer than the buffer"));
+                // Rare: what was read goes on in `long_head`, and each read after it.
+                self.long_head.extend_from_slice(self.answer.bytes());
+                self.answer.clear();
             }
+            if self.long_head.len() >= MAX_HEAD {
+                return Err(HeadError::Bad("an answer head over hyper's limit"));
+            }
+            let nothing_yet = self.answer.is_empty() && self.long_head.is_empty();
             let wait = Wait::Until(deadline);
             match read_within(tcp, &mut self.answer, &mut self.backend_timer, wait).await {
-                Ok(0) if self.answer.is_empty() => return Err(HeadError::Closed),
+                Ok(0) if nothing_yet => return Err(HeadError::Closed),
                 Ok(0) => return Err(HeadError::Bad("the connection closed within the head")),
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::TimedOut => return Err(HeadError::Timeout),
-                Err(e) if self.answer.is_empty() && is_reset(&e) => return Err(HeadError::Closed),
+                Err(e) if nothing_yet && is_reset(&e) => return Err(HeadError::Closed),
                 Err(e) => return Err(HeadError::Io(e)),
+            }
+            if !self.long_head.is_empty() {
+                self.long_head.extend_from_slice(self.answer.bytes());
+                self.answer.clear();
             }
         }
     }
@@ -380,8 +418,8 @@ impl<'a, C: Caller> FastConn<'a, C> {
         let last = plan.close || stopping();
         let (status, framing, keep_alive, len) = {
             let mut slots = [httparse::EMPTY_HEADER; response::MAX_HEADERS];
-            let response::Read::Answer(answer) = response::parse(self.answer.bytes(), &mut slots)
-            else {
+            let bytes = head_bytes(&self.answer, &self.long_head);
+            let response::Read::Answer(answer) = response::parse(bytes, &mut slots) else {
                 return Next::Close;
             };
             answer.write_client(&mut self.out, last);
@@ -391,7 +429,11 @@ impl<'a, C: Caller> FastConn<'a, C> {
         self.client
             .count_elapsed(plan.route, status, answered - started);
         self.answered = Some(answered);
-        self.answer.consume(len);
+        if self.long_head.is_empty() {
+            self.answer.consume(len);
+        } else if !self.behind_long_head(len).await {
+            return Next::Close;
+        }
         let idle = plan.upstream.timeouts.idle;
         let streamed = match framing {
             Framing::Empty => io.write_all(&self.out).await.map_err(|_| Failed::Client),
@@ -410,6 +452,18 @@ impl<'a, C: Caller> FastConn<'a, C> {
         }
         self.answer.clear();
         if last { Next::Close } else { Next::Again }
+    }
+
+    /// Puts the body bytes read behind a long head of `len` bytes back in `self.answer`
+    /// (they came in its last read, so they fit) and lets the long head's memory go.
+    async fn behind_long_head(&mut self, len: usize) -> bool {
+        let long = std::mem::take(&mut self.long_head);
+        let mut behind = &long[len..];
+        self.answer.clear();
+        // A slice is always ready: this copies without waiting, or touching the timer.
+        let wait = Wait::For(Duration::ZERO);
+        let copied = read_within(&mut behind, &mut self.answer, &mut self.backend_timer, wait);
+        copied.await.is_ok() && behind.is_empty()
     }
 
     /// A body of `n` bytes: the head and what came with it in one write, then the rest as
@@ -554,6 +608,15 @@ impl<'a, C: Caller> FastConn<'a, C> {
             return Next::Close;
         }
         Next::Again
+    }
+}
+
+/// The answer's bytes read so far from its head on: in `long_head` when that is in use.
+fn head_bytes<'b>(answer: &'b Buf, long_head: &'b [u8]) -> &'b [u8] {
+    if long_head.is_empty() {
+        answer.bytes()
+    } else {
+        long_head
     }
 }
 
