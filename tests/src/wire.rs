@@ -4,10 +4,12 @@
 //! path says.
 //!
 //! The client's [`Outcome`] keeps what a client can rely on: each answer's version, status,
-//! reason, headers (names lowercased, sorted; `date` and the framing headers left out)
-//! and decoded body, then whether the connection ended cleanly or in the middle of an
+//! reason, headers (names lowercased, sorted; `date` left out), its framing lines apart
+//! and its decoded body, then whether the connection ended cleanly or in the middle of an
 //! answer. Two servers that give equal outcomes for the same bytes behave the same for
-//! every client.
+//! every client. The client reads as RFC 9112 §6.3 tells a user agent to: a
+//! `Content-Length` that is not one valid number (a list, differing lines, a sign) breaks
+//! the connection, as where the answer ends is then anyone's guess.
 //!
 //! The backend's paths:
 //! - anything else: `200` with `content-length`, the body an echo of the request as it
@@ -20,7 +22,17 @@
 //! - `/early-hints`: a `103` before the `200`;
 //! - `/bad-head`: a head no parser takes; `/no-answer`: the connection closes unanswered;
 //! - `/short-body`: a length of 10 and 3 bytes, then the close; `/bad-chunk`: a chunk size
-//!   that is not hex, mid-body.
+//!   that is not hex, mid-body;
+//! - `/named/<field>[/close]`: a `Connection` line naming `<field>` (and `close` when asked,
+//!   the backend then closing), the field present, a 5-byte body `hello`: sized by
+//!   `Content-Length` unless the field is `transfer-encoding` (then chunked);
+//! - `/lengths/<line>[/<line>...]`: one `Content-Length` line per segment, a `,` in a
+//!   segment written `, ` (a list); the body is as long as the first value that is a
+//!   number says (5 when none is);
+//! - `/cl-te`: `Transfer-Encoding: chunked` and `Content-Length: 3` on a 5-byte chunked body;
+//! - `/http10/close/<n>`, `/http10/length/<n>`, `/http10/keep-alive/<n>`: an `HTTP/1.0`
+//!   answer of `n` bytes, to the close, sized, or sized and kept alive;
+//! - `/big-head/<n>`: a header line of `n` bytes before a 2-byte body.
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -42,6 +54,9 @@ pub struct Answer {
     pub status: u16,
     pub reason: String,
     pub headers: Vec<(String, String)>,
+    /// The `content-length` and `transfer-encoding` lines, in order, as `name: value`
+    /// (the name lowercased, the value as sent).
+    pub framing: Vec<String>,
     pub body: String,
 }
 
@@ -106,15 +121,32 @@ pub fn read_answers(mut bytes: &[u8], methods: &[&str], closed: bool) -> Outcome
             }
         };
         let status = res.code.unwrap_or(0);
-        let mut length = None;
+        // `Some(None)`: a length that is not one valid number.
+        let mut length: Option<Option<usize>> = None;
         let mut chunked = false;
         let mut headers = Vec::new();
+        let mut framing = Vec::new();
         for h in res.headers.iter() {
             let name = h.name.to_ascii_lowercase();
             let value = String::from_utf8_lossy(h.value).into_owned();
             match name.as_str() {
-                "content-length" => length = value.trim().parse::<usize>().ok(),
-                "transfer-encoding" => chunked = value.to_ascii_lowercase().ends_with("chunked"),
+                "content-length" => {
+                    let n = value
+                        .bytes()
+                        .all(|b| b.is_ascii_digit())
+                        .then(|| value.parse::<usize>().ok())
+                        .flatten();
+                    length = match length {
+                        None => Some(n),
+                        Some(before) if before == n => Some(n),
+                        Some(_) => Some(None),
+                    };
+                    framing.push(format!("{name}: {value}"));
+                }
+                "transfer-encoding" => {
+                    chunked = value.to_ascii_lowercase().ends_with("chunked");
+                    framing.push(format!("{name}: {value}"));
+                }
                 "date" => {}
                 _ => headers.push((name, value)),
             }
@@ -143,6 +175,12 @@ pub fn read_answers(mut bytes: &[u8], methods: &[&str], closed: bool) -> Outcome
                 }
             }
         } else if let Some(n) = length {
+            let Some(n) = n else {
+                return Outcome {
+                    answers,
+                    end: End::Broken,
+                };
+            };
             if bytes.len() < n {
                 return Outcome {
                     answers,
@@ -171,6 +209,7 @@ pub fn read_answers(mut bytes: &[u8], methods: &[&str], closed: bool) -> Outcome
             status,
             reason,
             headers,
+            framing,
             body: String::from_utf8_lossy(&body).into_owned(),
         });
     }
@@ -373,6 +412,52 @@ fn script(method: &str, target: &str, echo: &str) -> Scripted {
             bytes: b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\nzz\r\nxx\r\n0\r\n\r\n".to_vec(),
             close: true,
         },
+        ["named", field, flags @ ..] => {
+            let close = flags.contains(&"close");
+            let tokens = if close { format!("close, {field}") } else { (*field).to_string() };
+            let mut out = format!("HTTP/1.1 200 OK\r\nConnection: {tokens}\r\n");
+            match field.to_ascii_lowercase().as_str() {
+                "transfer-encoding" => out.push_str("Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"),
+                "content-length" => out.push_str("Content-Length: 5\r\n\r\nhello"),
+                _ => out.push_str(&format!("{field}: named\r\nContent-Length: 5\r\n\r\nhello")),
+            }
+            Scripted {
+                bytes: out.into_bytes(),
+                close,
+            }
+        }
+        ["lengths", lines @ ..] => {
+            let mut out = "HTTP/1.1 200 OK\r\n".to_string();
+            for l in lines {
+                out.push_str(&format!("Content-Length: {}\r\n", l.replace(',', ", ")));
+            }
+            let n = lines
+                .iter()
+                .flat_map(|l| l.split(','))
+                .find_map(|v| v.bytes().all(|b| b.is_ascii_digit()).then(|| v.parse::<usize>().ok()).flatten())
+                .unwrap_or(5);
+            out.push_str(&format!("\r\n{}", filler(n)));
+            keep(out.into_bytes())
+        }
+        ["cl-te"] => keep(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n5\r\nhello\r\n0\r\n\r\n".to_vec(),
+        ),
+        ["http10", kind, n] => {
+            let n: usize = n.parse().unwrap_or(0);
+            let head = match *kind {
+                "length" => format!("content-length: {n}\r\n"),
+                "keep-alive" => format!("Connection: keep-alive\r\ncontent-length: {n}\r\n"),
+                _ => String::new(),
+            };
+            Scripted {
+                bytes: format!("HTTP/1.0 200 OK\r\nx-kind: http10\r\n{head}\r\n{}", filler(n)).into_bytes(),
+                close: *kind != "keep-alive",
+            }
+        }
+        ["big-head", n] => {
+            let n = n.parse().unwrap_or(0);
+            keep(format!("HTTP/1.1 200 OK\r\nx-big: {}\r\ncontent-length: 2\r\n\r\nok", filler(n)).into_bytes())
+        }
         _ => {
             let body = if no_body { "" } else { echo };
             keep(format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\nx-kind: echo\r\n\r\n{body}", echo.len()).into_bytes())
