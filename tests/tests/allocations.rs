@@ -1,16 +1,19 @@
-//! The HTTP/1.1 fast path allocates nothing per request in the steady state, counted by a
-//! counting global allocator (hence a test binary of its own).
+//! What leafgate allocates, counted by a counting global allocator (hence a test binary of
+//! its own): the HTTP/1.1 fast path allocates nothing per request in the steady state, and
+//! an idle upgraded (spliced) connection holds at most [`IDLE_UPGRADED_MOST`] of heap.
 //!
 //! leafgate runs in-process; the client and the backend are plain threads on blocking
 //! sockets with fixed buffers, which allocate nothing while they loop, so every
 //! allocation counted during the measured requests is the gateway's. The same loop through
 //! a listener served by hyper is counted too: it must allocate, or the counter would not be
-//! counting.
+//! counting. The tests take turns ([`SERIAL`]): each counts what the whole process does.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use leafgate_tests::config::{Listener, Route};
 use leafgate_tests::{Config, TestGateway};
@@ -18,6 +21,19 @@ use leafgate_tests::{Config, TestGateway};
 struct Counting;
 
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+/// Bytes allocated and not yet freed.
+static LIVE: AtomicI64 = AtomicI64::new(0);
+
+/// Held by each test for its whole run: the counters are the process's.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn size(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
 
 #[allow(
     unsafe_code,
@@ -28,10 +44,25 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         // SAFETY: the caller's layout goes to the system allocator as it came.
-        unsafe { System.alloc(layout) }
+        let ptr = unsafe { System.alloc(layout) };
+        if !ptr.is_null() {
+            LIVE.fetch_add(size(layout.size()), Ordering::Relaxed);
+        }
+        ptr
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: as for `alloc`.
+        let ptr = unsafe { System.alloc_zeroed(layout) };
+        if !ptr.is_null() {
+            LIVE.fetch_add(size(layout.size()), Ordering::Relaxed);
+        }
+        ptr
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(size(layout.size()), Ordering::Relaxed);
         // SAFETY: `ptr` came from `System.alloc` with this layout.
         unsafe { System.dealloc(ptr, layout) }
     }
@@ -39,7 +70,11 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         // SAFETY: as for `dealloc`, and `new_size` is the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
+        let new = unsafe { System.realloc(ptr, layout, new_size) };
+        if !new.is_null() {
+            LIVE.fetch_add(size(new_size) - size(layout.size()), Ordering::Relaxed);
+        }
+        new
     }
 }
 
@@ -118,6 +153,7 @@ fn allocations_per_request(addr: SocketAddr, n: usize) -> f64 {
 
 #[test]
 fn the_fast_path_allocates_nothing_per_request() {
+    let _serial = serial();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -141,6 +177,216 @@ fn the_fast_path_allocates_nothing_per_request() {
     assert!(
         fast < 0.01,
         "the fast path allocated {fast} times per request"
+    );
+    drop(gw);
+}
+
+/// The most heap one idle upgraded connection may hold in the gateway (both of its
+/// sockets, both directions of its splice, its task): below nginx's 17.8 KiB of RSS per
+/// idle WebSocket (`bench/conns.sh`).
+const IDLE_UPGRADED_MOST: f64 = 16.0 * 1024.0;
+
+/// Upgraded connections held open at once for the measure.
+const IDLE_CONNECTIONS: usize = 200;
+
+/// What the client sends right behind its upgrade request's head, and the backend right
+/// behind its 101, on a connection that talks (`/talk`); then the client sends [`PING`]
+/// and the backend echoes both.
+const EARLY_UP: &[u8] = b"early";
+const EARLY_DOWN: &[u8] = b"hello";
+const PING: &[u8] = b"ping";
+
+const SWITCHED: &[u8] =
+    b"HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\n\r\n";
+
+/// Reads from `tcp` into `buf`, which holds `have` bytes already, until it holds a head and
+/// `behind` more bytes; returns the head's length and how much it holds.
+fn read_head(
+    tcp: &mut TcpStream,
+    buf: &mut [u8],
+    mut have: usize,
+    behind: usize,
+) -> (usize, usize) {
+    loop {
+        if let Some(end) = find(&buf[..have], b"\r\n\r\n")
+            && have >= end + 4 + behind
+        {
+            return (end + 4, have);
+        }
+        let n = tcp.read(&mut buf[have..]).unwrap();
+        assert!(n > 0, "closed before a whole head");
+        have += n;
+    }
+}
+
+/// A backend on one plain thread that takes its connections one at a time: it answers an
+/// upgrade request with 101, and on `/talk` sends [`EARLY_DOWN`] in the same write and
+/// echoes what the client sent behind its head and its [`PING`]. It keeps every connection
+/// open in `held` (room for `room` made beforehand, so holding one allocates nothing) until
+/// the test empties it.
+fn upgrade_backend(room: usize) -> (SocketAddr, Arc<Mutex<Vec<TcpStream>>>) {
+    let socket = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = socket.local_addr().unwrap();
+    let held = Arc::new(Mutex::new(Vec::with_capacity(room)));
+    let keep = held.clone();
+    std::thread::spawn(move || {
+        for tcp in socket.incoming() {
+            let Ok(mut tcp) = tcp else { return };
+            let mut buf = [0u8; 4096];
+            let (len, mut have) = read_head(&mut tcp, &mut buf, 0, 0);
+            if buf.starts_with(b"GET /talk ") {
+                let mut out = [0u8; 256];
+                tcp.write_all(joined(&mut out, &[SWITCHED, EARLY_DOWN]))
+                    .unwrap();
+                // The echo of what the client sent behind its head, and of its ping.
+                let echo = EARLY_UP.len() + PING.len();
+                while have < len + echo {
+                    let n = tcp.read(&mut buf[have..len + echo]).unwrap();
+                    assert!(n > 0, "closed before its ping");
+                    have += n;
+                }
+                tcp.write_all(&buf[len..len + echo]).unwrap();
+            } else {
+                assert_eq!(have, len, "bytes behind the head of a quiet connection");
+                tcp.write_all(SWITCHED).unwrap();
+            }
+            let mut held = keep.lock().unwrap_or_else(PoisonError::into_inner);
+            assert!(
+                held.len() < held.capacity(),
+                "more connections than room made"
+            );
+            held.push(tcp);
+        }
+    });
+    (addr, held)
+}
+
+/// `parts` one after the other at the start of `out`, for one write.
+fn joined<'a>(out: &'a mut [u8], parts: &[&[u8]]) -> &'a [u8] {
+    let mut len = 0;
+    for part in parts {
+        out[len..len + part.len()].copy_from_slice(part);
+        len += part.len();
+    }
+    &out[..len]
+}
+
+/// Opens an upgraded connection through `gateway`, on `/talk` with bytes both ways after
+/// the 101 (see [`upgrade_backend`]), else with none.
+fn upgraded(gateway: SocketAddr, talk: bool) -> TcpStream {
+    /// The head after the request line's target.
+    const HEAD: &[u8] =
+        b" HTTP/1.1\r\nHost: ws.example\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n";
+    let mut tcp = TcpStream::connect(gateway).unwrap();
+    tcp.set_nodelay(true).unwrap();
+    let (target, early): (&[u8], &[u8]) = if talk {
+        (b"GET /talk", EARLY_UP)
+    } else {
+        (b"GET /idle", b"")
+    };
+    let mut out = [0u8; 256];
+    tcp.write_all(joined(&mut out, &[target, HEAD, early]))
+        .unwrap();
+    let mut buf = [0u8; 4096];
+    let behind = if talk { EARLY_DOWN.len() } else { 0 };
+    let (len, have) = read_head(&mut tcp, &mut buf, 0, behind);
+    assert!(
+        buf.starts_with(b"HTTP/1.1 101 "),
+        "{}",
+        String::from_utf8_lossy(&buf[..have])
+    );
+    assert_eq!(&buf[len..have], &EARLY_DOWN[..behind]);
+    if talk {
+        tcp.write_all(PING).unwrap();
+        let mut echo = [0u8; 9];
+        tcp.read_exact(&mut echo).unwrap();
+        assert_eq!(echo, *b"earlyping");
+    }
+    tcp
+}
+
+/// The live heap once it has stopped moving: the same figure in three readings 50 ms
+/// apart (at most 10 s). What the gateway's threads do after a connection's last byte
+/// (the splice's first reads, hyper's connection task ending) is done by then.
+fn settled() -> i64 {
+    let started = Instant::now();
+    let mut last = LIVE.load(Ordering::Relaxed);
+    let mut same = 0;
+    while same < 3 && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = LIVE.load(Ordering::Relaxed);
+        if now == last {
+            same += 1;
+        } else {
+            (last, same) = (now, 0);
+        }
+    }
+    last
+}
+
+/// Live heap per connection while [`IDLE_CONNECTIONS`] upgraded connections through
+/// `gateway` sit idle, over what it was before they opened; and what per connection is
+/// still held once they have all closed. A warm-up round first makes what the first
+/// connections make once (metrics series, pools, lazy statics).
+fn idle_heap_per_connection(
+    gateway: SocketAddr,
+    held: &Mutex<Vec<TcpStream>>,
+    talk: bool,
+) -> (f64, f64) {
+    let mut clients = Vec::with_capacity(IDLE_CONNECTIONS);
+    let close = |clients: &mut Vec<TcpStream>| {
+        clients.clear();
+        held.lock().unwrap_or_else(PoisonError::into_inner).clear();
+    };
+    clients.extend((0..IDLE_CONNECTIONS / 4).map(|_| upgraded(gateway, talk)));
+    close(&mut clients);
+    let before = settled();
+    clients.extend((0..IDLE_CONNECTIONS).map(|_| upgraded(gateway, talk)));
+    let open = settled();
+    close(&mut clients);
+    let after = settled();
+    let n = IDLE_CONNECTIONS as f64;
+    ((open - before) as f64 / n, (after - before) as f64 / n)
+}
+
+#[test]
+fn an_idle_upgraded_connection_holds_at_most_16_kib_of_heap() {
+    let _serial = serial();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (backend, held) = upgrade_backend(IDLE_CONNECTIONS + 8);
+    let gw = rt.block_on(TestGateway::start(
+        Config::new()
+            .listener(Listener::new("fast").set("http1_fast_path", true))
+            .listener(Listener::new("hyper").set("http1_fast_path", false))
+            .route(Route::host("*").backend(backend)),
+    ));
+    let mut over = Vec::new();
+    for listener in ["fast", "hyper"] {
+        for talk in [false, true] {
+            let (idle, left) = idle_heap_per_connection(gw.addr(listener), &held, talk);
+            let bytes = if talk {
+                "bytes exchanged"
+            } else {
+                "no byte since the 101"
+            };
+            println!(
+                "{listener} listener, {bytes}: {:.1} KiB of heap per idle upgraded connection \
+                 ({} open), {left:.0} B per connection left once closed",
+                idle / 1024.0,
+                IDLE_CONNECTIONS
+            );
+            if idle > IDLE_UPGRADED_MOST {
+                over.push(format!("{listener}, {bytes}: {:.1} KiB", idle / 1024.0));
+            }
+        }
+    }
+    assert!(
+        over.is_empty(),
+        "an idle upgraded connection holds over {} KiB: {over:?}",
+        IDLE_UPGRADED_MOST / 1024.0
     );
     drop(gw);
 }

@@ -660,16 +660,18 @@ async fn pump(
 ) -> Result<SpliceReport, SpliceError> {
     match (client, backend) {
         (Hijacked::Tcp(mut client, client_early), Hijacked::Tcp(mut backend, backend_early)) => {
+            // Moved in and dropped once written: a view of the buffer a head was read into
+            // holds all of it, for as long as the splice would run.
             write_early(
                 &mut backend,
-                &client_early,
+                client_early,
                 Direction::ClientToUpstream,
                 &on_bytes,
             )
             .await?;
             write_early(
                 &mut client,
-                &backend_early,
+                backend_early,
                 Direction::UpstreamToClient,
                 &on_bytes,
             )
@@ -684,12 +686,19 @@ async fn pump(
 
 /// A stream whose first reads return `early`: bytes already read off it by hyper.
 struct Prefixed<T> {
+    /// A view of the buffer they were read into, which it keeps whole: let go (an empty
+    /// `Bytes` holds nothing) once they are read, or at once when there are none.
     early: Bytes,
     io: T,
 }
 
 impl<T> Prefixed<T> {
     fn new(early: Bytes, io: T) -> Self {
+        let early = if early.is_empty() {
+            Bytes::new()
+        } else {
+            early
+        };
         Prefixed { early, io }
     }
 }
@@ -732,14 +741,14 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Prefixed<T> {
 /// other side, before the splice takes over.
 async fn write_early(
     to: &mut TcpStream,
-    early: &[u8],
+    early: Bytes,
     direction: Direction,
     on_bytes: &(impl Fn(Direction, u64) + Send + Sync),
 ) -> Result<(), SpliceError> {
     if early.is_empty() {
         return Ok(());
     }
-    to.write_all(early)
+    to.write_all(&early)
         .await
         .map_err(|source| SpliceError::Io {
             side: direction.sink(),

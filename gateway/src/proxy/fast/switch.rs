@@ -208,10 +208,12 @@ fn parse(buf: &mut BytesMut) -> Result<Option<Answer>, Failed> {
             }
         }
         buf.advance(len);
-        let early = buf.split().freeze();
         return Ok(Some(match framing {
-            None => Answer::Switched(parts, early),
-            Some(framing) => Answer::Declined(parts, framing, early),
+            // A switched connection may live for hours: what came behind the 101 (often
+            // nothing, a few bytes else) is copied out rather than kept as a view of the
+            // whole read buffer.
+            None => Answer::Switched(parts, Bytes::copy_from_slice(buf)),
+            Some(framing) => Answer::Declined(parts, framing, buf.split().freeze()),
         }));
     }
 }

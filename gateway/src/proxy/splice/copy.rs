@@ -1,14 +1,16 @@
 //! The user-space copy loop of one direction and the activity clock both directions share
-//! for the idle timeout. Charges the limiter before each write (see the parent module).
+//! for the idle timeout. Charges the limiter before each write (see the parent module), and
+//! holds a buffer only from a read that gave bytes until they are written (`chunks`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 
+use super::chunks;
 use super::terms::{Direction, IoOp, SpliceError, SpliceReport};
-use crate::limit::{Limiter, MAX_CHUNK};
+use crate::limit::Limiter;
 
 #[derive(Debug, Default)]
 pub(super) struct DirectionReport {
@@ -20,12 +22,20 @@ impl DirectionReport {
     /// `n` bytes were read and are about to be written: charges them to `limiter` and
     /// waits as long as it says, counting the wait as throttled. Bytes waiting on the
     /// limiter are not idle, so the activity clock is moved to when the wait ends. Both
-    /// copy loops (user space and `splice(2)`) pace through here.
-    pub(super) async fn pace(&mut self, n: usize, limiter: &Limiter, activity: &Activity) {
+    /// copy loops (user space and `splice(2)`) pace through here; `before_wait` runs when
+    /// there is a wait, before it.
+    pub(super) async fn pace(
+        &mut self,
+        n: usize,
+        limiter: &Limiter,
+        activity: &Activity,
+        before_wait: impl FnOnce(),
+    ) {
         let now = Instant::now();
         activity.touch(now);
         let wait = limiter.charge(n);
         if !wait.is_zero() {
+            before_wait();
             activity.touch(now + wait);
             tokio::time::sleep(wait).await;
             self.throttled += now.elapsed();
@@ -46,24 +56,26 @@ where
     W: AsyncWrite + Unpin,
     F: Fn(Direction, u64),
 {
-    // One buffer per direction for the whole splice, no bigger than one charge should be.
-    let mut buf = vec![0u8; limiter.chunk_hint().min(MAX_CHUNK)];
+    // No bigger than one charge should be.
+    let max = limiter.chunk_hint();
     let mut report = DirectionReport::default();
     loop {
-        let n = reader
-            .read(&mut buf)
+        // A buffer for this chunk only, from the thread's pool: none is held while the
+        // reader has nothing to give, and a chunk that waits holds about its own size
+        // (see `chunks`).
+        let chunk = chunks::read(reader, max)
             .await
             .map_err(SpliceError::io(direction, IoOp::Read))?;
-        if n == 0 {
+        let Some(mut chunk) = chunk else {
             // Half-close: pass the EOF on (shutdown flushes first) and let the other
             // direction run to its own end.
             SpliceError::shutdown(direction, writer.shutdown().await)?;
             activity.touch(Instant::now());
             return Ok(report);
-        }
-        report.pace(n, limiter, activity).await;
-        writer
-            .write_all(&buf[..n])
+        };
+        let n = chunk.len();
+        report.pace(n, limiter, activity, || chunk.settle()).await;
+        chunks::write(writer, chunk)
             .await
             .map_err(SpliceError::io(direction, IoOp::Write))?;
         // A no-op on TCP; a TLS stream may hold the record back until flushed.

@@ -25,12 +25,22 @@
 //! `measure_copy_throughput`): user-space copy through `tokio::io::split` 0.47-0.83 GiB/s
 //! (median 0.73), through borrowed TCP halves 0.54-0.81 (median 0.77), `splice(2)`
 //! 0.69-1.56 (median 1.13): about +45%, so it is kept. TLS needs the bytes in user space
-//! and takes the copy path.
+//! and takes the copy path, as does a client side hyper hands over as a wrapped stream
+//! rather than a bare socket (a routes listener's, wrapped for the fast path's put-back
+//! bytes and for lingering close).
 //!
-//! Pipes are lent per burst from a bounded pool per thread (`pipes`), so an idle
-//! connection holds two sockets and nothing else; a burst that finds the pool empty is
-//! copied through a buffer allocated for that burst.
+//! Pipes are lent per burst from a bounded pool per thread (`pipes`); a burst that finds
+//! the pool empty is copied through a buffer lent for that burst.
+//!
+//! # What an idle connection holds
+//! Its two sockets, its task, and no buffer: the user-space copy takes a buffer from a
+//! small pool per thread (`chunks`) inside each poll of a read, keeps it only when the read
+//! gave bytes, and gives it back once they are written, so a direction waiting for bytes
+//! holds none. The zero-copy path holds a pipe (or that pool's buffer) only while a burst
+//! is in flight. `tests/tests/allocations.rs` measures the heap an idle upgraded
+//! connection holds.
 
+mod chunks;
 mod copy;
 #[cfg(target_os = "linux")]
 mod pipes;

@@ -264,6 +264,52 @@ async fn waiting_on_the_limiter_is_not_idle() {
     assert!(matches!(err, SpliceError::Idle { .. }), "{err}");
 }
 
+/// The copy under a limiter with a small burst, into peers that take a few hundred bytes at
+/// a time: every chunk waits on the limiter and then on its writer, moved out of its
+/// pooled buffer into one of its own size (`chunks`), and still arrives whole and in order.
+#[tokio::test(start_paused = true)]
+async fn chunks_that_wait_on_the_limiter_and_the_writer_arrive_byte_exact() {
+    let small = RateLimit {
+        rate: ByteRate(NonZeroU64::new(MIB as u64).unwrap()),
+        burst: NonZeroU64::new(3000),
+    };
+    let (up, down) = connection_limiters(Some(small), &[]);
+    let opts = SpliceOptions {
+        idle_timeout: Duration::from_secs(30),
+        up,
+        down,
+    };
+    let (client, gateway_client) = tokio::io::duplex(700);
+    let (upstream, gateway_upstream) = tokio::io::duplex(500);
+    let task = tokio::spawn(splice(gateway_client, gateway_upstream, opts, |_, _| {}));
+    let to_upstream = pattern(300_001, 7);
+    let to_client = pattern(200_003, 8);
+    let pump = |stream: tokio::io::DuplexStream, data: Vec<u8>| async move {
+        let (mut read, mut write) = tokio::io::split(stream);
+        let (_, got) = tokio::join!(
+            async {
+                write.write_all(&data).await.unwrap();
+                write.shutdown().await.unwrap();
+            },
+            async {
+                let mut got = Vec::new();
+                read.read_to_end(&mut got).await.unwrap();
+                got
+            }
+        );
+        got
+    };
+    let (at_client, at_upstream) = tokio::join!(
+        pump(client, to_upstream.clone()),
+        pump(upstream, to_client.clone())
+    );
+    assert!(at_upstream == to_upstream, "client->upstream bytes differ");
+    assert!(at_client == to_client, "upstream->client bytes differ");
+    let report = task.await.unwrap().unwrap();
+    assert!(report.throttled_up > Duration::ZERO, "{report:?}");
+    assert!(report.throttled_down > Duration::ZERO, "{report:?}");
+}
+
 /// A stream whose every operation of one kind fails.
 struct Broken {
     fail: IoOp,

@@ -5,7 +5,8 @@
 //! Each direction borrows a pipe from the thread's pool (`pipes`) when its socket turns
 //! readable and gives it back once the pipe is drained and the socket has nothing more to
 //! read, so an idle connection holds no pipe. When the pool has none to lend, that burst
-//! goes through a buffer in user space instead, allocated for the burst and freed after.
+//! goes through a buffer in user space instead, lent for the burst by the thread's pool of
+//! copy buffers (`chunks`) and given back after.
 //!
 //! A limiter works here as in the copy loop (charge before write, see the parent module):
 //! a chunk is spliced into the pipe, charged, waits there while the buckets are in debt,
@@ -19,10 +20,11 @@ use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
+use super::chunks::Chunk;
 use super::copy::{Activity, DirectionReport, both_ways};
 use super::pipes::{self, Lease};
 use super::terms::{Direction, IoOp, SpliceError, SpliceOptions, SpliceReport};
-use crate::limit::{Limiter, MAX_CHUNK};
+use crate::limit::Limiter;
 
 /// One non-blocking `splice(2)`. A peer that closed makes it fail with `EPIPE` rather
 /// than kill the process: Rust programs start with `SIGPIPE` ignored.
@@ -82,14 +84,14 @@ where
 enum Carrier {
     Pipe(Lease),
     /// The pool had no pipe to lend: a buffer for this burst only.
-    Buffer(Vec<u8>),
+    Buffer(Chunk),
 }
 
 impl Carrier {
-    fn take(max_chunk: usize) -> Carrier {
+    fn take() -> Carrier {
         match pipes::take() {
             Some(lease) => Carrier::Pipe(lease),
-            None => Carrier::Buffer(vec![0; max_chunk.min(MAX_CHUNK)]),
+            None => Carrier::Buffer(Chunk::take()),
         }
     }
 
@@ -97,7 +99,7 @@ impl Carrier {
     fn capacity(&self) -> usize {
         match self {
             Carrier::Pipe(lease) => lease.pipe().capacity,
-            Carrier::Buffer(buf) => buf.len(),
+            Carrier::Buffer(chunk) => chunk.capacity(),
         }
     }
 
@@ -115,7 +117,11 @@ impl Carrier {
                 lease.pending = n;
                 Ok(n)
             }
-            Carrier::Buffer(buf) => from.try_read(&mut buf[..len]),
+            Carrier::Buffer(chunk) => {
+                let n = from.try_read(&mut chunk.space()[..len])?;
+                chunk.filled(n);
+                Ok(n)
+            }
         }
     }
 
@@ -132,14 +138,15 @@ impl Carrier {
                         splice_fds(read, to.as_raw_fd(), n - done)
                     })
                 }
-                Carrier::Buffer(buf) => to.try_write(&buf[done..n]),
+                Carrier::Buffer(chunk) => to.try_write(chunk.bytes()),
             };
             match written {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(m) => {
                     done += m;
-                    if let Carrier::Pipe(lease) = self {
-                        lease.pending -= m;
+                    match self {
+                        Carrier::Pipe(lease) => lease.pending -= m,
+                        Carrier::Buffer(chunk) => chunk.consume(m),
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
@@ -174,7 +181,7 @@ where
             .map_err(SpliceError::io(direction, IoOp::Read))?;
         // Held for this burst only: dropped (the pipe back in the pool) once the socket has
         // nothing more to read.
-        let mut carrier = Carrier::take(max_chunk);
+        let mut carrier = Carrier::take();
         loop {
             let n = match carrier.fill(from, max_chunk) {
                 Ok(n) => n,
@@ -189,7 +196,7 @@ where
                 activity.touch(Instant::now());
                 return Ok(report);
             }
-            report.pace(n, limiter, activity).await;
+            report.pace(n, limiter, activity, || {}).await;
             carrier
                 .drain(to, n)
                 .await
