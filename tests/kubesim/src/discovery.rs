@@ -116,6 +116,9 @@ pub fn resources(group: &str, version: &str) -> Option<Value> {
             );
         }
     }
+    // The installer registers a group version's storage paths sorted (`sort.Strings`),
+    // so its APIResourceList is in name order, each subresource after its resource.
+    list.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
     let gv = if group.is_empty() {
         version.to_string()
     } else {

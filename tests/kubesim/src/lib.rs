@@ -9,7 +9,8 @@
 //! - `api`: the router (discovery, CRUD, list/watch, Table, logs, streaming hand-off).
 //! - `access`: `SubjectAccessReview`, answered from a policy the test sets.
 //! - `store`: objects, resourceVersions, watch history, log buffers.
-//! - `select`, `patch`, `table` (+ `printers`: the Pod, Ingress and Event columns; `crd`:
+//! - `select`, `patch`, `table` (+ `printers`: the Pod, Ingress and Event columns; `kinds`:
+//!   the workload, service, config, storage, autoscaling and policy kinds' columns; `crd`:
 //!   the custom resources' printer columns, by `jsonpath`), `discovery`, `resources`,
 //!   `query`: the pieces they use. The Gateway API kinds (GatewayClass, Gateway,
 //!   HTTPRoute, ReferenceGrant) are served as their gateway-api v1.6.1 CRDs declare them.
@@ -31,6 +32,7 @@ pub mod discovery;
 pub mod fixtures;
 pub mod http1;
 pub mod jsonpath;
+pub mod kinds;
 pub mod kubectl;
 pub mod kubelet;
 pub mod nodeproxy;

@@ -1,7 +1,8 @@
 //! kube-apiserver's table printers for the kinds tests read with `kubectl get`: Pod
 //! (`printPod`: `NAME READY STATUS RESTARTS AGE`, then IP, NODE, NOMINATED NODE, READINESS
 //! GATES wide), Ingress (`NAME CLASS HOSTS ADDRESS PORTS AGE`), Event (`LAST SEEN TYPE
-//! REASON OBJECT MESSAGE`, the rest wide) and Namespace (`NAME STATUS AGE`). Cells are
+//! REASON OBJECT MESSAGE`, the rest wide) and Namespace (`NAME STATUS AGE`); the other
+//! built-in kinds' printers are in `kinds`. Cells are
 //! computed as
 //! `pkg/printers/internalversion` does; `table` owns the Table around them.
 //!
@@ -179,7 +180,7 @@ pub fn columns(plural: &str, name: Value, age: Value) -> Option<Vec<Value>> {
             ),
             wide(name),
         ]),
-        _ => None,
+        _ => crate::kinds::columns(plural, name, age),
     }
 }
 
@@ -201,7 +202,7 @@ pub fn cells(plural: &str, obj: &Value) -> Option<Vec<Value>> {
             json!(s(obj, "/status/phase")),
             json!(age_of(obj, "/metadata/creationTimestamp")),
         ]),
-        _ => None,
+        _ => crate::kinds::cells(plural, obj),
     }
 }
 

@@ -64,6 +64,37 @@ const fn r(
     }
 }
 
+/// A built-in of `group`/`version`, with its `categories` (`all` for the kinds
+/// `kubectl get all` lists).
+#[allow(clippy::too_many_arguments)]
+const fn builtin(
+    group: &'static str,
+    version: &'static str,
+    plural: &'static str,
+    singular: &'static str,
+    kind: &'static str,
+    short_names: &'static [&'static str],
+    subresources: &'static [&'static str],
+    categories: &'static [&'static str],
+) -> Resource {
+    Resource {
+        group,
+        version,
+        plural,
+        singular,
+        kind,
+        namespaced: true,
+        short_names,
+        subresources,
+        categories,
+        crd: false,
+        storage: true,
+    }
+}
+
+const ALL: &[&str] = &["all"];
+const STATUS: &[&str] = &["status"];
+
 const GATEWAY: &str = "gateway.networking.k8s.io";
 
 /// A Gateway API kind at `version`, as its CRD declares it.
@@ -119,14 +150,15 @@ pub const CRD_VERBS: &[&str] = &[
 ];
 
 pub static RESOURCES: &[Resource] = &[
-    r(
+    builtin(
         "",
+        "v1",
         "pods",
         "pod",
         "Pod",
-        true,
         &["po"],
         &["attach", "exec", "log", "portforward", "status"],
+        ALL,
     ),
     r("", "nodes", "node", "Node", false, &["no"], &["status"]),
     r(
@@ -138,16 +170,161 @@ pub static RESOURCES: &[Resource] = &[
         &["ns"],
         &["status"],
     ),
-    r(
+    builtin(
         "",
+        "v1",
         "services",
         "service",
         "Service",
-        true,
         &["svc"],
-        &["status"],
+        STATUS,
+        ALL,
     ),
     r("", "secrets", "secret", "Secret", true, &[], &[]),
+    r(
+        "",
+        "endpoints",
+        "endpoints",
+        "Endpoints",
+        true,
+        &["ep"],
+        &[],
+    ),
+    r(
+        "",
+        "configmaps",
+        "configmap",
+        "ConfigMap",
+        true,
+        &["cm"],
+        &[],
+    ),
+    r(
+        "",
+        "persistentvolumeclaims",
+        "persistentvolumeclaim",
+        "PersistentVolumeClaim",
+        true,
+        &["pvc"],
+        STATUS,
+    ),
+    r(
+        "",
+        "serviceaccounts",
+        "serviceaccount",
+        "ServiceAccount",
+        true,
+        &["sa"],
+        &[],
+    ),
+    r(
+        "",
+        "limitranges",
+        "limitrange",
+        "LimitRange",
+        true,
+        &["limits"],
+        &[],
+    ),
+    r(
+        "",
+        "resourcequotas",
+        "resourcequota",
+        "ResourceQuota",
+        true,
+        &["quota"],
+        STATUS,
+    ),
+    builtin(
+        "apps",
+        "v1",
+        "deployments",
+        "deployment",
+        "Deployment",
+        &["deploy"],
+        STATUS,
+        ALL,
+    ),
+    builtin(
+        "apps",
+        "v1",
+        "replicasets",
+        "replicaset",
+        "ReplicaSet",
+        &["rs"],
+        STATUS,
+        ALL,
+    ),
+    builtin(
+        "apps",
+        "v1",
+        "statefulsets",
+        "statefulset",
+        "StatefulSet",
+        &["sts"],
+        STATUS,
+        ALL,
+    ),
+    builtin(
+        "apps",
+        "v1",
+        "daemonsets",
+        "daemonset",
+        "DaemonSet",
+        &["ds"],
+        STATUS,
+        ALL,
+    ),
+    builtin(
+        "apps",
+        "v1",
+        "controllerrevisions",
+        "controllerrevision",
+        "ControllerRevision",
+        &[],
+        &[],
+        &[],
+    ),
+    builtin("batch", "v1", "jobs", "job", "Job", &[], STATUS, ALL),
+    builtin(
+        "batch",
+        "v1",
+        "cronjobs",
+        "cronjob",
+        "CronJob",
+        &["cj"],
+        STATUS,
+        ALL,
+    ),
+    builtin(
+        "autoscaling",
+        "v2",
+        "horizontalpodautoscalers",
+        "horizontalpodautoscaler",
+        "HorizontalPodAutoscaler",
+        &["hpa"],
+        STATUS,
+        ALL,
+    ),
+    builtin(
+        "policy",
+        "v1",
+        "poddisruptionbudgets",
+        "poddisruptionbudget",
+        "PodDisruptionBudget",
+        &["pdb"],
+        STATUS,
+        &[],
+    ),
+    r(
+        "networking.k8s.io",
+        "networkpolicies",
+        "networkpolicy",
+        "NetworkPolicy",
+        true,
+        &["netpol"],
+        &[],
+    ),
     r("", "events", "event", "Event", true, &["ev"], &[]),
     r(
         "coordination.k8s.io",
@@ -267,10 +444,17 @@ pub static RESOURCES: &[Resource] = &[
     ),
 ];
 
-/// The served groups other than core, in discovery order.
+/// The served groups other than core, in discovery order: kube-apiserver's `/apis` lists
+/// the built-in groups in its registration order (`apps` before `autoscaling`, `batch`,
+/// `networking.k8s.io`, `policy`, then `coordination.k8s.io`, `discovery.k8s.io`), the
+/// custom resources' groups after them. `kubectl get all` prints its kinds in that order.
 pub const GROUPS: &[&str] = &[
-    "coordination.k8s.io",
+    "apps",
+    "autoscaling",
+    "batch",
     "networking.k8s.io",
+    "policy",
+    "coordination.k8s.io",
     "discovery.k8s.io",
     GATEWAY,
 ];

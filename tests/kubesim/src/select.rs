@@ -120,6 +120,9 @@ impl Selector {
             Some(match obj.pointer(ptr) {
                 Some(Value::String(s)) => s.clone(),
                 Some(Value::Bool(b)) => b.to_string(),
+                Some(Value::Number(n)) => n.to_string(),
+                // An integer field the strategy prints with `strconv.Itoa`: 0 when unset.
+                _ if numeric(plural, k) => "0".into(),
                 _ => String::new(),
             })
         })
@@ -151,6 +154,9 @@ pub fn field_pointer(plural: &str, key: &str) -> Option<&'static str> {
         ("nodes", "spec.unschedulable") => Some("/spec/unschedulable"),
         ("namespaces", "status.phase") => Some("/status/phase"),
         ("secrets", "type") => Some("/type"),
+        // `ReplicaSetToSelectableFields`, `JobToSelectableFields`: the counts as decimals.
+        ("replicasets", "status.replicas") => Some("/status/replicas"),
+        ("jobs", "status.successful") => Some("/status/succeeded"),
         ("events", "involvedObject.kind") => Some("/involvedObject/kind"),
         ("events", "involvedObject.namespace") => Some("/involvedObject/namespace"),
         ("events", "involvedObject.name") => Some("/involvedObject/name"),
@@ -164,6 +170,14 @@ pub fn field_pointer(plural: &str, key: &str) -> Option<&'static str> {
         ("events", "type") => Some("/type"),
         _ => None,
     })
+}
+
+/// The selectable fields that are integers in the object.
+fn numeric(plural: &str, key: &str) -> bool {
+    matches!(
+        (plural, key),
+        ("replicasets", "status.replicas") | ("jobs", "status.successful")
+    )
 }
 
 #[cfg(test)]
@@ -222,6 +236,15 @@ mod tests {
         ));
         assert!(e("involvedObject.namespace="));
         assert!(field_pointer("secrets", "spec.nodeName").is_none());
+        let job = json!({"metadata": {"name": "j"}, "status": {"succeeded": 1}});
+        let j = |s: &str, o: &Value| Selector::parse(s, true).unwrap().matches_fields("jobs", o);
+        assert!(j("status.successful=1", &job));
+        assert!(!j("status.successful=0", &job));
+        assert!(j(
+            "status.successful=0",
+            &json!({"metadata": {"name": "k"}})
+        ));
+        assert!(field_pointer("deployments", "status.replicas").is_none());
         assert!(field_pointer("ingresses", "type").is_none());
     }
 

@@ -146,10 +146,33 @@ pub fn now_rfc3339() -> String {
 /// objects a controller writes status on. Pods and Nodes do too in kube-apiserver, but the
 /// tests here set their status through the test object API, which goes through the same
 /// store, so they keep the simpler rule.
-/// Custom resources with the status subresource do too (the apiextensions strategy).
+/// Custom resources with the status subresource do too (the apiextensions strategy), and
+/// so do the workload, autoscaling and policy kinds, PersistentVolumeClaims and
+/// ResourceQuotas (their registries' strategies).
 fn status_from_subresource_only(res: &Resource) -> bool {
     matches!(res.plural, "ingresses" | "services")
+        || (!res.group.is_empty() && !res.crd && res.subresources.contains(&"status"))
+        || matches!(res.plural, "persistentvolumeclaims" | "resourcequotas")
         || (res.crd && res.subresources.contains(&"status"))
+}
+
+/// Built-in kinds whose strategy keeps `metadata.generation`: `PrepareForCreate` sets 1,
+/// `PrepareForUpdate` adds one when the spec changed (a Deployment's also when its
+/// annotations did, `pkg/registry/apps/deployment/strategy.go`); status writes never do.
+fn generation_of_spec(res: &Resource) -> bool {
+    !res.crd
+        && matches!(
+            res.plural,
+            "deployments"
+                | "replicasets"
+                | "statefulsets"
+                | "daemonsets"
+                | "jobs"
+                | "cronjobs"
+                | "horizontalpodautoscalers"
+                | "poddisruptionbudgets"
+                | "networkpolicies"
+        )
 }
 
 /// A status-subresource write of a custom resource whose written object `given` has no
@@ -182,6 +205,34 @@ fn keep_status(res: &Resource, old: &Value, new: &mut Value) {
                 }
             }
         }
+    }
+}
+
+/// The Job strategy's `generateSelector` on create, unless `spec.manualSelector`: the pod
+/// template gains the `job-name` and `controller-uid` labels (legacy and
+/// `batch.kubernetes.io/` forms) where it has none of its own, and the selector matches
+/// `batch.kubernetes.io/controller-uid`.
+fn generate_job_selector(obj: &mut Value, name: &str, uid: &str) {
+    let labels = &mut obj["spec"]["template"]["metadata"]["labels"];
+    if !labels.is_object() {
+        *labels = json!({});
+    }
+    for (key, value) in [
+        ("job-name", name),
+        ("batch.kubernetes.io/job-name", name),
+        ("controller-uid", uid),
+        ("batch.kubernetes.io/controller-uid", uid),
+    ] {
+        if labels.get(key).is_none() {
+            labels[key] = json!(value);
+        }
+    }
+    let selector = &mut obj["spec"]["selector"]["matchLabels"];
+    if !selector.is_object() {
+        *selector = json!({});
+    }
+    if selector.get("batch.kubernetes.io/controller-uid").is_none() {
+        selector["batch.kubernetes.io/controller-uid"] = json!(uid);
     }
 }
 
@@ -425,9 +476,10 @@ impl Store {
         } else if let Some(m) = m.as_object_mut() {
             m.remove("namespace");
         }
-        m["uid"] = json!(uid());
-        if res.crd {
-            // The apiextensions strategy's PrepareForCreate.
+        let new_uid = uid();
+        m["uid"] = json!(new_uid);
+        if res.crd || generation_of_spec(res) {
+            // The apiextensions strategy's PrepareForCreate, and the built-ins'.
             m["generation"] = json!(1);
         }
         if status_from_subresource_only(res) {
@@ -441,6 +493,12 @@ impl Store {
         }
         if res.crd {
             crate::crd::default(res, &mut obj);
+        }
+        if res.plural == "jobs"
+            && !res.crd
+            && obj.pointer("/spec/manualSelector").and_then(Value::as_bool) != Some(true)
+        {
+            generate_job_selector(&mut obj, &name, &new_uid);
         }
         let m = &mut obj["metadata"];
         m["resourceVersion"] = json!(rv.to_string());
@@ -609,6 +667,16 @@ impl Store {
                 .and_then(Value::as_i64)
                 .unwrap_or(1);
             let bump = !status_only && non_metadata(&new) != non_metadata(old);
+            new["metadata"]["generation"] = json!(generation + i64::from(bump));
+        }
+        if generation_of_spec(res) {
+            let generation = old
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(1);
+            let annotations = res.plural == "deployments"
+                && old.pointer("/metadata/annotations") != new.pointer("/metadata/annotations");
+            let bump = !status_only && (new.get("spec") != old.get("spec") || annotations);
             new["metadata"]["generation"] = json!(generation + i64::from(bump));
         }
         // A write that changes nothing is not stored: kube-apiserver's GuaranteedUpdate

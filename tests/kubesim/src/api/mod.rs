@@ -240,7 +240,6 @@ fn parse_path(path: &str) -> Result<Option<Target>, ApiError> {
 }
 
 async fn route(shared: &Shared, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
-    let store = &shared.store;
     let path = req.uri().path().to_string();
     let get = req.method() == Method::GET;
     match path.trim_end_matches('/') {
@@ -293,6 +292,39 @@ async fn route(shared: &Shared, req: Request<Incoming>) -> Result<Response<Body>
     let Some(t) = parse_path(&path)? else {
         return Err(no_such_resource());
     };
+    if t.res.plural == "endpoints" && deprecates_endpoints(&shared.git_version) {
+        // kube-apiserver 1.33 and later warn on every use of v1 Endpoints; kubectl prints
+        // the warning to stderr (`Warning: v1 Endpoints is deprecated ...`).
+        let mut resp = match routed(shared, t, req).await {
+            Ok(r) => r,
+            Err(e) => error_response(&e),
+        };
+        resp.headers_mut()
+            .insert("warning", http::HeaderValue::from_static(ENDPOINTS_WARNING));
+        return Ok(resp);
+    }
+    routed(shared, t, req).await
+}
+
+/// The warning kube-apiserver 1.33+ sends with every v1 Endpoints response.
+const ENDPOINTS_WARNING: &str =
+    "299 - \"v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice\"";
+
+/// Whether a server of `git_version` (`v1.37.1-kubesim`) is 1.33 or later.
+fn deprecates_endpoints(git_version: &str) -> bool {
+    let mut n = git_version
+        .trim_start_matches('v')
+        .split(['.', '-', '+'])
+        .map(|p| p.parse::<u64>().unwrap_or(0));
+    (n.next().unwrap_or(0), n.next().unwrap_or(0)) >= (1, 33)
+}
+
+async fn routed(
+    shared: &Shared,
+    t: Target,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, ApiError> {
+    let store = &shared.store;
     let q = Query::parse(req.uri().query());
     let accept = req
         .headers()
