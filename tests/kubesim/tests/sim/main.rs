@@ -5,3 +5,4 @@ mod chain;
 mod gateway;
 mod ingress;
 mod kubectl;
+mod workloads;
