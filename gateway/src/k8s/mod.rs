@@ -18,12 +18,18 @@
 //! - `access`: SubjectAccessReviews at the root cluster (who may call the node API), cached.
 //! - `root`: the root cluster's client; `vnode`: the virtual Node objects (pure).
 //! - `ingress`: the Ingress model (pure) and its status and Event writers.
+//! - `gateway`: the Gateway API translation (pure), not wired in yet.
 //!
 //! Nothing here imports `snapshot`, `control`, `listener` or `controllers`: the drivers
 //! that run on the root cluster are `controllers`, and they use this module.
 
 pub mod access;
 pub mod feed;
+#[allow(
+    dead_code,
+    reason = "the Gateway API provider's translation; wired into the snapshot by the next step of issue 46"
+)]
+pub mod gateway;
 pub mod index;
 pub mod ingress;
 pub mod kubelet;

@@ -18,6 +18,11 @@ impl Cidr {
         self.network
     }
 
+    /// The prefix length.
+    pub fn prefix(&self) -> u8 {
+        self.prefix
+    }
+
     /// Whether the two ranges share an address (one holds the other's first address).
     pub fn overlaps(&self, other: &Cidr) -> bool {
         self.contains(other.network) || other.contains(self.network)

@@ -73,6 +73,11 @@ impl<'a> Backends<'a> {
         index
     }
 
+    /// The Service `namespace/name`, if the store holds it.
+    pub fn service(&self, namespace: &str, name: &str) -> Option<&'a Service> {
+        self.services.get(&(namespace, name)).copied()
+    }
+
     /// Resolves `backend` of an Ingress in `namespace`. `protocol` is the annotation's,
     /// which overrides the Service port's `appProtocol`. Endpoints `policy` refuses are
     /// left out and reported as the problem, even when others serve.

@@ -16,8 +16,10 @@
 //! The provider that runs all this (reflectors, rebuild, the leader's writers) is
 //! `controllers::ingress`.
 
-mod backends;
-mod certs;
+// The Gateway API translation (`k8s::gateway`) resolves Service backends and TLS Secrets
+// the same way.
+pub(in crate::k8s) mod backends;
+pub(in crate::k8s) mod certs;
 mod class;
 mod incremental;
 mod rules;

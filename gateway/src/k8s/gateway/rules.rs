@@ -1,0 +1,428 @@
+//! An HTTPRoute's rules read on their own (`apis/v1/httproute_types.go`): matches
+//! (path `Exact` and `PathPrefix`, headers and query params `Exact`, method), filters
+//! (`RequestHeaderModifier`, `ResponseHeaderModifier`, `RequestRedirect`, `URLRewrite`),
+//! backendRefs with weights, and timeouts. A value the spec allows but leafgate does not
+//! support, or does not know, refuses the route (`UnsupportedValue`, or
+//! `IncompatibleFilters` for a redirect with a rewrite): never silently ignored. Backend
+//! references that do not resolve are reported (`ResolvedRefs`) and answer 500.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::networking::v1::{IngressServiceBackend, ServiceBackendPort};
+
+use super::grants::{self, From, To};
+use super::hostnames;
+use super::listeners::Why;
+use super::model::{Backend, HeaderModifier, Timeouts, WeightedBackend};
+use super::types::{
+    GROUP, HttpHeaderFilter, HttpPathModifier, HttpRequestRedirectFilter, HttpRoute,
+    HttpRouteFilter, ReferenceGrant,
+};
+use crate::config::PathMatch;
+use crate::k8s::ingress::annotations::BackendProtocol;
+use crate::k8s::ingress::backends::Backends;
+use crate::k8s::ingress::model::BackendPolicy;
+
+const METHODS: [&str; 9] = [
+    "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
+];
+
+/// One match of a rule.
+#[derive(Debug, Clone)]
+pub struct Match {
+    pub path: PathMatch,
+    pub headers: Vec<(String, String)>,
+    pub query: Vec<(String, String)>,
+    pub method: Option<String>,
+}
+
+/// One rule, read.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// Its `name`, else its index.
+    pub name: String,
+    pub matches: Vec<Match>,
+    /// Set only without a redirect.
+    pub backends: Vec<WeightedBackend>,
+    pub redirect: Option<HttpRequestRedirectFilter>,
+    pub request_headers: HeaderModifier,
+    pub response_headers: HeaderModifier,
+    pub rewrite: Option<(Option<String>, Option<HttpPathModifier>)>,
+    pub timeouts: Timeouts,
+}
+
+/// The rules of `route`, or why it is refused whole; and why its references do not all
+/// resolve (the first such reason), if they do not.
+pub struct Read {
+    pub rules: Result<Vec<Rule>, Why>,
+    pub unresolved: Option<Why>,
+}
+
+pub fn read(
+    route: &HttpRoute,
+    backends: &Backends<'_>,
+    grants: &[Arc<ReferenceGrant>],
+    policy: &BackendPolicy,
+) -> Read {
+    let namespace = route.metadata.namespace.as_deref().unwrap_or("");
+    let mut unresolved = None;
+    let default_rule = [Default::default()];
+    let spec_rules = match route.spec.rules.is_empty() {
+        true => &default_rule[..],
+        false => &route.spec.rules[..],
+    };
+    let mut rules = Vec::new();
+    for (i, r) in spec_rules.iter().enumerate() {
+        let name = r.name.clone().unwrap_or_else(|| i.to_string());
+        let rule = (|| -> Result<Rule, Why> {
+            let matches = match r.matches.is_empty() {
+                true => vec![Match {
+                    path: PathMatch::Prefix("/".into()),
+                    headers: vec![],
+                    query: vec![],
+                    method: None,
+                }],
+                false => r.matches.iter().map(read_match).collect::<Result<_, _>>()?,
+            };
+            let mut rule = Rule {
+                name: name.clone(),
+                matches,
+                backends: Vec::new(),
+                redirect: None,
+                request_headers: HeaderModifier::default(),
+                response_headers: HeaderModifier::default(),
+                rewrite: None,
+                timeouts: timeouts(r.timeouts.as_ref())?,
+            };
+            for f in &r.filters {
+                filter(f, &mut rule)?;
+            }
+            if rule.redirect.is_some() && rule.rewrite.is_some() {
+                return Err((
+                    "IncompatibleFilters",
+                    format!("rule {name}: RequestRedirect and URLRewrite cannot be combined"),
+                ));
+            }
+            for b in &r.backend_refs {
+                if !b.filters.is_empty() {
+                    return Err((
+                        "UnsupportedValue",
+                        format!("rule {name}: backendRef filters are not supported"),
+                    ));
+                }
+                let weight = u32::try_from(b.weight.unwrap_or(1)).map_err(|_| {
+                    (
+                        "UnsupportedValue",
+                        format!("rule {name}: weight {} is negative", b.weight.unwrap_or(1)),
+                    )
+                })?;
+                let backend =
+                    backend(b, namespace, backends, grants, policy).unwrap_or_else(|why| {
+                        let reason = why.1.clone();
+                        unresolved.get_or_insert(why);
+                        Backend::Invalid { reason }
+                    });
+                rule.backends.push(WeightedBackend { weight, backend });
+            }
+            if rule.redirect.is_some() && !rule.backends.is_empty() {
+                return Err((
+                    "IncompatibleFilters",
+                    format!("rule {name}: RequestRedirect cannot be used with backendRefs"),
+                ));
+            }
+            Ok(rule)
+        })();
+        match rule {
+            Ok(rule) => rules.push(rule),
+            Err(why) => {
+                return Read {
+                    rules: Err(why),
+                    unresolved,
+                };
+            }
+        }
+    }
+    Read {
+        rules: Ok(rules),
+        unresolved,
+    }
+}
+
+fn unsupported(what: String) -> Why {
+    ("UnsupportedValue", what)
+}
+
+fn read_match(m: &super::types::HttpRouteMatch) -> Result<Match, Why> {
+    let path = match &m.path {
+        None => PathMatch::Prefix("/".into()),
+        Some(p) => {
+            let value = p.value.clone().unwrap_or_else(|| "/".into());
+            if !value.starts_with('/') {
+                return Err(unsupported(format!(
+                    "path `{value}` does not start with `/`"
+                )));
+            }
+            match p.type_.as_deref().unwrap_or("PathPrefix") {
+                "Exact" => PathMatch::Exact(value),
+                "PathPrefix" => {
+                    let trimmed = value.trim_end_matches('/');
+                    PathMatch::Prefix(if trimmed.is_empty() {
+                        "/".into()
+                    } else {
+                        trimmed.into()
+                    })
+                }
+                other => {
+                    return Err(unsupported(format!(
+                        "path match type {other} is not supported: use Exact or PathPrefix"
+                    )));
+                }
+            }
+        }
+    };
+    let mut headers: Vec<(String, String)> = Vec::new();
+    for h in &m.headers {
+        if let Some(t) = h.type_.as_deref().filter(|t| *t != "Exact") {
+            return Err(unsupported(format!(
+                "header match type {t} is not supported: use Exact"
+            )));
+        }
+        let name = h.name.to_ascii_lowercase();
+        // Only the first of equivalent names counts.
+        if !headers.iter().any(|(n, _)| *n == name) {
+            headers.push((name, h.value.clone()));
+        }
+    }
+    let mut query: Vec<(String, String)> = Vec::new();
+    for q in &m.query_params {
+        if let Some(t) = q.type_.as_deref().filter(|t| *t != "Exact") {
+            return Err(unsupported(format!(
+                "query param match type {t} is not supported: use Exact"
+            )));
+        }
+        if !query.iter().any(|(n, _)| *n == q.name) {
+            query.push((q.name.clone(), q.value.clone()));
+        }
+    }
+    if let Some(method) = m.method.as_deref().filter(|x| !METHODS.contains(x)) {
+        return Err(unsupported(format!(
+            "method {method} is not an HTTP method the Gateway API names"
+        )));
+    }
+    Ok(Match {
+        path,
+        headers,
+        query,
+        method: m.method.clone(),
+    })
+}
+
+fn modifier(f: Option<&HttpHeaderFilter>, what: &str) -> Result<HeaderModifier, Why> {
+    let f = f.ok_or_else(|| unsupported(format!("filter {what} has no {what} field")))?;
+    let pairs = |v: &[super::types::HttpHeader]| {
+        v.iter()
+            .map(|h| (h.name.to_ascii_lowercase(), h.value.clone()))
+            .collect()
+    };
+    Ok(HeaderModifier {
+        set: pairs(&f.set),
+        add: pairs(&f.add),
+        remove: f.remove.iter().map(|n| n.to_ascii_lowercase()).collect(),
+    })
+}
+
+fn path_modifier(p: &HttpPathModifier) -> Result<(), Why> {
+    match (
+        p.type_.as_str(),
+        &p.replace_full_path,
+        &p.replace_prefix_match,
+    ) {
+        ("ReplaceFullPath", Some(_), _) | ("ReplacePrefixMatch", _, Some(_)) => Ok(()),
+        (t, _, _) => Err(unsupported(format!(
+            "path modifier type {t} without its value is not supported: use ReplaceFullPath or ReplacePrefixMatch"
+        ))),
+    }
+}
+
+fn filter(f: &HttpRouteFilter, rule: &mut Rule) -> Result<(), Why> {
+    match f.type_.as_str() {
+        "RequestHeaderModifier" => {
+            rule.request_headers =
+                modifier(f.request_header_modifier.as_ref(), "requestHeaderModifier")?
+        }
+        "ResponseHeaderModifier" => {
+            rule.response_headers = modifier(
+                f.response_header_modifier.as_ref(),
+                "responseHeaderModifier",
+            )?
+        }
+        "RequestRedirect" => {
+            let r = f.request_redirect.clone().ok_or_else(|| {
+                unsupported("filter RequestRedirect has no requestRedirect field".into())
+            })?;
+            if let Some(s) = r
+                .scheme
+                .as_deref()
+                .filter(|s| !matches!(*s, "http" | "https"))
+            {
+                return Err(unsupported(format!(
+                    "redirect scheme {s} is not supported: use http or https"
+                )));
+            }
+            if let Some(c) = r
+                .status_code
+                .filter(|c| ![301, 302, 303, 307, 308].contains(c))
+            {
+                return Err(unsupported(format!(
+                    "redirect status code {c} is not supported: use 301, 302, 303, 307 or 308"
+                )));
+            }
+            if let Some(p) = r.port.filter(|p| !(1..=65535).contains(p)) {
+                return Err(unsupported(format!("redirect port {p} is not a TCP port")));
+            }
+            if let Some(why) = r.hostname.as_deref().and_then(hostnames::invalid) {
+                return Err(unsupported(why));
+            }
+            r.path.as_ref().map(path_modifier).transpose()?;
+            rule.redirect = Some(r);
+        }
+        "URLRewrite" => {
+            let r = f
+                .url_rewrite
+                .as_ref()
+                .ok_or_else(|| unsupported("filter URLRewrite has no urlRewrite field".into()))?;
+            r.path.as_ref().map(path_modifier).transpose()?;
+            rule.rewrite = Some((r.hostname.clone(), r.path.clone()));
+        }
+        other => return Err(unsupported(format!("filter {other} is not supported"))),
+    }
+    Ok(())
+}
+
+/// A GEP-2257 duration: one to four `<number><unit>` parts, units `h`, `m`, `s`, `ms`,
+/// each number of at most five digits (`1h30m`, `500ms`, `0s`).
+pub fn duration(text: &str) -> Option<Duration> {
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    let mut parts = 0;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 || digits > 5 {
+            return None;
+        }
+        let n: u64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let (unit, len) = if rest.starts_with("ms") {
+            (Duration::from_millis(n), 2)
+        } else {
+            match rest.bytes().next()? {
+                b'h' => (Duration::from_secs(n * 3600), 1),
+                b'm' => (Duration::from_secs(n * 60), 1),
+                b's' => (Duration::from_secs(n), 1),
+                _ => return None,
+            }
+        };
+        rest = &rest[len..];
+        total += unit;
+        parts += 1;
+    }
+    (1..=4).contains(&parts).then_some(total)
+}
+
+fn timeouts(t: Option<&super::types::HttpRouteTimeouts>) -> Result<Timeouts, Why> {
+    let Some(t) = t else {
+        return Ok(Timeouts::default());
+    };
+    let parse = |v: &Option<String>, key: &str| {
+        v.as_deref()
+            .map(|text| duration(text).ok_or_else(|| unsupported(format!("timeouts.{key} `{text}` is not a Gateway API duration (`10s`, `1h30m`, `500ms`)"))))
+            .transpose()
+    };
+    let out = Timeouts {
+        request: parse(&t.request, "request")?,
+        backend_request: parse(&t.backend_request, "backendRequest")?,
+    };
+    if let (Some(r), Some(b)) = (out.request, out.backend_request)
+        && r != Duration::ZERO
+        && (b > r || b == Duration::ZERO)
+    {
+        return Err(unsupported(
+            "timeouts.backendRequest must not be longer than timeouts.request".into(),
+        ));
+    }
+    Ok(out)
+}
+
+/// A backendRef resolved: a core Service (not ExternalName), in another namespace only
+/// with a ReferenceGrant, with the port named.
+fn backend(
+    b: &super::types::HttpBackendRef,
+    namespace: &str,
+    backends: &Backends<'_>,
+    grants: &[Arc<ReferenceGrant>],
+    policy: &BackendPolicy,
+) -> Result<Backend, Why> {
+    let group = b.group.as_deref().unwrap_or("");
+    let kind = b.kind.as_deref().unwrap_or("Service");
+    if !group.is_empty() || kind != "Service" {
+        return Err((
+            "InvalidKind",
+            format!(
+                "backendRef {group}/{kind} {}: only core Services are supported",
+                b.name
+            ),
+        ));
+    }
+    let ns = b.namespace.as_deref().unwrap_or(namespace);
+    let from = From {
+        group: GROUP,
+        kind: "HTTPRoute",
+        namespace,
+    };
+    if !grants::permitted(
+        grants,
+        from,
+        To {
+            group: "",
+            kind: "Service",
+            namespace: ns,
+            name: &b.name,
+        },
+    ) {
+        return Err((
+            "RefNotPermitted",
+            format!(
+                "Service {ns}/{} is in another namespace and no ReferenceGrant there allows it",
+                b.name
+            ),
+        ));
+    }
+    if backends.service(ns, &b.name).is_none() {
+        return Err((
+            "BackendNotFound",
+            format!("Service {ns}/{} not found", b.name),
+        ));
+    }
+    let Some(port) = b.port else {
+        return Err((
+            "BackendNotFound",
+            format!("backendRef Service {ns}/{} names no port", b.name),
+        ));
+    };
+    let service = IngressServiceBackend {
+        name: b.name.clone(),
+        port: Some(ServiceBackendPort {
+            number: Some(port),
+            name: None,
+        }),
+    };
+    let resolved = backends.resolve(ns, &service, None::<BackendProtocol>, policy);
+    if let Some(problem) = resolved
+        .problem
+        .filter(|p| p.contains("not found") || p.contains("has no port"))
+    {
+        return Err(("BackendNotFound", problem));
+    }
+    Ok(Backend::Service(resolved.backend))
+}

@@ -1,0 +1,496 @@
+//! The whole translation: which GatewayClasses and Gateways are ours, each Gateway's
+//! address and listeners, each HTTPRoute's attachment to each parent (sectionName, port,
+//! allowedRoutes namespaces and kinds, hostname intersection, its tenant's `hosts`), its
+//! entries in the spec's precedence order, and every status.
+//!
+//! No I/O, no clock: the objects and the settings in, the [`Model`] out.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use super::entries::{Key, entry, precedence};
+use super::hostnames;
+use super::listeners::{self, ListenerState, Why};
+use super::model::{
+    ClassStatus, Cond, GatewayRoute, GatewayStatusOut, ListenerKey, Model, Objects,
+    ParentStatusOut, RouteStatusOut, Settings,
+};
+use super::rules;
+use super::selector;
+use super::types::{GROUP, Gateway, GatewayClass, HttpRoute, ParentReference};
+use crate::config::cidr::Cidr;
+use crate::config::glob_matches;
+use crate::k8s::ingress::backends::Backends;
+use crate::k8s::ingress::certs::Certs;
+
+/// The features `status.supportedFeatures` names, sorted: what this translation
+/// implements of the GATEWAY-HTTP profile.
+pub const SUPPORTED_FEATURES: [&str; 14] = [
+    "Gateway",
+    "HTTPRoute",
+    "HTTPRouteBackendProtocolWebSocket",
+    "HTTPRouteBackendTimeout",
+    "HTTPRouteHostRewrite",
+    "HTTPRouteMethodMatching",
+    "HTTPRoutePathRedirect",
+    "HTTPRoutePathRewrite",
+    "HTTPRoutePortRedirect",
+    "HTTPRouteQueryParamMatching",
+    "HTTPRouteRequestTimeout",
+    "HTTPRouteResponseHeaderModification",
+    "HTTPRouteSchemeRedirect",
+    "ReferenceGrant",
+];
+
+fn cond(type_: &'static str, problem: Option<Why>, good: &'static str, generation: i64) -> Cond {
+    let status = problem.is_none();
+    let (reason, message) = problem.unwrap_or((good, good.to_ascii_lowercase()));
+    Cond {
+        type_,
+        status,
+        reason,
+        message,
+        observed_generation: generation,
+    }
+}
+
+fn generation(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> i64 {
+    meta.generation.unwrap_or(0)
+}
+
+/// Oldest first (none last), then namespace, then name: the spec's order across routes.
+fn age(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> (bool, Option<impl Ord + use<>>, &str, &str) {
+    let created = meta.creation_timestamp.as_ref().map(|t| t.0);
+    (
+        created.is_none(),
+        created,
+        meta.namespace.as_deref().unwrap_or(""),
+        meta.name.as_deref().unwrap_or(""),
+    )
+}
+
+/// A GatewayClass of ours: Accepted unless it names parameters (leafgate takes none).
+fn class_status(class: &GatewayClass) -> ClassStatus {
+    let problem = class.spec.parameters_ref.as_ref().map(|p| {
+        (
+            "InvalidParameters",
+            format!(
+                "parametersRef {}/{} {}: leafgate takes no parameters",
+                p.group, p.kind, p.name
+            ),
+        )
+    });
+    ClassStatus {
+        name: class.metadata.name.clone().unwrap_or_default(),
+        conditions: vec![cond(
+            "Accepted",
+            problem,
+            "Accepted",
+            generation(&class.metadata),
+        )],
+        supported_features: SUPPORTED_FEATURES.to_vec(),
+    }
+}
+
+/// The `n`th address of `range`, if it has that many.
+fn nth(range: &Cidr, n: u128) -> Option<IpAddr> {
+    match range.network() {
+        IpAddr::V4(a) => {
+            let size = 1u128 << (32 - u32::from(range.prefix()));
+            (n < size).then(|| IpAddr::V4((u32::from(a) + n as u32).into()))
+        }
+        IpAddr::V6(a) => {
+            let bits = 128 - u32::from(range.prefix());
+            (bits == 128 || n < (1u128 << bits)).then(|| IpAddr::V6((u128::from(a) + n).into()))
+        }
+    }
+}
+
+/// Hands out the pool: a Gateway's `spec.addresses` IPAddress when it is in the pool and
+/// free, else the next free address; a pool of one address is shared by all.
+struct Pool<'s> {
+    pool: &'s [Cidr],
+    taken: Vec<IpAddr>,
+}
+
+impl Pool<'_> {
+    fn shared(&self) -> Option<IpAddr> {
+        match self.pool {
+            [one] if nth(one, 1).is_none() => Some(one.network()),
+            _ => None,
+        }
+    }
+
+    fn assign(&mut self, gateway: &Gateway) -> Result<IpAddr, Why> {
+        let requested = gateway
+            .spec
+            .addresses
+            .iter()
+            .find(|a| a.type_.as_deref().unwrap_or("IPAddress") == "IPAddress");
+        if let Some(shared) = self.shared() {
+            return match requested.map(|a| a.value.parse::<IpAddr>()) {
+                Some(Ok(ip)) if ip != shared => Err((
+                    "AddressNotUsable",
+                    format!("address {ip} is not in leafgate's pool"),
+                )),
+                _ => Ok(shared),
+            };
+        }
+        if let Some(a) = requested {
+            let ip = a.value.parse::<IpAddr>().map_err(|_| {
+                (
+                    "AddressNotUsable",
+                    format!("`{}` is not an IP address", a.value),
+                )
+            })?;
+            if !self.pool.iter().any(|c| c.contains(ip)) {
+                return Err((
+                    "AddressNotUsable",
+                    format!("address {ip} is not in leafgate's pool"),
+                ));
+            }
+            if self.taken.contains(&ip) {
+                return Err((
+                    "AddressNotUsable",
+                    format!("address {ip} is another Gateway's"),
+                ));
+            }
+            self.taken.push(ip);
+            return Ok(ip);
+        }
+        for range in self.pool {
+            let mut n = 0u128;
+            while let Some(ip) = nth(range, n) {
+                if !self.taken.contains(&ip) {
+                    self.taken.push(ip);
+                    return Ok(ip);
+                }
+                n += 1;
+            }
+        }
+        Err((
+            "AddressNotAssigned",
+            "leafgate's address pool is used up".to_string(),
+        ))
+    }
+}
+
+struct GatewayState<'o> {
+    gateway: &'o Gateway,
+    namespace: &'o str,
+    name: &'o str,
+    not_accepted: Option<Why>,
+    address: Result<IpAddr, Why>,
+    listeners: Vec<ListenerState<'o>>,
+}
+
+pub fn translate(objects: &Objects<'_>, settings: &Settings) -> Model {
+    let mut model = Model::default();
+    let ours: Vec<&GatewayClass> = objects
+        .classes
+        .iter()
+        .map(Arc::as_ref)
+        .filter(|c| c.spec.controller_name == settings.controller_name)
+        .collect();
+    model.classes = ours.iter().map(|c| class_status(c)).collect();
+    model.classes.sort_by(|a, b| a.name.cmp(&b.name));
+    let certs = Certs::index(objects.secrets);
+    let backends = Backends::index(objects.services, objects.slices);
+
+    let mut gateways: Vec<&Gateway> = objects
+        .gateways
+        .iter()
+        .map(Arc::as_ref)
+        .filter(|g| {
+            ours.iter()
+                .any(|c| c.metadata.name.as_deref() == Some(g.spec.gateway_class_name.as_str()))
+        })
+        .collect();
+    gateways.sort_by(|a, b| age(&a.metadata).cmp(&age(&b.metadata)));
+    let mut pool = Pool {
+        pool: &settings.addresses,
+        taken: Vec::new(),
+    };
+    let mut states: Vec<GatewayState<'_>> = gateways
+        .iter()
+        .map(|g| {
+            let class = ours
+                .iter()
+                .find(|c| c.metadata.name.as_deref() == Some(g.spec.gateway_class_name.as_str()));
+            let not_accepted = if class.is_some_and(|c| c.spec.parameters_ref.is_some()) {
+                Some((
+                    "Pending",
+                    format!("GatewayClass {} is not accepted", g.spec.gateway_class_name),
+                ))
+            } else if let Some(p) = g
+                .spec
+                .infrastructure
+                .as_ref()
+                .and_then(|i| i.parameters_ref.as_ref())
+            {
+                Some((
+                    "InvalidParameters",
+                    format!(
+                        "infrastructure.parametersRef {}/{} {}: leafgate takes no parameters",
+                        p.group, p.kind, p.name
+                    ),
+                ))
+            } else {
+                g.spec
+                    .addresses
+                    .iter()
+                    .find(|a| a.type_.as_deref().unwrap_or("IPAddress") != "IPAddress")
+                    .map(|a| {
+                        (
+                            "UnsupportedAddress",
+                            format!(
+                                "address type {} is not supported: use IPAddress",
+                                a.type_.as_deref().unwrap_or("")
+                            ),
+                        )
+                    })
+            };
+            let address = match not_accepted {
+                None => pool.assign(g),
+                Some(_) => Err(("Invalid", "the Gateway is not accepted".to_string())),
+            };
+            GatewayState {
+                gateway: g,
+                namespace: g.metadata.namespace.as_deref().unwrap_or(""),
+                name: g.metadata.name.as_deref().unwrap_or(""),
+                not_accepted,
+                address,
+                listeners: listeners::listeners(g, objects.grants, &certs),
+            }
+        })
+        .collect();
+
+    let mut routes: Vec<&HttpRoute> = objects.routes.iter().map(Arc::as_ref).collect();
+    routes.sort_by(|a, b| age(&a.metadata).cmp(&age(&b.metadata)));
+    // Entries with their precedence key.
+    let mut entries: Vec<(Key, GatewayRoute)> = Vec::new();
+    for (order, route) in routes.iter().enumerate() {
+        let namespace = route.metadata.namespace.as_deref().unwrap_or("");
+        let name = route.metadata.name.as_deref().unwrap_or("");
+        let read = rules::read(route, &backends, objects.grants, &settings.backends);
+        let tenant = settings
+            .tenants
+            .iter()
+            .find(|t| t.namespaces.iter().any(|g| glob_matches(g, namespace)));
+        let generation = generation(&route.metadata);
+        let mut parents = Vec::new();
+        for parent in &route.spec.parent_refs {
+            if parent.group.as_deref().unwrap_or(GROUP) != GROUP
+                || parent.kind.as_deref().unwrap_or("Gateway") != "Gateway"
+            {
+                continue;
+            }
+            let gw_ns = parent.namespace.as_deref().unwrap_or(namespace);
+            let Some(state) = states
+                .iter_mut()
+                .find(|s| s.namespace == gw_ns && s.name == parent.name)
+            else {
+                continue;
+            };
+            let attached = attach(route, parent, state, objects, tenant);
+            let accepted = match (&attached, &read.rules) {
+                (Err(why), _) => Some(why.clone()),
+                (Ok(_), Err(why)) => Some(why.clone()),
+                (Ok(_), Ok(_)) => None,
+            };
+            if let (None, Ok(on), Ok(rules)) = (&accepted, attached, &read.rules) {
+                for (index, hosts) in on {
+                    let l = &mut state.listeners[index];
+                    l.attached += 1;
+                    let key = ListenerKey {
+                        namespace: state.namespace.into(),
+                        gateway: state.name.into(),
+                        listener: l.listener.name.clone(),
+                        port: l.port,
+                    };
+                    let https = l.listener.protocol == "HTTPS";
+                    for host in &hosts {
+                        for (ri, rule) in rules.iter().enumerate() {
+                            for (mi, m) in rule.matches.iter().enumerate() {
+                                let entry = entry(
+                                    namespace,
+                                    name,
+                                    &key,
+                                    https,
+                                    host,
+                                    rule,
+                                    m,
+                                    tenant.map(|t| t.name.clone()),
+                                );
+                                entries
+                                    .push((precedence(&key, &entry.host, m, order, ri, mi), entry));
+                            }
+                        }
+                    }
+                }
+            }
+            parents.push(ParentStatusOut {
+                parent_ref: parent.clone(),
+                controller_name: settings.controller_name.clone(),
+                conditions: vec![
+                    cond("Accepted", accepted, "Accepted", generation),
+                    cond(
+                        "ResolvedRefs",
+                        read.unresolved.clone(),
+                        "ResolvedRefs",
+                        generation,
+                    ),
+                ],
+            });
+        }
+        if !parents.is_empty() {
+            model.http_routes.push(RouteStatusOut {
+                namespace: namespace.into(),
+                name: name.into(),
+                parents,
+            });
+        }
+    }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    model.routes = entries.into_iter().map(|(_, e)| e).collect();
+    model.gateways = states
+        .into_iter()
+        .map(|s| {
+            let generation = generation(&s.gateway.metadata);
+            GatewayStatusOut {
+                namespace: s.namespace.into(),
+                name: s.name.into(),
+                conditions: listeners::gateway_conditions(
+                    &s.listeners,
+                    s.not_accepted.clone(),
+                    &s.address,
+                    generation,
+                ),
+                addresses: s.address.iter().copied().collect(),
+                listeners: s.listeners.iter().map(|l| l.status(generation)).collect(),
+            }
+        })
+        .collect();
+    model
+}
+
+/// The listeners of `state` the route attaches to through `parent`, each with the
+/// hostnames it serves there, or why it attaches to none: `NoMatchingParent` (no listener
+/// has that sectionName and port), `NotAllowedByListeners` (none admits the route's
+/// kind and namespace), `NoMatchingListenerHostname`, or `HostnameNotAllowed` (every
+/// hostname is outside its tenant's `hosts`).
+fn attach(
+    route: &HttpRoute,
+    parent: &ParentReference,
+    state: &GatewayState<'_>,
+    objects: &Objects<'_>,
+    tenant: Option<&crate::k8s::ingress::model::TenantBounds>,
+) -> Result<Vec<(usize, Vec<String>)>, Why> {
+    if let Some(why) = &state.not_accepted {
+        return Err((
+            "NotAllowedByListeners",
+            format!(
+                "Gateway {}/{} is not accepted: {}",
+                state.namespace, state.name, why.1
+            ),
+        ));
+    }
+    let namespace = route.metadata.namespace.as_deref().unwrap_or("");
+    let candidates: Vec<usize> = (0..state.listeners.len())
+        .filter(|&i| {
+            let l = state.listeners[i].listener;
+            parent.section_name.as_ref().is_none_or(|s| *s == l.name)
+                && parent.port.is_none_or(|p| p == l.port)
+        })
+        .collect();
+    if candidates.is_empty() {
+        return Err((
+            "NoMatchingParent",
+            "no listener matches the parentRef's sectionName and port".into(),
+        ));
+    }
+    let allowed: Vec<usize> = candidates
+        .into_iter()
+        .filter(|&i| admits(&state.listeners[i], state.namespace, namespace, objects))
+        .collect();
+    if allowed.is_empty() {
+        return Err((
+            "NotAllowedByListeners",
+            format!("no listener admits HTTPRoutes from namespace {namespace}"),
+        ));
+    }
+    let with_hosts: Vec<(usize, Vec<String>)> = allowed
+        .into_iter()
+        .filter_map(|i| {
+            hostnames::effective(state.listeners[i].hostname(), &route.spec.hostnames)
+                .map(|h| (i, h))
+        })
+        .collect();
+    if with_hosts.is_empty() {
+        return Err((
+            "NoMatchingListenerHostname",
+            "no listener hostname intersects the route's hostnames".into(),
+        ));
+    }
+    let Some(t) = tenant.filter(|t| t.hosts.is_some()) else {
+        return Ok(with_hosts);
+    };
+    let mut refused: Vec<String> = Vec::new();
+    let kept: Vec<(usize, Vec<String>)> = with_hosts
+        .into_iter()
+        .filter_map(|(i, hosts)| {
+            let (ok, bad): (Vec<String>, Vec<String>) = hosts
+                .into_iter()
+                .partition(|h| t.may_claim(&hostnames::pattern(h)));
+            refused.extend(bad);
+            (!ok.is_empty()).then_some((i, ok))
+        })
+        .collect();
+    if kept.is_empty() {
+        refused.dedup();
+        let hosts: Vec<String> = t.hosts.iter().flatten().map(ToString::to_string).collect();
+        let may = match hosts.is_empty() {
+            true => "may claim no host".to_string(),
+            false => format!("may claim only hosts matching {}", hosts.join(", ")),
+        };
+        return Err((
+            "HostnameNotAllowed",
+            format!(
+                "hostnames {} are not allowed (tenant {} {may})",
+                refused.join(", "),
+                t.name
+            ),
+        ));
+    }
+    Ok(kept)
+}
+
+/// Whether the listener takes HTTPRoutes from `route_ns` (allowedRoutes.namespaces:
+/// `Same`, the default; `All`; `Selector` on the namespace's labels).
+fn admits(l: &ListenerState<'_>, gateway_ns: &str, route_ns: &str, objects: &Objects<'_>) -> bool {
+    if !l.valid() || l.supported_kinds.is_empty() {
+        return false;
+    }
+    let namespaces = l
+        .listener
+        .allowed_routes
+        .as_ref()
+        .and_then(|a| a.namespaces.as_ref());
+    match namespaces.and_then(|n| n.from.as_deref()).unwrap_or("Same") {
+        "All" => true,
+        "Same" => gateway_ns == route_ns,
+        "Selector" => {
+            let Some(sel) = namespaces.and_then(|n| n.selector.as_ref()) else {
+                return false;
+            };
+            objects
+                .namespaces
+                .iter()
+                .find(|n| n.metadata.name.as_deref() == Some(route_ns))
+                .is_some_and(|n| selector::matches(sel, n.metadata.labels.as_ref()))
+        }
+        _ => false,
+    }
+}
