@@ -5,6 +5,10 @@
 //! ResourceQuota, NetworkPolicy, HorizontalPodAutoscaler (`autoscaling/v2`) and
 //! PodDisruptionBudget (`policy/v1`).
 //!
+//! Long file: one printer per kind, with its column definitions and the unit tests that
+//! hold its cells to the cases of upstream's `printers_test.go`; split by kind they would
+//! share every helper.
+//!
 //! Written from `pkg/printers/internalversion/printers.go` of Kubernetes (the column
 //! definitions of `AddHandlers`, then each `print<Kind>`), over the raw JSON of the served
 //! version. kube-apiserver builds server-side Tables with `GenerateOptions{Wide: true}`, so

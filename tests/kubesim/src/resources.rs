@@ -2,6 +2,11 @@
 //! (group/version, kind, scope, short names, categories, subresources, and for custom
 //! resources the stored version). Data only.
 //!
+//! The built-in kinds are listed as kube-apiserver's discovery lists them: short names, the
+//! `all` category (pods, services, deployments, replicasets, statefulsets, daemonsets, jobs,
+//! cronjobs, horizontalpodautoscalers; kube-apiserver's replicationcontrollers too, which
+//! kubesim does not serve) and the status subresource where the kind has one.
+//!
 //! The Gateway API kinds are served as kube-apiserver serves them from gateway-api
 //! v1.6.1's standard CRDs (`config/crd/standard/gateway.networking.k8s.io_*.yaml`):
 //! GatewayClass, Gateway and HTTPRoute at `v1` (stored) and `v1beta1`, with a `status`

@@ -121,9 +121,7 @@ impl Selector {
                 Some(Value::String(s)) => s.clone(),
                 Some(Value::Bool(b)) => b.to_string(),
                 Some(Value::Number(n)) => n.to_string(),
-                // An integer field the strategy prints with `strconv.Itoa`: 0 when unset.
-                _ if numeric(plural, k) => "0".into(),
-                _ => String::new(),
+                _ => unset_value(plural, k).to_string(),
             })
         })
     }
@@ -154,9 +152,13 @@ pub fn field_pointer(plural: &str, key: &str) -> Option<&'static str> {
         ("nodes", "spec.unschedulable") => Some("/spec/unschedulable"),
         ("namespaces", "status.phase") => Some("/status/phase"),
         ("secrets", "type") => Some("/type"),
-        // `ReplicaSetToSelectableFields`, `JobToSelectableFields`: the counts as decimals.
-        ("replicasets", "status.replicas") => Some("/status/replicas"),
+        // `JobToSelectableFields`: the count as a decimal. (A ReplicaSet's strategy indexes
+        // `status.replicas` too, but apps/v1 registers no field label conversion, so the
+        // default one refuses it before the strategy is asked.)
         ("jobs", "status.successful") => Some("/status/succeeded"),
+        // `AddFieldLabelConversionsForService` (1.31+).
+        ("services", "spec.clusterIP") => Some("/spec/clusterIP"),
+        ("services", "spec.type") => Some("/spec/type"),
         ("events", "involvedObject.kind") => Some("/involvedObject/kind"),
         ("events", "involvedObject.namespace") => Some("/involvedObject/namespace"),
         ("events", "involvedObject.name") => Some("/involvedObject/name"),
@@ -172,12 +174,45 @@ pub fn field_pointer(plural: &str, key: &str) -> Option<&'static str> {
     })
 }
 
-/// The selectable fields that are integers in the object.
-fn numeric(plural: &str, key: &str) -> bool {
-    matches!(
-        (plural, key),
-        ("replicasets", "status.replicas") | ("jobs", "status.successful")
-    )
+/// What a selectable field holds when the object leaves it unset: the strategies read the
+/// defaulted internal object, so a Job's `status.successful` is `strconv.Itoa(0)` and a
+/// Service's `spec.type` its default ClusterIP.
+fn unset_value(plural: &str, key: &str) -> &'static str {
+    match (plural, key) {
+        ("jobs", "status.successful") => "0",
+        ("services", "spec.type") => "ClusterIP",
+        _ => "",
+    }
+}
+
+/// kube-apiserver's 400 message for a field selector on `key`, which `plural` does not
+/// index: the words of the kind's field label conversion (core v1 `Pod`, `Node`,
+/// `ReplicationController`, `Event`, `Namespace`, `Secret`, `Service`: `field label not
+/// supported: <key>`; batch/v1 `Job`), else of `runtime.DefaultMetaV1FieldSelectorConversion`
+/// for the kinds registering none. The kinds kubesim served before these (ingresses,
+/// ingressclasses, leases, endpointslices) keep the message they had.
+pub fn unsupported_field(plural: &str, key: &str) -> String {
+    match plural {
+        "jobs" => format!("field label {key:?} not supported for Job"),
+        "deployments"
+        | "replicasets"
+        | "statefulsets"
+        | "daemonsets"
+        | "controllerrevisions"
+        | "cronjobs"
+        | "endpoints"
+        | "configmaps"
+        | "persistentvolumeclaims"
+        | "serviceaccounts"
+        | "limitranges"
+        | "resourcequotas"
+        | "networkpolicies"
+        | "horizontalpodautoscalers"
+        | "poddisruptionbudgets" => format!(
+            "{key:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+        ),
+        _ => format!("field label not supported: {key}"),
+    }
 }
 
 #[cfg(test)]
@@ -244,7 +279,27 @@ mod tests {
             "status.successful=0",
             &json!({"metadata": {"name": "k"}})
         ));
-        assert!(field_pointer("deployments", "status.replicas").is_none());
+        assert!(field_pointer("replicasets", "status.replicas").is_none());
+        let svc = json!({"metadata": {"name": "s"}, "spec": {"clusterIP": "None"}});
+        let v = |s: &str| {
+            Selector::parse(s, true)
+                .unwrap()
+                .matches_fields("services", &svc)
+        };
+        assert!(v("spec.clusterIP=None,spec.type=ClusterIP"));
+        assert!(!v("spec.clusterIP!=None"));
+        assert_eq!(
+            unsupported_field("deployments", "spec.replicas"),
+            r#""spec.replicas" is not a known field selector: only "metadata.name", "metadata.namespace""#
+        );
+        assert_eq!(
+            unsupported_field("jobs", "spec.x"),
+            r#"field label "spec.x" not supported for Job"#
+        );
+        assert_eq!(
+            unsupported_field("pods", "spec.x"),
+            "field label not supported: spec.x"
+        );
         assert!(field_pointer("ingresses", "type").is_none());
     }
 

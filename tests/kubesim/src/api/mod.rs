@@ -565,7 +565,12 @@ impl Filter {
             .map_err(|e| ApiError::bad(e.to_string()))?;
         for k in fields.keys() {
             if crate::select::field_pointer(res.plural, k).is_none() {
-                return Err(ApiError::bad(format!("field label not supported: {k}")));
+                let message = if res.crd {
+                    format!("field label not supported: {k}")
+                } else {
+                    crate::select::unsupported_field(res.plural, k)
+                };
+                return Err(ApiError::bad(message));
             }
         }
         Ok(Filter {
