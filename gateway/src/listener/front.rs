@@ -1,5 +1,7 @@
 //! One request's first steps, whichever front answers it: the span, the path normalised
-//! (see `routing::path`), the snapshot loaded once (everything downstream uses that copy),
+//! (see `routing::path`), what RFC 9112 refuses that hyper hands on refused
+//! (`proxy::headers::refused`: `Host` lines, transfer codings, a length past the
+//! largest body), the snapshot loaded once (everything downstream uses that copy),
 //! the front the connection was accepted for, and the request counted by route and status
 //! and timed to its response head.
 //!
@@ -18,6 +20,7 @@ use tracing::{Instrument, debug_span};
 use super::client::{Client, Front};
 use super::{kube_api, node_api, routes};
 use crate::proxy::body::ReadToEnd;
+use crate::proxy::headers;
 use crate::proxy::{Body, InBody, Inbound, body, boxed, error_response, own_answer};
 use crate::routing::path::{self, PathError};
 use crate::snapshot::{ListenerState, Snapshot};
@@ -96,6 +99,18 @@ async fn answer(mut req: Request<Incoming>, client: &Arc<Client>) -> Response<Bo
         let res = own_answer(
             error_response(StatusCode::BAD_REQUEST, &e.to_string()),
             body::unread(&req),
+        );
+        client.record("", &res, started);
+        return res;
+    }
+    // What RFC 9112 refuses and hyper hands on: refused here, so that the fast path (which
+    // hands such requests to hyper) and hyper's path answer alike. The connection ends
+    // with the answer, as nginx ends it after a 400, 413 or 501.
+    let length = http_body::Body::size_hint(req.body()).exact();
+    if let Some(refusal) = headers::refused(req.headers(), req.version(), length) {
+        let res = own_answer(
+            error_response(refusal.status(), refusal.reason()),
+            req.version() <= http::Version::HTTP_11,
         );
         client.record("", &res, started);
         return res;

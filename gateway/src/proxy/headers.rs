@@ -265,6 +265,131 @@ pub fn list_tokens(value: &[u8]) -> impl Iterator<Item = &[u8]> {
         .filter(|t| !t.is_empty())
 }
 
+/// The largest request body length leafgate takes: 2^53, the largest integer every
+/// client and backend library represents exactly (RFC 9110 §8.6 lets a recipient refuse a
+/// length it cannot hold). A longer `Content-Length` gets 413 before any of the body is
+/// read, on both paths (`listener::front`, `proxy::fast::request`); hyper itself answers
+/// 431 to one past `u64::MAX - 2`, and the fast path leaves those to it.
+pub const MAX_BODY: u64 = 1 << 53;
+
+/// Whether a request's `Host` value is valid (RFC 9112 §3.2, RFC 3986 §3.2.2): `uri-host
+/// [ ":" port ]`, where the host is a bracketed IP literal or a registered name (which
+/// covers IPv4 addresses) of unreserved characters, percent escapes and sub-delimiters.
+/// No userinfo (`user@host`), no spaces; empty is not valid here (the caller decides
+/// whether an empty `Host` is allowed).
+pub fn is_host(value: &[u8]) -> bool {
+    let (host, port) = if value.first() == Some(&b'[') {
+        let Some(end) = value.iter().position(|&b| b == b']') else {
+            return false;
+        };
+        let literal = &value[1..end];
+        let ok = !literal.is_empty()
+            && literal
+                .iter()
+                .all(|&b| b.is_ascii_alphanumeric() || b":.-_~!$&'()*+,;=".contains(&b));
+        if !ok {
+            return false;
+        }
+        (&value[..=end], &value[end + 1..])
+    } else {
+        match value.iter().position(|&b| b == b':') {
+            Some(at) => (&value[..at], &value[at..]),
+            None => (value, &b""[..]),
+        }
+    };
+    let name_ok = !host.is_empty()
+        && (host[0] == b'['
+            || host
+                .iter()
+                .all(|&b| b.is_ascii_alphanumeric() || b"-._~%!$&'()*+,;=".contains(&b)));
+    let port_ok = match port.split_first() {
+        None => true,
+        Some((b':', digits)) => digits.iter().all(u8::is_ascii_digit),
+        Some(_) => false,
+    };
+    name_ok && port_ok
+}
+
+/// What RFC 9112 makes a server refuse in an HTTP/1 request that hyper's server hands on
+/// (hyper answers the rest itself: a malformed head, a `Transfer-Encoding` whose last
+/// coding is not `chunked`, lengths that differ), and the status it gets:
+/// - more than one `Host` line, an invalid `Host`, or (HTTP/1.1) none or an empty one:
+///   400 (§3.2);
+/// - a transfer coding other than one `chunked` (`gzip, chunked`, `chunked, chunked`, on
+///   one line or several): 501 (§6.1: leafgate decodes only `chunked`, and would forward
+///   a body still coded with nothing saying so);
+/// - a `Content-Length` past [`MAX_BODY`]: 413 (RFC 9110 §8.6).
+///
+/// The fast path takes none of these (`proxy::fast::request` hands them to hyper), so
+/// both paths answer them here, alike.
+pub fn refused(
+    headers: &HeaderMap,
+    version: http::Version,
+    length: Option<u64>,
+) -> Option<Refusal> {
+    if version > http::Version::HTTP_11 {
+        return length
+            .is_some_and(|n| n > MAX_BODY)
+            .then_some(Refusal::TooLarge);
+    }
+    let mut hosts = headers.get_all(header::HOST).iter();
+    match (hosts.next(), hosts.next()) {
+        (Some(_), Some(_)) => return Some(Refusal::Host("more than one Host line")),
+        (None, _) if version == http::Version::HTTP_11 => {
+            return Some(Refusal::Host("no Host in an HTTP/1.1 request"));
+        }
+        (Some(h), None) if h.is_empty() && version == http::Version::HTTP_11 => {
+            return Some(Refusal::Host("an empty Host in an HTTP/1.1 request"));
+        }
+        (Some(h), None) if !h.is_empty() && !is_host(h.as_bytes()) => {
+            return Some(Refusal::Host("a Host that is not a host and port"));
+        }
+        _ => {}
+    }
+    let mut codings = headers
+        .get_all(header::TRANSFER_ENCODING)
+        .iter()
+        .flat_map(|v| list_tokens(v.as_bytes()));
+    if let Some(first) = codings.next() {
+        let only_chunked = first.eq_ignore_ascii_case(b"chunked") && codings.next().is_none();
+        if !only_chunked {
+            return Some(Refusal::Coding);
+        }
+    }
+    length
+        .is_some_and(|n| n > MAX_BODY)
+        .then_some(Refusal::TooLarge)
+}
+
+/// Why [`refused`] refuses a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// 400: what is wrong with `Host`.
+    Host(&'static str),
+    /// 501: a transfer coding leafgate does not decode.
+    Coding,
+    /// 413: a length past [`MAX_BODY`].
+    TooLarge,
+}
+
+impl Refusal {
+    pub fn status(self) -> http::StatusCode {
+        match self {
+            Refusal::Host(_) => http::StatusCode::BAD_REQUEST,
+            Refusal::Coding => http::StatusCode::NOT_IMPLEMENTED,
+            Refusal::TooLarge => http::StatusCode::PAYLOAD_TOO_LARGE,
+        }
+    }
+
+    pub fn reason(self) -> &'static str {
+        match self {
+            Refusal::Host(why) => why,
+            Refusal::Coding => "a transfer coding other than chunked",
+            Refusal::TooLarge => "a Content-Length past the largest body leafgate takes (2^53)",
+        }
+    }
+}
+
 /// Every line of a list header joined into one value (RFC 9110 §5.3), or `None`.
 fn joined(headers: &HeaderMap, name: &HeaderName) -> Option<String> {
     let lines: Vec<&str> = headers
@@ -477,5 +602,75 @@ mod tests {
             h["forwarded"],
             "for=192.0.2.1;proto=http;host=plain.example"
         );
+    }
+
+    #[test]
+    fn a_host_is_a_name_or_literal_and_a_port() {
+        for ok in [
+            &b"a.example"[..],
+            b"A.Example:8080",
+            b"10.0.0.1:80",
+            b"[::1]",
+            b"[::1]:8080",
+            b"xn--caf-dma.example",
+            b"a.example:",
+        ] {
+            assert!(is_host(ok), "{}", String::from_utf8_lossy(ok));
+        }
+        for bad in [
+            &b""[..],
+            b"user@a.example",
+            b"user:pw@a.example",
+            b"a b",
+            b"a.example:80:80",
+            b"a.example:x",
+            b"[::1",
+            b"[]",
+            b"[::1]x",
+            b":80",
+            b"a/b",
+        ] {
+            assert!(!is_host(bad), "{}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn rfc_9112_refusals() {
+        let v11 = http::Version::HTTP_11;
+        let with = |lines: &[(&'static str, &'static str)]| {
+            let mut h = HeaderMap::new();
+            for (n, v) in lines {
+                h.append(*n, HeaderValue::from_static(v));
+            }
+            h
+        };
+        let host = with(&[("host", "a.example")]);
+        assert_eq!(refused(&host, v11, None), None);
+        assert_eq!(refused(&host, v11, Some(MAX_BODY)), None);
+        assert_eq!(
+            refused(&host, v11, Some(MAX_BODY + 1)),
+            Some(Refusal::TooLarge)
+        );
+        let status = |h: &HeaderMap, v| refused(h, v, None).map(|r| r.status().as_u16());
+        assert_eq!(status(&with(&[]), v11), Some(400));
+        assert_eq!(status(&with(&[]), http::Version::HTTP_10), None);
+        assert_eq!(status(&with(&[]), http::Version::HTTP_2), None);
+        assert_eq!(status(&with(&[("host", "")]), v11), Some(400));
+        assert_eq!(
+            status(&with(&[("host", "a"), ("host", "a")]), v11),
+            Some(400)
+        );
+        assert_eq!(status(&with(&[("host", "u@a")]), v11), Some(400));
+        let te = |v: &'static str| status(&with(&[("host", "a"), ("transfer-encoding", v)]), v11);
+        assert_eq!(te("chunked"), None);
+        assert_eq!(te("Chunked"), None);
+        assert_eq!(te("gzip, chunked"), Some(501));
+        assert_eq!(te("chunked, chunked"), Some(501));
+        let two = with(&[
+            ("host", "a"),
+            ("transfer-encoding", "chunked"),
+            ("transfer-encoding", "chunked"),
+        ]);
+        assert_eq!(status(&two, v11), Some(501));
     }
 }

@@ -4,7 +4,7 @@
 //! [`parse`] uses `httparse` as hyper does (same parser, same 100-header limit), then keeps
 //! to the fast path only what it can carry exactly as hyper's path would: an HTTP/1.1
 //! request in origin form, one valid `Host`, no body or one sized by a single plain
-//! `Content-Length`, no protocol switch, no `Expect`, no `Transfer-Encoding` or `TE`, a
+//! `Content-Length` of at most `headers::MAX_BODY`, no protocol switch, no `Expect`, no `Transfer-Encoding` or `TE`, a
 //! `Connection` that says only `keep-alive` or `close`, and, from a trusted proxy, no
 //! forwarding headers to append to. Everything else is [`Read::Other`]: the connection goes
 //! to hyper with the bytes unread, and hyper answers it (its 400s and 431s included).
@@ -90,7 +90,9 @@ pub fn parse<'h, 'b>(
                 return Read::Other("a repeated Content-Length");
             }
             match digits(h.value) {
-                Some(n) => content_length = Some(n),
+                Some(n) if n <= headers::MAX_BODY => content_length = Some(n),
+                // hyper's 431 or the front's 413.
+                Some(_) => return Read::Other("a Content-Length past the largest body"),
                 None => return Read::Other("an unusual Content-Length"),
             }
         } else if name.eq_ignore_ascii_case(b"connection") {
@@ -246,13 +248,14 @@ fn is_plain_origin_form(target: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/?%".contains(&b))
 }
 
-/// A host the router and the forwarding headers take as they are: a name or address and
-/// an optional port, visible ASCII with no spaces, quotes or backslashes.
+/// A host the router and the forwarding headers take as they are: a valid `Host` (a name
+/// or address and an optional port, `headers::is_host`; any other is the front's 400 on
+/// hyper's path) of letters, digits and `-._~:[]` only.
 fn is_plain_host(value: &[u8]) -> bool {
-    !value.is_empty()
-        && value
-            .iter()
-            .all(|&b| b.is_ascii_alphanumeric() || b"-._~:[]".contains(&b))
+    value
+        .iter()
+        .all(|&b| b.is_ascii_alphanumeric() || b"-._~:[]".contains(&b))
+        && headers::is_host(value)
 }
 
 #[cfg(test)]
@@ -297,6 +300,12 @@ mod tests {
             b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +1\r\n\r\n",
             b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1, 1\r\n\r\n",
             b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999\r\n\r\n",
+            b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 18446744073709551615\r\n\r\n",
+            b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 9007199254740993\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: \r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: u@a\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: a:b:c\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: [[\r\n\r\n",
             b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
             b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
             b"GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
