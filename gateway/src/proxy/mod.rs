@@ -102,7 +102,16 @@ pub async fn forward(
         };
         let host = exchange.client.host;
         let err = match exchange_head(upstream, backend, req, host, &mut sent).await {
-            Ok(Ok(res)) => return respond(res, timeouts.idle),
+            // An answer that came before the client's body was all read (a backend's
+            // early 413) ends the connection, as on the fast path: the rest of the body
+            // is not read for another request.
+            Ok(Ok(res)) => return own_answer(respond(res, timeouts.idle), !sent.sent_whole()),
+            // The client's body, not the backend, failed: its framing is broken (RFC 9112
+            // §7.1), and the backend is not marked failed for it.
+            Ok(Err(e)) if client_body_malformed(&e) => {
+                let reason = "a malformed chunked request body";
+                return own_answer(error_response(http::StatusCode::BAD_REQUEST, reason), true);
+            }
             Ok(Err(e)) => classify(e, &backend.label, timeouts.connect),
             Err(after) => ProxyError::ResponseTimeout {
                 backend: backend.label.clone(),
@@ -144,6 +153,33 @@ async fn exchange_head(
     tokio::time::timeout(deadline, response)
         .await
         .map_err(|_| deadline)
+}
+
+/// Whether `err` is the client's request body failing to decode (a chunk size that is not
+/// hex, a chunk not ended by CRLF: hyper's decoder reports these as `InvalidData` or
+/// `InvalidInput`), as the backend's connection reports it (a body stream's error).
+fn client_body_malformed(err: &SendError) -> bool {
+    let top: &(dyn std::error::Error + 'static) = match err {
+        SendError::Exchange(e) => e,
+        SendError::Pooled(e) => e,
+        SendError::Dial(_) => return false,
+    };
+    let mut in_body = false;
+    for e in crate::errors::chain(top) {
+        if let Some(h) = e.downcast_ref::<hyper::Error>() {
+            in_body |= h.is_user();
+        }
+        if in_body
+            && let Some(io) = e.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                std::io::ErrorKind::InvalidData | std::io::ErrorKind::InvalidInput
+            )
+        {
+            return true;
+        }
+    }
+    false
 }
 
 fn empty() -> Body {

@@ -233,6 +233,9 @@ impl<'a, C: Caller> FastConn<'a, C> {
         };
         let mut pooled = raw.checkout(backend.index());
         loop {
+            // The answer is read from here on: during the upload if it comes early.
+            self.answer.clear();
+            self.long_head.clear();
             let reused = pooled.is_some();
             let mut tcp = match pooled.take() {
                 Some(tcp) => tcp,
@@ -264,7 +267,7 @@ impl<'a, C: Caller> FastConn<'a, C> {
             self.input.consume(early);
             self.body_left -= early as u64;
             match self.upload(io, &mut tcp, timeouts.idle).await {
-                Ok(()) => {}
+                Ok(()) | Err(Upload::Answered) => {}
                 Err(Upload::Client) => return Err(Failed::Client),
                 Err(Upload::Backend(e)) => return Err(reset(&e)),
             }
@@ -304,7 +307,11 @@ impl<'a, C: Caller> FastConn<'a, C> {
     }
 
     /// Copies the rest of the request body from the client to the backend, each read
-    /// within the route's idle timeout.
+    /// within the route's idle timeout, while watching the backend: an answer that begins
+    /// before the body ends (a 413 to an upload it will not take) stops the upload, its
+    /// first bytes read into `self.answer` ([`Upload::Answered`]), to be relayed at once;
+    /// the connection then ends with the body's rest unread (`body_unread`), and lingers.
+    /// On hyper's path such an answer says `Connection: close` too (`proxy::forward`).
     async fn upload<S>(
         &mut self,
         io: &mut S,
@@ -316,18 +323,67 @@ impl<'a, C: Caller> FastConn<'a, C> {
     {
         while self.body_left > 0 {
             let wait = Wait::For(idle);
-            match read_within(io, &mut self.input, &mut self.client_timer, wait).await {
-                Ok(0) | Err(_) => return Err(Upload::Client),
-                Ok(_) => {}
+            let turn = tokio::select! {
+                biased;
+                _ = tcp.readable() => Turn::Backend,
+                read = read_within(io, &mut self.input, &mut self.client_timer, wait) => {
+                    Turn::Client(read)
+                }
+            };
+            match turn {
+                Turn::Backend => match self.backend_spoke(tcp).await {
+                    Some(end) => return Err(end),
+                    None => continue,
+                },
+                Turn::Client(Ok(0) | Err(_)) => return Err(Upload::Client),
+                Turn::Client(Ok(_)) => {}
             }
             let n = self.early_body();
-            if let Err(e) = tcp.write_all(&self.input.bytes()[..n]).await {
-                return Err(Upload::Backend(e));
+            let mut at = 0;
+            while at < n {
+                let turn = tokio::select! {
+                    biased;
+                    _ = tcp.readable() => Turn::Backend,
+                    w = tcp.writable() => Turn::Client(w.map(|()| 0)),
+                };
+                match turn {
+                    Turn::Backend => {
+                        if let Some(end) = self.backend_spoke(tcp).await {
+                            self.input.consume(at);
+                            self.body_left -= at as u64;
+                            return Err(end);
+                        }
+                    }
+                    Turn::Client(Err(e)) => return Err(Upload::Backend(e)),
+                    Turn::Client(Ok(_)) => match tcp.try_write(&self.input.bytes()[at..n]) {
+                        Ok(0) => return Err(Upload::Backend(io::ErrorKind::WriteZero.into())),
+                        Ok(written) => at += written,
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                        Err(e) => return Err(Upload::Backend(e)),
+                    },
+                }
             }
             self.input.consume(n);
             self.body_left -= n as u64;
         }
         Ok(())
+    }
+
+    /// After the backend's socket turned readable during an upload: an answer has begun
+    /// (its first bytes now in `self.answer`), the backend closed or failed, or nothing
+    /// was there after all (`None`: the upload goes on).
+    async fn backend_spoke(&mut self, tcp: &mut TcpStream) -> Option<Upload> {
+        // Only what is there is read: a wait of nothing times out at once.
+        let wait = Wait::For(Duration::ZERO);
+        match read_within(tcp, &mut self.answer, &mut self.backend_timer, wait).await {
+            Ok(0) => Some(Upload::Backend(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the connection closed while the request body was sent",
+            ))),
+            Ok(_) => Some(Upload::Answered),
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => None,
+            Err(e) => Some(Upload::Backend(e)),
+        }
     }
 
     /// Reads until a final answer head is complete at the start of `self.answer`, passing
@@ -351,8 +407,6 @@ impl<'a, C: Caller> FastConn<'a, C> {
         tcp: &mut TcpStream,
         deadline: Instant,
     ) -> Result<(), HeadError> {
-        self.answer.clear();
-        self.long_head.clear();
         loop {
             let informational = {
                 let mut slots = [httparse::EMPTY_HEADER; response::MAX_HEADERS];
@@ -415,7 +469,8 @@ impl<'a, C: Caller> FastConn<'a, C> {
     where
         S: AsyncRead + AsyncWrite + Unpin,
     {
-        let last = plan.close || stopping();
+        // An answer that came before the body's end (see `upload`) is the connection's last.
+        let last = plan.close || self.body_left > 0 || stopping();
         let (status, framing, keep_alive, len) = {
             let mut slots = [httparse::EMPTY_HEADER; response::MAX_HEADERS];
             let bytes = head_bytes(&self.answer, &self.long_head);
@@ -447,7 +502,11 @@ impl<'a, C: Caller> FastConn<'a, C> {
             }
             return Next::Close;
         }
-        if keep_alive && framing != Framing::UntilClose && self.answer.is_empty() {
+        if keep_alive
+            && framing != Framing::UntilClose
+            && self.answer.is_empty()
+            && self.body_left == 0
+        {
             raw.give_back(backend.index(), tcp);
         }
         self.answer.clear();
@@ -645,4 +704,14 @@ fn upstream_io(e: io::Error) -> Failed {
 enum Upload {
     Client,
     Backend(io::Error),
+    /// The backend's answer began first: it is read and relayed, the body's rest unread.
+    Answered,
+}
+
+/// Which side of an upload is ready first.
+enum Turn {
+    /// The backend's socket is readable.
+    Backend,
+    /// The client's read, or the backend's socket writable.
+    Client(io::Result<usize>),
 }
