@@ -8,7 +8,10 @@
 //! says what that is; here: a route that proxies to plain HTTP/1.1 backends, a path that
 //! needs no normalising). At the first request it does not take, it stops with the bytes
 //! it holds unread, and the connection is served by hyper from there on ([`Ended::ToHyper`]),
-//! malformed requests included: their 400s and 431s are hyper's own.
+//! malformed requests included: their 400s and 431s are hyper's own, and what RFC 9112
+//! refuses that hyper hands on is the front's (`listener::front`). One exception: an
+//! HTTP/2 preface after HTTP/1.1 requests gets a 400 here and the connection ends (handed
+//! on, hyper's auto server would take it for a prior-knowledge h2c connection).
 //!
 //! This file is the loop and the plan: each head is parsed (`proxy::fast::request`), its
 //! route looked up and the route's verdict read (`snapshot::Fast`, made once when the
@@ -33,10 +36,12 @@ use super::client::Client;
 use super::conn::HEADER_READ_TIMEOUT;
 use crate::config::ListenerKind;
 use crate::metrics::{ListenerLabels, Metrics};
+use crate::proxy::error::error_text;
 use crate::proxy::exchange::Conn;
 use crate::proxy::fast::buf::Wait;
 use crate::proxy::fast::exchange::{Caller, FastConn, Next, Request};
 use crate::proxy::fast::request::{self, Head};
+use crate::proxy::fast::response;
 use crate::proxy::headers::{ClientSide, Peer};
 use crate::proxy::upstream::Upstream;
 use crate::routing::path;
@@ -64,11 +69,17 @@ where
     let metrics = &client.shared.metrics;
     let served = metrics.fast_path_requests.get_or_create(&labels).clone();
     let mut conn = FastConn::new(client, served);
+    // Some request was served: hyper's server takes an HTTP/2 preface only as a
+    // connection's first bytes.
+    let mut exchanged = false;
     loop {
         let step = {
             let mut slots = [httparse::EMPTY_HEADER; request::MAX_HEADERS];
             match request::parse(conn.input.bytes(), &mut slots) {
                 request::Read::Partial => None,
+                request::Read::Other(_) if exchanged && conn.input.bytes().starts_with(PREFACE) => {
+                    Some(Step::Preface)
+                }
                 request::Read::Other(why) => Some(Step::Hyper(why)),
                 request::Read::Fast(head) => Some(plan(client, &head, &mut conn.head)),
             }
@@ -105,6 +116,11 @@ where
                 metrics.fast_path_handoffs.get_or_create(&labels).inc();
                 return to_hyper(&conn, why);
             }
+            Some(Step::Preface) => {
+                // Handed to hyper, it would switch the connection to HTTP/2 mid-way.
+                let _ = io.write_all(&preface_refusal()).await;
+                return Ended::Unread;
+            }
             Some(Step::Go(plan)) => {
                 let request = Request {
                     route: &plan.route.name,
@@ -114,6 +130,7 @@ where
                     close: plan.close,
                     idempotent: plan.idempotent,
                 };
+                exchanged = true;
                 if let Next::Close = conn.exchange(io, request, &|| stop.is_fired()).await {
                     if conn.body_unread() {
                         return Ended::Unread;
@@ -173,8 +190,24 @@ fn plan(client: &Client, head: &Head<'_, '_>, upstream_head: &mut Vec<u8>) -> St
 /// What to do with a complete request head.
 enum Step {
     Hyper(&'static str),
+    /// An HTTP/2 preface after HTTP/1.1 requests: a 400, and the connection ends.
+    Preface,
     Go(Plan),
 }
+
+/// The answer to an HTTP/2 preface after HTTP/1.1 requests, on both paths (hyper's
+/// server closes such a connection without one; the listener writes it then): leafgate's
+/// own 400, the connection's last.
+pub fn preface_refusal() -> Vec<u8> {
+    let status = http::StatusCode::BAD_REQUEST;
+    let text = error_text(status, "an HTTP/2 preface after HTTP/1.1 requests");
+    let mut out = Vec::new();
+    response::write_error(&mut out, status, &text, true);
+    out
+}
+
+/// The start of an HTTP/2 connection preface (RFC 9113 §3.4), as an HTTP/1 request line.
+const PREFACE: &[u8] = b"PRI * HTTP/2.0";
 
 /// A request the fast path takes, and the route it keeps alive while it is served; its
 /// backend head is written in `FastConn::head`.

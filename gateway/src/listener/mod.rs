@@ -357,22 +357,31 @@ impl Connection {
         let slot = linger::Slot::default();
         let io = linger::Handback::new(Rewind::new(unread, io), client.clone(), &slot);
         let kill = self.shared.kill.clone();
-        self.serve_http(TokioIo::new(io), client, idle, answer)
+        let preface = self
+            .serve_http(TokioIo::new(io), client, idle, answer)
             .await;
-        if let Some(io) = slot.take() {
+        if let Some(mut io) = slot.take() {
+            if preface {
+                use tokio::io::AsyncWriteExt;
+                let _ = io.write_all(&fast::preface_refusal()).await;
+            }
             linger::linger(io, kill.cancelled()).await;
         }
     }
 
     /// Serves HTTP on `io` with hyper. With `answer`, the first request hyper reads was
     /// answered already (`upgrades`): the service hands hyper that answer to write.
+    /// True when hyper stopped at an HTTP/2 preface after HTTP/1.1 requests, which it
+    /// closes on without an answer: the caller writes the fast path's 400
+    /// (`fast::preface_refusal`) before the connection lingers.
     async fn serve_http<I>(
         self,
         io: TokioIo<I>,
         client: Arc<Client>,
         idle: Duration,
         answer: Option<Response<Body>>,
-    ) where
+    ) -> bool
+    where
         I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
         let in_flight = Arc::new(InFlight::default());
@@ -407,16 +416,17 @@ impl Connection {
             }
             _ = kill.cancelled() => Ok(()),
         };
-        if let Err(e) = result {
-            // hyper answered a head it could not take (its 400, its 431) and stopped
-            // reading: what the client sent after it is unread. The stream is dropped with
-            // `conn`, after this.
-            if e.downcast_ref::<hyper::Error>()
-                .is_some_and(hyper::Error::is_parse)
-            {
-                this_client.ends_unread();
-            }
-            debug!(error = %e, "connection ended with an error");
+        let Err(e) = result else {
+            return false;
+        };
+        // hyper answered a head it could not take (its 400, its 431) and stopped
+        // reading: what the client sent after it is unread. The stream is dropped with
+        // `conn`, after this.
+        let parse = e.downcast_ref::<hyper::Error>();
+        if parse.is_some_and(hyper::Error::is_parse) {
+            this_client.ends_unread();
         }
+        debug!(error = %e, "connection ended with an error");
+        parse.is_some_and(hyper::Error::is_parse_version_h2)
     }
 }
