@@ -32,7 +32,11 @@
 //! - `/cl-te`: `Transfer-Encoding: chunked` and `Content-Length: 3` on a 5-byte chunked body;
 //! - `/http10/close/<n>`, `/http10/length/<n>`, `/http10/keep-alive/<n>`: an `HTTP/1.0`
 //!   answer of `n` bytes, to the close, sized, or sized and kept alive;
-//! - `/big-head/<n>`: a header line of `n` bytes before a 2-byte body.
+//! - `/big-head/<n>`: a header line of `n` bytes before a 2-byte body;
+//! - `/early/<code>`: that status as soon as the head is in, before any of the body is
+//!   read (an upload the backend will not take), `connection: close` and a body `early`;
+//!   then the backend lingers: it shuts its side and reads the body's rest until the
+//!   other end closes (closed at once, its unread bytes would reset the connection).
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -97,6 +101,50 @@ pub async fn exchange(
         }
     };
     read_answers(&got, methods, closed)
+}
+
+/// Writes `first` to `addr`, waits up to `wait` for one whole answer, then writes `rest`
+/// and reads on as [`exchange`] does. Returns every answer read and how the connection
+/// ended, and whether an answer had come before `rest` was written (an early answer to
+/// an upload whose body `rest` ends).
+pub async fn answered_early(
+    addr: SocketAddr,
+    first: &[u8],
+    rest: &[u8],
+    methods: &[&str],
+    wait: Duration,
+    quiet: Duration,
+) -> (Outcome, bool) {
+    let mut tcp = TcpStream::connect(addr).await.expect("connect");
+    tcp.set_nodelay(true).unwrap();
+    tcp.write_all(first)
+        .await
+        .expect("the head and the body's start");
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut closed = false;
+    while read_answers(&got, methods, false).answers.is_empty() {
+        match tokio::time::timeout_at(deadline, tcp.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => {
+                closed = true;
+                break;
+            }
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+            Err(_) => break,
+        }
+    }
+    let early = !read_answers(&got, methods, closed).answers.is_empty();
+    // The server may have stopped reading: what it does not take is its business.
+    let _ = tcp.write_all(rest).await;
+    while !closed {
+        match tokio::time::timeout(quiet, tcp.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => closed = true,
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+            Err(_) => break,
+        }
+    }
+    (read_answers(&got, methods, closed), early)
 }
 
 /// The answers in `bytes`, as [`exchange`] reports them.
@@ -278,6 +326,9 @@ async fn serve(mut tcp: TcpStream) {
     loop {
         // A whole request: head, then its body by length or chunks.
         let request = loop {
+            if let Some(status) = early_status(&buf) {
+                return answer_early(tcp, status).await;
+            }
             if let Some(r) = take_request(&mut buf) {
                 break r;
             }
@@ -295,6 +346,34 @@ async fn serve(mut tcp: TcpStream) {
             return;
         }
     }
+}
+
+/// The status an `/early/<code>` request whose head is complete at the start of `buf`
+/// asks for.
+fn early_status(buf: &[u8]) -> Option<u16> {
+    let mut slots = [httparse::EMPTY_HEADER; 256];
+    let mut req = httparse::Request::new(&mut slots);
+    match req.parse(buf) {
+        Ok(httparse::Status::Complete(_)) => {}
+        _ => return None,
+    }
+    req.path?.strip_prefix("/early/")?.parse().ok()
+}
+
+/// Answers `status` before the request's body is read, then lingers (see the module).
+async fn answer_early(mut tcp: TcpStream, status: u16) {
+    let answer = format!(
+        "HTTP/1.1 {status} Scripted\r\nconnection: close\r\ncontent-length: 5\r\n\r\nearly"
+    );
+    if tcp.write_all(answer.as_bytes()).await.is_err() {
+        return;
+    }
+    let _ = tcp.shutdown().await;
+    let mut sink = vec![0u8; 16 * 1024];
+    let _ = tokio::time::timeout(Duration::from_secs(10), async {
+        while matches!(tcp.read(&mut sink).await, Ok(n) if n > 0) {}
+    })
+    .await;
 }
 
 /// The request at the start of `buf`, taken out of it: `None` when incomplete,
