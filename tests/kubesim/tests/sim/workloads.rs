@@ -1589,3 +1589,202 @@ async fn status_and_generation_follow_the_strategies() {
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["status"]["observedGeneration"], 2);
 }
+
+#[tokio::test]
+async fn describe_every_other_kind() {
+    for bin in kubesim::kubectl::all() {
+        let f = shop(&bin).await;
+        for (kind, name, lines) in [
+            (
+                "statefulset",
+                "db",
+                &[
+                    "Name: db",
+                    "Replicas: 2 desired | 2 total",
+                    "Pods Status: 0 Running / 0 Waiting / 0 Succeeded / 0 Failed",
+                ][..],
+            ),
+            (
+                "daemonset",
+                "agent",
+                &["Name: agent", "Desired Number of Nodes Scheduled: 2"][..],
+            ),
+            (
+                "job",
+                "migrate",
+                &[
+                    "Name: migrate",
+                    "Completions: 1",
+                    "Pods Statuses: 0 Active (0 Ready) / 1 Succeeded / 0 Failed",
+                ][..],
+            ),
+            (
+                "cronjob",
+                "nightly",
+                &["Name: nightly", "Schedule: 0 3 * * *", "Suspend: False"][..],
+            ),
+            (
+                "pvc",
+                "data-db-0",
+                &[
+                    "Name: data-db-0",
+                    "Status: Bound",
+                    "Volume: pvc-3f1e9a52",
+                    "Capacity: 10Gi",
+                ][..],
+            ),
+            (
+                "hpa",
+                "web",
+                &[
+                    "Name: web",
+                    "Reference: Deployment/web",
+                    "Min replicas: 2",
+                    "Max replicas: 10",
+                ][..],
+            ),
+            (
+                "pdb",
+                "web",
+                &["Name: web", "Min available: 2", "Allowed disruptions: 1"][..],
+            ),
+            ("configmap", "web-config", &["Name: web-config"][..]),
+            (
+                "secret",
+                "web-tls",
+                &["Name: web-tls", "Type: kubernetes.io/tls"][..],
+            ),
+            ("quota", "quota", &["Name: quota", "pods 3 10"][..]),
+            ("limits", "limits", &["Name: limits"][..]),
+            ("netpol", "web-ingress", &["Name: web-ingress"][..]),
+            ("sa", "web", &["Name: web"][..]),
+            (
+                "replicaset",
+                NEW_RS,
+                &[
+                    "Name: web-5d4f8b9c6",
+                    "Controlled By: Deployment/web",
+                    "Replicas: 3 current / 3 desired",
+                ][..],
+            ),
+        ] {
+            let Finished { code, out, err } = run(
+                kubectl(&bin, f.dir(), &["describe", kind, name, "-n", NS]),
+                None,
+            )
+            .await;
+            assert_eq!(code, Some(0), "{} describe {kind}: {err}", bin.display());
+            for line in lines {
+                assert!(
+                    out.lines().any(|l| norm(l) == *line),
+                    "{} describe {kind}: no {line:?} in\n{out}",
+                    bin.display()
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn patch_apply_and_delete_with_kubectl() {
+    for bin in kubesim::kubectl::all() {
+        let f = shop(&bin).await;
+        let generation = |out: String| out.trim().to_string();
+        // A strategic patch of the spec moves the generation; a label does not.
+        let out = ok(
+            &bin,
+            f.dir(),
+            &[
+                "patch",
+                "deploy",
+                "web",
+                "-n",
+                NS,
+                "-p",
+                r#"{"spec":{"replicas":5}}"#,
+            ],
+        )
+        .await;
+        assert_eq!(out, "deployment.apps/web patched\n");
+        let out = ok(
+            &bin,
+            f.dir(),
+            &["label", "deploy", "web", "-n", NS, "tier=front"],
+        )
+        .await;
+        assert_eq!(out, "deployment.apps/web labeled\n");
+        let jsonpath = [
+            "-o",
+            "jsonpath={.metadata.generation} {.spec.replicas} {.status.observedGeneration}",
+        ];
+        let out = ok(
+            &bin,
+            f.dir(),
+            &[&["get", "deploy", "web", "-n", NS][..], &jsonpath[..]].concat(),
+        )
+        .await;
+        assert_eq!(generation(out), "2 5 1");
+        // Applying the file again changes nothing the server keeps.
+        let pdb_rv = [
+            "get",
+            "pdb",
+            "web",
+            "-n",
+            NS,
+            "-o",
+            "jsonpath={.metadata.resourceVersion}",
+        ];
+        let before = ok(&bin, f.dir(), &pdb_rv).await;
+        let Finished { code, out, err } = run(
+            kubectl(&bin, f.dir(), &["apply", "--validate=false", "-f", "-"]),
+            Some(shop_yaml().as_bytes()),
+        )
+        .await;
+        assert_eq!(code, Some(0), "{err}");
+        for line in [
+            "namespace/shop unchanged",
+            "service/web unchanged",
+            "statefulset.apps/db unchanged",
+            "horizontalpodautoscaler.autoscaling/web unchanged",
+            // A PDB's selector has patchStrategy replace: client-side apply always sends
+            // it, and says so, though the server changes nothing.
+            "poddisruptionbudget.policy/web configured",
+        ] {
+            assert!(
+                out.lines().any(|l| l == line),
+                "{}: no {line:?} in\n{out}",
+                bin.display()
+            );
+        }
+        assert_eq!(ok(&bin, f.dir(), &pdb_rv).await, before);
+        // The status written by the controller survived the apply.
+        let out = ok(
+            &bin,
+            f.dir(),
+            &[
+                "get",
+                "sts",
+                "db",
+                "-n",
+                NS,
+                "-o",
+                "jsonpath={.status.readyReplicas}",
+            ],
+        )
+        .await;
+        assert_eq!(out, "2");
+        let out = ok(&bin, f.dir(), &["delete", "job", "report", "-n", NS]).await;
+        // kubectl 1.37 names the namespace, 1.32 does not.
+        let deleted = |what: &str| {
+            [
+                format!("{what} deleted\n"),
+                format!("{what} deleted from shop namespace\n"),
+            ]
+        };
+        assert!(deleted("job.batch \"report\"").contains(&out), "{out}");
+        let out = ok(&bin, f.dir(), &["delete", "cm", "web-config", "-n", NS]).await;
+        assert!(deleted("configmap \"web-config\"").contains(&out), "{out}");
+        let out = ok(&bin, f.dir(), &["get", "jobs", "-n", NS, "-o", "name"]).await;
+        assert_eq!(out, "job.batch/migrate\n");
+    }
+}
