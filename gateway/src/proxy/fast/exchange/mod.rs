@@ -7,7 +7,8 @@
 //! answers and `Connection: close` while draining.
 //!
 //! The connection loop that reads each request and decides whether the fast path takes it
-//! is the listener's (`listener::fast`); this file knows nothing of routes or snapshots.
+//! is the listener's (`listener::fast`); this module knows nothing of routes or snapshots.
+//! Its `body` file streams an answer's body back to the client by its framing.
 
 use std::io;
 use std::io::IoSlice;
@@ -19,8 +20,9 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tracing::debug;
 
+mod body;
+
 use super::buf::{BUFFER, Buf, Timer, Wait, read_within, write_all_vectored};
-use super::chunked::{self, Decoder};
 use super::pool::RawPool;
 use super::response::{self, Framing};
 use crate::config::Timeouts;
@@ -523,125 +525,6 @@ impl<'a, C: Caller> FastConn<'a, C> {
         let wait = Wait::For(Duration::ZERO);
         let copied = read_within(&mut behind, &mut self.answer, &mut self.backend_timer, wait);
         copied.await.is_ok() && behind.is_empty()
-    }
-
-    /// A body of `n` bytes: the head and what came with it in one write, then the rest as
-    /// it arrives.
-    async fn stream_length<S>(
-        &mut self,
-        io: &mut S,
-        tcp: &mut TcpStream,
-        n: u64,
-        idle: Duration,
-    ) -> Result<(), Failed>
-    where
-        S: AsyncWrite + Unpin,
-    {
-        let first = usize::try_from(n)
-            .unwrap_or(usize::MAX)
-            .min(self.answer.len());
-        write_all_vectored(
-            io,
-            &mut [
-                IoSlice::new(&self.out),
-                IoSlice::new(&self.answer.bytes()[..first]),
-            ],
-        )
-        .await
-        .map_err(|_| Failed::Client)?;
-        self.answer.consume(first);
-        let mut left = n - first as u64;
-        while left > 0 {
-            self.fill_answer(tcp, idle).await?;
-            let take = usize::try_from(left)
-                .unwrap_or(usize::MAX)
-                .min(self.answer.len());
-            io.write_all(&self.answer.bytes()[..take])
-                .await
-                .map_err(|_| Failed::Client)?;
-            self.answer.consume(take);
-            left -= take as u64;
-        }
-        Ok(())
-    }
-
-    /// A chunked body, decoded and chunked again (extensions and trailers dropped).
-    async fn stream_chunked<S>(
-        &mut self,
-        io: &mut S,
-        tcp: &mut TcpStream,
-        idle: Duration,
-    ) -> Result<(), Failed>
-    where
-        S: AsyncWrite + Unpin,
-    {
-        let mut decoder = Decoder::default();
-        loop {
-            loop {
-                let bytes = self.answer.bytes();
-                let piece = match decoder.decode(bytes) {
-                    Ok(piece) => piece,
-                    Err(e) => {
-                        // What came before the fault still goes out, as hyper's path
-                        // sends it; the unfinished answer tells the client.
-                        let _ = io.write_all(&self.out).await;
-                        return Err(Failed::Body(e.to_string()));
-                    }
-                };
-                if let Some(data) = piece.data {
-                    chunked::encode(&mut self.out, &bytes[data]);
-                }
-                self.answer.consume(piece.used);
-                if decoder.is_done() {
-                    self.out.extend_from_slice(chunked::END);
-                    return io.write_all(&self.out).await.map_err(|_| Failed::Client);
-                }
-                if piece.used == 0 || self.answer.is_empty() {
-                    break;
-                }
-            }
-            io.write_all(&self.out).await.map_err(|_| Failed::Client)?;
-            self.out.clear();
-            self.fill_answer(tcp, idle).await?;
-        }
-    }
-
-    /// A body that ends when the backend closes, sent chunked.
-    async fn stream_until_close<S>(
-        &mut self,
-        io: &mut S,
-        tcp: &mut TcpStream,
-        idle: Duration,
-    ) -> Result<(), Failed>
-    where
-        S: AsyncWrite + Unpin,
-    {
-        loop {
-            chunked::encode(&mut self.out, self.answer.bytes());
-            self.answer.clear();
-            io.write_all(&self.out).await.map_err(|_| Failed::Client)?;
-            self.out.clear();
-            self.answered = None;
-            let wait = Wait::For(idle);
-            match read_within(tcp, &mut self.answer, &mut self.backend_timer, wait).await {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(e) => return Err(upstream_io(e)),
-            }
-        }
-        io.write_all(chunked::END).await.map_err(|_| Failed::Client)
-    }
-
-    /// Reads more of the answer body within `idle`; its end before the framing's is a
-    /// failure.
-    async fn fill_answer(&mut self, tcp: &mut TcpStream, idle: Duration) -> Result<(), Failed> {
-        self.answered = None;
-        let wait = Wait::For(idle);
-        match read_within(tcp, &mut self.answer, &mut self.backend_timer, wait).await {
-            Ok(0) => Err(Failed::Body("the answer body ended early".into())),
-            Ok(_) => Ok(()),
-            Err(e) => Err(upstream_io(e)),
-        }
     }
 
     /// Answers with leafgate's own error for `err`, as `ProxyError::response` does.
