@@ -1,9 +1,9 @@
 //! The built-in kinds of an application namespace against the real kubectl (every binary
 //! `kubesim::kubectl::all` finds): Deployments with their ReplicaSets and Pods, a
 //! StatefulSet with its ControllerRevision, a DaemonSet, Jobs (one Complete, one Failed),
-//! a CronJob, Services with Endpoints and an EndpointSlice, a ConfigMap, a Secret, a
-//! ServiceAccount, a LimitRange, a ResourceQuota, a NetworkPolicy, a bound PVC, an HPA and
-//! a PDB.
+//! a CronJob, Services with Endpoints, an EndpointSlice and an Ingress, a ConfigMap, a
+//! Secret, a ServiceAccount, a LimitRange, a ResourceQuota, a NetworkPolicy, a bound PVC,
+//! an HPA and a PDB.
 //!
 //! `tests/fixtures/kube-resources/shop.yaml` is applied with `kubectl apply
 //! --validate=false -f` (kubesim serves no OpenAPI); the objects that point at server-made
@@ -398,6 +398,12 @@ async fn shop(bin: &Path) -> Fixture {
             "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "10Gi"}}),
         ),
         (
+            "networking.k8s.io/v1",
+            "Ingress",
+            "web",
+            json!({"loadBalancer": {"ingress": [{"ip": "203.0.113.7"}]}}),
+        ),
+        (
             "v1",
             "ResourceQuota",
             "quota",
@@ -423,7 +429,7 @@ async fn get_every_kind_across_namespaces() {
             f.dir(),
             &[
                 "get",
-                "deploy,rs,sts,ds,job,cronjob,svc,ep,cm,pvc,hpa,pdb",
+                "deploy,rs,sts,ds,job,cronjob,svc,ep,cm,pvc,ing,hpa,pdb",
                 "-A",
             ],
             ENDPOINTS_WARNING,
@@ -573,6 +579,25 @@ async fn get_every_kind_across_namespaces() {
                     "RWO",
                     "standard",
                     "<unset>",
+                ]]),
+            ),
+            (
+                &[
+                    "NAMESPACE",
+                    "NAME",
+                    "CLASS",
+                    "HOSTS",
+                    "ADDRESS",
+                    "PORTS",
+                    "AGE",
+                ],
+                strings(&[&[
+                    "shop",
+                    "ingress.networking.k8s.io/web",
+                    "leafgate",
+                    "shop.example",
+                    "203.0.113.7",
+                    "80, 443",
                 ]]),
             ),
             (
