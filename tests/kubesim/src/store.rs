@@ -208,6 +208,25 @@ fn keep_status(res: &Resource, old: &Value, new: &mut Value) {
     }
 }
 
+/// `Convert_v1_Secret_To_core_Secret`: `stringData` is written into `data` (its values
+/// base64-encoded, overwriting keys `data` has) and is never stored.
+fn fold_string_data(res: &Resource, obj: &mut Value) {
+    if res.crd || res.plural != "secrets" {
+        return;
+    }
+    let Some(string_data) = obj.as_object_mut().and_then(|o| o.remove("stringData")) else {
+        return;
+    };
+    use base64::Engine as _;
+    for (k, v) in string_data.as_object().into_iter().flatten() {
+        let text = v.as_str().unwrap_or("");
+        if !obj["data"].is_object() {
+            obj["data"] = json!({});
+        }
+        obj["data"][k] = json!(base64::engine::general_purpose::STANDARD.encode(text.as_bytes()));
+    }
+}
+
 /// The Job strategy's `generateSelector` on create, unless `spec.manualSelector`: the pod
 /// template gains the `job-name` and `controller-uid` labels (legacy and
 /// `batch.kubernetes.io/` forms) where it has none of its own, and the selector matches
@@ -494,6 +513,7 @@ impl Store {
         if res.crd {
             crate::crd::default(res, &mut obj);
         }
+        fold_string_data(res, &mut obj);
         if res.plural == "jobs"
             && !res.crd
             && obj.pointer("/spec/manualSelector").and_then(Value::as_bool) != Some(true)
@@ -657,6 +677,7 @@ impl Store {
         }
         new["apiVersion"] = json!(stored_api_version(res));
         new["kind"] = json!(res.kind);
+        fold_string_data(res, &mut new);
         if res.crd {
             crate::crd::default(res, &mut new);
             // BeforeUpdate keeps the stored generation; the apiextensions strategy's
@@ -756,6 +777,37 @@ impl Store {
 mod tests {
     use super::*;
     use crate::resources::find;
+
+    #[test]
+    fn secret_string_data_is_folded_into_data() {
+        let s = Store::new();
+        let secrets = find("", "v1", "secrets").unwrap();
+        let created = s
+            .create(
+                secrets,
+                "default",
+                json!({"metadata": {"name": "db"}, "data": {"user": "YWRtaW4=", "pw": "b2xk"},
+                    "stringData": {"pw": "s3cret"}}),
+            )
+            .unwrap();
+        assert_eq!(created.get("stringData"), None);
+        assert_eq!(
+            created["data"],
+            json!({"user": "YWRtaW4=", "pw": "czNjcmV0"})
+        );
+        let patched = s
+            .patch(
+                secrets,
+                "default",
+                "db",
+                &json!({"stringData": {"token": "t"}}),
+                false,
+                false,
+            )
+            .unwrap();
+        assert_eq!(patched.get("stringData"), None);
+        assert_eq!(patched["data"]["token"], "dA==");
+    }
 
     #[test]
     fn conflict_on_stale_version() {

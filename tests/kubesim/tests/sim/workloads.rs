@@ -900,10 +900,29 @@ async fn the_rest_of_the_namespace() {
         let t = tables(&out);
         assert_eq!(t.len(), 7, "{out}");
         assert_eq!(t[0].header, ["NAME", "TYPE", "DATA", "AGE"]);
+        // stringData is folded into data as the v1 conversion does.
         assert_eq!(
             t[0].without(AGES),
-            strings(&[&["secret/web-tls", "kubernetes.io/tls", "2"]])
+            strings(&[
+                &["secret/db-credentials", "Opaque", "2"],
+                &["secret/web-tls", "kubernetes.io/tls", "2"]
+            ])
         );
+        let creds = ok(
+            &bin,
+            f.dir(),
+            &[
+                "get",
+                "secret",
+                "db-credentials",
+                "-n",
+                NS,
+                "-o",
+                "jsonpath={.data.password} {.stringData}",
+            ],
+        )
+        .await;
+        assert_eq!(creds, "czNjcmV0 ");
         assert_eq!(t[1].header, ["NAME", "AGE"]);
         assert_eq!(t[1].without(AGES), strings(&[&["serviceaccount/web"]]));
         // No printer: kube-apiserver's default table, the creation time in RFC 3339.
