@@ -14,6 +14,8 @@
 //!   the custom resources' printer columns, by `jsonpath`), `discovery`, `resources`,
 //!   `query`: the pieces they use. The Gateway API kinds (GatewayClass, Gateway,
 //!   HTTPRoute, ReferenceGrant) are served as their gateway-api v1.6.1 CRDs declare them.
+//! - `defaults`: kube-apiserver's defaulting of the workload, batch, storage and
+//!   autoscaling kinds' specs, applied to every write.
 //! - `fixtures`: the catalogue of pod shapes and what `printPod` prints for each.
 //! - `kubectl`: which real kubectl binaries tests run against.
 //! - `status`: `metav1.Status` bodies, as kube-apiserver writes them.
@@ -28,6 +30,7 @@ pub mod access;
 pub mod api;
 pub mod client;
 pub mod crd;
+pub mod defaults;
 pub mod discovery;
 pub mod fixtures;
 pub mod http1;

@@ -514,6 +514,7 @@ impl Store {
             crate::crd::default(res, &mut obj);
         }
         fold_string_data(res, &mut obj);
+        crate::defaults::apply(res, &mut obj);
         if res.plural == "jobs"
             && !res.crd
             && obj.pointer("/spec/manualSelector").and_then(Value::as_bool) != Some(true)
@@ -678,6 +679,7 @@ impl Store {
         new["apiVersion"] = json!(stored_api_version(res));
         new["kind"] = json!(res.kind);
         fold_string_data(res, &mut new);
+        crate::defaults::apply(res, &mut new);
         if res.crd {
             crate::crd::default(res, &mut new);
             // BeforeUpdate keeps the stored generation; the apiextensions strategy's

@@ -879,6 +879,35 @@ async fn get_wide_adds_containers_images_selectors() {
             assert_eq!(table.header, header, "{}: {out}", bin.display());
             assert_eq!(table.without(AGES), rows, "{}: {out}", bin.display());
         }
+        // Across namespaces the same tables, each behind a NAMESPACE column.
+        let all = ok_with(
+            &bin,
+            f.dir(),
+            &[
+                "get",
+                "deploy,rs,sts,ds,job,cronjob,svc,ep,pvc",
+                "-A",
+                "-o",
+                "wide",
+            ],
+            ENDPOINTS_WARNING,
+        )
+        .await;
+        let across = tables(&all);
+        assert_eq!(across.len(), t.len(), "{all}");
+        for (a, n) in across.iter().zip(&t) {
+            assert_eq!(a.header[0], "NAMESPACE");
+            assert_eq!(a.header[1..], n.header[..], "{all}");
+            let cut: Vec<Vec<String>> = a
+                .without(AGES)
+                .into_iter()
+                .map(|mut r| {
+                    assert_eq!(r.remove(0), NS);
+                    r
+                })
+                .collect();
+            assert_eq!(cut, n.without(AGES), "{all}");
+        }
     }
 }
 
@@ -1830,5 +1859,85 @@ async fn patch_apply_and_delete_with_kubectl() {
         assert!(deleted("configmap \"web-config\"").contains(&out), "{out}");
         let out = ok(&bin, f.dir(), &["get", "jobs", "-n", NS, "-o", "name"]).await;
         assert_eq!(out, "job.batch/migrate\n");
+    }
+}
+
+#[tokio::test]
+async fn applied_objects_get_the_servers_defaults() {
+    // (`kubectl create deployment` writes protobuf, which kubesim does not read; apply
+    // writes JSON.)
+    let bare = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: bare, namespace: shop, labels: {app: bare}}
+spec:
+  selector: {matchLabels: {app: bare}}
+  template:
+    metadata: {labels: {app: bare}}
+    spec: {containers: [{name: nginx, image: "nginx:1.27"}]}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: once, namespace: shop}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: once, image: "busybox:1.36"}]
+"#;
+    for bin in kubesim::kubectl::all() {
+        let f = shop(&bin).await;
+        let Finished { code, out, err } = run(
+            kubectl(&bin, f.dir(), &["apply", "--validate=false", "-f", "-"]),
+            Some(bare.as_bytes()),
+        )
+        .await;
+        assert_eq!(code, Some(0), "{err}");
+        assert_eq!(
+            out,
+            "deployment.apps/bare created\njob.batch/once created\n"
+        );
+        let out = ok(
+            &bin,
+            f.dir(),
+            &[
+                "get",
+                "deploy",
+                "bare",
+                "-n",
+                NS,
+                "-o",
+                "jsonpath={.spec.replicas} {.spec.strategy.type} {.spec.strategy.rollingUpdate.maxSurge} {.spec.revisionHistoryLimit} {.spec.progressDeadlineSeconds} {.metadata.generation}",
+            ],
+        )
+        .await;
+        assert_eq!(out, "1 RollingUpdate 25% 10 600 1");
+        let out = ok(
+            &bin,
+            f.dir(),
+            &[
+                "get",
+                "job",
+                "once",
+                "-n",
+                NS,
+                "-o",
+                "jsonpath={.spec.completions} {.spec.parallelism} {.spec.backoffLimit} {.spec.completionMode} {.spec.suspend}",
+            ],
+        )
+        .await;
+        assert_eq!(out, "1 1 6 NonIndexed false");
+        let t = Table::parse(&ok(&bin, f.dir(), &["get", "deploy", "bare", "-n", NS]).await);
+        assert_eq!(t.without(AGES), strings(&[&["bare", "0/1", "0", "0"]]));
+        // Applying it again is no change: the defaults are not the applier's fields.
+        let Finished { out, .. } = run(
+            kubectl(&bin, f.dir(), &["apply", "--validate=false", "-f", "-"]),
+            Some(bare.as_bytes()),
+        )
+        .await;
+        assert_eq!(
+            out,
+            "deployment.apps/bare unchanged\njob.batch/once unchanged\n"
+        );
     }
 }
