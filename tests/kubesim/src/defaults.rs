@@ -4,19 +4,25 @@
 //! defaults every object it decodes. Pod templates are left as given (their defaults are
 //! many and nothing here reads them), and so are the kinds kubesim served before these.
 //!
-//! From `pkg/apis/{apps,batch,core,autoscaling}/v*/defaults.go` as of 1.3x:
+//! From `pkg/apis/{apps,batch,core,autoscaling}/v*/defaults.go` (apps/v1's and batch/v1's
+//! read from the Kubernetes sources; core/v1's and autoscaling/v2's as those files set
+//! them):
 //! - Deployment: `replicas` 1; `strategy` RollingUpdate with `maxUnavailable` and
 //!   `maxSurge` 25%; `revisionHistoryLimit` 10; `progressDeadlineSeconds` 600.
 //! - ReplicaSet: `replicas` 1.
 //! - StatefulSet: `replicas` 1; `podManagementPolicy` OrderedReady; `updateStrategy`
-//!   RollingUpdate with `partition` 0; `revisionHistoryLimit` 10;
+//!   RollingUpdate with `partition` 0 (when the type was defaulted or a rollingUpdate is
+//!   given); `revisionHistoryLimit` 10;
 //!   `persistentVolumeClaimRetentionPolicy` Retain/Retain.
 //! - DaemonSet: `updateStrategy` RollingUpdate with `maxUnavailable` 1 and `maxSurge` 0;
 //!   `revisionHistoryLimit` 10.
-//! - Job: `completions` and `parallelism` 1 when neither is set, else `parallelism` 1;
-//!   `backoffLimit` 6; `completionMode` NonIndexed; `suspend` false.
-//! - CronJob: `concurrencyPolicy` Allow; `suspend` false; `successfulJobsHistoryLimit` 3;
-//!   `failedJobsHistoryLimit` 1.
+//! - Job (read from the sources): `completions` and `parallelism` 1 when neither is set,
+//!   else `parallelism` 1; `backoffLimit` 6 (the int32 maximum with
+//!   `backoffLimitPerIndex`); the template's labels when the Job has none; `completionMode`
+//!   NonIndexed; `suspend` false; `podReplacementPolicy` TerminatingOrFailed (Failed with a
+//!   `podFailurePolicy`).
+//! - CronJob (read from the sources): `concurrencyPolicy` Allow; `suspend` false;
+//!   `successfulJobsHistoryLimit` 3; `failedJobsHistoryLimit` 1.
 //! - PersistentVolumeClaim: `volumeMode` Filesystem.
 //! - HorizontalPodAutoscaler (v2): `minReplicas` 1; no metrics means CPU at 80%
 //!   utilization.
@@ -76,16 +82,19 @@ pub fn apply(res: &Resource, obj: &mut Value) {
         "statefulsets" => {
             or_set(obj, &["spec", "replicas"], json!(1));
             or_set(obj, &["spec", "podManagementPolicy"], json!("OrderedReady"));
+            // The partition is defaulted where the strategy itself was, or where a
+            // rollingUpdate is given; an explicit RollingUpdate type alone stays bare.
+            let untyped = !has(obj, &["spec", "updateStrategy", "type"]);
             or_set(
                 obj,
                 &["spec", "updateStrategy", "type"],
                 json!("RollingUpdate"),
             );
-            if obj
+            let rolling = obj
                 .pointer("/spec/updateStrategy/type")
                 .and_then(Value::as_str)
-                == Some("RollingUpdate")
-            {
+                == Some("RollingUpdate");
+            if rolling && (untyped || has(obj, &["spec", "updateStrategy", "rollingUpdate"])) {
                 or_set(
                     obj,
                     &["spec", "updateStrategy", "rollingUpdate", "partition"],
@@ -137,9 +146,32 @@ pub fn apply(res: &Resource, obj: &mut Value) {
                 or_set(obj, &["spec", "completions"], json!(1));
             }
             or_set(obj, &["spec", "parallelism"], json!(1));
-            or_set(obj, &["spec", "backoffLimit"], json!(6));
+            let per_index = has(obj, &["spec", "backoffLimitPerIndex"]);
+            or_set(
+                obj,
+                &["spec", "backoffLimit"],
+                json!(if per_index { i32::MAX } else { 6 }),
+            );
+            // The Job takes its template's labels when it has none of its own.
+            let template = obj
+                .pointer("/spec/template/metadata/labels")
+                .filter(|l| l.is_object())
+                .cloned();
+            let own = obj
+                .pointer("/metadata/labels")
+                .and_then(Value::as_object)
+                .is_some_and(|l| !l.is_empty());
+            if let Some(labels) = template.filter(|_| !own) {
+                obj["metadata"]["labels"] = labels;
+            }
             or_set(obj, &["spec", "completionMode"], json!("NonIndexed"));
             or_set(obj, &["spec", "suspend"], json!(false));
+            let replacement = if has(obj, &["spec", "podFailurePolicy"]) {
+                "Failed"
+            } else {
+                "TerminatingOrFailed"
+            };
+            or_set(obj, &["spec", "podReplacementPolicy"], json!(replacement));
         }
         "cronjobs" => {
             or_set(obj, &["spec", "concurrencyPolicy"], json!("Allow"));
@@ -212,6 +244,17 @@ mod tests {
         let q = defaulted("batch", "v1", "jobs", json!({"spec": {"parallelism": 3}}));
         assert_eq!(q["spec"].get("completions"), None);
         assert_eq!(q["spec"]["backoffLimit"], 6);
+        assert_eq!(q["spec"]["podReplacementPolicy"], "TerminatingOrFailed");
+        let l = defaulted(
+            "batch",
+            "v1",
+            "jobs",
+            json!({"spec": {"backoffLimitPerIndex": 1, "podFailurePolicy": {"rules": []},
+                "template": {"metadata": {"labels": {"app": "x"}}}}}),
+        );
+        assert_eq!(l["spec"]["backoffLimit"], i32::MAX);
+        assert_eq!(l["spec"]["podReplacementPolicy"], "Failed");
+        assert_eq!(l["metadata"]["labels"], json!({"app": "x"}));
     }
 
     #[test]

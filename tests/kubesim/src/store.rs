@@ -232,6 +232,12 @@ fn fold_string_data(res: &Resource, obj: &mut Value) {
 /// `batch.kubernetes.io/` forms) where it has none of its own, and the selector matches
 /// `batch.kubernetes.io/controller-uid`.
 fn generate_job_selector(obj: &mut Value, name: &str, uid: &str) {
+    // Defaulting gave a Job without labels its template's labels map itself, so what is
+    // added to the template here shows in the Job's labels too.
+    let shared = obj
+        .pointer("/spec/template/metadata/labels")
+        .is_some_and(Value::is_object)
+        && obj.pointer("/metadata/labels") == obj.pointer("/spec/template/metadata/labels");
     let labels = &mut obj["spec"]["template"]["metadata"]["labels"];
     if !labels.is_object() {
         *labels = json!({});
@@ -252,6 +258,9 @@ fn generate_job_selector(obj: &mut Value, name: &str, uid: &str) {
     }
     if selector.get("batch.kubernetes.io/controller-uid").is_none() {
         selector["batch.kubernetes.io/controller-uid"] = json!(uid);
+    }
+    if shared {
+        obj["metadata"]["labels"] = obj["spec"]["template"]["metadata"]["labels"].clone();
     }
 }
 

@@ -1881,6 +1881,7 @@ kind: Job
 metadata: {name: once, namespace: shop}
 spec:
   template:
+    metadata: {labels: {app: once}}
     spec:
       restartPolicy: Never
       containers: [{name: once, image: "busybox:1.36"}]
@@ -1927,6 +1928,23 @@ spec:
         )
         .await;
         assert_eq!(out, "1 1 6 NonIndexed false");
+        // The Job took its template's labels, the generated ones with them.
+        let out = ok(
+            &bin,
+            f.dir(),
+            &[
+                "get",
+                "jobs",
+                "-n",
+                NS,
+                "-l",
+                "app=once,batch.kubernetes.io/job-name=once",
+                "-o",
+                "name",
+            ],
+        )
+        .await;
+        assert_eq!(out, "job.batch/once\n");
         let t = Table::parse(&ok(&bin, f.dir(), &["get", "deploy", "bare", "-n", NS]).await);
         assert_eq!(t.without(AGES), strings(&[&["bare", "0/1", "0", "0"]]));
         // Applying it again is no change: the defaults are not the applier's fields.
