@@ -4,9 +4,9 @@
 //! defaults every object it decodes. Pod templates are left as given (their defaults are
 //! many and nothing here reads them), and so are the kinds kubesim served before these.
 //!
-//! From `pkg/apis/{apps,batch,core,autoscaling}/v*/defaults.go` (apps/v1's and batch/v1's
-//! read from the Kubernetes sources; core/v1's and autoscaling/v2's as those files set
-//! them):
+//! From `pkg/apis/{apps,batch,core,autoscaling}/v*/defaults.go` (apps/v1's, batch/v1's
+//! and autoscaling/v2's read from the Kubernetes sources; core/v1's PVC volumeMode as that
+//! file sets it):
 //! - Deployment: `replicas` 1; `strategy` RollingUpdate with `maxUnavailable` and
 //!   `maxSurge` 25%; `revisionHistoryLimit` 10; `progressDeadlineSeconds` 600.
 //! - ReplicaSet: `replicas` 1.
@@ -25,7 +25,8 @@
 //!   `successfulJobsHistoryLimit` 3; `failedJobsHistoryLimit` 1.
 //! - PersistentVolumeClaim: `volumeMode` Filesystem.
 //! - HorizontalPodAutoscaler (v2): `minReplicas` 1; no metrics means CPU at 80%
-//!   utilization.
+//!   utilization. (A given `behavior`'s missing scale-up and scale-down rules, which
+//!   `SetDefaults_HorizontalPodAutoscalerBehavior` fills, are not filled here.)
 
 use serde_json::{Value, json};
 
