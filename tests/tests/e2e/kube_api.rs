@@ -1143,72 +1143,96 @@ X-Stream-Protocol-Version: v4.channel.k8s.io\r\nX-Stream-Protocol-Version: v3.ch
             format!("POST {exec} HTTP/1.1\r\nHost: kube\r\n{auth}{spdy}\r\n"),
             true,
         ),
-        ("no token", format!("GET {exec} HTTP/1.1\r\n{ws}\r\n"), true),
+        (
+            "no token",
+            format!("GET {exec} HTTP/1.1\r\nHost: kube\r\n{ws}\r\n"),
+            true,
+        ),
+        (
+            "no Host (RFC 9112: 400, as Go's server answers)",
+            format!("GET {exec} HTTP/1.1\r\n{auth}{ws}\r\n"),
+            false,
+        ),
+        (
+            "two Host lines",
+            format!("GET {exec} HTTP/1.1\r\nHost: kube\r\nHost: other\r\n{auth}{ws}\r\n"),
+            false,
+        ),
         (
             "a token no tenant has",
-            format!("GET {exec} HTTP/1.1\r\nAuthorization: Bearer nope\r\n{ws}\r\n"),
+            format!("GET {exec} HTTP/1.1\r\nHost: kube\r\nAuthorization: Bearer nope\r\n{ws}\r\n"),
             true,
         ),
         (
             "impersonation",
-            format!("GET {exec} HTTP/1.1\r\n{auth}Impersonate-User: admin\r\n{ws}\r\n"),
+            format!(
+                "GET {exec} HTTP/1.1\r\nHost: kube\r\n{auth}Impersonate-User: admin\r\n{ws}\r\n"
+            ),
             true,
         ),
         (
             "another tenant's pod",
             format!(
                 "GET /api/v1/namespaces/other/pods/secret/exec?command=ls&stdout=true \
-HTTP/1.1\r\n{auth}{ws}\r\n"
+HTTP/1.1\r\nHost: kube\r\n{auth}{ws}\r\n"
             ),
             true,
         ),
         (
             "a pod no leaf has",
-            format!("GET {pods}/ghost/exec?command=ls&stdout=true HTTP/1.1\r\n{auth}{ws}\r\n"),
+            format!(
+                "GET {pods}/ghost/exec?command=ls&stdout=true HTTP/1.1\r\nHost: kube\r\n{auth}{ws}\r\n"
+            ),
             true,
         ),
         (
             "a name no pod can have",
-            format!("GET {pods}/Not_A_Name/exec?command=ls HTTP/1.1\r\n{auth}{ws}\r\n"),
+            format!(
+                "GET {pods}/Not_A_Name/exec?command=ls HTTP/1.1\r\nHost: kube\r\n{auth}{ws}\r\n"
+            ),
             true,
         ),
         (
             "a subresource pods have not",
-            format!("GET {pods}/web/nope HTTP/1.1\r\n{auth}{ws}\r\n"),
+            format!("GET {pods}/web/nope HTTP/1.1\r\nHost: kube\r\n{auth}{ws}\r\n"),
             true,
         ),
         (
             "a method the subresource refuses",
-            format!("POST {pods}/web/log HTTP/1.1\r\n{auth}{spdy}\r\n"),
+            format!("POST {pods}/web/log HTTP/1.1\r\nHost: kube\r\n{auth}{spdy}\r\n"),
             true,
         ),
         (
             "a container no pod can have",
-            format!("GET {pods}/web/exec?command=ls&container=Bad_Name HTTP/1.1\r\n{auth}{ws}\r\n"),
+            format!(
+                "GET {pods}/web/exec?command=ls&container=Bad_Name HTTP/1.1\r\nHost: kube\r\n{auth}{ws}\r\n"
+            ),
             true,
         ),
         (
             "a path to normalise",
             format!(
-                "GET {pods}/x/../web/exec?command=echo&command=hi&stdout=true HTTP/1.1\r\n{auth}{ws}\r\n"
+                "GET {pods}/x/../web/exec?command=echo&command=hi&stdout=true HTTP/1.1\r\nHost: kube\r\n{auth}{ws}\r\n"
             ),
             true,
         ),
         (
             "Upgrade without Connection: the leaf declines",
-            format!("GET {exec} HTTP/1.1\r\n{auth}Upgrade: websocket\r\n\r\n"),
+            format!("GET {exec} HTTP/1.1\r\nHost: kube\r\n{auth}Upgrade: websocket\r\n\r\n"),
             true,
         ),
         (
             "an upgrade on /version, then a second request",
             format!(
-                "GET /version HTTP/1.1\r\n{auth}{ws}\r\nGET /version HTTP/1.1\r\nHost: kube\r\n{auth}\r\n"
+                "GET /version HTTP/1.1\r\nHost: kube\r\n{auth}{ws}\r\nGET /version HTTP/1.1\r\nHost: kube\r\n{auth}\r\n"
             ),
             true,
         ),
         (
             "a request with a body goes to hyper",
-            format!("POST {exec} HTTP/1.1\r\nContent-Length: 2\r\n{auth}{spdy}\r\nhi"),
+            format!(
+                "POST {exec} HTTP/1.1\r\nHost: kube\r\nContent-Length: 2\r\n{auth}{spdy}\r\nhi"
+            ),
             false,
         ),
         (
@@ -1218,13 +1242,13 @@ HTTP/1.1\r\n{auth}{ws}\r\n"
         ),
         (
             "a head hyper refuses",
-            format!("GET {exec} HTTP/1.1\r\nBad Name: x\r\n{auth}{ws}\r\n"),
+            format!("GET {exec} HTTP/1.1\r\nHost: kube\r\nBad Name: x\r\n{auth}{ws}\r\n"),
             false,
         ),
         (
             "a head over the 16 KiB read in place",
             format!(
-                "GET {exec} HTTP/1.1\r\nX-Big: {}\r\n{auth}{ws}\r\n",
+                "GET {exec} HTTP/1.1\r\nHost: kube\r\nX-Big: {}\r\n{auth}{ws}\r\n",
                 "b".repeat(20_000)
             ),
             false,
@@ -1241,24 +1265,24 @@ HTTP/1.1\r\n{auth}{ws}\r\n"
         (
             "acme-ci's WebSocket exec",
             &ci,
-            format!("GET {exec} HTTP/1.1\r\n{ws}\r\n"),
+            format!("GET {exec} HTTP/1.1\r\nHost: kube\r\n{ws}\r\n"),
         ),
         (
             "acme-ci on another tenant's pod",
             &ci,
             format!(
-                "GET /api/v1/namespaces/other/pods/secret/exec?command=ls HTTP/1.1\r\n{ws}\r\n"
+                "GET /api/v1/namespaces/other/pods/secret/exec?command=ls HTTP/1.1\r\nHost: kube\r\n{ws}\r\n"
             ),
         ),
         (
             "acme-ci with another tenant's token",
             &ci,
-            format!("GET {exec} HTTP/1.1\r\n{other_token}{ws}\r\n"),
+            format!("GET {exec} HTTP/1.1\r\nHost: kube\r\n{other_token}{ws}\r\n"),
         ),
         (
             "a certificate no tenant names",
             &stranger,
-            format!("GET {exec} HTTP/1.1\r\n{ws}\r\n"),
+            format!("GET {exec} HTTP/1.1\r\nHost: kube\r\n{ws}\r\n"),
         ),
     ];
     let cases = cases

@@ -901,64 +901,82 @@ X-Stream-Protocol-Version: v4.channel.k8s.io\r\nX-Stream-Protocol-Version: v3.ch
         ),
         (
             "a path the kubelet has not",
-            format!("GET /nope HTTP/1.1\r\n{ws}\r\n"),
+            format!("GET /nope HTTP/1.1\r\nHost: node\r\n{ws}\r\n"),
             true,
         ),
         (
+            "no Host (RFC 9112: 400, as Go's server answers)",
+            format!("GET {exec} HTTP/1.1\r\n{ws}\r\n"),
+            false,
+        ),
+        (
+            "two Host lines",
+            format!("GET {exec} HTTP/1.1\r\nHost: node\r\nHost: other\r\n{ws}\r\n"),
+            false,
+        ),
+        (
             "a method the route refuses",
-            format!("POST /pods HTTP/1.1\r\n{ws}\r\n"),
+            format!("POST /pods HTTP/1.1\r\nHost: node\r\n{ws}\r\n"),
             true,
         ),
         (
             "a name no pod can have",
-            format!("GET /exec/apps/Not_A_Name/main?command=ls HTTP/1.1\r\n{ws}\r\n"),
+            format!("GET /exec/apps/Not_A_Name/main?command=ls HTTP/1.1\r\nHost: node\r\n{ws}\r\n"),
             true,
         ),
         (
             "impersonation",
-            format!("GET {exec} HTTP/1.1\r\nImpersonate-User: admin\r\n{ws}\r\n"),
+            format!("GET {exec} HTTP/1.1\r\nHost: node\r\nImpersonate-User: admin\r\n{ws}\r\n"),
             true,
         ),
         (
             "another tenant's namespace",
-            format!("GET /exec/other/theirs/main?command=ls&output=1 HTTP/1.1\r\n{ws}\r\n"),
+            format!(
+                "GET /exec/other/theirs/main?command=ls&output=1 HTTP/1.1\r\nHost: node\r\n{ws}\r\n"
+            ),
             true,
         ),
         (
             "a pod no leaf has",
-            format!("GET /exec/apps/ghost/main?command=ls&output=1 HTTP/1.1\r\n{ws}\r\n"),
+            format!(
+                "GET /exec/apps/ghost/main?command=ls&output=1 HTTP/1.1\r\nHost: node\r\n{ws}\r\n"
+            ),
             true,
         ),
         (
             "a pod in two leaves",
-            format!("GET /exec/apps/twin/main?command=ls&output=1 HTTP/1.1\r\n{ws}\r\n"),
+            format!(
+                "GET /exec/apps/twin/main?command=ls&output=1 HTTP/1.1\r\nHost: node\r\n{ws}\r\n"
+            ),
             true,
         ),
         (
             "no command",
-            format!("GET /exec/apps-web/shell/main?output=1 HTTP/1.1\r\n{ws}\r\n"),
+            format!("GET /exec/apps-web/shell/main?output=1 HTTP/1.1\r\nHost: node\r\n{ws}\r\n"),
             true,
         ),
         (
             "a path to normalise",
             format!(
-                "GET /exec/apps-web/x/../shell/main?command=echo&command=hi&output=1 HTTP/1.1\r\n{ws}\r\n"
+                "GET /exec/apps-web/x/../shell/main?command=echo&command=hi&output=1 HTTP/1.1\r\nHost: node\r\n{ws}\r\n"
             ),
             true,
         ),
         (
             "Upgrade without Connection: the leaf declines",
-            format!("GET {exec} HTTP/1.1\r\nUpgrade: websocket\r\n\r\n"),
+            format!("GET {exec} HTTP/1.1\r\nHost: node\r\nUpgrade: websocket\r\n\r\n"),
             true,
         ),
         (
             "an upgrade on /healthz, then a second request",
-            format!("GET /healthz HTTP/1.1\r\n{ws}\r\nGET /healthz HTTP/1.1\r\nHost: node\r\n\r\n"),
+            format!(
+                "GET /healthz HTTP/1.1\r\nHost: node\r\n{ws}\r\nGET /healthz HTTP/1.1\r\nHost: node\r\n\r\n"
+            ),
             true,
         ),
         (
             "a request with a body goes to hyper",
-            format!("POST {exec} HTTP/1.1\r\nContent-Length: 2\r\n{spdy}\r\nhi"),
+            format!("POST {exec} HTTP/1.1\r\nHost: node\r\nContent-Length: 2\r\n{spdy}\r\nhi"),
             false,
         ),
         (
@@ -968,13 +986,13 @@ X-Stream-Protocol-Version: v4.channel.k8s.io\r\nX-Stream-Protocol-Version: v3.ch
         ),
         (
             "a head hyper refuses",
-            format!("GET {exec} HTTP/1.1\r\nBad Name: x\r\n{ws}\r\n"),
+            format!("GET {exec} HTTP/1.1\r\nHost: node\r\nBad Name: x\r\n{ws}\r\n"),
             false,
         ),
         (
             "a head over the 16 KiB read in place",
             format!(
-                "GET {exec} HTTP/1.1\r\nX-Big: {}\r\n{ws}\r\n",
+                "GET {exec} HTTP/1.1\r\nHost: node\r\nX-Big: {}\r\n{ws}\r\n",
                 "b".repeat(20_000)
             ),
             false,
@@ -1020,7 +1038,8 @@ X-Stream-Protocol-Version: v4.channel.k8s.io\r\nX-Stream-Protocol-Version: v3.ch
                 .connect(ServerName::try_from("leafgate.node").unwrap(), tcp)
                 .await
                 .unwrap();
-            let half = format!("GET {exec} HTTP/1.1\r\nUpgrade: websocket\r\nX-Slow: ");
+            let half =
+                format!("GET {exec} HTTP/1.1\r\nHost: node\r\nUpgrade: websocket\r\nX-Slow: ");
             tokio::io::AsyncWriteExt::write_all(&mut tls, half.as_bytes())
                 .await
                 .unwrap();

@@ -230,6 +230,11 @@ pub fn upgrade(buf: &[u8]) -> Upgrade {
     if !upgrade {
         return Upgrade::Other("no Upgrade");
     }
+    // What RFC 9112 refuses (its Host lines, its codings) is refused in the front, on
+    // hyper's path, so both ways of reading an upgrade answer it alike.
+    if headers::refused(&headers, http::Version::HTTP_11, None).is_some() {
+        return Upgrade::Other("a head RFC 9112 refuses");
+    }
     let (mut parts, ()) = http::Request::new(()).into_parts();
     parts.method = method;
     parts.uri = uri;
