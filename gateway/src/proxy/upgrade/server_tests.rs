@@ -129,17 +129,29 @@ X-Stream-Protocol-Version: v3.channel.k8s.io\r\n\r\n",
         b"GET /exec/apps/web/main?command=ls&command=-l&output=1 HTTP/1.1\r\nHost: node\r\n\
 Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\
 Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: v5.channel.k8s.io, v4.channel.k8s.io\r\n\r\n",
-        // No Host, no Connection: hyper hands it over all the same.
-        b"GET /portForward/apps/web HTTP/1.1\r\nupgrade: SPDY/3.1\r\n\r\n",
+        // No Connection: hyper hands it over all the same.
+        b"GET /portForward/apps/web HTTP/1.1\r\nHost: node\r\nupgrade: SPDY/3.1\r\n\r\n",
         // Case, repeated lines, an empty value, a tab and bytes past ASCII in values.
-        b"POST /attach/apps/web/main?stdin=1 HTTP/1.1\r\nUPGRADE: SPDY/3.1\r\ncOnNeCtIoN: upgrade\r\n\
+        b"POST /attach/apps/web/main?stdin=1 HTTP/1.1\r\nhOsT: node\r\nUPGRADE: SPDY/3.1\r\ncOnNeCtIoN: upgrade\r\n\
 X-A: 1\r\nx-a: 2\r\nX-Empty:\r\nX-Tab: a\tb\r\nX-Latin: caf\xe9\r\n\r\n",
         // Bare LF line ends: httparse reads them, for hyper as here.
-        b"GET /exec/a/b/c HTTP/1.1\nUpgrade: x\n\n",
+        b"GET /exec/a/b/c HTTP/1.1\nHost: node\nUpgrade: x\n\n",
         // Percent escapes and every sub-delimiter in the target.
         b"GET /containerLogs/apps/web/main?since=2026-11-29T00%3A00%3A00Z&x=!$&'()*+,;=:@ HTTP/1.1\r\n\
-Upgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+Host: node\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
     ];
+    // What RFC 9112 refuses (no Host, two of them) hyper's server hands over, and the
+    // front refuses; the raw read leaves it to hyper's path, so both answer alike.
+    for head in [
+        &b"GET /portForward/apps/web HTTP/1.1\r\nupgrade: SPDY/3.1\r\n\r\n"[..],
+        b"GET /exec/a/b/c HTTP/1.1\r\nHost: a\r\nHost: b\r\nUpgrade: websocket\r\n\r\n",
+    ] {
+        assert!(
+            matches!(request::upgrade(head), Upgrade::Other(_)),
+            "{}",
+            String::from_utf8_lossy(head)
+        );
+    }
     for head in heads {
         if let Err(why) = taken_as_hyper_takes(head).await {
             panic!("{}: {why}", String::from_utf8_lossy(head));
@@ -153,8 +165,8 @@ Upgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
         }
     }
     // A full header count (hyper's limit) is taken; one more is hyper's 431.
-    let mut many = b"GET /exec/a/b/c HTTP/1.1\r\nUpgrade: websocket\r\n".to_vec();
-    for i in 1..100 {
+    let mut many = b"GET /exec/a/b/c HTTP/1.1\r\nHost: node\r\nUpgrade: websocket\r\n".to_vec();
+    for i in 2..100 {
         many.extend_from_slice(format!("x-{i}: {i}\r\n").as_bytes());
     }
     many.extend_from_slice(b"\r\n");
