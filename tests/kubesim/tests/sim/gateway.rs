@@ -11,29 +11,17 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::Duration;
 
+use super::common::{Fixture, fixture, kubectl, read_until, watching};
+use kubesim::KubeSim;
 use kubesim::testkit::{Finished, run};
-use kubesim::{Credential, KubeSim};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::Command;
 
 const TOKEN: &str = "t0ken-for-gateway-api";
 const GROUP: &str = "gateway.networking.k8s.io";
 const INFRA: &str = "gateway-conformance-infra";
 const APPLY: [&str; 4] = ["apply", "--validate=false", "-f", "-"];
-
-fn kubectl(bin: &Path, dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(bin);
-    cmd.arg("--kubeconfig")
-        .arg(dir.join("kubeconfig"))
-        .arg("--cache-dir")
-        .arg(dir.join("cache"))
-        .args(args)
-        .kill_on_drop(true);
-    cmd
-}
 
 async fn ok(bin: &Path, dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> String {
     let Finished { code, out, err } = run(kubectl(bin, dir, args), stdin).await;
@@ -97,29 +85,9 @@ fn manifests() -> String {
     .join("\n---\n")
 }
 
-struct Fixture {
-    sim: KubeSim,
-    dir: tempfile::TempDir,
-}
-
-async fn fixture() -> Fixture {
-    let sim = KubeSim::builder()
-        .token(TOKEN, "alice")
-        .start()
-        .await
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    sim.kubeconfig(
-        &Credential::Token(TOKEN.into()),
-        &dir.path().join("kubeconfig"),
-    )
-    .unwrap();
-    Fixture { sim, dir }
-}
-
 /// A fixture with `manifests()` applied by `bin`.
 async fn applied(bin: &Path) -> Fixture {
-    let f = fixture().await;
+    let f = fixture(TOKEN).await;
     ok(bin, f.dir.path(), &APPLY, Some(manifests().as_bytes())).await;
     f
 }
@@ -131,7 +99,7 @@ fn stored(sim: &KubeSim, version: &str, kind: &str, ns: &str, name: &str) -> Val
 
 #[tokio::test]
 async fn discovery_lists_the_kinds_as_their_crds_declare_them() {
-    let f = fixture().await;
+    let f = fixture(TOKEN).await;
     let dir = f.dir.path();
     for bin in kubesim::kubectl::all() {
         let out = ok(&bin, dir, &["api-resources", "--api-group", GROUP], None).await;
@@ -236,7 +204,7 @@ async fn discovery_lists_the_kinds_as_their_crds_declare_them() {
 #[tokio::test]
 async fn apply_the_conformance_manifests_and_get_them() {
     for bin in kubesim::kubectl::all() {
-        let f = fixture().await;
+        let f = fixture(TOKEN).await;
         let dir = f.dir.path();
         let out = ok(&bin, dir, &APPLY, Some(manifests().as_bytes())).await;
         let created = |kind: &str| {
@@ -786,45 +754,6 @@ async fn status_subresource_and_generation() {
     }
 }
 
-/// Reads lines until one satisfies `want`, within 15 s.
-async fn read_until(
-    lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
-    want: impl Fn(&str) -> bool,
-) -> String {
-    tokio::time::timeout(Duration::from_secs(15), async {
-        loop {
-            let line = lines
-                .next_line()
-                .await
-                .unwrap()
-                .expect("kubectl output ended early");
-            if want(&line) {
-                return line;
-            }
-        }
-    })
-    .await
-    .expect("the expected line within 15 s")
-}
-
-/// Waits until `n` watches of `path` have been asked for.
-async fn watching(sim: &KubeSim, path: &str, n: usize) {
-    let opened = async {
-        while sim
-            .requests()
-            .iter()
-            .filter(|r| r.path == path && r.query.contains("watch=true"))
-            .count()
-            < n
-        {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(10), opened)
-        .await
-        .expect("kubectl opened a watch");
-}
-
 #[tokio::test]
 async fn watch_sees_added_modified_deleted() {
     for bin in kubesim::kubectl::all() {
@@ -970,7 +899,7 @@ async fn watch_sees_added_modified_deleted() {
 #[tokio::test]
 async fn server_side_apply() {
     for bin in kubesim::kubectl::all() {
-        let f = fixture().await;
+        let f = fixture(TOKEN).await;
         let dir = f.dir.path();
         let ssa = ["apply", "--server-side", "--validate=false", "-f", "-"];
         let objects =

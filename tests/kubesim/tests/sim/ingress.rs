@@ -6,24 +6,12 @@
 
 use std::path::Path;
 
+use super::common::{fixture, kubectl};
+use kubesim::KubeSim;
 use kubesim::testkit::{Finished, run};
-use kubesim::{Credential, KubeSim};
 use serde_json::json;
-use tokio::process::Command;
 
 const TOKEN: &str = "t0ken-for-ingress";
-
-/// kubectl with the test's kubeconfig and a cache of its own.
-fn kubectl(bin: &Path, dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(bin);
-    cmd.arg("--kubeconfig")
-        .arg(dir.join("kubeconfig"))
-        .arg("--cache-dir")
-        .arg(dir.join("cache"))
-        .args(args)
-        .kill_on_drop(true);
-    cmd
-}
 
 async fn ok(bin: &Path, dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> String {
     let Finished { code, out, err } = run(kubectl(bin, dir, args), stdin).await;
@@ -76,26 +64,6 @@ fn manifests(backend_port: u16) -> String {
         .collect::<String>()
 }
 
-struct Fixture {
-    sim: KubeSim,
-    dir: tempfile::TempDir,
-}
-
-async fn fixture() -> Fixture {
-    let sim = KubeSim::builder()
-        .token(TOKEN, "alice")
-        .start()
-        .await
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    sim.kubeconfig(
-        &Credential::Token(TOKEN.into()),
-        &dir.path().join("kubeconfig"),
-    )
-    .unwrap();
-    Fixture { sim, dir }
-}
-
 fn ingress(sim: &KubeSim) -> serde_json::Value {
     let res = kubesim::api::resource_of("networking.k8s.io/v1", "Ingress").unwrap();
     sim.store().get(res, "default", "web").unwrap()
@@ -106,7 +74,7 @@ fn ingress(sim: &KubeSim) -> serde_json::Value {
 #[tokio::test]
 async fn apply_get_ingress_and_status_subresource() {
     for bin in kubesim::kubectl::all() {
-        let f = fixture().await;
+        let f = fixture(TOKEN).await;
         let dir = f.dir.path();
         let apply = ["apply", "--validate=false", "-f", "-"];
         let out = ok(&bin, dir, &apply, Some(manifests(80).as_bytes())).await;
@@ -216,7 +184,7 @@ async fn apply_get_ingress_and_status_subresource() {
 
 #[tokio::test]
 async fn events_read_by_kubectl() {
-    let f = fixture().await;
+    let f = fixture(TOKEN).await;
     let dir = f.dir.path();
     let web = objects(80).pop().expect("the Ingress is last");
     f.sim.create(web).unwrap();

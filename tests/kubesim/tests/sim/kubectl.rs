@@ -1,6 +1,7 @@
 //! The simulator against the real kubectl (every binary `kubesim::kubectl::all` finds):
 //! tables, wide output, YAML, watch, logs, and both kinds of authentication.
 
+use super::common::read_until;
 use kubesim::testkit::echo_server;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -163,27 +164,6 @@ async fn get_pod_yaml() {
             "{err}"
         );
     }
-}
-
-/// Reads lines from `lines` until one satisfies `want`, within 15s.
-async fn read_until(
-    lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
-    want: impl Fn(&str) -> bool,
-) -> String {
-    tokio::time::timeout(Duration::from_secs(15), async {
-        loop {
-            let line = lines
-                .next_line()
-                .await
-                .unwrap()
-                .expect("kubectl output ended early");
-            if want(&line) {
-                return line;
-            }
-        }
-    })
-    .await
-    .expect("the expected line within 15s")
 }
 
 #[tokio::test]

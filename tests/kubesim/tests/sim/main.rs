@@ -2,6 +2,7 @@
 
 mod api;
 mod chain;
+mod common;
 mod gateway;
 mod ingress;
 mod kubectl;

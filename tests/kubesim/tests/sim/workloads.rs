@@ -17,13 +17,13 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use super::common::{self, kubectl, read_until, watching};
+use kubesim::KubeSim;
 use kubesim::testkit::{Finished, run};
-use kubesim::{Credential, KubeSim};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::Command;
 
 const TOKEN: &str = "t0ken-for-the-shop";
 const NS: &str = "shop";
@@ -31,17 +31,6 @@ const NEW_RS: &str = "web-5d4f8b9c6";
 const OLD_RS: &str = "web-7c9b5d2f4";
 const ENDPOINTS_WARNING: &str =
     "Warning: v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice\n";
-
-fn kubectl(bin: &Path, dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(bin);
-    cmd.arg("--kubeconfig")
-        .arg(dir.join("kubeconfig"))
-        .arg("--cache-dir")
-        .arg(dir.join("cache"))
-        .args(args)
-        .kill_on_drop(true);
-    cmd
-}
 
 /// kubectl's stdout for a command that must succeed with nothing on stderr but `allowed`.
 async fn ok_with(bin: &Path, dir: &Path, args: &[&str], allowed: &str) -> String {
@@ -210,17 +199,7 @@ fn deployment_status(available: i64) -> Value {
 /// The `shop` namespace: the fixture file applied with `bin`, then the owned objects and
 /// the statuses.
 async fn shop(bin: &Path) -> Fixture {
-    let sim = KubeSim::builder()
-        .token(TOKEN, "alice")
-        .start()
-        .await
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    sim.kubeconfig(
-        &Credential::Token(TOKEN.into()),
-        &dir.path().join("kubeconfig"),
-    )
-    .unwrap();
+    let common::Fixture { sim, dir } = common::fixture(TOKEN).await;
     let Finished { code, out, err } = run(
         kubectl(bin, dir.path(), &["apply", "--validate=false", "-f", "-"]),
         Some(shop_yaml().as_bytes()),
@@ -1205,44 +1184,6 @@ async fn describe_service_finds_its_endpoints() {
         // 1.32 reads the Endpoints (and is warned), later ones the EndpointSlices.
         assert!(err.is_empty() || err == ENDPOINTS_WARNING, "{err}");
     }
-}
-
-async fn read_until(
-    lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
-    want: impl Fn(&str) -> bool,
-) -> String {
-    tokio::time::timeout(Duration::from_secs(15), async {
-        loop {
-            let line = lines
-                .next_line()
-                .await
-                .unwrap()
-                .expect("kubectl output ended early");
-            if want(&line) {
-                return line;
-            }
-        }
-    })
-    .await
-    .expect("the expected line within 15 s")
-}
-
-/// Waits until `n` watches of `path` have been asked for.
-async fn watching(sim: &KubeSim, path: &str, n: usize) {
-    let opened = async {
-        while sim
-            .requests()
-            .iter()
-            .filter(|r| r.path == path && r.query.contains("watch=true"))
-            .count()
-            < n
-        {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(10), opened)
-        .await
-        .expect("kubectl opened a watch");
 }
 
 #[tokio::test]
