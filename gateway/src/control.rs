@@ -30,9 +30,15 @@ pub enum ReloadError {
         addr: SocketAddr,
         source: Arc<std::io::Error>,
     },
-    /// The work was cut short (its thread ended, or the serving threads could not start).
-    #[error("{0}")]
+    /// The work was cut short: the thread it ran on ended.
+    #[error("the reload was interrupted: {0}")]
     Interrupted(String),
+}
+
+impl From<BuildError> for ReloadError {
+    fn from(e: BuildError) -> Self {
+        ReloadError::Build(Arc::new(e))
+    }
 }
 
 impl ReloadError {

@@ -19,48 +19,22 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{error, info, warn};
 
-use crate::config::{Config, ConfigErrors, ParseCache};
+use crate::config::{Config, ParseCache};
 use crate::control::{ApplyFuture, Control, ListenerAddr, ReloadError, ReloadFuture, ReloadRecord};
 use crate::metrics::Metrics;
 use crate::runtime::Shared;
-use crate::snapshot::{BuildError, Snapshot};
+use crate::snapshot::Snapshot;
 use crate::workers::{self, Workers};
 use crate::{admin, listener, watch};
 
-/// Why the gateway could not start or a reload was refused.
+/// Why the gateway could not start: its config was refused as a reload's would be, or the
+/// serving threads could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
-    #[error("{0}")]
-    Config(#[from] ConfigErrors),
-    #[error("{0}")]
-    Build(#[from] BuildError),
-    #[error("listener `{name}`: cannot bind {addr}: {source}")]
-    Bind {
-        name: String,
-        addr: SocketAddr,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Load(#[from] ReloadError),
     #[error("cannot start the serving threads: {0}")]
     Workers(std::io::Error),
-    #[error("the reload was interrupted: {0}")]
-    Interrupted(String),
-}
-
-impl From<GatewayError> for ReloadError {
-    fn from(e: GatewayError) -> Self {
-        match e {
-            GatewayError::Config(errors) => ReloadError::Config(errors),
-            GatewayError::Build(b) => ReloadError::Build(Arc::new(b)),
-            GatewayError::Bind { name, addr, source } => ReloadError::Bind {
-                name,
-                addr,
-                source: Arc::new(source),
-            },
-            e @ (GatewayError::Workers(_) | GatewayError::Interrupted(_)) => {
-                ReloadError::Interrupted(e.to_string())
-            }
-        }
-    }
 }
 
 struct RunningListener {
@@ -107,7 +81,8 @@ impl Gateway {
         let snapshot =
             tokio::task::spawn_blocking(move || Snapshot::build(Arc::new(config), 1, None, &built))
                 .await
-                .map_err(|e| GatewayError::Interrupted(e.to_string()))??;
+                .map_err(|e| ReloadError::Interrupted(e.to_string()))?
+                .map_err(ReloadError::from)?;
         let admin_bind = snapshot.config.admin.as_ref().map(|a| a.bind);
 
         let shared = Arc::new(Shared {
@@ -122,14 +97,13 @@ impl Gateway {
 
         let admin = match admin_bind {
             Some(addr) => {
-                let socket =
-                    TcpListener::bind(addr)
-                        .await
-                        .map_err(|source| GatewayError::Bind {
-                            name: "admin".into(),
-                            addr,
-                            source,
-                        })?;
+                let socket = TcpListener::bind(addr)
+                    .await
+                    .map_err(|source| ReloadError::Bind {
+                        name: "admin".into(),
+                        addr,
+                        source: Arc::new(source),
+                    })?;
                 Some(socket)
             }
             None => None,
@@ -228,11 +202,11 @@ impl Gateway {
         &self,
         name: &str,
         bind: SocketAddr,
-    ) -> Result<(RunningListener, Vec<std::net::TcpListener>), GatewayError> {
-        let err = |source| GatewayError::Bind {
+    ) -> Result<(RunningListener, Vec<std::net::TcpListener>), ReloadError> {
+        let err = |source| ReloadError::Bind {
             name: name.to_string(),
             addr: bind,
-            source,
+            source: Arc::new(source),
         };
         let sockets = workers::bind_reuseport(bind, self.workers.len()).map_err(err)?;
         let local = sockets[0].local_addr().map_err(err)?;
@@ -282,7 +256,7 @@ impl Gateway {
     /// running snapshot stays and the error is returned, logged and recorded for `/status`.
     pub async fn reload(&self) -> Result<u64, ReloadError> {
         let _one_at_a_time = self.reloading.lock().await;
-        let result = self.reload_locked().await.map_err(ReloadError::from);
+        let result = self.reload_locked().await;
         let metrics = &self.shared.metrics;
         let record = match &result {
             Ok(generation) => {
@@ -307,7 +281,7 @@ impl Gateway {
         result
     }
 
-    async fn reload_locked(&self) -> Result<u64, GatewayError> {
+    async fn reload_locked(&self) -> Result<u64, ReloadError> {
         let config = load_blocking(self.config_path.clone(), self.parse_cache.clone()).await?;
         let previous = self.shared.snapshot.load_full();
         let generation = previous.generation + 1;
@@ -316,7 +290,7 @@ impl Gateway {
             Snapshot::build(Arc::new(config), generation, Some(&previous), &metrics)
         })
         .await
-        .map_err(|e| GatewayError::Interrupted(e.to_string()))??;
+        .map_err(|e| ReloadError::Interrupted(e.to_string()))??;
 
         // Listeners: keep those whose (name, bind) is unchanged, so their sockets never
         // close; bind the new ones before anything is stopped, so a failed bind leaves the
@@ -398,8 +372,7 @@ impl Gateway {
         let current = self.shared.snapshot.load_full();
         let next = tokio::task::spawn_blocking(move || current.with_ingress(model))
             .await
-            .map_err(|e| ReloadError::Interrupted(e.to_string()))?
-            .map_err(|e| ReloadError::Build(Arc::new(e)))?;
+            .map_err(|e| ReloadError::Interrupted(e.to_string()))??;
         self.shared.snapshot.store(Arc::new(next));
         Ok(())
     }
@@ -492,9 +465,9 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 async fn load_blocking(
     path: PathBuf,
     cache: Arc<Mutex<ParseCache>>,
-) -> Result<Config, GatewayError> {
+) -> Result<Config, ReloadError> {
     tokio::task::spawn_blocking(move || Config::load_cached(&path, &mut lock(&cache)))
         .await
-        .map_err(|e| GatewayError::Interrupted(e.to_string()))?
-        .map_err(GatewayError::from)
+        .map_err(|e| ReloadError::Interrupted(e.to_string()))?
+        .map_err(ReloadError::Config)
 }
