@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
-"""Writes src/crd_defaults.json: the `default:` values of gateway-api's standard CRDs, as a
-skeleton of their structural schemas holding only the paths that lead to a default.
+"""Writes src/crd_schemas.json: the structural schemas of gateway-api's standard CRDs, cut to
+what kube-apiserver's pruning and defaulting read: every property's name, and the `default:`
+values.
 
-    python3 scripts/crd-defaults.py <gateway-api checkout> v1.6.1 > src/crd_defaults.json
+    python3 scripts/crd-schemas.py <gateway-api checkout> v1.6.1 > src/crd_schemas.json
 
 Each kind and version maps to a node {"default"?, "properties"?, "items"?,
-"additionalProperties"?}; `crd::default` applies them as the apiextensions defaulting
-algorithm does. Needs PyYAML.
+"additionalProperties"?}; `crd::prune` drops what no `properties` names (as
+`apiserver/schema/pruning` does) and `crd::default` applies the defaults (as
+`apiserver/schema/defaulting` does). Needs PyYAML. Refuses schemas these two could not
+follow: `x-kubernetes-preserve-unknown-fields`, embedded resources, defaults under a
+combinator, and objects declaring neither properties nor additionalProperties (but the
+root's `metadata`, which is pruned as ObjectMeta).
 """
 import json
 import subprocess
@@ -17,31 +22,28 @@ import yaml
 KINDS = ["gatewayclasses", "gateways", "httproutes", "referencegrants"]
 
 
-def skeleton(s):
-    if not isinstance(s, dict):
-        return None
-    node = {}
-    props = {}
-    for k, v in (s.get("properties") or {}).items():
-        sk = skeleton(v)
-        if sk is not None:
-            props[k] = sk
-    if props:
-        node["properties"] = props
-    items = skeleton(s.get("items"))
-    if items is not None:
-        node["items"] = items
-    add = s.get("additionalProperties")
-    if isinstance(add, dict):
-        sk = skeleton(add)
-        if sk is not None:
-            node["additionalProperties"] = sk
+def skeleton(s, path):
+    for key in ("x-kubernetes-preserve-unknown-fields", "x-kubernetes-embedded-resource"):
+        if s.get(key):
+            sys.exit(f"{path}: {key} is not followed by crd::prune")
     for comb in ("allOf", "anyOf", "oneOf", "not"):
         if json.dumps(s.get(comb)).find('"default"') >= 0:
-            sys.exit(f"a default under {comb}: not a structural schema")
+            sys.exit(f"{path}: a default under {comb}: not a structural schema")
+    node = {}
+    props = s.get("properties") or {}
+    if props:
+        node["properties"] = {k: skeleton(v, f"{path}.{k}") for k, v in props.items()}
+    if isinstance(s.get("items"), dict):
+        node["items"] = skeleton(s["items"], f"{path}[*]")
+    add = s.get("additionalProperties")
+    if isinstance(add, dict):
+        node["additionalProperties"] = skeleton(add, f"{path}{{*}}")
+    if s.get("type") == "object" and not props and not isinstance(add, dict):
+        if path != ".metadata":
+            sys.exit(f"{path}: an object with neither properties nor additionalProperties")
     if "default" in s:
         node["default"] = s["default"]
-    return node or None
+    return node
 
 
 def main():
@@ -56,8 +58,7 @@ def main():
         for v in crd["spec"]["versions"]:
             if not v.get("served"):
                 continue
-            sk = skeleton(v["schema"]["openAPIV3Schema"]) or {}
-            out["kinds"][f"{plural}/{v['name']}"] = sk
+            out["kinds"][f"{plural}/{v['name']}"] = skeleton(v["schema"]["openAPIV3Schema"], "")
     json.dump(out, sys.stdout, indent=1, sort_keys=True)
     sys.stdout.write("\n")
 

@@ -6,12 +6,15 @@
 //! columns printed by `PrintResults`, `date` columns as a human age), `null` when the path
 //! reaches nothing.
 //!
-//! And their defaults: the `default:` values of those CRDs' schemas (`crd_defaults.json`,
-//! written by `scripts/crd-defaults.py` from the upstream YAML), applied as the
-//! apiextensions defaulting algorithm (`apiserver/schema/defaulting`) applies them to
-//! every object written and read: a property with a default that is absent (or null; none
-//! of these is nullable) gets it, then every property is defaulted in turn, list items by
-//! `items`. So a Gateway nobody has written status for reads with the CRD's default
+//! And their structural schemas (`crd_schemas.json`, written by `scripts/crd-schemas.py`
+//! from the upstream YAML: every property's name and the `default:` values), applied to
+//! every object written as the apiextensions handler applies them: first pruning
+//! (`apiserver/schema/pruning`): a field no `properties` of its object names is dropped
+//! (a `status` given to a ReferenceGrant, whose schema has none; an unknown `spec.foo`),
+//! maps by `additionalProperties`, list items by `items`, the root's `metadata` left to
+//! ObjectMeta; then defaulting (`apiserver/schema/defaulting`): a property with a default
+//! that is absent (or null; none of these is nullable) gets it, then every property is
+//! defaulted in turn, list items by `items`. So a Gateway nobody has written status for reads with the CRD's default
 //! conditions (`Accepted` and `Programmed` `Unknown`, reason `Pending`), and an HTTPRoute
 //! rule without matches matches `PathPrefix /`, as in a cluster.
 
@@ -85,16 +88,55 @@ pub fn printer_columns(plural: &str) -> &'static [PrinterColumn] {
     }
 }
 
-/// The defaults skeletons, by `<plural>/<version>`.
-static DEFAULTS: LazyLock<Value> = LazyLock::new(|| {
-    serde_json::from_str(include_str!("crd_defaults.json")).expect("crd_defaults.json is JSON")
+/// The schema skeletons, by `<plural>/<version>`.
+static SCHEMAS: LazyLock<Value> = LazyLock::new(|| {
+    serde_json::from_str(include_str!("crd_schemas.json")).expect("crd_schemas.json is JSON")
 });
+
+fn schema(res: &Resource) -> Option<&'static Value> {
+    SCHEMAS["kinds"].get(format!("{}/{}", res.plural, res.version).as_str())
+}
+
+/// Prunes from `obj` what `res`'s schema does not declare, then applies its defaults.
+pub fn structure(res: &Resource, obj: &mut Value) {
+    if let Some(node) = schema(res) {
+        prune_in(obj, node);
+        default_in(obj, node);
+    }
+}
 
 /// Applies `res`'s schema defaults to `obj`.
 pub fn default(res: &Resource, obj: &mut Value) {
-    let key = format!("{}/{}", res.plural, res.version);
-    if let Some(node) = DEFAULTS["kinds"].get(key.as_str()) {
+    if let Some(node) = schema(res) {
         default_in(obj, node);
+    }
+}
+
+/// `pruning.Prune`: the fields of an object whose schema has `properties` are kept only
+/// where named; a map's values and a list's items are pruned by their schemas. A node
+/// with neither (a scalar, the root's `metadata`) is left as it is.
+fn prune_in(x: &mut Value, s: &Value) {
+    match x {
+        Value::Object(m) => {
+            if let Some(props) = s.get("properties").and_then(Value::as_object) {
+                m.retain(|k, _| props.contains_key(k));
+                for (k, v) in m.iter_mut() {
+                    prune_in(v, &props[k]);
+                }
+            } else if let Some(extra) = s.get("additionalProperties") {
+                for v in m.values_mut() {
+                    prune_in(v, extra);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(each) = s.get("items") {
+                for v in items {
+                    prune_in(v, each);
+                }
+            }
+        }
+        _ => {}
     }
 }
 

@@ -520,7 +520,7 @@ impl Store {
             }
         }
         if res.crd {
-            crate::crd::default(res, &mut obj);
+            crate::crd::structure(res, &mut obj);
         }
         fold_string_data(res, &mut obj);
         crate::defaults::apply(res, &mut obj);
@@ -690,7 +690,7 @@ impl Store {
         fold_string_data(res, &mut new);
         crate::defaults::apply(res, &mut new);
         if res.crd {
-            crate::crd::default(res, &mut new);
+            crate::crd::structure(res, &mut new);
             // BeforeUpdate keeps the stored generation; the apiextensions strategy's
             // PrepareForUpdate adds one when anything but metadata changed (a status
             // write never does: its strategy copies the old object).
@@ -988,6 +988,105 @@ mod tests {
             )
             .unwrap();
         assert_eq!(generation(&g), 2);
+    }
+
+    /// Writes that try what their endpoint does not allow get kube-apiserver's answer: a
+    /// status patch of the spec or of `metadata.generation` changes neither; a merge patch
+    /// of `status` on the main resource changes nothing (and stores nothing) where the
+    /// status has its subresource, and is pruned where the schema has no status; fields the
+    /// schema does not name are pruned, not stored.
+    #[test]
+    fn hostile_writes_of_custom_resources() {
+        let s = Store::new();
+        let gw = find("gateway.networking.k8s.io", "v1", "gateways").unwrap();
+        let generation = |v: &Value| v["metadata"]["generation"].as_i64().unwrap();
+        let patch = |res, name: &str, body: Value, status_only| {
+            s.patch(res, "default", name, &body, false, status_only)
+                .unwrap()
+        };
+        let created = s
+            .create(
+                gw,
+                "default",
+                json!({"metadata": {"name": "g"}, "spec": {"gatewayClassName": "c", "listeners": [],
+                       "foo": {"bar": 1}}, "extra": true}),
+            )
+            .unwrap();
+        assert_eq!(created["spec"].get("foo"), None, "{created}");
+        assert_eq!(created.get("extra"), None, "{created}");
+        let rv = s.resource_version();
+
+        // The status subresource takes neither the spec nor the generation.
+        let st = patch(
+            gw,
+            "g",
+            json!({"metadata": {"generation": 7}, "spec": {"gatewayClassName": "x"},
+                   "status": {"addresses": [{"value": "10.0.0.10"}]}}),
+            true,
+        );
+        assert_eq!(generation(&st), 1);
+        assert_eq!(st["spec"]["gatewayClassName"], "c");
+        assert_eq!(st["status"]["addresses"][0]["value"], "10.0.0.10");
+        // Nor does a PUT of the status.
+        let mut put = st.clone();
+        put["metadata"]["generation"] = json!(9);
+        put["spec"]["gatewayClassName"] = json!("y");
+        let put = s.update(gw, "default", "g", put, true).unwrap();
+        assert_eq!(
+            (generation(&put), put["spec"]["gatewayClassName"].as_str()),
+            (1, Some("c"))
+        );
+
+        // `status` on the main resource: ignored, nothing written.
+        let rv = {
+            assert!(s.resource_version() > rv);
+            s.resource_version()
+        };
+        let main = patch(gw, "g", json!({"status": {"addresses": []}}), false);
+        assert_eq!(main["status"], st["status"]);
+        assert_eq!(generation(&main), 1);
+        assert_eq!(s.resource_version(), rv, "a write that changes nothing");
+        // The generation is the server's on the main resource too.
+        let main = patch(gw, "g", json!({"metadata": {"generation": 5}}), false);
+        assert_eq!(generation(&main), 1);
+        assert_eq!(s.resource_version(), rv);
+
+        // ReferenceGrant has no status in its schema: pruned, whatever writes it.
+        let rg = find("gateway.networking.k8s.io", "v1beta1", "referencegrants").unwrap();
+        let grant = s
+            .create(
+                rg,
+                "default",
+                json!({"metadata": {"name": "r"}, "spec": {"from": [], "to": []},
+                       "status": {"ok": true}}),
+            )
+            .unwrap();
+        assert_eq!(grant.get("status"), None, "{grant}");
+        let rv = s.resource_version();
+        let g = patch(rg, "r", json!({"status": {"ok": true}}), false);
+        assert_eq!((g.get("status"), generation(&g)), (None, 1));
+        let g = patch(
+            rg,
+            "r",
+            json!({"spec": {"to": [{"group": "", "kind": "Service", "port": 80}]}}),
+            false,
+        );
+        assert_eq!(g["spec"]["to"], json!([{"group": "", "kind": "Service"}]));
+        assert_eq!(generation(&g), 2);
+        assert_eq!(
+            s.resource_version(),
+            rv + 1,
+            "only the spec change was written"
+        );
+        let mut put = g.clone();
+        put["status"] = json!({"ok": true});
+        assert_eq!(
+            s.update(rg, "default", "r", put, false)
+                .unwrap()
+                .get("status"),
+            None
+        );
+        assert_eq!(s.resource_version(), rv + 1);
     }
 
     #[test]
