@@ -59,6 +59,24 @@ impl HostPattern {
         }
     }
 
+    /// Whether every host `other` matches, this pattern matches too: `*` covers all; an
+    /// exact name or a wildcard covers the exact names it matches; a wildcard `*.t` (one or
+    /// more labels) covers a wildcard on `t` or on a longer suffix ending in it; a one-label
+    /// wildcard covers only itself among wildcards; only `*` covers `*`. Tenants' `hosts`
+    /// bound Ingress hosts with it, and Gateway API hostnames intersect by it.
+    pub fn covers(&self, other: &HostPattern) -> bool {
+        match (self, other) {
+            (HostPattern::Any, _) => true,
+            (_, HostPattern::Exact(name)) => self.matches(name),
+            (
+                HostPattern::Wildcard(t),
+                HostPattern::Wildcard(s) | HostPattern::WildcardLabel(s),
+            ) => s.ends_with(t.as_str()),
+            (HostPattern::WildcardLabel(t), HostPattern::WildcardLabel(s)) => s == t,
+            _ => false,
+        }
+    }
+
     /// An Ingress rule's `host`: exact (lowercased) or `*.suffix` matching one label.
     /// The same syntax as TOML hosts; only the wildcard's meaning differs.
     pub fn parse_ingress(text: &str) -> Result<Self, String> {

@@ -3,7 +3,6 @@
 
 use std::cmp::Reverse;
 
-use super::hostnames;
 use super::model::{Action, GatewayRoute, ListenerKey, PathModifier, Redirect, Rewrite};
 use super::rules::{Match, Rule};
 use super::types::HttpPathModifier;
@@ -81,7 +80,7 @@ pub fn entry(
     name: &str,
     listener: &ListenerKey,
     https: bool,
-    host: &str,
+    host: &HostPattern,
     rule: &Rule,
     m: &Match,
     tenant: Option<String>,
@@ -115,7 +114,7 @@ pub fn entry(
     GatewayRoute {
         name: format!("httproute/{namespace}/{name}/{}", rule.name),
         listener: listener.clone(),
-        host: hostnames::pattern(host),
+        host: host.clone(),
         path: m.path.clone(),
         headers: m.headers.clone(),
         query: m.query.clone(),

@@ -2,7 +2,8 @@
 //! `hostnames`): RFC 1123 names, lowercase, no IP, optionally prefixed by one wildcard
 //! label `*.` that matches ONE OR MORE labels (`*.example.com` matches `a.example.com`
 //! and `a.b.example.com`, never `example.com`), and the intersection of a listener's
-//! hostname with a route's.
+//! hostname with a route's, as host patterns ([`HostPattern::covers`], which bounds
+//! tenants' hosts too).
 
 use crate::config::HostPattern;
 
@@ -30,43 +31,29 @@ pub fn invalid(text: &str) -> Option<String> {
     }
 }
 
-/// Whether `wildcard` (`*.s`) matches `name` (exact or `*.t`): `name` ends in `.s` with at
-/// least one label before it.
-fn covers(wildcard: &str, name: &str) -> bool {
-    let suffix = &wildcard[1..]; // ".s"
-    match name.strip_prefix('*') {
-        // `*.t` is within `*.s` when `.t` is `.s` or ends with it.
-        Some(other) => other.ends_with(suffix),
-        // An exact name needs a label before `.s`.
-        None => name.len() > suffix.len() && name.ends_with(suffix),
-    }
-}
-
 /// The hostname requests match where a listener's `hostname` (`None`: any) and a route's
-/// hostname meet: the more specific of the two, or `None` when they do not intersect.
-/// `very.specific.com` and `*.specific.com` meet at `very.specific.com`; `*.a.example.com`
-/// and `*.example.com` at `*.a.example.com`.
-pub fn intersect(listener: Option<&str>, route: &str) -> Option<String> {
-    let Some(listener) = listener else {
-        return Some(route.to_string());
-    };
-    match (listener.starts_with("*."), route.starts_with("*.")) {
-        (false, false) => (listener == route).then(|| route.to_string()),
-        (true, false) => covers(listener, route).then(|| route.to_string()),
-        (false, true) => covers(route, listener).then(|| listener.to_string()),
-        (true, true) if covers(listener, route) => Some(route.to_string()),
-        (true, true) => covers(route, listener).then(|| listener.to_string()),
+/// hostname meet: the more specific of the two (the one the other covers), or `None` when
+/// they do not intersect. `very.specific.com` and `*.specific.com` meet at
+/// `very.specific.com`; `*.a.example.com` and `*.example.com` at `*.a.example.com`.
+pub fn intersect(listener: Option<&HostPattern>, route: &HostPattern) -> Option<HostPattern> {
+    match listener {
+        None => Some(route.clone()),
+        Some(l) if l.covers(route) => Some(route.clone()),
+        Some(l) => route.covers(l).then(|| l.clone()),
     }
 }
 
 /// The hostnames a route serves on a listener: the listener's (or `*`) when the route
 /// names none; else each of its hostnames that intersects, as the intersection, once each
 /// and in order; `None` when it names some and none intersects.
-pub fn effective(listener: Option<&str>, route: &[String]) -> Option<Vec<String>> {
+pub fn effective(
+    listener: Option<&HostPattern>,
+    route: &[HostPattern],
+) -> Option<Vec<HostPattern>> {
     if route.is_empty() {
-        return Some(vec![listener.unwrap_or("*").to_string()]);
+        return Some(vec![listener.cloned().unwrap_or(HostPattern::Any)]);
     }
-    let mut out: Vec<String> = Vec::new();
+    let mut out: Vec<HostPattern> = Vec::new();
     for h in route {
         if let Some(i) = intersect(listener, h)
             && !out.contains(&i)

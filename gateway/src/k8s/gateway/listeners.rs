@@ -11,6 +11,7 @@ use super::grants::{self, From, To};
 use super::hostnames;
 use super::model::{Cond, ListenerStatusOut};
 use super::types::{GROUP, Gateway, Listener, ReferenceGrant, RouteGroupKind};
+use crate::config::HostPattern;
 use crate::k8s::ingress::certs::Certs;
 
 /// A problem as a condition's reason and message.
@@ -20,6 +21,8 @@ pub type Why = (&'static str, String);
 pub struct ListenerState<'o> {
     pub listener: &'o Listener,
     pub port: u16,
+    /// Its `hostname`, when it has a valid one (`None`: any host).
+    pub host: Option<HostPattern>,
     pub supported_kinds: Vec<RouteGroupKind>,
     /// Why it is not accepted (Accepted=False).
     pub not_accepted: Option<Why>,
@@ -41,10 +44,6 @@ impl ListenerState<'_> {
 
     pub fn programmed(&self) -> bool {
         self.valid() && self.unresolved.is_none()
-    }
-
-    pub fn hostname(&self) -> Option<&str> {
-        self.listener.hostname.as_deref().filter(|h| !h.is_empty())
     }
 
     pub fn status(&self, generation: i64) -> ListenerStatusOut {
@@ -133,7 +132,7 @@ pub fn listeners<'o>(
                         b.name, b.port, b.protocol
                     ),
                 )
-            } else if out[i].hostname() == out[j].hostname() {
+            } else if out[i].host == out[j].host {
                 (
                     "HostnameConflict",
                     format!(
@@ -159,6 +158,7 @@ fn listener<'o>(
     let mut state = ListenerState {
         listener: l,
         port: u16::try_from(l.port).unwrap_or(0),
+        host: None,
         supported_kinds: Vec::new(),
         not_accepted: None,
         conflicted: None,
@@ -182,13 +182,11 @@ fn listener<'o>(
             format!("port {} is not a TCP port", l.port),
         ));
     }
-    if let Some(why) = l
-        .hostname
-        .as_deref()
-        .filter(|h| !h.is_empty())
-        .and_then(hostnames::invalid)
-    {
-        state.not_accepted = Some(("UnsupportedValue", why));
+    if let Some(h) = l.hostname.as_deref().filter(|h| !h.is_empty()) {
+        match hostnames::invalid(h) {
+            Some(why) => state.not_accepted = Some(("UnsupportedValue", why)),
+            None => state.host = Some(hostnames::pattern(h)),
+        }
     }
     let kinds = l.allowed_routes.as_ref().map_or(&[][..], |a| &a.kinds[..]);
     if kinds.is_empty() {

@@ -19,7 +19,7 @@ use super::rules;
 use super::selector;
 use super::types::{GROUP, Gateway, GatewayClass, HttpRoute, ParentReference};
 use crate::config::cidr::Cidr;
-use crate::config::glob_matches;
+use crate::config::{HostPattern, glob_matches};
 use crate::k8s::ingress::backends::Backends;
 use crate::k8s::ingress::certs::Certs;
 
@@ -280,6 +280,12 @@ pub fn translate(objects: &Objects<'_>, settings: &Settings) -> Model {
             .iter()
             .find(|t| t.namespaces.iter().any(|g| glob_matches(g, namespace)));
         let generation = generation(&route.metadata);
+        let hostnames: Vec<HostPattern> = route
+            .spec
+            .hostnames
+            .iter()
+            .map(|h| hostnames::pattern(h))
+            .collect();
         let mut parents = Vec::new();
         for parent in &route.spec.parent_refs {
             if parent.group.as_deref().unwrap_or(GROUP) != GROUP
@@ -294,7 +300,7 @@ pub fn translate(objects: &Objects<'_>, settings: &Settings) -> Model {
             else {
                 continue;
             };
-            let attached = attach(route, parent, state, objects, tenant);
+            let attached = attach(route, &hostnames, parent, state, objects, tenant);
             let accepted = match (&attached, &read.rules) {
                 (Err(why), _) => Some(why.clone()),
                 (Ok(_), Err(why)) => Some(why.clone()),
@@ -383,11 +389,12 @@ pub fn translate(objects: &Objects<'_>, settings: &Settings) -> Model {
 /// hostname is outside its tenant's `hosts`).
 fn attach(
     route: &HttpRoute,
+    hostnames: &[HostPattern],
     parent: &ParentReference,
     state: &GatewayState<'_>,
     objects: &Objects<'_>,
     tenant: Option<&crate::k8s::ingress::model::TenantBounds>,
-) -> Result<Vec<(usize, Vec<String>)>, Why> {
+) -> Result<Vec<(usize, Vec<HostPattern>)>, Why> {
     if let Some(why) = &state.not_accepted {
         return Err((
             "NotAllowedByListeners",
@@ -421,11 +428,10 @@ fn attach(
             format!("no listener admits HTTPRoutes from namespace {namespace}"),
         ));
     }
-    let with_hosts: Vec<(usize, Vec<String>)> = allowed
+    let with_hosts: Vec<(usize, Vec<HostPattern>)> = allowed
         .into_iter()
         .filter_map(|i| {
-            hostnames::effective(state.listeners[i].hostname(), &route.spec.hostnames)
-                .map(|h| (i, h))
+            hostnames::effective(state.listeners[i].host.as_ref(), hostnames).map(|h| (i, h))
         })
         .collect();
     if with_hosts.is_empty() {
@@ -438,18 +444,20 @@ fn attach(
         return Ok(with_hosts);
     };
     let mut refused: Vec<String> = Vec::new();
-    let kept: Vec<(usize, Vec<String>)> = with_hosts
+    let kept: Vec<(usize, Vec<HostPattern>)> = with_hosts
         .into_iter()
         .filter_map(|(i, hosts)| {
-            let (ok, bad): (Vec<String>, Vec<String>) = hosts
-                .into_iter()
-                .partition(|h| t.may_claim(&hostnames::pattern(h)));
-            refused.extend(bad);
+            let (ok, bad): (Vec<HostPattern>, Vec<HostPattern>) =
+                hosts.into_iter().partition(|h| t.may_claim(h));
+            for h in bad.iter().map(ToString::to_string) {
+                if !refused.contains(&h) {
+                    refused.push(h);
+                }
+            }
             (!ok.is_empty()).then_some((i, ok))
         })
         .collect();
     if kept.is_empty() {
-        refused.dedup();
         let hosts: Vec<String> = t.hosts.iter().flatten().map(ToString::to_string).collect();
         let may = match hosts.is_empty() {
             true => "may claim no host".to_string(),

@@ -84,7 +84,7 @@ impl TenantBounds {
 
     /// Whether its Ingresses may claim `host` (an Ingress host: exact, one-label
     /// wildcard, or `Any` for rules without a host and `defaultBackend`): only when one
-    /// of its `hosts` patterns matches every name `host` matches. An exact name needs a
+    /// of its `hosts` patterns covers it ([`HostPattern::covers`]). An exact name needs a
     /// pattern matching it; a wildcard `*.s` needs a wildcard pattern on `s` or a suffix
     /// of it; the catch-all needs the pattern `*` (a tenant limited to some hosts must not
     /// take every host nobody routes).
@@ -92,18 +92,7 @@ impl TenantBounds {
         let Some(patterns) = &self.hosts else {
             return true;
         };
-        patterns.iter().any(|p| match (p, host) {
-            (HostPattern::Any, _) => true,
-            (_, HostPattern::Exact(name)) => p.matches(name),
-            (
-                HostPattern::Wildcard(t),
-                HostPattern::Wildcard(s) | HostPattern::WildcardLabel(s),
-            ) => s.ends_with(t.as_str()),
-            // A one-label pattern covers the one-label Ingress wildcard on the same suffix
-            // alone (TOML never makes one; kept exact for completeness).
-            (HostPattern::WildcardLabel(t), HostPattern::WildcardLabel(s)) => s == t,
-            _ => false,
-        })
+        patterns.iter().any(|p| p.covers(host))
     }
 }
 
