@@ -394,12 +394,28 @@ fn method_not_allowed() -> ApiError {
     )
 }
 
+/// kube-apiserver's `--max-request-body-bytes` default (`MaxRequestBodyBytes`, 3 MiB).
+const MAX_REQUEST_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// The request body as JSON. Past `MAX_REQUEST_BODY_BYTES` it is refused as
+/// `limitedReadBody` refuses it (413 RequestEntityTooLarge); nesting deeper than serde's
+/// 128 levels is a 400, one of the two answers kube-apiserver's `TestMaxResourceSize`
+/// allows for deep nesting under the limit.
 async fn read_json(req: Request<Incoming>) -> Result<Value, ApiError> {
-    let body = req
-        .into_body()
+    let body = http_body_util::Limited::new(req.into_body(), MAX_REQUEST_BODY_BYTES)
         .collect()
         .await
-        .map_err(|e| ApiError::bad(format!("reading the body: {e}")))?
+        .map_err(|e| {
+            if e.is::<http_body_util::LengthLimitError>() {
+                ApiError::new(
+                    413,
+                    "RequestEntityTooLarge",
+                    format!("Request entity too large: limit is {MAX_REQUEST_BODY_BYTES}"),
+                )
+            } else {
+                ApiError::bad(format!("reading the body: {e}"))
+            }
+        })?
         .to_bytes();
     serde_json::from_slice(&body).map_err(|e| ApiError::bad(format!("the body is not JSON: {e}")))
 }

@@ -628,6 +628,77 @@ async fn apply_creates_then_merges() {
     assert_eq!(resp.status(), 422);
 }
 
+/// Bodies as kube-apiserver's `TestMaxResourceSize` sends them: past 3 MiB a create and a
+/// patch get 413 RequestEntityTooLarge; under it an unknown field, however big, is pruned;
+/// deep nesting is either pruned or a 400 (the two answers that test allows).
+#[tokio::test]
+async fn oversized_and_deeply_nested_bodies() {
+    const LIMIT: usize = 3 * 1024 * 1024;
+    let sim = sim().await;
+    let path = "/apis/gateway.networking.k8s.io/v1/namespaces/default/gateways";
+    let gw = |name: &str, junk: Value| {
+        json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+            "metadata": {"name": name}, "spec": {"gatewayClassName": "c", "listeners": [], "junk": junk}})
+    };
+    let too_large = |code: u16, v: &Value| {
+        assert_eq!(code, 413, "{v}");
+        assert_eq!(
+            (
+                v["reason"].as_str(),
+                v["message"].as_str(),
+                v["code"].as_u64()
+            ),
+            (
+                Some("RequestEntityTooLarge"),
+                Some("Request entity too large: limit is 3145728"),
+                Some(413)
+            )
+        );
+    };
+
+    let under = gw("big", json!("x".repeat(LIMIT - 300)));
+    assert!(under.to_string().len() <= LIMIT);
+    let (code, v) = call(&sim, "POST", path, under).await;
+    assert_eq!(code, 201);
+    assert_eq!(v["spec"].get("junk"), None, "pruned");
+    let over = gw("huge", json!("x".repeat(LIMIT)));
+    let (code, v) = call(&sim, "POST", path, over).await;
+    too_large(code, &v);
+    let patch = json!({"spec": {"junk": "x".repeat(LIMIT)}});
+    let resp = send(
+        &sim,
+        Some(TOKEN),
+        "PATCH",
+        &format!("{path}/big"),
+        &[("content-type", "application/merge-patch+json")],
+        patch,
+    )
+    .await;
+    let code = resp.status().as_u16();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    too_large(code, &serde_json::from_slice(&bytes).unwrap());
+
+    let nested = |depth: usize| (0..depth).fold(json!("x"), |inner, _| json!({"a": inner}));
+    let (code, v) = call(&sim, "POST", path, gw("nested", nested(100))).await;
+    assert_eq!(code, 201, "{v}");
+    assert_eq!(v["spec"].get("junk"), None, "pruned");
+    let (code, v) = call(&sim, "POST", path, gw("deeper", nested(200))).await;
+    assert_eq!(
+        (code, v["reason"].as_str()),
+        (400, Some("BadRequest")),
+        "{v}"
+    );
+    let (code, list) = call(&sim, "GET", path, Value::Null).await;
+    assert_eq!(code, 200);
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["big", "nested"]);
+}
+
 // ---- Streaming subresources: negotiation answers and raw WebSocket clients ----
 
 async fn stream_pod(sim: &KubeSim, annotations: Value) {
