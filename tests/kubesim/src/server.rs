@@ -92,6 +92,8 @@ pub(crate) struct Shared {
     pub store: Store,
     pub tokens: HashMap<String, String>,
     pub requests: Mutex<Vec<Recorded>>,
+    /// The paths of the watches streaming so far (each once its events are subscribed).
+    pub watches: watch::Sender<Vec<String>>,
     /// TLS handshakes completed.
     pub handshakes: std::sync::atomic::AtomicUsize,
     /// How the apiserver role reaches kubelets.
@@ -217,6 +219,7 @@ impl KubeSimBuilder {
             store: Store::new(),
             tokens: self.tokens.into_iter().collect(),
             requests: Mutex::new(Vec::new()),
+            watches: watch::Sender::new(Vec::new()),
             handshakes: Default::default(),
             kubelet,
             role: if self.kubelet_role.is_some() {
@@ -363,6 +366,27 @@ impl KubeSim {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// How many watches of `path` (a collection's path, no query) have started streaming.
+    pub fn watches(&self, path: &str) -> usize {
+        self.shared
+            .watches
+            .borrow()
+            .iter()
+            .filter(|p| *p == path)
+            .count()
+    }
+
+    /// Returns once `n` watches of `path` have started streaming: each has taken its
+    /// snapshot or history and subscribed to later changes, so a change made after this
+    /// returns reaches them. The signal a test waits on instead of polling `requests`.
+    pub async fn watching(&self, path: &str, n: usize) {
+        let mut rx = self.shared.watches.subscribe();
+        // The sender lives as long as `self`.
+        let _ = rx
+            .wait_for(|started| started.iter().filter(|p| *p == path).count() >= n)
+            .await;
     }
 
     /// Adds a `SubjectAccessReview` rule: `user` (or `*`) doing `verb` (or `*`) is allowed

@@ -336,7 +336,10 @@ async fn routed(
     match (t.name.as_deref(), t.sub.as_deref()) {
         (None, _) => match method {
             Method::GET if q.flag("watch").map_err(ApiError::bad)? => {
-                watch::watch(store, &t, &q, &accept)
+                let resp = watch::watch(store, &t, &q, &accept)?;
+                let path = req.uri().path().to_string();
+                shared.watches.send_modify(|started| started.push(path));
+                Ok(resp)
             }
             Method::GET => list(store, &t, &q, &accept),
             Method::POST => {

@@ -62,20 +62,9 @@ pub async fn read_until(
     .expect("the expected line within 15 s")
 }
 
-/// Waits until `n` watches of `path` have been asked for.
+/// Waits until `n` watches of `path` stream, on the simulator's signal.
 pub async fn watching(sim: &KubeSim, path: &str, n: usize) {
-    let opened = async {
-        while sim
-            .requests()
-            .iter()
-            .filter(|r| r.path == path && r.query.contains("watch=true"))
-            .count()
-            < n
-        {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(10), opened)
+    tokio::time::timeout(Duration::from_secs(10), sim.watching(path, n))
         .await
-        .expect("kubectl opened a watch");
+        .unwrap_or_else(|_| panic!("{n} watches of {path} within 10 s"));
 }

@@ -1,7 +1,7 @@
 //! The simulator against the real kubectl (every binary `kubesim::kubectl::all` finds):
 //! tables, wide output, YAML, watch, logs, and both kinds of authentication.
 
-use super::common::read_until;
+use super::common::{read_until, watching};
 use kubesim::testkit::echo_server;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -178,26 +178,9 @@ async fn get_pods_watch_sees_a_new_pod() {
             .unwrap();
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         read_until(&mut lines, |l| l.starts_with("web ")).await;
-        // The watch is open once kubectl has asked for it.
+        // This binary's watch is the (i+1)th on the pods collection.
         let name = format!("late-{i}");
-        let watching = async {
-            // This binary's watch is the (i+1)th on the pods collection.
-            while f
-                .sim
-                .requests()
-                .iter()
-                .filter(|r| {
-                    r.path == "/api/v1/namespaces/default/pods" && r.query.contains("watch=true")
-                })
-                .count()
-                <= i
-            {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        };
-        tokio::time::timeout(Duration::from_secs(10), watching)
-            .await
-            .expect("kubectl opened a watch");
+        watching(&f.sim, "/api/v1/namespaces/default/pods", i + 1).await;
         f.sim
             .create(pod("default", &name, &["c"], "n1", "10.1.0.9"))
             .unwrap();
@@ -924,23 +907,6 @@ fn unready_pod(ns: &str, name: &str) -> serde_json::Value {
     p
 }
 
-/// Waits until the simulator has answered more than `before` watches on `path`.
-async fn watched(sim: &KubeSim, path: &str, before: usize) {
-    let count = || {
-        sim.requests()
-            .iter()
-            .filter(|r| r.path == path && r.query.contains("watch=true"))
-            .count()
-    };
-    tokio::time::timeout(Duration::from_secs(15), async {
-        while count() <= before {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .expect("kubectl opened a watch within 15 s");
-}
-
 /// `kubectl wait` (1.37 lists by streaming: `sendInitialEvents=true` and the
 /// initial-events-end bookmark; 1.32 lists then watches) returns promptly once the
 /// condition holds: the simulator gives it what it needs.
@@ -953,12 +919,7 @@ async fn kubectl_wait_for_ready_and_for_delete_return_promptly() {
         let name = format!("slow-{i}");
         f.sim.create(unready_pod("default", &name)).unwrap();
         let cache = f.dir.path().join("cache");
-        let before = f
-            .sim
-            .requests()
-            .iter()
-            .filter(|r| r.path == path && r.query.contains("watch=true"))
-            .count();
+        let before = f.sim.watches(path);
         let target = format!("pod/{name}");
         let ready = command(&bin, &f.kubeconfig, &cache)
             .args(["wait", "--for=condition=Ready", &target, "--timeout=30s"])
@@ -966,7 +927,7 @@ async fn kubectl_wait_for_ready_and_for_delete_return_promptly() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        watched(&f.sim, path, before).await;
+        watching(&f.sim, path, before + 1).await;
         let streamed = f.sim.requests().iter().any(|r| {
             r.path == path && r.query.contains("sendInitialEvents=true") && r.query.contains(&name)
         });
@@ -995,19 +956,14 @@ async fn kubectl_wait_for_ready_and_for_delete_return_promptly() {
             "{b}"
         );
 
-        let before = f
-            .sim
-            .requests()
-            .iter()
-            .filter(|r| r.path == path && r.query.contains("watch=true"))
-            .count();
+        let before = f.sim.watches(path);
         let gone = command(&bin, &f.kubeconfig, &cache)
             .args(["wait", "--for=delete", &target, "--timeout=30s"])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        watched(&f.sim, path, before).await;
+        watching(&f.sim, path, before + 1).await;
         f.sim.delete("v1", "Pod", "default", &name).unwrap();
         let deleted = std::time::Instant::now();
         let out = tokio::time::timeout(Duration::from_secs(10), gone.wait_with_output())
