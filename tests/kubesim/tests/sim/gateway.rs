@@ -34,6 +34,17 @@ async fn ok(bin: &Path, dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Stri
     out
 }
 
+const MERGE: &[&str] = &["--type=merge"];
+const STATUS_MERGE: &[&str] = &["--subresource=status", "--type=merge"];
+const JSON_PATCH: &[&str] = &["--type=json"];
+
+/// `kubectl patch` of `target` (kind, name and `-n <namespace>`) with `body` of the patch
+/// type (and subresource) `how` names, which must succeed.
+async fn patch(bin: &Path, dir: &Path, target: &[&str], how: &[&str], body: &str) -> String {
+    let args = [&["patch"], target, how, &["-p", body]].concat();
+    ok(bin, dir, &args, None).await
+}
+
 /// kubectl's stderr for a command that must fail.
 async fn fails(bin: &Path, dir: &Path, args: &[&str]) -> String {
     let Finished { code, out, err } = run(kubectl(bin, dir, args), None).await;
@@ -472,18 +483,16 @@ async fn status_subresource_and_generation() {
             "spec": {"gatewayClassName": "other"}
         })
         .to_string();
-        let patch_status = [
-            "patch",
-            "gateway",
-            "same-namespace",
-            "-n",
-            INFRA,
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            &status,
-        ];
-        ok(&bin, dir, &patch_status, None).await;
+        let patch_status = || {
+            patch(
+                &bin,
+                dir,
+                &["gateway", "same-namespace", "-n", INFRA],
+                STATUS_MERGE,
+                &status,
+            )
+        };
+        patch_status().await;
         let gw = get_gw().await;
         assert_eq!(gw["metadata"]["generation"], 1, "{gw}");
         assert_eq!(gw["spec"]["gatewayClassName"], "leafgate");
@@ -507,26 +516,18 @@ async fn status_subresource_and_generation() {
 
         // The same status again stores nothing.
         let rv = f.sim.store().resource_version();
-        ok(&bin, dir, &patch_status, None).await;
+        patch_status().await;
         assert_eq!(f.sim.store().resource_version(), rv, "a no-op status write");
 
         // A spec change (`kubectl edit` writes a merge patch on custom resources) bumps the
         // generation; the status in it is ignored.
         let edit = r#"{"spec":{"listeners":[{"name":"http","port":8080,"protocol":"HTTP"}]},"status":{"addresses":[]}}"#;
-        ok(
+        patch(
             &bin,
             dir,
-            &[
-                "patch",
-                "gateway",
-                "same-namespace",
-                "-n",
-                INFRA,
-                "--type=merge",
-                "-p",
-                edit,
-            ],
-            None,
+            &["gateway", "same-namespace", "-n", INFRA],
+            MERGE,
+            edit,
         )
         .await;
         let gw = get_gw().await;
@@ -560,20 +561,12 @@ async fn status_subresource_and_generation() {
 
         // A JSON patch of the spec does.
         let op = r#"[{"op":"replace","path":"/spec/listeners/0/port","value":8081}]"#;
-        ok(
+        patch(
             &bin,
             dir,
-            &[
-                "patch",
-                "gateway",
-                "same-namespace",
-                "-n",
-                INFRA,
-                "--type=json",
-                "-p",
-                op,
-            ],
-            None,
+            &["gateway", "same-namespace", "-n", INFRA],
+            JSON_PATCH,
+            op,
         )
         .await;
         assert_eq!(get_gw().await["metadata"]["generation"], 3);
@@ -631,21 +624,12 @@ async fn status_subresource_and_generation() {
             "conditions": [{"type": "Accepted", "status": "True", "reason": "Accepted", "message": "",
                             "observedGeneration": 2, "lastTransitionTime": "2026-01-01T00:00:00Z"}]}]}})
         .to_string();
-        ok(
+        patch(
             &bin,
             dir,
-            &[
-                "patch",
-                "httproute",
-                "gateway-conformance-infra-test",
-                "-n",
-                INFRA,
-                "--subresource=status",
-                "--type=merge",
-                "-p",
-                &parents,
-            ],
-            None,
+            &["httproute", "gateway-conformance-infra-test", "-n", INFRA],
+            STATUS_MERGE,
+            &parents,
         )
         .await;
         let route = json_of(
@@ -667,19 +651,12 @@ async fn status_subresource_and_generation() {
             "the status schema's defaults too"
         );
         let accepted = r#"{"status":{"conditions":[{"type":"Accepted","status":"True","reason":"Accepted","message":"","observedGeneration":1,"lastTransitionTime":"2026-01-01T00:00:00Z"}]}}"#;
-        ok(
+        patch(
             &bin,
             dir,
-            &[
-                "patch",
-                "gatewayclass",
-                "leafgate",
-                "--subresource=status",
-                "--type=merge",
-                "-p",
-                accepted,
-            ],
-            None,
+            &["gatewayclass", "leafgate"],
+            STATUS_MERGE,
+            accepted,
         )
         .await;
         let r = rows(&ok(&bin, dir, &["get", "gatewayclass"], None).await);
@@ -826,20 +803,12 @@ async fn watch_sees_added_modified_deleted() {
         .await;
 
         let spec = r#"{"spec":{"hostnames":["moved.example"]}}"#;
-        ok(
+        patch(
             &bin,
             dir,
-            &[
-                "patch",
-                "httproute",
-                "watched",
-                "-n",
-                INFRA,
-                "--type=merge",
-                "-p",
-                spec,
-            ],
-            None,
+            &["httproute", "watched", "-n", INFRA],
+            MERGE,
+            spec,
         )
         .await;
         let line = read_until(&mut t, |l| {
@@ -854,21 +823,12 @@ async fn watch_sees_added_modified_deleted() {
 
         // A status write is an event too, at the same generation.
         let status = r#"{"status":{"parents":[]}}"#;
-        ok(
+        patch(
             &bin,
             dir,
-            &[
-                "patch",
-                "httproute",
-                "watched",
-                "-n",
-                INFRA,
-                "--subresource=status",
-                "--type=merge",
-                "-p",
-                status,
-            ],
-            None,
+            &["httproute", "watched", "-n", INFRA],
+            STATUS_MERGE,
+            status,
         )
         .await;
         read_until(&mut b, |l| {
