@@ -1330,121 +1330,70 @@ async fn rollout_history_reads_the_replicasets() {
 async fn label_and_field_selectors() {
     for bin in kubesim::kubectl::all() {
         let f = shop(&bin).await;
-        let names = |out: &str| -> Vec<String> {
-            tables(out)
-                .iter()
-                .flat_map(|t| t.rows.iter().map(|r| r[0].clone()))
-                .collect()
-        };
-        let out = ok(
-            &bin,
-            f.dir(),
-            &[
-                "get",
+        // Each `get` (its kinds, whether across namespaces, its selector) and the names it
+        // lists: the NAME column, after NAMESPACE with `-A`.
+        let cases: [(&str, bool, [&str; 2], &[&str]); 7] = [
+            (
                 "rs,pods",
-                "-n",
-                NS,
-                "-l",
-                "pod-template-hash=5d4f8b9c6",
-            ],
-        )
-        .await;
-        assert_eq!(
-            names(&out),
-            [
-                "replicaset.apps/web-5d4f8b9c6",
-                "pod/web-5d4f8b9c6-k2x9p",
-                "pod/web-5d4f8b9c6-m4v7q",
-                "pod/web-5d4f8b9c6-t8z5w"
-            ]
-        );
-        let out = ok(
-            &bin,
-            f.dir(),
-            &["get", "deploy,sts,ds", "-A", "-l", "app in (db,agent)"],
-        )
-        .await;
-        let rows: Vec<String> = tables(&out)
-            .iter()
-            .flat_map(|t| t.rows.iter().map(|r| r[1].clone()))
-            .collect();
-        assert_eq!(rows, ["statefulset.apps/db", "daemonset.apps/agent"]);
-        // The Job strategy's selectable field, and its 0 for a job that never succeeded.
-        let out = ok(
-            &bin,
-            f.dir(),
-            &[
-                "get",
+                false,
+                ["-l", "pod-template-hash=5d4f8b9c6"],
+                &[
+                    "replicaset.apps/web-5d4f8b9c6",
+                    "pod/web-5d4f8b9c6-k2x9p",
+                    "pod/web-5d4f8b9c6-m4v7q",
+                    "pod/web-5d4f8b9c6-t8z5w",
+                ],
+            ),
+            (
+                "deploy,sts,ds",
+                true,
+                ["-l", "app in (db,agent)"],
+                &["statefulset.apps/db", "daemonset.apps/agent"],
+            ),
+            // The Job strategy's selectable field, and its 0 for a job that never succeeded.
+            (
                 "jobs",
-                "-n",
-                NS,
-                "--field-selector",
-                "status.successful=1",
-            ],
-        )
-        .await;
-        assert_eq!(names(&out), ["migrate"]);
-        let out = ok(
-            &bin,
-            f.dir(),
-            &[
-                "get",
+                false,
+                ["--field-selector", "status.successful=1"],
+                &["migrate"],
+            ),
+            (
                 "jobs",
-                "-n",
-                NS,
-                "--field-selector",
-                "status.successful=0",
-            ],
-        )
-        .await;
-        assert_eq!(names(&out), ["report"]);
-        let out = ok(
-            &bin,
-            f.dir(),
-            &[
-                "get",
+                false,
+                ["--field-selector", "status.successful=0"],
+                &["report"],
+            ),
+            (
                 "secrets",
-                "-n",
-                NS,
-                "--field-selector",
-                "type=kubernetes.io/tls",
-            ],
-        )
-        .await;
-        assert_eq!(names(&out), ["web-tls"]);
-        let out = ok(
-            &bin,
-            f.dir(),
-            &[
-                "get",
+                false,
+                ["--field-selector", "type=kubernetes.io/tls"],
+                &["web-tls"],
+            ),
+            (
                 "svc,cm",
-                "-A",
-                "--field-selector",
-                "metadata.name=web",
-            ],
-        )
-        .await;
-        let rows: Vec<String> = tables(&out)
-            .iter()
-            .flat_map(|t| t.rows.iter().map(|r| r[1].clone()))
-            .collect();
-        assert_eq!(rows, ["service/web"]);
+                true,
+                ["--field-selector", "metadata.name=web"],
+                &["service/web"],
+            ),
+            (
+                "svc",
+                false,
+                ["--field-selector", "spec.type=LoadBalancer"],
+                &["edge"],
+            ),
+        ];
+        for (kinds, all, selector, want) in cases {
+            let scope: &[&str] = if all { &["-A"] } else { &["-n", NS] };
+            let args = [&["get", kinds], scope, &selector].concat();
+            let out = ok(&bin, f.dir(), &args).await;
+            let names: Vec<String> = tables(&out)
+                .iter()
+                .flat_map(|t| t.rows.iter().map(|r| r[usize::from(all)].clone()))
+                .collect();
+            assert_eq!(names, want, "{} {args:?}: {out}", bin.display());
+        }
         // The fields a kind's conversion does not accept are refused in its words
         // (apps/v1 has none of its own: a ReplicaSet's status.replicas is refused too).
-        let out = ok(
-            &bin,
-            f.dir(),
-            &[
-                "get",
-                "svc",
-                "-n",
-                NS,
-                "--field-selector",
-                "spec.type=LoadBalancer",
-            ],
-        )
-        .await;
-        assert_eq!(names(&out), ["edge"]);
         for (kind, selector, message) in [
             (
                 "deploy",
