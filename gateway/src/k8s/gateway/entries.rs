@@ -62,7 +62,8 @@ fn modifier(p: &HttpPathModifier, m: &Match) -> PathModifier {
             matched: matched.clone(),
             replacement: replacement.clone(),
         },
-        // ReplacePrefixMatch on an Exact match: the whole path is the matched prefix.
+        // Not reached: `rules` refuses ReplacePrefixMatch without exactly one PathPrefix
+        // match (Accepted=False, as the spec says).
         (_, Some(replacement), PathMatch::Exact(matched)) => PathModifier::Prefix {
             matched: matched.clone(),
             replacement: replacement.clone(),

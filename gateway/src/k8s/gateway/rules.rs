@@ -5,6 +5,12 @@
 //! support, or does not know, refuses the route (`UnsupportedValue`, or
 //! `IncompatibleFilters` for a redirect with a rewrite): never silently ignored. Backend
 //! references that do not resolve are reported (`ResolvedRefs`) and answer 500.
+//!
+//! The store holds what it was sent, so nothing the CRD validates is taken on trust:
+//! hostnames, the counts and weights within the CRD's bounds ([`Bounds`], which also keep
+//! a route's cost and its weights' sum bounded), and every value the proxy would write
+//! into a request or answer head (header names and values, hostnames, paths) checked to
+//! be one, so no route author can inject a line or another authority.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,10 +25,29 @@ use super::types::{
     GROUP, HttpHeaderFilter, HttpPathModifier, HttpRequestRedirectFilter, HttpRoute,
     HttpRouteFilter, ReferenceGrant,
 };
-use crate::config::PathMatch;
+use crate::config::{HostPattern, PathMatch};
 use crate::k8s::ingress::annotations::BackendProtocol;
 use crate::k8s::ingress::backends::Backends;
 use crate::k8s::ingress::model::BackendPolicy;
+
+/// The CRD's `maxItems` and `maximum` (gateway-api v1.6.1 `httproute_types.go`,
+/// `shared_types.go`). The API server refuses more; a route past one is refused whole
+/// (`UnsupportedValue`) before anything else of it is read.
+pub struct Bounds;
+
+impl Bounds {
+    pub const PARENT_REFS: usize = 32;
+    pub const HOSTNAMES: usize = 16;
+    pub const RULES: usize = 16;
+    pub const MATCHES_PER_RULE: usize = 64;
+    /// Across all the rules of a route.
+    pub const MATCHES: usize = 128;
+    /// Header and query-param matches of one match, filters and backendRefs of one rule,
+    /// `set`, `add` and `remove` of one header modifier.
+    pub const LIST: usize = 16;
+    /// A backendRef's `weight`: 16 of them sum to less than `u32::MAX`.
+    pub const WEIGHT: i32 = 1_000_000;
+}
 
 const METHODS: [&str; 9] = [
     "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
@@ -52,11 +77,55 @@ pub struct Rule {
     pub timeouts: Timeouts,
 }
 
-/// The rules of `route`, or why it is refused whole; and why its references do not all
-/// resolve (the first such reason), if they do not.
+/// The rules of `route`, or why it is refused whole; its hostnames (empty when it is
+/// refused); and why its references do not all resolve (the first such reason), if they
+/// do not.
 pub struct Read {
+    pub hostnames: Vec<HostPattern>,
     pub rules: Result<Vec<Rule>, Why>,
     pub unresolved: Option<Why>,
+}
+
+fn refused(why: Why) -> Read {
+    Read {
+        hostnames: Vec::new(),
+        rules: Err(why),
+        unresolved: None,
+    }
+}
+
+/// At most `max` of `what`.
+fn bounded<T>(list: &[T], max: usize, what: &str) -> Result<(), Why> {
+    match list.len() > max {
+        true => Err(unsupported(format!(
+            "{} {what}: at most {max} are allowed",
+            list.len()
+        ))),
+        false => Ok(()),
+    }
+}
+
+/// The route's hostnames, each a valid Gateway API hostname, once its lists are within
+/// the CRD's bounds.
+fn bounded_hostnames(route: &HttpRoute) -> Result<Vec<HostPattern>, Why> {
+    let spec = &route.spec;
+    bounded(&spec.parent_refs, Bounds::PARENT_REFS, "parentRefs")?;
+    bounded(&spec.hostnames, Bounds::HOSTNAMES, "hostnames")?;
+    bounded(&spec.rules, Bounds::RULES, "rules")?;
+    let matches: usize = spec.rules.iter().map(|r| r.matches.len()).sum();
+    if matches > Bounds::MATCHES {
+        return Err(unsupported(format!(
+            "{matches} matches in all: at most {} are allowed",
+            Bounds::MATCHES
+        )));
+    }
+    spec.hostnames
+        .iter()
+        .map(|h| match hostnames::invalid(h) {
+            Some(why) => Err(unsupported(why)),
+            None => Ok(hostnames::pattern(h)),
+        })
+        .collect()
 }
 
 pub fn read(
@@ -66,6 +135,10 @@ pub fn read(
     policy: &BackendPolicy,
 ) -> Read {
     let namespace = route.metadata.namespace.as_deref().unwrap_or("");
+    let hostnames = match bounded_hostnames(route) {
+        Ok(h) => h,
+        Err(why) => return refused(why),
+    };
     let mut unresolved = None;
     let default_rule = [Default::default()];
     let spec_rules = match route.spec.rules.is_empty() {
@@ -83,8 +156,13 @@ pub fn read(
                     query: vec![],
                     method: None,
                 }],
-                false => r.matches.iter().map(read_match).collect::<Result<_, _>>()?,
+                false => {
+                    bounded(&r.matches, Bounds::MATCHES_PER_RULE, "matches")?;
+                    r.matches.iter().map(read_match).collect::<Result<_, _>>()?
+                }
             };
+            bounded(&r.filters, Bounds::LIST, "filters")?;
+            bounded(&r.backend_refs, Bounds::LIST, "backendRefs")?;
             let mut rule = Rule {
                 name: name.clone(),
                 matches,
@@ -97,6 +175,25 @@ pub fn read(
             };
             for f in &r.filters {
                 filter(f, &mut rule)?;
+            }
+            let prefix_modifier = rule
+                .redirect
+                .as_ref()
+                .and_then(|r| r.path.as_ref())
+                .into_iter()
+                .chain(rule.rewrite.as_ref().and_then(|r| r.1.as_ref()))
+                .any(|p| p.type_ == "ReplacePrefixMatch");
+            let one_prefix = match &r.matches[..] {
+                [m] => m
+                    .path
+                    .as_ref()
+                    .is_none_or(|p| p.type_.as_deref().unwrap_or("PathPrefix") == "PathPrefix"),
+                _ => false,
+            };
+            if prefix_modifier && !one_prefix {
+                return Err(unsupported(format!(
+                    "rule {name}: ReplacePrefixMatch needs exactly one PathPrefix match"
+                )));
             }
             if rule.redirect.is_some() && rule.rewrite.is_some() {
                 return Err((
@@ -111,12 +208,16 @@ pub fn read(
                         format!("rule {name}: backendRef filters are not supported"),
                     ));
                 }
-                let weight = u32::try_from(b.weight.unwrap_or(1)).map_err(|_| {
-                    (
-                        "UnsupportedValue",
-                        format!("rule {name}: weight {} is negative", b.weight.unwrap_or(1)),
-                    )
-                })?;
+                let weight = b.weight.unwrap_or(1);
+                let weight = u32::try_from(weight)
+                    .ok()
+                    .filter(|_| weight <= Bounds::WEIGHT)
+                    .ok_or_else(|| {
+                        unsupported(format!(
+                            "rule {name}: weight {weight} is not within 0 to {}",
+                            Bounds::WEIGHT
+                        ))
+                    })?;
                 let backend =
                     backend(b, namespace, backends, grants, policy).unwrap_or_else(|why| {
                         let reason = why.1.clone();
@@ -137,6 +238,7 @@ pub fn read(
             Ok(rule) => rules.push(rule),
             Err(why) => {
                 return Read {
+                    hostnames,
                     rules: Err(why),
                     unresolved,
                 };
@@ -144,6 +246,7 @@ pub fn read(
         }
     }
     Read {
+        hostnames,
         rules: Ok(rules),
         unresolved,
     }
@@ -158,12 +261,13 @@ fn read_match(m: &super::types::HttpRouteMatch) -> Result<Match, Why> {
         None => PathMatch::Prefix("/".into()),
         Some(p) => {
             let value = p.value.clone().unwrap_or_else(|| "/".into());
-            if !value.starts_with('/') {
-                return Err(unsupported(format!(
-                    "path `{value}` does not start with `/`"
-                )));
+            let kind = p.type_.as_deref().unwrap_or("PathPrefix");
+            if let Some(why) =
+                path_invalid(&value).filter(|_| kind == "Exact" || kind == "PathPrefix")
+            {
+                return Err(unsupported(why));
             }
-            match p.type_.as_deref().unwrap_or("PathPrefix") {
+            match kind {
                 "Exact" => PathMatch::Exact(value),
                 "PathPrefix" => {
                     let trimmed = value.trim_end_matches('/');
@@ -181,6 +285,8 @@ fn read_match(m: &super::types::HttpRouteMatch) -> Result<Match, Why> {
             }
         }
     };
+    bounded(&m.headers, Bounds::LIST, "header matches")?;
+    bounded(&m.query_params, Bounds::LIST, "query param matches")?;
     let mut headers: Vec<(String, String)> = Vec::new();
     for h in &m.headers {
         if let Some(t) = h.type_.as_deref().filter(|t| *t != "Exact") {
@@ -188,6 +294,7 @@ fn read_match(m: &super::types::HttpRouteMatch) -> Result<Match, Why> {
                 "header match type {t} is not supported: use Exact"
             )));
         }
+        header(&h.name, Some(&h.value))?;
         let name = h.name.to_ascii_lowercase();
         // Only the first of equivalent names counts.
         if !headers.iter().any(|(n, _)| *n == name) {
@@ -218,8 +325,74 @@ fn read_match(m: &super::types::HttpRouteMatch) -> Result<Match, Why> {
     })
 }
 
+/// Why `value` is not a path a match or a path modifier may name: it must start with `/`,
+/// hold no `//` (which a client may read as an authority) and only the characters the CRD allows in a path match (RFC 3986 `pchar`s and
+/// `/`, `%` only before two hex digits), so it is one path in a request line or a
+/// `Location`, never another authority or a second line.
+fn path_invalid(value: &str) -> Option<String> {
+    let bytes = value.as_bytes();
+    let mut i = 0;
+    let mut ok = value.starts_with('/') && !value.contains("//");
+    while ok && i < bytes.len() {
+        let b = bytes[i];
+        ok = match b {
+            b'%' => {
+                let hex = bytes.get(i + 1..i + 3);
+                i += 2;
+                hex.is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit))
+            }
+            _ => b.is_ascii_alphanumeric() || b"-/._~!$&'()*+,;=:@".contains(&b),
+        };
+        i += 1;
+    }
+    (!ok).then(|| {
+        format!(
+            "path `{}` is not an absolute path of URL characters",
+            value.escape_debug()
+        )
+    })
+}
+
+/// A header name (and value) the proxy can write as one header line: the name an HTTP
+/// token, the value without control characters but tab.
+fn header(name: &str, value: Option<&str>) -> Result<(), Why> {
+    if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+        return Err(unsupported(format!(
+            "header name `{}` is not an HTTP token",
+            name.escape_debug()
+        )));
+    }
+    match value.map(http::HeaderValue::from_str) {
+        Some(Err(_)) => Err(unsupported(format!(
+            "the value of header {name} holds a control character"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Why `host` is not a hostname a redirect or a rewrite may set: a Gateway API
+/// `PreciseHostname` (no wildcard).
+fn precise_invalid(host: &str) -> Option<String> {
+    match host.starts_with('*') {
+        true => Some(format!(
+            "hostname `{}` is a wildcard: a redirect or rewrite names one host",
+            host.escape_debug()
+        )),
+        false => hostnames::invalid(host),
+    }
+}
+
 fn modifier(f: Option<&HttpHeaderFilter>, what: &str) -> Result<HeaderModifier, Why> {
     let f = f.ok_or_else(|| unsupported(format!("filter {what} has no {what} field")))?;
+    bounded(&f.set, Bounds::LIST, "headers to set")?;
+    bounded(&f.add, Bounds::LIST, "headers to add")?;
+    bounded(&f.remove, Bounds::LIST, "headers to remove")?;
+    for h in f.set.iter().chain(&f.add) {
+        header(&h.name, Some(&h.value))?;
+    }
+    for name in &f.remove {
+        header(name, None)?;
+    }
     let pairs = |v: &[super::types::HttpHeader]| {
         v.iter()
             .map(|h| (h.name.to_ascii_lowercase(), h.value.clone()))
@@ -238,7 +411,14 @@ fn path_modifier(p: &HttpPathModifier) -> Result<(), Why> {
         &p.replace_full_path,
         &p.replace_prefix_match,
     ) {
-        ("ReplaceFullPath", Some(_), _) | ("ReplacePrefixMatch", _, Some(_)) => Ok(()),
+        ("ReplaceFullPath", Some(path), _) => {
+            path_invalid(path).map_or(Ok(()), |w| Err(unsupported(w)))
+        }
+        // An empty replacement takes the prefix away.
+        ("ReplacePrefixMatch", _, Some(path)) if path.is_empty() => Ok(()),
+        ("ReplacePrefixMatch", _, Some(path)) => {
+            path_invalid(path).map_or(Ok(()), |w| Err(unsupported(w)))
+        }
         (t, _, _) => Err(unsupported(format!(
             "path modifier type {t} without its value is not supported: use ReplaceFullPath or ReplacePrefixMatch"
         ))),
@@ -281,7 +461,7 @@ fn filter(f: &HttpRouteFilter, rule: &mut Rule) -> Result<(), Why> {
             if let Some(p) = r.port.filter(|p| !(1..=65535).contains(p)) {
                 return Err(unsupported(format!("redirect port {p} is not a TCP port")));
             }
-            if let Some(why) = r.hostname.as_deref().and_then(hostnames::invalid) {
+            if let Some(why) = r.hostname.as_deref().and_then(precise_invalid) {
                 return Err(unsupported(why));
             }
             r.path.as_ref().map(path_modifier).transpose()?;
@@ -292,6 +472,9 @@ fn filter(f: &HttpRouteFilter, rule: &mut Rule) -> Result<(), Why> {
                 .url_rewrite
                 .as_ref()
                 .ok_or_else(|| unsupported("filter URLRewrite has no urlRewrite field".into()))?;
+            if let Some(why) = r.hostname.as_deref().and_then(precise_invalid) {
+                return Err(unsupported(why));
+            }
             r.path.as_ref().map(path_modifier).transpose()?;
             rule.rewrite = Some((r.hostname.clone(), r.path.clone()));
         }

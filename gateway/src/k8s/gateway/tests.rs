@@ -976,3 +976,356 @@ fn routes_of_other_controllers_get_no_status() {
     let m = w.model();
     assert!(m.gateways.is_empty() && m.http_routes.is_empty() && m.routes.is_empty());
 }
+
+/// A route as a hostile author could write it, past the CRD's bounds: it is refused whole,
+/// before its lists are read, so what the translation spends on it is bounded by the
+/// bounds, not by the lists (no timing: the entries and statuses it makes are counted).
+#[test]
+fn a_route_past_the_crds_bounds_is_refused_before_its_lists_are_read() {
+    let mut w = World::new();
+    w.gateway("same-namespace", json!([http("http", "Same")]));
+    let many = |n: usize| (0..n).map(|i| format!("h{i}.example")).collect::<Vec<_>>();
+    w.route(INFRA, "hosts", "2026-01-02T00:00:00Z", json!({"parentRefs": [{"name": "same-namespace"}], "hostnames": many(5_000), "rules": [{"backendRefs": [backend("infra-backend-v1")]}]}));
+    let parents: Vec<Value> = (0..5_000)
+        .map(|_| json!({"name": "same-namespace"}))
+        .collect();
+    w.route(
+        INFRA,
+        "parents",
+        "2026-01-02T00:00:00Z",
+        json!({"parentRefs": parents}),
+    );
+    let refs: Vec<Value> = (0..5_000).map(|_| backend("infra-backend-v1")).collect();
+    w.route(
+        INFRA,
+        "backends",
+        "2026-01-02T00:00:00Z",
+        json!({"parentRefs": [{"name": "same-namespace"}], "rules": [{"backendRefs": refs}]}),
+    );
+    let matches: Vec<Value> = (0..5_000)
+        .map(|i| json!({"path": {"type": "Exact", "value": format!("/{i}")}}))
+        .collect();
+    w.route(
+        INFRA,
+        "matches",
+        "2026-01-02T00:00:00Z",
+        json!({"parentRefs": [{"name": "same-namespace"}], "rules": [{"matches": matches}]}),
+    );
+    // 16 rules of 8 matches each: 128 in all, the most a route may have.
+    let rule: Vec<Value> = (0..8)
+        .map(|i| json!({"path": {"type": "Exact", "value": format!("/{i}")}}))
+        .collect();
+    let rules: Vec<Value> = (0..17).map(|_| json!({"matches": rule})).collect();
+    w.route(
+        INFRA,
+        "rules",
+        "2026-01-02T00:00:00Z",
+        json!({"parentRefs": [{"name": "same-namespace"}], "rules": rules}),
+    );
+    let m = w.model();
+    for name in ["hosts", "parents", "backends", "matches", "rules"] {
+        assert_eq!(
+            route_cond(&m, name, "Accepted"),
+            (false, "UnsupportedValue"),
+            "{name}"
+        );
+    }
+    assert!(m.routes.is_empty(), "no entry of a refused route");
+    let parents = &m
+        .http_routes
+        .iter()
+        .find(|r| r.name == "parents")
+        .unwrap()
+        .parents;
+    assert_eq!(
+        parents.len(),
+        32,
+        "a status for the CRD's 32 parentRefs at most"
+    );
+    assert_eq!(attached(&m, "same-namespace"), [0]);
+
+    // At the bounds the route is served: one entry per hostname and match, counted.
+    let mut w = World::new();
+    w.gateway("same-namespace", json!([http("http", "Same")]));
+    let rules: Vec<Value> = (0..16).map(|_| json!({"matches": rule})).collect();
+    w.route(
+        INFRA,
+        "full",
+        "2026-01-02T00:00:00Z",
+        json!({"parentRefs": [{"name": "same-namespace"}], "hostnames": many(16), "rules": rules}),
+    );
+    let m = w.model();
+    assert_eq!(route_cond(&m, "full", "Accepted"), (true, "Accepted"));
+    assert_eq!(m.routes.len(), 16 * 16 * 8);
+}
+
+/// Weights past the CRD's maximum would overflow a sum of them: refused, as negative ones
+/// are; 16 of the maximum sum within `u32`.
+#[test]
+fn weights_stay_within_the_crds_bounds_so_their_sum_cannot_overflow() {
+    let mut w = World::new();
+    w.gateway("same-namespace", json!([http("http", "Same")]));
+    for (name, weight) in [("negative", -1), ("huge", i32::MAX), ("past", 1_000_001)] {
+        w.route(INFRA, name, "2026-01-02T00:00:00Z", json!({"parentRefs": [{"name": "same-namespace"}], "rules": [{"backendRefs": [{"name": "infra-backend-v1", "port": 8080, "weight": weight}]}]}));
+    }
+    let refs: Vec<Value> = (0..16)
+        .map(|_| json!({"name": "infra-backend-v1", "port": 8080, "weight": 1_000_000}))
+        .collect();
+    w.route(
+        INFRA,
+        "max",
+        "2026-01-02T00:00:00Z",
+        json!({"parentRefs": [{"name": "same-namespace"}], "rules": [{"backendRefs": refs}]}),
+    );
+    let m = w.model();
+    for name in ["negative", "huge", "past"] {
+        assert_eq!(
+            route_cond(&m, name, "Accepted"),
+            (false, "UnsupportedValue"),
+            "{name}"
+        );
+    }
+    assert_eq!(route_cond(&m, "max", "Accepted"), (true, "Accepted"));
+    let Action::Forward(b) = &m.routes[0].action else {
+        panic!()
+    };
+    let sum = b.iter().try_fold(0u32, |s, b| s.checked_add(b.weight));
+    assert_eq!(sum, Some(16_000_000));
+}
+
+/// Hostnames the CRD's pattern refuses, as the store may still hold them: a bare `*`, an
+/// empty wildcard, uppercase, a trailing dot, IP literals, a port, empty labels.
+#[test]
+fn route_hostnames_that_are_not_gateway_api_hostnames_refuse_the_route() {
+    let mut w = World::new();
+    w.gateway("same-namespace", json!([http("http", "Same")]));
+    let bad = [
+        "*",
+        "*.",
+        "*.*.example",
+        "a.*.example",
+        "Bank.example",
+        "bank.example.",
+        "10.0.0.1",
+        "::1",
+        "[::1]",
+        "bank.example:80",
+        "a..example",
+        "-a.example",
+        "a_b.example",
+        "",
+    ];
+    for (i, h) in bad.iter().enumerate() {
+        w.route(
+            INFRA,
+            &format!("bad-{i}"),
+            "2026-01-02T00:00:00Z",
+            json!({"parentRefs": [{"name": "same-namespace"}], "hostnames": ["ok.example", h]}),
+        );
+    }
+    let m = w.model();
+    for (i, h) in bad.iter().enumerate() {
+        assert_eq!(
+            route_cond(&m, &format!("bad-{i}"), "Accepted"),
+            (false, "UnsupportedValue"),
+            "{h:?}"
+        );
+    }
+    assert!(m.routes.is_empty());
+}
+
+/// Wildcards against a tenant's `hosts`: only names and wildcards its patterns cover.
+#[test]
+fn wildcard_hostnames_stay_within_the_tenants_hosts() {
+    let mut w = World::new();
+    let mut t = TenantBounds::new("team-web", &[WEB]);
+    t.hosts = Some(vec![HostPattern::parse("*.team-web.example").unwrap()]);
+    w.settings.tenants = vec![t];
+    w.gateway("all-namespaces", json!([http("http", "All")]));
+    let cases = [
+        ("*.example", false),
+        ("*.web.example", false),
+        ("team-web.example", false),
+        ("evilteam-web.example", false),
+        ("*.evilteam-web.example", false),
+        ("*.team-web.example", true),
+        ("*.a.team-web.example", true),
+        ("a.b.team-web.example", true),
+    ];
+    for (i, (h, _)) in cases.iter().enumerate() {
+        w.route(WEB, &format!("r{i}"), "2026-01-02T00:00:00Z", json!({"parentRefs": [{"name": "all-namespaces", "namespace": INFRA}], "hostnames": [h]}));
+    }
+    let m = w.model();
+    for (i, (h, allowed)) in cases.iter().enumerate() {
+        let want = match allowed {
+            true => (true, "Accepted"),
+            false => (false, "HostnameNotAllowed"),
+        };
+        assert_eq!(route_cond(&m, &format!("r{i}"), "Accepted"), want, "{h}");
+    }
+    let mut hosts: Vec<String> = m.routes.iter().map(|r| r.host.to_string()).collect();
+    hosts.sort();
+    assert_eq!(
+        hosts,
+        [
+            "*.a.team-web.example",
+            "*.team-web.example",
+            "a.b.team-web.example"
+        ]
+    );
+}
+
+/// What the proxy would write into a head (header names and values, a rewrite's or a
+/// redirect's hostname and path) must be one: no second line, no other authority.
+#[test]
+fn values_written_into_heads_cannot_inject_a_line_or_an_authority() {
+    let mut w = World::new();
+    w.gateway("same-namespace", json!([http("http", "Same")]));
+    let modifier = |m: Value| json!({"filters": [{"type": "RequestHeaderModifier", "requestHeaderModifier": m}]});
+    let rewrite = |r: Value| json!({"filters": [{"type": "URLRewrite", "urlRewrite": r}]});
+    let redirect =
+        |r: Value| json!({"filters": [{"type": "RequestRedirect", "requestRedirect": r}]});
+    let prefix = |p: &str| json!({"type": "ReplacePrefixMatch", "replacePrefixMatch": p});
+    let full = |p: &str| json!({"type": "ReplaceFullPath", "replaceFullPath": p});
+    let one_prefix = |mut rule: Value| {
+        rule["matches"] = json!([{"path": {"type": "PathPrefix", "value": "/p"}}]);
+        rule
+    };
+    let bad = [
+        modifier(json!({"set": [{"name": "X-A", "value": "a\r\nX-Injected: 1"}]})),
+        modifier(json!({"add": [{"name": "X-A", "value": "a\nb"}]})),
+        modifier(json!({"set": [{"name": "X A", "value": "a"}]})),
+        modifier(json!({"set": [{"name": "X-A\r\nX-B", "value": "a"}]})),
+        modifier(json!({"remove": ["a:b"]})),
+        json!({"matches": [{"headers": [{"name": "X-A", "value": "a\r\nb"}]}]}),
+        json!({"matches": [{"path": {"type": "Exact", "value": "/a b"}}]}),
+        json!({"matches": [{"path": {"type": "PathPrefix", "value": "/a\r\nb"}}]}),
+        json!({"matches": [{"path": {"type": "Exact", "value": "/%zz"}}]}),
+        rewrite(json!({"hostname": "evil.example\r\nX-Injected: 1"})),
+        rewrite(json!({"hostname": "*.example.org"})),
+        rewrite(json!({"path": full("@evil.example/")})),
+        rewrite(json!({"path": full("/a\r\nb")})),
+        one_prefix(rewrite(json!({"path": prefix("evil.example")}))),
+        redirect(json!({"hostname": "*.example.org"})),
+        redirect(json!({"hostname": "evil.example/x"})),
+        redirect(json!({"path": full("//evil.example")})),
+        one_prefix(redirect(json!({"path": prefix("@evil.example")}))),
+        // ReplacePrefixMatch needs exactly one PathPrefix match.
+        json!({"matches": [{"path": {"type": "Exact", "value": "/p"}}], "filters": [{"type": "URLRewrite", "urlRewrite": {"path": prefix("/q")}}]}),
+        json!({"matches": [{"path": {"value": "/p"}}, {"path": {"value": "/r"}}], "filters": [{"type": "URLRewrite", "urlRewrite": {"path": prefix("/q")}}]}),
+    ];
+    for (i, rule) in bad.iter().enumerate() {
+        w.route(
+            INFRA,
+            &format!("bad-{i}"),
+            "2026-01-02T00:00:00Z",
+            json!({"parentRefs": [{"name": "same-namespace"}], "rules": [rule]}),
+        );
+    }
+    let good = [
+        one_prefix(rewrite(json!({"path": prefix("")}))),
+        one_prefix(rewrite(json!({"path": prefix("/q")}))),
+        rewrite(json!({"hostname": "one.example.org", "path": full("/a/%2e;b@c")})),
+        modifier(json!({"set": [{"name": "X-A", "value": "a\tb é"}], "remove": ["x-b"]})),
+    ];
+    for (i, rule) in good.iter().enumerate() {
+        w.route(
+            INFRA,
+            &format!("good-{i}"),
+            "2026-01-02T00:00:00Z",
+            json!({"parentRefs": [{"name": "same-namespace"}], "rules": [rule]}),
+        );
+    }
+    let m = w.model();
+    for (i, rule) in bad.iter().enumerate() {
+        assert_eq!(
+            route_cond(&m, &format!("bad-{i}"), "Accepted"),
+            (false, "UnsupportedValue"),
+            "{rule}"
+        );
+    }
+    for (i, rule) in good.iter().enumerate() {
+        assert_eq!(
+            route_cond(&m, &format!("good-{i}"), "Accepted"),
+            (true, "Accepted"),
+            "{rule}"
+        );
+    }
+    assert_eq!(m.routes.len(), good.len());
+}
+
+/// Ports outside 1-65535 on a listener refuse it; on a backendRef the Service has no such
+/// port.
+#[test]
+fn ports_outside_the_tcp_range() {
+    let mut w = World::new();
+    w.gateway(
+        "g",
+        json!([
+            {"name": "zero", "port": 0, "protocol": "HTTP"},
+            {"name": "negative", "port": -80, "protocol": "HTTP"},
+            {"name": "past", "port": 65_616, "protocol": "HTTP"},
+            {"name": "ok", "port": 80, "protocol": "HTTP"},
+        ]),
+    );
+    for port in [0, -1, 65_536 + 8080] {
+        w.route(INFRA, &format!("p{port}"), "2026-01-02T00:00:00Z", json!({"parentRefs": [{"name": "g", "sectionName": "ok"}], "rules": [{"backendRefs": [{"name": "infra-backend-v1", "port": port}]}]}));
+    }
+    let m = w.model();
+    let g = &m.gateways[0];
+    for l in &g.listeners[..3] {
+        let c = find(&l.conditions, "Accepted");
+        assert_eq!(
+            (c.status, c.reason),
+            (false, "UnsupportedValue"),
+            "{}",
+            l.name
+        );
+    }
+    assert!(find(&g.listeners[3].conditions, "Accepted").status);
+    for port in [0, -1, 65_536 + 8080] {
+        assert_eq!(
+            route_cond(&m, &format!("p{port}"), "ResolvedRefs"),
+            (false, "BackendNotFound"),
+            "{port}"
+        );
+    }
+}
+
+/// Endpoints at the gateway's own listener or admin address, or loopback ones, are
+/// refused as the Ingress model refuses them: the backend answers 503, never the gateway
+/// itself.
+#[test]
+fn backends_at_the_gateways_own_address_are_refused() {
+    use crate::k8s::ingress::model::IngressBackend;
+    let mut w = World::new();
+    w.settings.backends.own = vec!["10.1.0.1:3000".parse().unwrap()];
+    w.services.push(arc(json!({"metadata": {"name": "loop", "namespace": INFRA}, "spec": {"ports": [{"port": 8080}]}})));
+    w.slices.push(arc(json!({
+        "metadata": {"name": "loop-1", "namespace": INFRA, "labels": {"kubernetes.io/service-name": "loop", "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}},
+        "addressType": "IPv4", "ports": [{"port": 8080}], "endpoints": [{"addresses": ["127.0.0.1"]}]
+    })));
+    w.gateway("same-namespace", json!([http("http", "Same")]));
+    for (name, svc) in [("own", "infra-backend-v1"), ("loop", "loop")] {
+        w.route(INFRA, name, "2026-01-02T00:00:00Z", json!({"parentRefs": [{"name": "same-namespace"}], "hostnames": [format!("{name}.example")], "rules": [{"backendRefs": [backend(svc)]}]}));
+    }
+    let m = w.model();
+    for (name, why) in [
+        ("own", "one of the gateway's own addresses"),
+        ("loop", "a loopback address"),
+    ] {
+        let r = m
+            .routes
+            .iter()
+            .find(|r| r.name.contains(&format!("/{name}/")))
+            .unwrap();
+        let Action::Forward(b) = &r.action else {
+            panic!()
+        };
+        assert!(
+            matches!(&b[0].backend, Backend::Service(IngressBackend::Unavailable { reason, .. }) if reason.contains(why)),
+            "{name}: {:?}",
+            b[0].backend
+        );
+    }
+}

@@ -15,7 +15,7 @@ use super::model::{
     ClassStatus, Cond, GatewayRoute, GatewayStatusOut, ListenerKey, Model, Objects,
     ParentStatusOut, RouteStatusOut, Settings,
 };
-use super::rules;
+use super::rules::{self, Bounds};
 use super::selector;
 use super::types::{GROUP, Gateway, GatewayClass, HttpRoute, ParentReference};
 use crate::config::cidr::Cidr;
@@ -280,14 +280,9 @@ pub fn translate(objects: &Objects<'_>, settings: &Settings) -> Model {
             .iter()
             .find(|t| t.namespaces.iter().any(|g| glob_matches(g, namespace)));
         let generation = generation(&route.metadata);
-        let hostnames: Vec<HostPattern> = route
-            .spec
-            .hostnames
-            .iter()
-            .map(|h| hostnames::pattern(h))
-            .collect();
         let mut parents = Vec::new();
-        for parent in &route.spec.parent_refs {
+        // At most the CRD's bound get a status; more refuse the route (`rules::read`).
+        for parent in route.spec.parent_refs.iter().take(Bounds::PARENT_REFS) {
             if parent.group.as_deref().unwrap_or(GROUP) != GROUP
                 || parent.kind.as_deref().unwrap_or("Gateway") != "Gateway"
             {
@@ -300,7 +295,7 @@ pub fn translate(objects: &Objects<'_>, settings: &Settings) -> Model {
             else {
                 continue;
             };
-            let attached = attach(route, &hostnames, parent, state, objects, tenant);
+            let attached = attach(route, &read.hostnames, parent, state, objects, tenant);
             let accepted = match (&attached, &read.rules) {
                 (Err(why), _) => Some(why.clone()),
                 (Ok(_), Err(why)) => Some(why.clone()),
