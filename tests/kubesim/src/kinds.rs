@@ -32,33 +32,15 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 
-use crate::table::{age_of, col, human_duration};
-
-fn s<'a>(v: &'a Value, p: &str) -> &'a str {
-    v.pointer(p).and_then(Value::as_str).unwrap_or("")
-}
+use crate::table::{age_of, col, human_duration, list, load_balancer_ingress, s, when};
 
 fn int(v: &Value, p: &str) -> i64 {
     v.pointer(p).and_then(Value::as_i64).unwrap_or(0)
 }
 
-fn list<'a>(v: &'a Value, p: &str) -> &'a [Value] {
-    v.pointer(p)
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-}
-
 fn age(obj: &Value) -> Value {
-    json!(age_of(obj, "/metadata/creationTimestamp"))
-}
-
-fn when(v: &Value, p: &str) -> Option<OffsetDateTime> {
-    v.pointer(p)
-        .and_then(Value::as_str)
-        .and_then(|t| OffsetDateTime::parse(t, &Rfc3339).ok())
+    json!(crate::table::age(obj))
 }
 
 /// `labels.FormatLabels`: `k=v` sorted by key, comma-joined; `<none>` when empty.
@@ -835,19 +817,7 @@ pub fn job_cells(job: &Value, now: OffsetDateTime) -> Vec<Value> {
 /// `loadBalancerStatusStringer` for `-o wide` (the server's Tables are wide): the sorted
 /// set of ingress IPs, else host names, comma-joined, unclipped.
 fn load_balancer(svc: &Value) -> String {
-    let mut set = std::collections::BTreeSet::new();
-    for lb in list(svc, "/status/loadBalancer/ingress") {
-        match (s(lb, "/ip"), s(lb, "/hostname")) {
-            ("", "") => {}
-            ("", h) => {
-                set.insert(h.to_string());
-            }
-            (ip, _) => {
-                set.insert(ip.to_string());
-            }
-        }
-    }
-    set.into_iter().collect::<Vec<_>>().join(",")
+    load_balancer_ingress(svc).join(",")
 }
 
 /// `printService`, with `getServiceExternalIP` and `makePortString`.
@@ -1137,6 +1107,7 @@ mod tests {
     //! functions and case names), then kubesim's own cases for the defaults it applies.
 
     use super::*;
+    use time::format_description::well_known::Rfc3339;
 
     fn at(t: &str) -> OffsetDateTime {
         OffsetDateTime::parse(t, &Rfc3339).unwrap()

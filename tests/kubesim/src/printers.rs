@@ -13,13 +13,8 @@
 
 use serde_json::{Value, json};
 use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 
-use crate::table::{age_of, col, human_duration};
-
-fn s<'a>(v: &'a Value, p: &str) -> &'a str {
-    v.pointer(p).and_then(Value::as_str).unwrap_or("")
-}
+use crate::table::{age_of, col, human_duration, list, load_balancer_ingress, s, when};
 
 /// The printer's column definitions for `plural`, None when it prints NAME/AGE only.
 pub fn columns(plural: &str, name: Value, age: Value) -> Option<Vec<Value>> {
@@ -209,17 +204,7 @@ pub fn cells(plural: &str, obj: &Value) -> Option<Vec<Value>> {
 /// `printPod`'s cells for `pod`, its ages counted to `now`.
 pub fn pod_cells(pod: &Value, now: OffsetDateTime) -> Vec<Value> {
     let ago = |t: OffsetDateTime| human_duration((now - t).whole_seconds());
-    let when = |v: &Value, p: &str| {
-        v.pointer(p)
-            .and_then(Value::as_str)
-            .and_then(|t| OffsetDateTime::parse(t, &Rfc3339).ok())
-    };
-    let list = |p: &str| {
-        pod.pointer(p)
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-    };
+    let list = |p: &str| list(pod, p);
     let count = |c: &Value| c.get("restartCount").and_then(Value::as_i64).unwrap_or(0);
     let conditions = list("/status/conditions");
     let condition_is_true = |ty: &str| {
@@ -437,24 +422,7 @@ fn hosts(ing: &Value) -> String {
 /// `ingressLoadBalancerStatusStringer`, not wide: the sorted set of IPs (else host names),
 /// cut to 16 characters with `...`.
 fn address(ing: &Value) -> String {
-    let mut set = std::collections::BTreeSet::new();
-    for lb in ing
-        .pointer("/status/loadBalancer/ingress")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        match (s(lb, "/ip"), s(lb, "/hostname")) {
-            ("", "") => {}
-            ("", h) => {
-                set.insert(h.to_string());
-            }
-            (ip, _) => {
-                set.insert(ip.to_string());
-            }
-        }
-    }
-    let joined = set.into_iter().collect::<Vec<_>>().join(",");
+    let joined = load_balancer_ingress(ing).join(",");
     if joined.len() > 16 {
         format!("{}...", &joined[..13])
     } else {

@@ -82,14 +82,52 @@ pub fn human_duration(secs: i64) -> String {
     }
 }
 
-fn age(obj: &Value) -> String {
+/// The human age of `obj` (its `metadata.creationTimestamp`), `<unknown>` without one.
+pub(crate) fn age(obj: &Value) -> String {
     age_of(obj, "/metadata/creationTimestamp")
+}
+
+/// The string at `p` in `v`, empty when absent: what a printer reads of an unset field.
+pub(crate) fn s<'a>(v: &'a Value, p: &str) -> &'a str {
+    v.pointer(p).and_then(Value::as_str).unwrap_or("")
+}
+
+/// The list at `p` in `v`, empty when absent.
+pub(crate) fn list<'a>(v: &'a Value, p: &str) -> &'a [Value] {
+    v.pointer(p)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+}
+
+/// The RFC 3339 time at `p` in `v`.
+pub(crate) fn when(v: &Value, p: &str) -> Option<OffsetDateTime> {
+    v.pointer(p)
+        .and_then(Value::as_str)
+        .and_then(|t| OffsetDateTime::parse(t, &Rfc3339).ok())
+}
+
+/// The load balancer's ingress points at `status.loadBalancer.ingress` as the printers'
+/// stringers collect them: each one's IP, else its host name, as a sorted set.
+pub(crate) fn load_balancer_ingress(obj: &Value) -> Vec<String> {
+    let mut set = std::collections::BTreeSet::new();
+    for lb in list(obj, "/status/loadBalancer/ingress") {
+        match (s(lb, "/ip"), s(lb, "/hostname")) {
+            ("", "") => {}
+            ("", h) => {
+                set.insert(h.to_string());
+            }
+            (ip, _) => {
+                set.insert(ip.to_string());
+            }
+        }
+    }
+    set.into_iter().collect()
 }
 
 /// The human age of the RFC 3339 time at `pointer` in `obj`, `<unknown>` when absent.
 pub(crate) fn age_of(obj: &Value, pointer: &str) -> String {
-    let ts = obj.pointer(pointer).and_then(Value::as_str);
-    match ts.and_then(|t| OffsetDateTime::parse(t, &Rfc3339).ok()) {
+    match when(obj, pointer) {
         Some(t) => human_duration((OffsetDateTime::now_utc() - t).whole_seconds()),
         None => "<unknown>".into(),
     }
@@ -120,10 +158,6 @@ pub fn columns(res: &Resource) -> Vec<Value> {
     }
     crate::printers::columns(res.plural, name.clone(), age.clone())
         .unwrap_or_else(|| vec![name, age])
-}
-
-fn s<'a>(v: &'a Value, p: &str) -> &'a str {
-    v.pointer(p).and_then(Value::as_str).unwrap_or("")
 }
 
 /// One table row for `obj`.
