@@ -581,12 +581,6 @@ fn backend(
             ),
         ));
     }
-    if backends.service(ns, &b.name).is_none() {
-        return Err((
-            "BackendNotFound",
-            format!("Service {ns}/{} not found", b.name),
-        ));
-    }
     let Some(port) = b.port else {
         return Err((
             "BackendNotFound",
@@ -601,11 +595,8 @@ fn backend(
         }),
     };
     let resolved = backends.resolve(ns, &service, None::<BackendProtocol>, policy);
-    if let Some(problem) = resolved
-        .problem
-        .filter(|p| p.contains("not found") || p.contains("has no port"))
-    {
-        return Err(("BackendNotFound", problem));
+    match resolved.missing {
+        true => Err(("BackendNotFound", resolved.problem.unwrap_or_default())),
+        false => Ok(Backend::Service(resolved.backend)),
     }
-    Ok(Backend::Service(resolved.backend))
 }

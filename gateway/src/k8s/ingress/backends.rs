@@ -46,6 +46,9 @@ pub struct Backends<'a> {
 pub struct Resolved {
     pub backend: IngressBackend,
     pub problem: Option<String>,
+    /// The Service or the port it names does not exist (the Gateway API's
+    /// `BackendNotFound`; an ExternalName Service or refused endpoints are not that).
+    pub missing: bool,
 }
 
 impl<'a> Backends<'a> {
@@ -73,11 +76,6 @@ impl<'a> Backends<'a> {
         index
     }
 
-    /// The Service `namespace/name`, if the store holds it.
-    pub fn service(&self, namespace: &str, name: &str) -> Option<&'a Service> {
-        self.services.get(&(namespace, name)).copied()
-    }
-
     /// Resolves `backend` of an Ingress in `namespace`. `protocol` is the annotation's,
     /// which overrides the Service port's `appProtocol`. Endpoints `policy` refuses are
     /// left out and reported as the problem, even when others serve.
@@ -93,10 +91,15 @@ impl<'a> Backends<'a> {
         let unavailable = |key: String, reason: String, problem: bool| Resolved {
             problem: problem.then(|| reason.clone()),
             backend: IngressBackend::Unavailable { key, reason },
+            missing: false,
+        };
+        let missing = |key: String, reason: String| Resolved {
+            missing: true,
+            ..unavailable(key, reason, true)
         };
         let Some(service) = self.services.get(&(namespace, backend.name.as_str())) else {
             let reason = format!("service {namespace}/{} not found", backend.name);
-            return unavailable(key, reason, true);
+            return missing(key, reason);
         };
         if service.spec.as_ref().and_then(|s| s.type_.as_deref()) == Some("ExternalName") {
             let reason = format!(
@@ -111,7 +114,7 @@ impl<'a> Backends<'a> {
                 backend.name,
                 port_label(port_ref)
             );
-            return unavailable(key, reason, true);
+            return missing(key, reason);
         };
         let protocol = protocol
             .unwrap_or_else(|| BackendProtocol::of_app_protocol(port.app_protocol.as_deref()));
@@ -140,6 +143,7 @@ impl<'a> Backends<'a> {
                 upstream: upstream(endpoints, protocol),
             },
             problem: refused.map(|why| format!("endpoints refused for {why}")),
+            missing: false,
         }
     }
 

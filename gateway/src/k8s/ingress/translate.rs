@@ -129,6 +129,7 @@ pub(super) fn translate(
                     reason: "resource backends are not supported; use a service".into(),
                 },
                 problem: Some("resource backends are not supported; use a service".into()),
+                missing: false,
             },
         };
         own.insert(key.clone());
