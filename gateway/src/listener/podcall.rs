@@ -475,7 +475,7 @@ where
     })
 }
 
-/// The leaf's answer, relayed: hop-by-hop headers out, `Via` in.
+/// The leaf's answer, relayed as a backend's is (`proxy::prepare_response`).
 pub fn respond(res: Response<Incoming>) -> Response<Body> {
     let (mut parts, body) = res.into_parts();
     prepare_response(&mut parts);

@@ -8,10 +8,11 @@
 //!    pooled client, wait for the response head within `response_header`. A refused
 //!    connection marks the backend failed and, when the request has no body to replay,
 //!    tries the next backend.
-//! 3. `respond`: make the framing the client reads the one hyper's client read the body
-//!    by (one length line, none beside chunks), strip hop-by-hop headers from the response,
-//!    add `Via`, answer under leafgate's own HTTP/1.1, and stream the body back under the
-//!    idle timeout. Bodies are never buffered whole in either direction.
+//! 3. `respond`: `prepare_response` (as for a declined upgrade's answer and a leaf's)
+//!    makes the framing the client reads the one hyper's client read the body by (one
+//!    length line, none beside chunks), strips hop-by-hop headers, adds `Via` and answers
+//!    under leafgate's own HTTP/1.1; the body streams back under the idle timeout. Bodies
+//!    are never buffered whole in either direction.
 //!
 //! Requests that switch protocols take another path (`upgrade`). Every failure is a
 //! [`ProxyError`], which alone decides the status code and the reason the client reads.
@@ -186,49 +187,11 @@ fn empty() -> Body {
     full(Bytes::new())
 }
 
-/// Turns the backend's response into the client's: its framing as hyper's client read it
-/// ([`one_framing`]), hop-by-hop headers out, `Via` in (saying what was received), then
-/// leafgate's own HTTP/1.1 for an HTTP/1.0 answer (RFC 9110 §6.2; hyper's server would
-/// otherwise write `HTTP/1.0` and end the client's connection with a body to the close;
-/// an HTTP/1.0 client still gets `HTTP/1.0`, hyper sees to that); body streamed under
-/// the idle timeout.
+/// Turns the backend's response into the client's head (`prepare_response`: its framing
+/// as hyper's client read it, hop-by-hop headers out, `Via` in, leafgate's own HTTP/1.1),
+/// body streamed under the idle timeout.
 fn respond(res: Response<UpstreamBody>, idle: Duration) -> Response<Body> {
     let (mut parts, body) = res.into_parts();
-    one_framing(&mut parts.headers);
     prepare_response(&mut parts);
-    if parts.version == http::Version::HTTP_10 {
-        parts.version = http::Version::HTTP_11;
-    }
     Response::from_parts(parts, IdleTimeout::new(body, idle).boxed_unsync())
-}
-
-/// Makes an answer's framing headers say what hyper's client read its body by, which is
-/// what hyper's server then frames it by, and nothing else (RFC 9112 §6.3, RFC 9110 §8.6):
-/// beside `Transfer-Encoding` the body is read by its coding and a `Content-Length` goes
-/// (hyper's server would write it and cut the body to it); a list of lengths (`5, 5`) or
-/// repeated lines, all the same number (hyper's client refuses any other), become one line
-/// of it in decimal, as the fast path writes it. A single plain length, the common case,
-/// is left as it is.
-fn one_framing(headers: &mut http::HeaderMap) {
-    use http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
-    let mut lengths = headers.get_all(CONTENT_LENGTH).iter();
-    let Some(first) = lengths.next() else {
-        return;
-    };
-    let plain = lengths.next().is_none() && first.as_bytes().iter().all(u8::is_ascii_digit);
-    if headers.contains_key(TRANSFER_ENCODING) {
-        headers.remove(CONTENT_LENGTH);
-        return;
-    }
-    if plain {
-        return;
-    }
-    let value = first.as_bytes();
-    let first_value = value.split(|&b| b == b',').next().unwrap_or(value);
-    let number = std::str::from_utf8(first_value.trim_ascii())
-        .ok()
-        .and_then(|n| n.parse::<u64>().ok());
-    if let Some(n) = number {
-        headers.insert(CONTENT_LENGTH, http::HeaderValue::from(n));
-    }
 }

@@ -38,11 +38,51 @@ pub fn prepare(parts: &mut Parts, hops: Hops, client: Option<&ClientSide<'_>>) {
     }
 }
 
-/// Readies a response's head for the client, whichever far side sent it: hop-by-hop
-/// headers out, `Via` in.
+/// Readies a response's head for the client, whichever far side sent it (a route's
+/// backend, an upgrade's that declined, a leaf): its framing as hyper's client read it
+/// ([`one_framing`]), hop-by-hop headers out, `Via` in (saying what was received), then
+/// leafgate's own HTTP/1.1 for an HTTP/1.0 answer (RFC 9110 §6.2; hyper's server would
+/// otherwise write `HTTP/1.0` and end the client's connection with a body to the close;
+/// an HTTP/1.0 client still gets `HTTP/1.0`, hyper sees to that). The fast path writes
+/// the same head itself (`fast::response`).
 pub fn prepare_response(parts: &mut http::response::Parts) {
+    one_framing(&mut parts.headers);
     rules::strip_hop_by_hop(&mut parts.headers, false);
     rules::add_via(&mut parts.headers, parts.version);
+    if parts.version == http::Version::HTTP_10 {
+        parts.version = http::Version::HTTP_11;
+    }
+}
+
+/// Makes an answer's framing headers say what hyper's client read its body by, which is
+/// what hyper's server then frames it by, and nothing else (RFC 9112 §6.3, RFC 9110 §8.6):
+/// beside `Transfer-Encoding` the body is read by its coding and a `Content-Length` goes
+/// (hyper's server would write it and cut the body to it); a list of lengths (`5, 5`) or
+/// repeated lines, all the same number (hyper's client refuses any other), become one line
+/// of it in decimal, as the fast path writes it. A single plain length, the common case,
+/// is left as it is.
+fn one_framing(headers: &mut HeaderMap) {
+    use http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
+    let mut lengths = headers.get_all(CONTENT_LENGTH).iter();
+    let Some(first) = lengths.next() else {
+        return;
+    };
+    let plain = lengths.next().is_none() && first.as_bytes().iter().all(u8::is_ascii_digit);
+    if headers.contains_key(TRANSFER_ENCODING) {
+        headers.remove(CONTENT_LENGTH);
+        return;
+    }
+    if plain {
+        return;
+    }
+    let value = first.as_bytes();
+    let first_value = value.split(|&b| b == b',').next().unwrap_or(value);
+    let number = std::str::from_utf8(first_value.trim_ascii())
+        .ok()
+        .and_then(|n| n.parse::<u64>().ok());
+    if let Some(n) = number {
+        headers.insert(CONTENT_LENGTH, HeaderValue::from(n));
+    }
 }
 
 /// Makes `host` the request's one `Host`. HTTP/2 clients name the host in `:authority`;

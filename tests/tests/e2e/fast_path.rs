@@ -870,6 +870,59 @@ async fn an_answer_head_over_16_kib_is_served_alike() {
     }
 }
 
+/// An upgrade the backend declines has its answer relayed on the upgrade's own path
+/// (`proxy::upgrade`, its head read raw by `proxy::fast::switch`), not `proxy::respond`:
+/// the answer must still reach the client framed as the same answer to a plain request
+/// is, on both listeners. A `Connection`-named length, a list of lengths, repeated
+/// lines, a length beside chunks and an HTTP/1.0 answer (under leafgate's `HTTP/1.1`).
+/// The declined answer used to keep `5, 5`, a length beside chunks (cutting the body to
+/// it), and `HTTP/1.0`.
+#[tokio::test]
+async fn a_declined_upgrade_s_answer_is_framed_as_any_answer() {
+    let bed = Bed::start().await;
+    for path in [
+        "/named/Content-Length",
+        "/named/Transfer-Encoding",
+        "/lengths/5,5",
+        "/lengths/5/5",
+        "/lengths/5,6",
+        "/cl-te",
+        "/http10/length/7",
+        "/http10/close/7",
+    ] {
+        let plain = format!("GET {path} HTTP/1.1\r\nHost: a.example\r\n\r\n");
+        let upgrade = format!(
+            "GET {path} HTTP/1.1\r\nHost: a.example\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
+        );
+        let first = |o: &Outcome| {
+            o.answers
+                .first()
+                .map(|a| (a.version, a.status, a.framing.clone(), a.body.clone()))
+        };
+        let (plain, hyper) = bed.both(&with_end(plain.as_bytes()), &["GET", "GET"]).await;
+        assert_eq!(but_reasons(&plain), but_reasons(&hyper), "{path}: plain");
+        for listener in ["fast", "hyper"] {
+            let pieces = with_end(upgrade.as_bytes());
+            let declined =
+                wire::exchange(bed.gw.addr(listener), &pieces, &["GET", "GET"], QUIET).await;
+            let (got, want) = (first(&declined), first(&plain));
+            if want.as_ref().is_some_and(|(_, status, ..)| *status == 502) {
+                // Refused alike; the words of the 502 are each path's own.
+                assert_eq!(
+                    got.map(|a| a.1),
+                    Some(502),
+                    "{listener} {path}: {declined:?}"
+                );
+            } else {
+                assert_eq!(
+                    got, want,
+                    "{listener} {path}: {declined:?} / plain {plain:?}"
+                );
+            }
+        }
+    }
+}
+
 /// One generated request, its bytes and its method: mostly ones the fast path takes
 /// (whose outcomes are then the fast path's), some with anything in them.
 fn request() -> impl Strategy<Value = (Vec<u8>, String)> {
