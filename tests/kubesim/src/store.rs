@@ -150,10 +150,10 @@ pub fn now_rfc3339() -> String {
 /// so do the workload, autoscaling and policy kinds, PersistentVolumeClaims and
 /// ResourceQuotas (their registries' strategies).
 fn status_from_subresource_only(res: &Resource) -> bool {
-    matches!(res.plural, "ingresses" | "services")
-        || (!res.group.is_empty() && !res.crd && res.subresources.contains(&"status"))
-        || matches!(res.plural, "persistentvolumeclaims" | "resourcequotas")
-        || (res.crd && res.subresources.contains(&"status"))
+    matches!(
+        res.plural,
+        "ingresses" | "services" | "persistentvolumeclaims" | "resourcequotas"
+    ) || (!res.group.is_empty() && res.subresources.contains(&"status"))
 }
 
 /// Built-in kinds whose strategy keeps `metadata.generation`: `PrepareForCreate` sets 1,
@@ -691,25 +691,23 @@ impl Store {
         crate::defaults::apply(res, &mut new);
         if res.crd {
             crate::crd::structure(res, &mut new);
-            // BeforeUpdate keeps the stored generation; the apiextensions strategy's
-            // PrepareForUpdate adds one when anything but metadata changed (a status
-            // write never does: its strategy copies the old object).
-            let generation = old
-                .pointer("/metadata/generation")
-                .and_then(Value::as_i64)
-                .unwrap_or(1);
-            let bump = !status_only && non_metadata(&new) != non_metadata(old);
-            new["metadata"]["generation"] = json!(generation + i64::from(bump));
         }
-        if generation_of_spec(res) {
+        if res.crd || generation_of_spec(res) {
+            // BeforeUpdate keeps the stored generation; PrepareForUpdate adds one when what
+            // the strategy watches changed (a status write never does: its strategy copies
+            // the old object). The apiextensions strategy watches anything but metadata.
+            let changed = if res.crd {
+                non_metadata(&new) != non_metadata(old)
+            } else {
+                let annotations = res.plural == "deployments"
+                    && old.pointer("/metadata/annotations") != new.pointer("/metadata/annotations");
+                new.get("spec") != old.get("spec") || annotations
+            };
             let generation = old
                 .pointer("/metadata/generation")
                 .and_then(Value::as_i64)
                 .unwrap_or(1);
-            let annotations = res.plural == "deployments"
-                && old.pointer("/metadata/annotations") != new.pointer("/metadata/annotations");
-            let bump = !status_only && (new.get("spec") != old.get("spec") || annotations);
-            new["metadata"]["generation"] = json!(generation + i64::from(bump));
+            new["metadata"]["generation"] = json!(generation + i64::from(!status_only && changed));
         }
         // A write that changes nothing is not stored: kube-apiserver's GuaranteedUpdate
         // compares the bytes and returns the current object, with no new resourceVersion
