@@ -9,8 +9,8 @@ use rustls::sign::CertifiedKey;
 
 use super::grants::{self, From, To};
 use super::hostnames;
-use super::model::{Cond, ListenerStatusOut};
-use super::types::{GROUP, Gateway, Listener, ReferenceGrant, RouteGroupKind};
+use super::model::Cond;
+use super::types::{GROUP, Gateway, Listener, ListenerStatus, ReferenceGrant, RouteGroupKind};
 use crate::config::HostPattern;
 use crate::k8s::ingress::certs::Certs;
 
@@ -46,7 +46,7 @@ impl ListenerState<'_> {
         self.valid() && self.unresolved.is_none()
     }
 
-    pub fn status(&self, generation: i64) -> ListenerStatusOut {
+    pub fn status(&self, generation: i64) -> ListenerStatus<Cond> {
         let cond = |type_, ok: Option<&Why>, good: &'static str, bad_default| Cond {
             type_,
             status: ok.is_none(),
@@ -85,7 +85,7 @@ impl ListenerState<'_> {
                 observed_generation: generation,
             });
         }
-        ListenerStatusOut {
+        ListenerStatus {
             name: self.listener.name.clone(),
             supported_kinds: self.supported_kinds.clone(),
             attached_routes: self.attached,

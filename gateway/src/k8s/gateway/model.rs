@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use super::types::{
-    Gateway, GatewayClass, HttpRoute, ParentReference, ReferenceGrant, RouteGroupKind,
+    Gateway, GatewayClass, HttpRoute, ListenerStatus, ReferenceGrant, RouteParentStatus,
 };
 use crate::config::cidr::Cidr;
 use crate::config::{BandwidthConfig, HostPattern, PathMatch};
@@ -80,15 +80,7 @@ pub struct GatewayStatusOut {
     /// `status.addresses`, each `{type: IPAddress, value}`.
     pub addresses: Vec<IpAddr>,
     pub conditions: Vec<Cond>,
-    pub listeners: Vec<ListenerStatusOut>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListenerStatusOut {
-    pub name: String,
-    pub supported_kinds: Vec<RouteGroupKind>,
-    pub attached_routes: i32,
-    pub conditions: Vec<Cond>,
+    pub listeners: Vec<ListenerStatus<Cond>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,15 +88,7 @@ pub struct RouteStatusOut {
     pub namespace: String,
     pub name: String,
     /// One per parentRef naming a Gateway of ours, in spec order.
-    pub parents: Vec<ParentStatusOut>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParentStatusOut {
-    /// As written, so the harness finds it.
-    pub parent_ref: ParentReference,
-    pub controller_name: String,
-    pub conditions: Vec<Cond>,
+    pub parents: Vec<RouteParentStatus<Cond>>,
 }
 
 /// Which listener a route entry serves on.

@@ -1329,3 +1329,43 @@ fn backends_at_the_gateways_own_address_are_refused() {
         );
     }
 }
+
+/// The status types read a status as the API server holds it (with `metav1.Condition`s),
+/// the ones the translation makes carrying its own conditions.
+#[test]
+fn statuses_read_as_the_api_server_holds_them() {
+    let condition = json!({"type": "Accepted", "status": "True", "reason": "Accepted", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 3});
+    let g: Gateway = serde_json::from_value(json!({
+        "metadata": {"name": "g"},
+        "spec": {"gatewayClassName": "leafgate", "addresses": [{"value": "10.0.0.10"}]},
+        "status": {"addresses": [{"type": "IPAddress", "value": "10.0.0.10"}], "listeners": [{"name": "http", "attachedRoutes": 1, "supportedKinds": [{"kind": "HTTPRoute"}], "conditions": [condition]}]}
+    }))
+    .unwrap();
+    let status = g.status.unwrap();
+    assert_eq!(
+        (
+            status.addresses[0].value.as_str(),
+            g.spec.addresses[0].value.as_str()
+        ),
+        ("10.0.0.10", "10.0.0.10")
+    );
+    let l = &status.listeners[0];
+    assert_eq!(
+        (
+            l.attached_routes,
+            l.conditions[0].type_.as_str(),
+            l.conditions[0].observed_generation
+        ),
+        (1, "Accepted", Some(3))
+    );
+    let r: HttpRoute = serde_json::from_value(json!({
+        "metadata": {"name": "r"},
+        "status": {"parents": [{"parentRef": {"name": "g"}, "controllerName": "leafgate.io/gateway-controller", "conditions": [condition]}]}
+    }))
+    .unwrap();
+    let p = &r.status.unwrap().parents[0];
+    assert_eq!(
+        (p.parent_ref.name.as_str(), p.conditions[0].status.as_str()),
+        ("g", "True")
+    );
+}

@@ -12,12 +12,12 @@ use super::entries::{Key, entry, precedence};
 use super::hostnames;
 use super::listeners::{self, ListenerState, Why};
 use super::model::{
-    ClassStatus, Cond, GatewayRoute, GatewayStatusOut, ListenerKey, Model, Objects,
-    ParentStatusOut, RouteStatusOut, Settings,
+    ClassStatus, Cond, GatewayRoute, GatewayStatusOut, ListenerKey, Model, Objects, RouteStatusOut,
+    Settings,
 };
 use super::rules::{self, Bounds};
 use super::selector;
-use super::types::{GROUP, Gateway, GatewayClass, HttpRoute, ParentReference};
+use super::types::{GROUP, Gateway, GatewayClass, HttpRoute, ParentReference, RouteParentStatus};
 use crate::config::cidr::Cidr;
 use crate::config::{HostPattern, glob_matches};
 use crate::k8s::ingress::backends::Backends;
@@ -332,7 +332,7 @@ pub fn translate(objects: &Objects<'_>, settings: &Settings) -> Model {
                     }
                 }
             }
-            parents.push(ParentStatusOut {
+            parents.push(RouteParentStatus {
                 parent_ref: parent.clone(),
                 controller_name: settings.controller_name.clone(),
                 conditions: vec![

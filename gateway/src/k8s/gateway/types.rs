@@ -35,6 +35,8 @@ pub struct GatewayClassSpec {
     pub description: Option<String>,
 }
 
+/// A GatewayClass's `parametersRef`, and a Gateway's `infrastructure.parametersRef` (the
+/// Go `LocalParametersReference`, the same without `namespace`).
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ParametersReference {
@@ -77,7 +79,7 @@ pub struct GatewaySpec {
     #[serde(default)]
     pub listeners: Vec<Listener>,
     #[serde(default)]
-    pub addresses: Vec<GatewaySpecAddress>,
+    pub addresses: Vec<GatewayAddress>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub infrastructure: Option<GatewayInfrastructure>,
 }
@@ -86,21 +88,14 @@ pub struct GatewaySpec {
 #[serde(rename_all = "camelCase")]
 pub struct GatewayInfrastructure {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parameters_ref: Option<LocalParametersReference>,
+    pub parameters_ref: Option<ParametersReference>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+/// An address a Gateway asks for (`spec.addresses`) or is given (`status.addresses`); the
+/// Go `GatewaySpecAddress` and `GatewayStatusAddress`, which have the same fields.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct LocalParametersReference {
-    #[serde(default)]
-    pub group: String,
-    pub kind: String,
-    pub name: String,
-}
-
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GatewaySpecAddress {
+pub struct GatewayAddress {
     /// `IPAddress` (the default), `Hostname` or `NamedAddress`.
     #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
     pub type_: Option<String>,
@@ -181,31 +176,25 @@ pub struct RouteGroupKind {
 #[serde(rename_all = "camelCase")]
 pub struct GatewayStatus {
     #[serde(default)]
-    pub addresses: Vec<GatewayStatusAddress>,
+    pub addresses: Vec<GatewayAddress>,
     #[serde(default)]
     pub conditions: Vec<Condition>,
     #[serde(default)]
     pub listeners: Vec<ListenerStatus>,
 }
 
+/// A listener's status. `C` is the condition: `metav1.Condition` as read and written,
+/// the translation's `model::Cond` (no `lastTransitionTime`) as it decides them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GatewayStatusAddress {
-    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
-    pub type_: Option<String>,
-    pub value: String,
-}
-
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListenerStatus {
+#[serde(rename_all = "camelCase", bound(deserialize = "C: Deserialize<'de>"))]
+pub struct ListenerStatus<C = Condition> {
     pub name: String,
     #[serde(default)]
     pub supported_kinds: Vec<RouteGroupKind>,
     #[serde(default)]
     pub attached_routes: i32,
     #[serde(default)]
-    pub conditions: Vec<Condition>,
+    pub conditions: Vec<C>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -411,13 +400,15 @@ pub struct RouteStatus {
     pub parents: Vec<RouteParentStatus>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RouteParentStatus {
+/// A route's status for one parent; `C` as in [`ListenerStatus`]. `parent_ref` is as the
+/// route wrote it, so the conformance harness finds it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", bound(deserialize = "C: Deserialize<'de>"))]
+pub struct RouteParentStatus<C = Condition> {
     pub parent_ref: ParentReference,
     pub controller_name: String,
     #[serde(default)]
-    pub conditions: Vec<Condition>,
+    pub conditions: Vec<C>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
