@@ -330,6 +330,7 @@ fn gateway_invalid_tls_configuration() {
         w.gateway(name, json!([{"name": "https", "port": 443, "protocol": "HTTPS", "tls": {"certificateRefs": [cert]}}]));
     }
     let m = w.model();
+    assert_eq!(m.gateways.len(), 3, "the loop below sees every Gateway");
     for g in &m.gateways {
         let l = &g.listeners[0];
         assert_eq!(l.supported_kinds[0].kind, "HTTPRoute", "{}", g.name);
@@ -975,6 +976,21 @@ fn routes_of_other_controllers_get_no_status() {
     w.route(INFRA, "r", "2026-01-02T00:00:00Z", json!({"parentRefs": [{"name": "theirs"}, {"name": "missing"}, {"kind": "Service", "group": "", "name": "x"}]}));
     let m = w.model();
     assert!(m.gateways.is_empty() && m.http_routes.is_empty() && m.routes.is_empty());
+    // Beside a Gateway of ours, only its parentRef gets a status: the emptiness above is
+    // the other controller's, not a translation that makes nothing.
+    w.gateway("ours", json!([http("http", "Same")]));
+    w.routes.clear();
+    w.route(
+        INFRA,
+        "r",
+        "2026-01-02T00:00:00Z",
+        json!({"parentRefs": [{"name": "theirs"}, {"name": "ours"}]}),
+    );
+    let m = w.model();
+    assert_eq!(m.gateways.len(), 1);
+    let parents = &m.http_routes[0].parents;
+    assert_eq!(parents.len(), 1);
+    assert_eq!(parents[0].parent_ref.name, "ours");
 }
 
 /// A route as a hostile author could write it, past the CRD's bounds: it is refused whole,
