@@ -18,10 +18,11 @@ use super::model::{
 use super::rules::{self, Bounds};
 use super::selector;
 use super::types::{GROUP, Gateway, GatewayClass, HttpRoute, ParentReference, RouteParentStatus};
+use crate::config::HostPattern;
 use crate::config::cidr::Cidr;
-use crate::config::{HostPattern, glob_matches};
 use crate::k8s::ingress::backends::Backends;
 use crate::k8s::ingress::certs::Certs;
+use crate::k8s::ingress::model::may_claim_only;
 
 /// The features `status.supportedFeatures` names, sorted: what this translation
 /// implements of the GATEWAY-HTTP profile.
@@ -275,10 +276,7 @@ pub fn translate(objects: &Objects<'_>, settings: &Settings) -> Model {
         let namespace = route.metadata.namespace.as_deref().unwrap_or("");
         let name = route.metadata.name.as_deref().unwrap_or("");
         let read = rules::read(route, &backends, objects.grants, &settings.backends);
-        let tenant = settings
-            .tenants
-            .iter()
-            .find(|t| t.namespaces.iter().any(|g| glob_matches(g, namespace)));
+        let tenant = settings.tenants.iter().find(|t| t.owns(namespace));
         let generation = generation(&route.metadata);
         let mut parents = Vec::new();
         // At most the CRD's bound get a status; more refuse the route (`rules::read`).
@@ -454,10 +452,7 @@ fn attach(
         .collect();
     if kept.is_empty() {
         let hosts: Vec<String> = t.hosts.iter().flatten().map(ToString::to_string).collect();
-        let may = match hosts.is_empty() {
-            true => "may claim no host".to_string(),
-            false => format!("may claim only hosts matching {}", hosts.join(", ")),
-        };
+        let may = may_claim_only(&hosts);
         return Err((
             "HostnameNotAllowed",
             format!(

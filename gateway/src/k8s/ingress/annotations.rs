@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::model::TenantBounds;
-use crate::config::{BandwidthConfig, ByteRate, HumanDuration, RateLimit, glob_matches};
+use crate::config::{BandwidthConfig, ByteRate, HumanDuration, RateLimit};
 use crate::limit::effective_burst;
 
 /// The prefix every leafgate annotation carries.
@@ -120,7 +120,7 @@ pub fn parse(
                     )));
                 };
                 // Naming another tenant would spend its budget and count as its traffic.
-                if !tenant.namespaces.iter().any(|g| glob_matches(g, namespace)) {
+                if !tenant.owns(namespace) {
                     return Err(fail(format!(
                         "tenant `{name}` does not own namespace {namespace}: an Ingress may name only a tenant whose namespaces match its own"
                     )));

@@ -34,7 +34,8 @@ use rustls::sign::CertifiedKey;
 
 use crate::config::cidr::Cidr;
 use crate::config::{
-    BandwidthConfig, Config, HostOwner, HostPattern, PathMatch, UpstreamConfig, one_label_before,
+    BandwidthConfig, Config, HostOwner, HostPattern, PathMatch, UpstreamConfig, glob_matches,
+    one_label_before,
 };
 
 /// The `spec.controller` of the IngressClass leafgate serves.
@@ -80,6 +81,12 @@ impl TenantBounds {
             bandwidth: BandwidthConfig::default(),
             hosts: None,
         }
+    }
+
+    /// Whether it owns `namespace`: one of its `namespaces` globs matches it. The first
+    /// configured tenant owning a namespace is the tenant of the Ingresses and routes in it.
+    pub fn owns(&self, namespace: &str) -> bool {
+        self.namespaces.iter().any(|g| glob_matches(g, namespace))
     }
 
     /// Whether its Ingresses may claim `host` (an Ingress host: exact, one-label
@@ -365,13 +372,18 @@ impl Refused {
                     "*" => "* (rules without a host and defaultBackend)",
                     h => h,
                 };
-                let may = match hosts.is_empty() {
-                    true => "may claim no host".to_string(),
-                    false => format!("may claim only hosts matching {}", hosts.join(", ")),
-                };
+                let may = may_claim_only(hosts);
                 format!("host {host} is not allowed (tenant {tenant} {may}): {what}")
             }
         }
+    }
+}
+
+/// What a tenant of `hosts` patterns (as written) may claim, as refusals say it.
+pub fn may_claim_only(hosts: &[String]) -> String {
+    match hosts.is_empty() {
+        true => "may claim no host".to_string(),
+        false => format!("may claim only hosts matching {}", hosts.join(", ")),
     }
 }
 

@@ -375,9 +375,7 @@ pub(super) fn age_order(ingress: &Ingress) -> (bool, Option<impl Ord + use<>>, &
 
 /// The index of the first configured tenant whose `namespaces` globs match `namespace`.
 fn tenant_of(namespace: &str, tenants: &[TenantBounds]) -> Option<usize> {
-    tenants
-        .iter()
-        .position(|t| t.namespaces.iter().any(|g| glob_matches(g, namespace)))
+    tenants.iter().position(|t| t.owns(namespace))
 }
 
 /// `ingress/<ns>/<name>/<host or *>/<exact|prefix> <path>`.
