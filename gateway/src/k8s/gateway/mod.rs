@@ -22,6 +22,7 @@ mod listeners;
 mod rules;
 mod selector;
 mod translate;
+mod values;
 
 #[cfg(test)]
 mod tests;

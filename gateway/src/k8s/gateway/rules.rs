@@ -25,6 +25,7 @@ use super::types::{
     GROUP, HttpHeaderFilter, HttpPathModifier, HttpRequestRedirectFilter, HttpRoute,
     HttpRouteFilter, ReferenceGrant,
 };
+use super::values::{duration, header_invalid, path_invalid, precise_invalid};
 use crate::config::{HostPattern, PathMatch};
 use crate::k8s::ingress::annotations::BackendProtocol;
 use crate::k8s::ingress::backends::Backends;
@@ -325,61 +326,9 @@ fn read_match(m: &super::types::HttpRouteMatch) -> Result<Match, Why> {
     })
 }
 
-/// Why `value` is not a path a match or a path modifier may name: it must start with `/`,
-/// hold no `//` (which a client may read as an authority) and only the characters the CRD allows in a path match (RFC 3986 `pchar`s and
-/// `/`, `%` only before two hex digits), so it is one path in a request line or a
-/// `Location`, never another authority or a second line.
-fn path_invalid(value: &str) -> Option<String> {
-    let bytes = value.as_bytes();
-    let mut i = 0;
-    let mut ok = value.starts_with('/') && !value.contains("//");
-    while ok && i < bytes.len() {
-        let b = bytes[i];
-        ok = match b {
-            b'%' => {
-                let hex = bytes.get(i + 1..i + 3);
-                i += 2;
-                hex.is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit))
-            }
-            _ => b.is_ascii_alphanumeric() || b"-/._~!$&'()*+,;=:@".contains(&b),
-        };
-        i += 1;
-    }
-    (!ok).then(|| {
-        format!(
-            "path `{}` is not an absolute path of URL characters",
-            value.escape_debug()
-        )
-    })
-}
-
-/// A header name (and value) the proxy can write as one header line: the name an HTTP
-/// token, the value without control characters but tab.
+/// A header name (and value) the proxy can write as one header line.
 fn header(name: &str, value: Option<&str>) -> Result<(), Why> {
-    if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
-        return Err(unsupported(format!(
-            "header name `{}` is not an HTTP token",
-            name.escape_debug()
-        )));
-    }
-    match value.map(http::HeaderValue::from_str) {
-        Some(Err(_)) => Err(unsupported(format!(
-            "the value of header {name} holds a control character"
-        ))),
-        _ => Ok(()),
-    }
-}
-
-/// Why `host` is not a hostname a redirect or a rewrite may set: a Gateway API
-/// `PreciseHostname` (no wildcard).
-fn precise_invalid(host: &str) -> Option<String> {
-    match host.starts_with('*') {
-        true => Some(format!(
-            "hostname `{}` is a wildcard: a redirect or rewrite names one host",
-            host.escape_debug()
-        )),
-        false => hostnames::invalid(host),
-    }
+    header_invalid(name, value).map_or(Ok(()), |why| Err(unsupported(why)))
 }
 
 fn modifier(f: Option<&HttpHeaderFilter>, what: &str) -> Result<HeaderModifier, Why> {
@@ -481,36 +430,6 @@ fn filter(f: &HttpRouteFilter, rule: &mut Rule) -> Result<(), Why> {
         other => return Err(unsupported(format!("filter {other} is not supported"))),
     }
     Ok(())
-}
-
-/// A GEP-2257 duration: one to four `<number><unit>` parts, units `h`, `m`, `s`, `ms`,
-/// each number of at most five digits (`1h30m`, `500ms`, `0s`).
-pub fn duration(text: &str) -> Option<Duration> {
-    let mut total = Duration::ZERO;
-    let mut rest = text;
-    let mut parts = 0;
-    while !rest.is_empty() {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 || digits > 5 {
-            return None;
-        }
-        let n: u64 = rest[..digits].parse().ok()?;
-        rest = &rest[digits..];
-        let (unit, len) = if rest.starts_with("ms") {
-            (Duration::from_millis(n), 2)
-        } else {
-            match rest.bytes().next()? {
-                b'h' => (Duration::from_secs(n * 3600), 1),
-                b'm' => (Duration::from_secs(n * 60), 1),
-                b's' => (Duration::from_secs(n), 1),
-                _ => return None,
-            }
-        };
-        rest = &rest[len..];
-        total += unit;
-        parts += 1;
-    }
-    (1..=4).contains(&parts).then_some(total)
 }
 
 fn timeouts(t: Option<&super::types::HttpRouteTimeouts>) -> Result<Timeouts, Why> {

@@ -10,9 +10,9 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::model::{Action, Backend, Cond, Model, Objects, PathModifier, Settings};
-use super::rules::duration;
 use super::translate::translate;
 use super::types::{Gateway, GatewayClass, HttpRoute, ReferenceGrant};
+use super::values::duration;
 use crate::config::{HostPattern, PathMatch};
 use crate::k8s::ingress::model::{BackendPolicy, TenantBounds};
 
