@@ -36,7 +36,9 @@
 //! - `/early/<code>`: that status as soon as the head is in, before any of the body is
 //!   read (an upload the backend will not take), `connection: close` and a body `early`;
 //!   then the backend lingers: it shuts its side and reads the body's rest until the
-//!   other end closes (closed at once, its unread bytes would reset the connection).
+//!   other end closes (closed at once, its unread bytes would reset the connection);
+//! - `/hints-first...`: a `103` as soon as the head is in, before any of the body is read
+//!   (a handler that starts before it reads the body), then the echo once the body is in.
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -325,9 +327,17 @@ async fn serve(mut tcp: TcpStream) {
     let mut chunk = vec![0u8; 64 * 1024];
     loop {
         // A whole request: head, then its body by length or chunks.
+        let mut hinted = false;
         let request = loop {
             if let Some(status) = early_status(&buf) {
                 return answer_early(tcp, status).await;
+            }
+            if !hinted && head_path(&buf).is_some_and(|p| p.starts_with("/hints-first")) {
+                hinted = true;
+                let hints = b"HTTP/1.1 103 Early Hints\r\nlink: </a.css>; rel=preload\r\n\r\n";
+                if tcp.write_all(hints).await.is_err() {
+                    return;
+                }
             }
             if let Some(r) = take_request(&mut buf) {
                 break r;
@@ -351,13 +361,17 @@ async fn serve(mut tcp: TcpStream) {
 /// The status an `/early/<code>` request whose head is complete at the start of `buf`
 /// asks for.
 fn early_status(buf: &[u8]) -> Option<u16> {
+    head_path(buf)?.strip_prefix("/early/")?.parse().ok()
+}
+
+/// The target of the request whose head is complete at the start of `buf`.
+fn head_path(buf: &[u8]) -> Option<String> {
     let mut slots = [httparse::EMPTY_HEADER; 256];
     let mut req = httparse::Request::new(&mut slots);
     match req.parse(buf) {
-        Ok(httparse::Status::Complete(_)) => {}
-        _ => return None,
+        Ok(httparse::Status::Complete(_)) => req.path.map(str::to_string),
+        _ => None,
     }
-    req.path?.strip_prefix("/early/")?.parse().ok()
 }
 
 /// Answers `status` before the request's body is read, then lingers (see the module).

@@ -870,6 +870,46 @@ async fn an_answer_head_over_16_kib_is_served_alike() {
     }
 }
 
+/// An informational answer a backend sends while the request's body is still coming in
+/// (a 103 Early Hints from a handler that starts before it reads the body) is passed over
+/// and the upload goes on, as hyper's client does: the client gets the final answer, the
+/// same on both paths, and the fast path serves it. The fast path used to take the 103
+/// for an early final answer and stop the upload, and the backend and leafgate then
+/// waited on each other until the answer head's timeout.
+#[tokio::test]
+async fn an_informational_answer_during_an_upload_does_not_stop_it() {
+    let bed = Bed::start().await;
+    // Long enough to be still on its way when the 103 comes back.
+    let body = vec![b'x'; 4 << 20];
+    let head = format!(
+        "POST /hints-first HTTP/1.1\r\nHost: a.example\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    let pieces = vec![[head.as_bytes(), &body, END].concat()];
+    let before = bed.served_fast().await;
+    let (fast, hyper) = bed.both(&pieces, &["POST", "GET"]).await;
+    // The outcomes without the 4 MiB echoes, which the debug output would print.
+    let shape = |o: &Outcome| {
+        let answers: Vec<_> = o
+            .answers
+            .iter()
+            .map(|a| (a.status, a.body.len(), a.body.ends_with(&"x".repeat(100))))
+            .collect();
+        (answers, o.end)
+    };
+    assert_eq!(
+        shape(&fast),
+        shape(&hyper),
+        "the fast path and hyper's differ"
+    );
+    let answers = shape(&fast).0;
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert_eq!((answers[0].0, answers[0].2), (200, true), "{answers:?}");
+    assert_eq!(answers[1].0, 200, "{answers:?}");
+    assert_eq!(fast.end, End::Closed);
+    assert!(bed.served_fast().await > before, "not on the fast path");
+}
+
 /// An upgrade the backend declines has its answer relayed on the upgrade's own path
 /// (`proxy::upgrade`, its head read raw by `proxy::fast::switch`), not `proxy::respond`:
 /// the answer must still reach the client framed as the same answer to a plain request

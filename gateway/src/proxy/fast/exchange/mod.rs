@@ -8,7 +8,8 @@
 //!
 //! The connection loop that reads each request and decides whether the fast path takes it
 //! is the listener's (`listener::fast`); this module knows nothing of routes or snapshots.
-//! Its `body` file streams an answer's body back to the client by its framing.
+//! Its `head` file reads the answer's head (during the upload, when the backend answers
+//! early, and after it), its `body` file streams the answer's body back by its framing.
 
 use std::io;
 use std::io::IoSlice;
@@ -21,6 +22,7 @@ use tokio::time::Instant;
 use tracing::debug;
 
 mod body;
+mod head;
 
 use super::buf::{BUFFER, Buf, Timer, Wait, read_within, write_all_vectored};
 use super::pool::RawPool;
@@ -32,10 +34,6 @@ use crate::proxy::error::{ProxyError, SendError, classify, error_text};
 use crate::proxy::exchange::Conn;
 use crate::proxy::headers::{ClientSide, Peer};
 use crate::proxy::upstream::{BackendState, Upstream};
-
-/// The most bytes an answer's head may take: hyper's client's read buffer (as for an
-/// upgrade's answer, `switch`).
-const MAX_HEAD: usize = 8192 + 4096 * 100;
 
 /// The client connection an exchange answers, as the fast path needs it (the listener's
 /// `Client` is one).
@@ -309,9 +307,10 @@ impl<'a, C: Caller> FastConn<'a, C> {
     }
 
     /// Copies the rest of the request body from the client to the backend, each read
-    /// within the route's idle timeout, while watching the backend: an answer that begins
-    /// before the body ends (a 413 to an upload it will not take) stops the upload, its
-    /// first bytes read into `self.answer` ([`Upload::Answered`]), to be relayed at once;
+    /// within the route's idle timeout, while watching the backend: a final answer that
+    /// begins before the body ends (a 413 to an upload it will not take) stops the upload,
+    /// its first bytes read into `self.answer` ([`Upload::Answered`]), to be relayed at once
+    /// (an informational one, a 103, is passed over and the upload goes on: `head`);
     /// the connection then ends with the body's rest unread (`body_unread`), and lingers.
     /// On hyper's path such an answer says `Connection: close` too (`proxy::forward`).
     async fn upload<S>(
@@ -369,87 +368,6 @@ impl<'a, C: Caller> FastConn<'a, C> {
             self.body_left -= n as u64;
         }
         Ok(())
-    }
-
-    /// After the backend's socket turned readable during an upload: an answer has begun
-    /// (its first bytes now in `self.answer`), the backend closed or failed, or nothing
-    /// was there after all (`None`: the upload goes on).
-    async fn backend_spoke(&mut self, tcp: &mut TcpStream) -> Option<Upload> {
-        // Only what is there is read: a wait of nothing times out at once.
-        let wait = Wait::For(Duration::ZERO);
-        match read_within(tcp, &mut self.answer, &mut self.backend_timer, wait).await {
-            Ok(0) => Some(Upload::Backend(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "the connection closed while the request body was sent",
-            ))),
-            Ok(_) => Some(Upload::Answered),
-            Err(e) if e.kind() == io::ErrorKind::TimedOut => None,
-            Err(e) => Some(Upload::Backend(e)),
-        }
-    }
-
-    /// Reads until a final answer head is complete at the start of `self.answer`, passing
-    /// over informational ones; or, for a head longer than that buffer, in
-    /// `self.long_head` (up to hyper's client's limit), whose memory goes again if the
-    /// head fails.
-    async fn answer_head(
-        &mut self,
-        tcp: &mut TcpStream,
-        deadline: Instant,
-    ) -> Result<(), HeadError> {
-        let read = self.read_answer_head(tcp, deadline).await;
-        if read.is_err() {
-            self.long_head = Vec::new();
-        }
-        read
-    }
-
-    async fn read_answer_head(
-        &mut self,
-        tcp: &mut TcpStream,
-        deadline: Instant,
-    ) -> Result<(), HeadError> {
-        loop {
-            let informational = {
-                let mut slots = [httparse::EMPTY_HEADER; response::MAX_HEADERS];
-                match response::parse(head_bytes(&self.answer, &self.long_head), &mut slots) {
-                    response::Read::Answer(_) => return Ok(()),
-                    response::Read::Bad(why) => return Err(HeadError::Bad(why)),
-                    response::Read::Informational(len) => Some(len),
-                    response::Read::Partial => None,
-                }
-            };
-            if let Some(len) = informational {
-                if self.long_head.is_empty() {
-                    self.answer.consume(len);
-                } else {
-                    self.long_head.drain(..len);
-                }
-                continue;
-            }
-            if self.answer.is_full() {
-                // Rare: what was read goes on in `long_head`, and each read after it.
-                self.long_head.extend_from_slice(self.answer.bytes());
-                self.answer.clear();
-            }
-            if self.long_head.len() >= MAX_HEAD {
-                return Err(HeadError::Bad("an answer head over hyper's limit"));
-            }
-            let nothing_yet = self.answer.is_empty() && self.long_head.is_empty();
-            let wait = Wait::Until(deadline);
-            match read_within(tcp, &mut self.answer, &mut self.backend_timer, wait).await {
-                Ok(0) if nothing_yet => return Err(HeadError::Closed),
-                Ok(0) => return Err(HeadError::Bad("the connection closed within the head")),
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::TimedOut => return Err(HeadError::Timeout),
-                Err(e) if nothing_yet && is_reset(&e) => return Err(HeadError::Closed),
-                Err(e) => return Err(HeadError::Io(e)),
-            }
-            if !self.long_head.is_empty() {
-                self.long_head.extend_from_slice(self.answer.bytes());
-                self.answer.clear();
-            }
-        }
     }
 
     /// Writes the answer's head and streams its body to the client; the backend's
@@ -515,18 +433,6 @@ impl<'a, C: Caller> FastConn<'a, C> {
         if last { Next::Close } else { Next::Again }
     }
 
-    /// Puts the body bytes read behind a long head of `len` bytes back in `self.answer`
-    /// (they came in its last read, so they fit) and lets the long head's memory go.
-    async fn behind_long_head(&mut self, len: usize) -> bool {
-        let long = std::mem::take(&mut self.long_head);
-        let mut behind = &long[len..];
-        self.answer.clear();
-        // A slice is always ready: this copies without waiting, or touching the timer.
-        let wait = Wait::For(Duration::ZERO);
-        let copied = read_within(&mut behind, &mut self.answer, &mut self.backend_timer, wait);
-        copied.await.is_ok() && behind.is_empty()
-    }
-
     /// Answers with leafgate's own error for `err`, as `ProxyError::response` does.
     async fn fail<S>(
         &mut self,
@@ -562,6 +468,11 @@ fn head_bytes<'b>(answer: &'b Buf, long_head: &'b [u8]) -> &'b [u8] {
     }
 }
 
+fn upstream_io(e: io::Error) -> Failed {
+    Failed::Body(e.to_string())
+}
+
+/// Why no answer head was read (`head`).
 enum HeadError {
     /// Closed before sending anything: a pooled connection may be replaced.
     Closed,
@@ -570,24 +481,12 @@ enum HeadError {
     Io(io::Error),
 }
 
-fn is_reset(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::ConnectionReset
-            | io::ErrorKind::ConnectionAborted
-            | io::ErrorKind::BrokenPipe
-    )
-}
-
-fn upstream_io(e: io::Error) -> Failed {
-    Failed::Body(e.to_string())
-}
-
 /// Why a request body stopped short.
 enum Upload {
     Client,
     Backend(io::Error),
-    /// The backend's answer began first: it is read and relayed, the body's rest unread.
+    /// The backend's final answer began first: it is read and relayed, the body's rest
+    /// unread.
     Answered,
 }
 
