@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 
 KUBECTL_VERSION=1.37.1
 KUBERNETES_VALIDATE_VERSION=1.37.0
-COMPONENTIZE_PY_VERSION=0.25.1
+# The pin is plugins/python/toolchain/requirements.txt (`leafgate plugin new` ships it too).
+COMPONENTIZE_PY_VERSION=$(sed -n 's/^componentize-py==//p' plugins/python/toolchain/requirements.txt)
 tools=target/tools
 mkdir -p "$tools"
 
@@ -37,7 +38,7 @@ if ! { [ -x "$venv/bin/componentize-py" ] \
   echo "==> installing componentize-py ${COMPONENTIZE_PY_VERSION} into ${venv}"
   rm -rf "$venv"
   python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install --quiet "componentize-py==${COMPONENTIZE_PY_VERSION}"
+  "$venv/bin/python" -m pip install --quiet -r plugins/python/toolchain/requirements.txt
 fi
 
 # The JavaScript tools exactly as the committed lock file pins them; reinstalled when the

@@ -20,6 +20,9 @@ use serde_json::json;
 #[path = "plugins/languages.rs"]
 mod languages;
 
+#[path = "plugins/authoring.rs"]
+mod authoring;
+
 /// Loads a config that names plugins by absolute path; returns tenant -> plugins. (The
 /// builder's `Config` is spelt in full: `Config` here is leafgate's own.)
 fn load(

@@ -1,30 +1,25 @@
-//! `leafgate plugin check`, `plugin run` and `plugin new`: the plugin author's tools.
+//! `leafgate plugin check`, `run`, `test`, `new` and `sdk`: the plugin author's tools.
 //!
-//! Both go through the same code as the gateway (`engine` compile and fit checks, a
-//! `TenantPlugins` with the same sandbox and limits), so what works here works when
-//! loaded. The library functions take readers and writers; [`execute`] is the thin clap
-//! entry the binary calls.
+//! They go through the same code as the gateway (`engine` compile and fit checks, a
+//! `TenantPlugins` with the same sandbox and limits, in `oneshot`), so what works here
+//! works when loaded. The library functions take readers and writers; [`execute`] is the
+//! thin clap entry the binary calls.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use crate::config::plugins::{
-    DEFAULT_DEADLINE, DEFAULT_MEMORY, Isolation, OnError, PluginConfig, PluginOrigin,
-};
 use crate::config::units::{ByteSize, HumanDuration};
 
-use super::api::{AddressRewriteRequest, LogContext, PodRouteRequest, TableRequest};
+use super::api::LogContext;
+use super::cases;
 use super::engine::runtime;
 use super::error::PluginError;
-use super::load::build_hook;
-use super::metrics::PluginMetrics;
-use super::scaffold::{Lang, Skeleton};
-use super::tenant::TenantPlugins;
+use super::kit::{self, Lang};
+use super::oneshot;
+pub use super::oneshot::{LOG_BATCH, RunLimits};
+use super::scaffold::Skeleton;
+use super::trial;
 use super::world::World;
-
-/// Lines sent to a log-filter per call, as the gateway batches a log stream.
-pub const LOG_BATCH: usize = 256;
 
 /// `leafgate plugin ...`
 #[derive(Debug, clap::Subcommand)]
@@ -47,14 +42,23 @@ pub enum PluginCommand {
         /// The plugin's config as JSON text, or `@file.json`.
         #[arg(long)]
         config: Option<String>,
-        /// Memory cap, like "64MiB".
-        #[arg(long, default_value = "64MiB")]
-        memory: ByteSize,
-        /// Deadline per call, like "10ms".
-        #[arg(long, default_value = "10ms")]
-        deadline: HumanDuration,
+        #[command(flatten)]
+        limits: LimitArgs,
     },
-    /// Write a plugin skeleton that builds (`build.sh`) and tests itself (`test.sh`).
+    /// Run a file of cases (JSON or YAML: `[{name, config?, request, expect}]`) through the
+    /// plugin in the gateway's sandbox and check each answer; exit 1 on any failure.
+    Test {
+        file: PathBuf,
+        #[arg(long, value_enum)]
+        world: World,
+        /// The cases file (`.json`, else YAML).
+        #[arg(long)]
+        cases: PathBuf,
+        #[command(flatten)]
+        limits: LimitArgs,
+    },
+    /// Write a plugin project that builds (`build.sh`) and tests itself (`test.sh`), in any
+    /// folder: the SDK and WIT come from this binary.
     New {
         /// The plugin's name (a crate, a directory and a `.wasm` file name).
         name: String,
@@ -65,11 +69,56 @@ pub enum PluginCommand {
         /// Where to write it (default: `./NAME`).
         #[arg(long)]
         dir: Option<PathBuf>,
-        /// The leafgate checkout whose `wit/`, SDKs and `target/tools` it builds with
-        /// (default: the current directory).
+        /// Take the SDK, WIT and toolchains from this leafgate checkout instead (to work on
+        /// the SDKs themselves).
         #[arg(long)]
         repo: Option<PathBuf>,
     },
+    /// Write one SDK package (the Rust crate, the Python or the JavaScript package), for
+    /// projects that keep their own layout.
+    Sdk {
+        #[arg(long, value_enum)]
+        lang: Lang,
+        /// The folder to write it into (new, or empty).
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+/// The limits `plugin run` and `plugin test` call under, as a tenant's config sets them.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct LimitArgs {
+    /// Memory cap, like "64MiB".
+    #[arg(long, default_value = "64MiB")]
+    memory: ByteSize,
+    /// Deadline per call, like "10ms".
+    #[arg(long, default_value = "10ms")]
+    deadline: HumanDuration,
+}
+
+impl From<LimitArgs> for RunLimits {
+    fn from(a: LimitArgs) -> Self {
+        RunLimits {
+            memory: a.memory,
+            deadline: a.deadline.0,
+        }
+    }
+}
+
+/// Prints `files` as written, or the error; the exit code.
+fn report_written(result: Result<Vec<PathBuf>, String>) -> i32 {
+    match result {
+        Ok(files) => {
+            for f in files {
+                println!("wrote {}", f.display());
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            1
+        }
+    }
 }
 
 /// Runs a `plugin` subcommand; returns the process exit code.
@@ -82,26 +131,38 @@ pub fn execute(cmd: PluginCommand) -> anyhow::Result<i32> {
             dir,
             repo,
         } => {
-            let repo = std::path::absolute(repo.unwrap_or_else(|| PathBuf::from(".")))?;
+            let repo = repo.map(std::path::absolute).transpose()?;
             let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
             let skeleton = Skeleton {
                 name: &name,
                 lang,
                 world,
-                repo: &repo,
+                repo: repo.as_deref(),
             };
-            match skeleton.write(&dir) {
-                Ok(files) => {
-                    for f in files {
-                        println!("wrote {}", f.display());
-                    }
-                    Ok(0)
-                }
+            Ok(report_written(skeleton.write(&dir)))
+        }
+        PluginCommand::Sdk { lang, out } => Ok(report_written(kit::write_sdk(lang, &out))),
+        PluginCommand::Test {
+            file,
+            world,
+            cases,
+            limits,
+        } => {
+            let cases = match cases::read(&cases) {
+                Ok(cases) => cases,
                 Err(e) => {
                     eprintln!("{e}");
-                    Ok(1)
+                    return Ok(1);
                 }
-            }
+            };
+            let tally = trial::run(
+                &file,
+                world,
+                &cases,
+                limits.into(),
+                std::io::stdout().lock(),
+            )?;
+            Ok(i32::from(tally.failed > 0))
         }
         PluginCommand::Check { file, world } => match check(&file, world) {
             Ok(report) => {
@@ -117,17 +178,13 @@ pub fn execute(cmd: PluginCommand) -> anyhow::Result<i32> {
             file,
             world,
             config,
-            memory,
-            deadline,
+            limits,
         } => {
             let config_json = match config {
                 Some(c) => Some(read_config_arg(&c)?),
                 None => None,
             };
-            let limits = RunLimits {
-                memory,
-                deadline: deadline.0,
-            };
+            let limits = limits.into();
             let stdin = std::io::stdin().lock();
             let stdout = std::io::stdout().lock();
             match run_with(&file, world, config_json.as_deref(), limits, stdin, stdout) {
@@ -184,22 +241,6 @@ pub fn check(path: &Path, world: Option<World>) -> Result<String, PluginError> {
     ))
 }
 
-/// Limits for `run`, as a tenant's config would set them.
-#[derive(Debug, Clone, Copy)]
-pub struct RunLimits {
-    pub memory: ByteSize,
-    pub deadline: Duration,
-}
-
-impl Default for RunLimits {
-    fn default() -> Self {
-        Self {
-            memory: ByteSize(DEFAULT_MEMORY),
-            deadline: DEFAULT_DEADLINE,
-        }
-    }
-}
-
 /// One call of `path` as `world`, with the default limits; see [`run_with`].
 pub fn run(
     path: &Path,
@@ -229,37 +270,12 @@ pub fn run_with(
     input: impl Read,
     mut output: impl Write,
 ) -> Result<(), PluginError> {
-    let plugin = PluginConfig {
-        path: path.to_path_buf(),
-        config_json: config_json.unwrap_or("{}").to_string(),
-        on_error: OnError::Reject,
-        memory: limits.memory,
-        deadline: limits.deadline,
-        startup: crate::config::plugins::DEFAULT_STARTUP,
-        // As the gateway runs it by default: log batches reuse a warm instance.
-        isolation: Isolation::Pooled,
-        max_calls: crate::config::plugins::DEFAULT_MAX_CALLS,
-        instances: crate::config::plugins::DEFAULT_INSTANCES,
-        origin: PluginOrigin {
-            file: path.to_path_buf(),
-            position: None,
-            key: "--world".into(),
-        },
-    };
-    let metrics = PluginMetrics::default();
-    let tokio = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let load = |message| PluginError::Load {
-        path: path.to_path_buf(),
-        message,
-    };
-
+    let config_json = config_json.unwrap_or("{}");
     if world == World::LogFilter {
         // Lines, not JSON: a log as it comes, sent in batches as the gateway does (one
         // newline-joined string per call; `lines()` has taken every newline out).
-        let mut tenant = TenantPlugins::none("cli");
-        tenant.log_filter = Some(build_hook("cli", world, &plugin, &metrics).map_err(load)?);
+        let tenant = oneshot::load(path, world, "cli", config_json, limits)?;
+        let tokio = current_thread()?;
         let ctx = LogContext::default();
         let mut batch = Vec::with_capacity(LOG_BATCH);
         let mut lines = BufReader::new(input).lines();
@@ -281,79 +297,18 @@ pub fn run_with(
 
     let mut text = String::new();
     BufReader::new(input).read_to_string(&mut text)?;
-    let mut value: serde_json::Value = serde_json::from_str(&text)
+    let mut request: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| PluginError::Request(format!("stdin is not JSON: {e}")))?;
-    let tenant_name = value
-        .as_object_mut()
-        .and_then(|o| o.remove("tenant"))
-        .and_then(|t| t.as_str().map(str::to_string))
-        .unwrap_or_else(|| "cli".into());
-    let mut tenant = TenantPlugins::none(&tenant_name);
-    let request_error = |world: World, e: serde_json::Error| {
-        PluginError::Request(format!("not a {world} request: {e}"))
-    };
-    let decision = match world {
-        World::PodRouter => {
-            tenant.pod_router =
-                Some(build_hook(&tenant_name, world, &plugin, &metrics).map_err(load)?);
-            let req: PodRouteRequest =
-                serde_json::from_value(value).map_err(|e| request_error(world, e))?;
-            serde_json::to_value(tokio.block_on(tenant.route_pod(&req))?)
-        }
-        World::AddressRewriter => {
-            tenant.address_rewriter =
-                Some(build_hook(&tenant_name, world, &plugin, &metrics).map_err(load)?);
-            let req: AddressRewriteRequest =
-                serde_json::from_value(value).map_err(|e| request_error(world, e))?;
-            serde_json::to_value(tokio.block_on(tenant.rewrite_addresses(&req))?)
-        }
-        World::TableFormatter => {
-            tenant.table_formatter =
-                Some(build_hook(&tenant_name, world, &plugin, &metrics).map_err(load)?);
-            let req = table_request(value).map_err(|e| request_error(world, e))?;
-            serde_json::to_value(tokio.block_on(tenant.format_table(req))?)
-        }
-        World::LogFilter => unreachable!("handled above"),
-    }
-    .map_err(|e| PluginError::Request(format!("cannot print the decision: {e}")))?;
+    let tenant_name = oneshot::take_tenant(&mut request);
+    let tenant = oneshot::load(path, world, &tenant_name, config_json, limits)?;
+    let decision = current_thread()?.block_on(oneshot::decide(&tenant, world, request))?;
     serde_json::to_writer_pretty(&mut output, &decision).map_err(std::io::Error::from)?;
     writeln!(output)?;
     Ok(output.flush()?)
 }
 
-/// A table request from stdin: either the request itself (with `objects` as a JSON array
-/// or as JSON text), or a Kubernetes list (`kubectl get pods -o json`), whose kind names
-/// the resource.
-fn table_request(mut value: serde_json::Value) -> Result<TableRequest, serde_json::Error> {
-    use serde::de::Error;
-    let list_kind = value
-        .get("kind")
-        .and_then(|k| k.as_str())
-        .and_then(|k| k.strip_suffix("List"))
-        .map(str::to_string);
-    if let Some(kind) = list_kind.filter(|_| value.get("items").is_some()) {
-        let api_version = value
-            .get("apiVersion")
-            .and_then(|v| v.as_str())
-            .unwrap_or("v1");
-        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-        return Ok(TableRequest {
-            group: group.to_string(),
-            version: version.to_string(),
-            resource: format!("{}s", kind.to_ascii_lowercase()),
-            wide: false,
-            objects: value["items"].to_string(),
-        });
-    }
-    if let Some(objects) = value.get_mut("objects")
-        && !objects.is_string()
-    {
-        *objects = serde_json::Value::String(objects.to_string());
-    }
-    if value.get("objects").is_none() {
-        return Err(serde_json::Error::custom(
-            "missing `objects` (a JSON array of the objects to print)",
-        ));
-    }
-    serde_json::from_value(value)
+fn current_thread() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
 }

@@ -10,8 +10,12 @@
 //! never lets a plugin's failure escape its one call.
 //!
 //! Layout, top to bottom (a file imports only files below it; this one only re-exports):
-//! - `cli`: `leafgate plugin check|run|new`, through the same code as the gateway;
-//!   `scaffold`: the skeletons `plugin new` writes.
+//! - `cli`: `leafgate plugin check|run|test|new|sdk`, through the same code as the
+//!   gateway; `trial`: `plugin test`'s run over a cases file (`cases` reads it);
+//!   `scaffold`: the projects `plugin new` writes (`samples`: their sample and cases);
+//!   `kit`: the WIT and SDKs this binary carries, and writing an SDK package out.
+//! - `oneshot`: one plugin as a tenant's one hook, one decision at a time (`plugin run`
+//!   and `plugin test`).
 //! - `load`: config -> [`PluginSet`] (compile, fit, build each hook).
 //! - `tenant`: [`TenantPlugins`], one call per decision and the `on_error` policy.
 //! - `convert`: `api` types <-> the generated WIT types, answers checked.
@@ -30,6 +34,7 @@
 
 mod api;
 mod bindings;
+mod cases;
 pub mod cli;
 mod compile;
 mod convert;
@@ -38,15 +43,19 @@ mod epoch;
 mod error;
 mod fit;
 mod hostlog;
+mod kit;
 mod limits;
 mod load;
 mod metrics;
 mod nohttp;
+mod oneshot;
 mod pool;
+mod samples;
 mod sandbox;
 mod scaffold;
 mod stderr;
 mod tenant;
+mod trial;
 mod world;
 
 pub use api::{
@@ -56,8 +65,9 @@ pub use api::{
 };
 pub use error::{FaultKind, PluginError};
 pub use fit::Fit;
+pub use kit::Lang;
 pub use load::{PluginSet, builds_of, check, is_compiled, load, load_partial};
 pub use metrics::PluginMetrics;
-pub use scaffold::{Lang, Skeleton};
+pub use scaffold::Skeleton;
 pub use tenant::TenantPlugins;
 pub use world::World;

@@ -1,8 +1,9 @@
 //! leafgate-plugin: write a leafgate policy plugin in a few lines.
 //!
-//! This crate owns the guest side of the plugin ABI: the bindings generated from the
-//! repository's `wit/` (never restated by hand), the export macro of each world, and typed
-//! helpers for what every plugin does (read its config, log, read Kubernetes objects).
+//! This crate owns the guest side of the plugin ABI: the bindings generated from the WIT it
+//! carries (`wit/plugin.wit`, the repository's `wit/plugin.wit` itself; never restated by
+//! hand), the export macro of each world, and typed helpers for what every plugin does
+//! (read its config, log, read Kubernetes objects).
 //! It knows nothing about the gateway's internals.
 //!
 //! A plugin picks one world, implements that world's `Guest` trait and exports it:
@@ -34,7 +35,7 @@ pub mod k8s;
 pub mod pod_router {
     wit_bindgen::generate!({
         world: "pod-router",
-        path: "../../wit",
+        path: "wit",
         generate_all,
         pub_export_macro: true,
         export_macro_name: "export_pod_router",
@@ -49,7 +50,7 @@ pub mod pod_router {
 pub mod address_rewriter {
     wit_bindgen::generate!({
         world: "address-rewriter",
-        path: "../../wit",
+        path: "wit",
         with: {
             "leafgate:plugin/host": crate::pod_router::leafgate::plugin::host,
             "leafgate:plugin/types": crate::pod_router::leafgate::plugin::types,
@@ -67,7 +68,7 @@ pub mod address_rewriter {
 pub mod log_filter {
     wit_bindgen::generate!({
         world: "log-filter",
-        path: "../../wit",
+        path: "wit",
         with: {
             "leafgate:plugin/host": crate::pod_router::leafgate::plugin::host,
             "leafgate:plugin/types": crate::pod_router::leafgate::plugin::types,
@@ -134,7 +135,7 @@ pub mod log_filter {
 pub mod table_formatter {
     wit_bindgen::generate!({
         world: "table-formatter",
-        path: "../../wit",
+        path: "wit",
         with: {
             "leafgate:plugin/host": crate::pod_router::leafgate::plugin::host,
             "leafgate:plugin/types": crate::pod_router::leafgate::plugin::types,

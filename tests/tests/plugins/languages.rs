@@ -326,69 +326,6 @@ fn the_python_sdk_tests_pass() {
     assert!(stderr.contains("OK"), "{stderr}");
 }
 
-/// Runs `script` of a skeleton in `dir`, or panics with its output.
-fn run_script(dir: &Path, script: &str, envs: &[(&str, PathBuf)]) {
-    let output = Command::new(dir.join(script))
-        .current_dir(dir)
-        .envs(envs.iter().map(|(k, v)| (*k, v.as_os_str())))
-        // The outer cargo's flags are for the host, not for wasm32-wasip2.
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("CARGO_BUILD_TARGET")
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {script}: {e}"));
-    assert!(
-        output.status.success(),
-        "{} {script} failed:\n{}{}",
-        dir.display(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-/// `leafgate plugin new` for Rust (Python and JavaScript: their pages, below): the
-/// skeleton passes its own test, builds, passes `plugin check` and answers `plugin run`.
-#[test]
-fn plugin_new_writes_a_rust_skeleton_that_tests_builds_checks_and_runs() {
-    let root = tempfile::tempdir().unwrap();
-    let dir = root.path().join("my-router");
-    let output = Command::new(leafgate_tests::binary::leafgate())
-        .args([
-            "plugin",
-            "new",
-            "my-router",
-            "--lang",
-            "rust",
-            "--world",
-            "pod-router",
-        ])
-        .arg("--dir")
-        .arg(&dir)
-        .arg("--repo")
-        .arg(repo_root())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    // Its dependencies build where the reference plugins' did.
-    let envs = [(
-        "CARGO_TARGET_DIR",
-        leafgate_tests::plugins::target_dir().join("plugins-wasm"),
-    )];
-    run_script(&dir, "test.sh", &envs);
-    run_script(&dir, "build.sh", &envs);
-    let wasm = dir.join("my-router.wasm");
-    let report = cli::check(&wasm, None).unwrap();
-    assert!(report.ends_with("fits the pod-router world"), "{report}");
-    let input = json!({ "namespace": "ns", "pod": "p", "verb": "exec",
-                        "leaves": ["leaf-2", "leaf-1"] });
-    let got = run(&wasm, World::PodRouter, &json!({}), &input.to_string()).unwrap();
-    assert_eq!(got, "{\n  \"leaf\": \"leaf-2\"\n}\n");
-}
-
 /// The `sh` blocks of a page, in order, as one script.
 fn page_script(page: &Path) -> String {
     let text = std::fs::read_to_string(page).unwrap();

@@ -1,0 +1,500 @@
+//! Plugin authoring outside the repository, with the built `leafgate` binary alone: from an
+//! empty folder, `leafgate plugin new` in Rust, Python and JavaScript writes a project
+//! whose `build.sh` builds a component (its path the last line), which `plugin check`
+//! accepts and whose `test.sh` passes its cases with `plugin test`; then a gateway with a
+//! tenant pointing at the pod-router and log-filter projects routes and filters a
+//! `kubectl logs` as the samples say. The SDK packages install the ecosystems' way (`pip
+//! install`, `npm pack`, `cargo package`), and `plugin test` fails the cases it must.
+//!
+//! The scripts reuse the toolchains the suite installed (`target/tools`, through
+//! `LEAFGATE_PY_VENV` and `LEAFGATE_JS_TOOLS`; the reference plugins' cargo target dir),
+//! not a copy per test, and compiled components are kept in one cache folder.
+//! The address-rewriter and table-formatter projects are `#[ignore]`d as slow
+//! (`cargo test --test plugins authoring -- --ignored` runs them).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use leafgate_tests::config::Plugin;
+use leafgate_tests::kube::{self, KubeUser, TwoLeaves};
+use leafgate_tests::plugins::{fault_plugin, repo_root, target_dir, tools_dir};
+use serde_json::json;
+
+/// An empty folder outside the repository.
+fn outside() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(
+        !dir.path().starts_with(repo_root()),
+        "{}",
+        dir.path().display()
+    );
+    dir
+}
+
+/// A command run in `dir` as an author's shell would: the built `leafgate` first on the
+/// `PATH`, the suite's toolchains for the scripts, no cargo flags of the outer build.
+fn command(dir: &Path, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let bin = leafgate_tests::binary::leafgate();
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut cmd = Command::new(program);
+    cmd.current_dir(dir)
+        .env("PATH", path)
+        .env("LEAFGATE_PY_VENV", tools_dir().join("py-venv"))
+        .env("LEAFGATE_JS_TOOLS", tools_dir().join("js"))
+        // The Rust projects' dependencies build where the reference plugins' did.
+        .env("CARGO_TARGET_DIR", target_dir().join("plugins-wasm"))
+        .env(
+            "LEAFGATE_PLUGIN_CACHE",
+            target_dir().join("plugins-authoring-cache"),
+        )
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET");
+    cmd
+}
+
+/// Runs `cmd`; its output, or a panic with everything it printed.
+fn succeeds(what: &str, cmd: &mut Command) -> String {
+    let output = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(
+        output.status.success(),
+        "{what} failed:\n{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+fn leafgate(dir: &Path, args: &[&str]) -> Output {
+    command(dir, "leafgate").args(args).output().unwrap()
+}
+
+/// A project of `plugin new`, built and tested by its own scripts.
+struct Project {
+    wasm: PathBuf,
+    _root: tempfile::TempDir,
+}
+
+/// `plugin new my-WORLD --lang LANG --world WORLD` in an empty folder; then its `test.sh`
+/// (which builds with `build.sh` and says what it built) passes every case, and `plugin
+/// check` says the component fits its world.
+fn project(lang: &str, world: &str) -> Project {
+    let root = outside();
+    let name = format!("my-{world}");
+    let what = format!("{lang} {world}");
+    succeeds(
+        &format!("{what}: plugin new"),
+        command(root.path(), "leafgate")
+            .args(["plugin", "new", &name, "--lang", lang, "--world", world]),
+    );
+    let dir = root.path().join(&name);
+    assert!(
+        dir.join("sdk").is_dir() && dir.join("wit/plugin.wit").is_file(),
+        "{what}"
+    );
+    let started = Instant::now();
+    // The cases are about answers: an interpreter's first calls on a busy 2-core machine
+    // have outrun the default 10 ms (the gateway's defaults are the loaded test's below).
+    let out = succeeds(
+        &format!("{what}: test.sh"),
+        command(&dir, dir.join("test.sh")).args(["--deadline", "1s"]),
+    );
+    println!("{what}: test.sh took {:?}\n{out}", started.elapsed());
+    let built = out
+        .lines()
+        .find_map(|l| l.strip_prefix("built "))
+        .unwrap_or_else(|| panic!("{what}: test.sh named no component:\n{out}"));
+    let wasm = PathBuf::from(built);
+    assert_eq!(wasm, dir.join(format!("{name}.wasm")), "{what}");
+    let cases: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).unwrap()).unwrap();
+    let n = cases.as_array().unwrap().len();
+    assert!(
+        out.contains(&format!("{n} cases: {n} passed, 0 failed")),
+        "{what}: {out}"
+    );
+    let check = leafgate(&dir, &["plugin", "check", built]);
+    let report = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        check.status.success()
+            && report
+                .trim_end()
+                .ends_with(&format!("fits the {world} world")),
+        "{what}: {report}{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    Project { wasm, _root: root }
+}
+
+/// A gateway with tenant `acme`'s `pod_router` and `log_filter` the two projects' plugins:
+/// `kubectl logs` of a pod both leaves hold reaches the first leaf (the sample router's
+/// choice) and comes back without its DEBUG line and with its password line redacted.
+async fn routes_and_filters_as_the_samples_say(lang: &str) {
+    let router = project(lang, "pod-router");
+    let filter = project(lang, "log-filter");
+    let limits = |p: &Project| {
+        Plugin::new(&p.wasm)
+            .on_error("reject")
+            .set("deadline", "1s")
+    };
+    let two = TwoLeaves::start_with("acme-token-1", "other-token-1", |acme| {
+        acme.plugin("pod_router", limits(&router))
+            .plugin("log_filter", limits(&filter))
+    })
+    .await;
+    for (leaf, name) in [(&two.leaf_a, "leaf-a"), (&two.leaf_b, "leaf-b")] {
+        leaf.create(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"namespace": "apps", "name": "api"},
+            "spec": {"nodeName": "n", "containers": [{"name": "app", "image": "busybox"}]},
+            "status": {"phase": "Running"}
+        }))
+        .unwrap();
+        for line in [
+            &format!("GET / 200 from {name}"),
+            "DEBUG cache warm",
+            "login password=hunter2",
+        ] {
+            leaf.append_log("apps", "api", "app", line);
+        }
+    }
+    let started = Instant::now();
+    while two.gw.gateway.snapshot().pods.holders("apps", "api").len() < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "apps/api not indexed"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = kube::kubeconfig(
+        dir.path(),
+        &two.ca,
+        two.gw.addr("kube"),
+        KubeUser::Token("acme-token-1"),
+        Some("apps"),
+    );
+    let mut kubectl = tokio::process::Command::new(kubesim::kubectl::pinned());
+    kubectl
+        .arg("--kubeconfig")
+        .arg(config)
+        .arg("--cache-dir")
+        .arg(dir.path().join("cache"))
+        .args(["logs", "api"])
+        .kill_on_drop(true);
+    let done = kubesim::testkit::run(kubectl, None).await;
+    assert_eq!(
+        (done.code, done.out.as_str()),
+        (Some(0), "GET / 200 from leaf-a\n[redacted]\n"),
+        "{lang}: {}",
+        done.err
+    );
+}
+
+#[tokio::test]
+async fn a_rust_project_routes_and_filters_in_a_gateway() {
+    routes_and_filters_as_the_samples_say("rust").await;
+}
+
+#[tokio::test]
+async fn a_python_project_routes_and_filters_in_a_gateway() {
+    routes_and_filters_as_the_samples_say("python").await;
+}
+
+#[tokio::test]
+async fn a_js_project_routes_and_filters_in_a_gateway() {
+    routes_and_filters_as_the_samples_say("js").await;
+}
+
+#[test]
+#[ignore = "slow: two more worlds in each language (run with --ignored)"]
+fn address_rewriter_and_table_formatter_projects_build_check_and_pass() {
+    for lang in ["rust", "python", "js"] {
+        for world in ["address-rewriter", "table-formatter"] {
+            project(lang, world);
+        }
+    }
+}
+
+/// The Rust SDK's package lists its WIT; written out by `plugin sdk`, it is a crate whose
+/// every file is inside it (its printer vendored beside it).
+#[test]
+fn the_rust_sdk_packages_its_wit() {
+    let repo_sdk = repo_root().join("plugins/sdk");
+    let listed = succeeds(
+        "cargo package --list",
+        command(&repo_sdk, "cargo").args(["package", "--list", "--allow-dirty", "--quiet"]),
+    );
+    assert!(listed.lines().any(|l| l == "wit/plugin.wit"), "{listed}");
+    let root = outside();
+    let out = root.path().join("leafgate-plugin");
+    succeeds(
+        "plugin sdk --lang rust",
+        command(root.path(), "leafgate")
+            .arg("plugin")
+            .args(["sdk", "--lang", "rust", "--out"])
+            .arg(&out),
+    );
+    let listed = succeeds(
+        "cargo package --list (written out)",
+        command(&out, "cargo").args(["package", "--list", "--allow-dirty", "--quiet"]),
+    );
+    for file in ["wit/plugin.wit", "src/lib.rs", "Cargo.toml", "README.md"] {
+        assert!(listed.lines().any(|l| l == file), "{file}: {listed}");
+    }
+}
+
+/// The first bytes of a WebAssembly component (magic, then the component layer).
+fn is_component(path: &Path) -> bool {
+    let bytes = std::fs::read(path).unwrap_or_default();
+    bytes.starts_with(b"\0asm\x0d\x00\x01\x00")
+}
+
+/// `pip install` of the Python SDK (as `plugin sdk` writes it) into a fresh venv, then
+/// componentize-py builds the pod-router sample against that environment alone.
+#[test]
+fn the_python_sdk_installs_with_pip_and_builds_the_sample() {
+    let root = outside();
+    let sdk = root.path().join("sdk");
+    succeeds(
+        "plugin sdk --lang python",
+        command(root.path(), "leafgate")
+            .arg("plugin")
+            .args(["sdk", "--lang", "python", "--out"])
+            .arg(&sdk),
+    );
+    let venv = root.path().join("venv");
+    succeeds(
+        "python3 -m venv",
+        command(root.path(), "python3")
+            .args(["-m", "venv"])
+            .arg(&venv),
+    );
+    succeeds(
+        "pip install ./sdk",
+        command(root.path(), venv.join("bin/python"))
+            .args(["-m", "pip", "install", "--quiet", "./sdk"]),
+    );
+    let site = succeeds(
+        "the venv's site-packages",
+        command(root.path(), venv.join("bin/python")).args([
+            "-c",
+            "import leafgate_plugin, sysconfig; print(sysconfig.get_paths()['purelib'])",
+        ]),
+    );
+    let site = site.trim();
+    assert!(
+        Path::new(site).join("leafgate_plugin/py.typed").is_file(),
+        "{site}"
+    );
+    succeeds(
+        "plugin new",
+        command(root.path(), "leafgate").args([
+            "plugin",
+            "new",
+            "app",
+            "--lang",
+            "python",
+            "--world",
+            "pod-router",
+        ]),
+    );
+    let app = root.path().join("app");
+    std::fs::remove_dir_all(app.join("sdk")).unwrap();
+    let wasm = root.path().join("app.wasm");
+    succeeds(
+        "componentize-py",
+        command(&app, tools_dir().join("py-venv/bin/componentize-py"))
+            .args([
+                "-d",
+                "wit",
+                "-w",
+                "pod-router",
+                "componentize",
+                "-p",
+                site,
+                "-p",
+                ".",
+                "app",
+                "-o",
+            ])
+            .arg(&wasm),
+    );
+    assert!(is_component(&wasm), "{}", wasm.display());
+}
+
+/// `npm pack` of the JavaScript SDK, the tarball installed into a fresh folder, then the
+/// JavaScript toolchain builds the pod-router sample importing the installed package.
+#[test]
+fn the_js_sdk_packs_installs_and_builds_the_sample() {
+    let root = outside();
+    let sdk = root.path().join("sdk");
+    succeeds(
+        "plugin sdk --lang js",
+        command(root.path(), "leafgate")
+            .arg("plugin")
+            .args(["sdk", "--lang", "js", "--out"])
+            .arg(&sdk),
+    );
+    let packed = succeeds("npm pack", command(&sdk, "npm").args(["pack", "--silent"]));
+    let tarball = sdk.join(packed.trim());
+    assert!(tarball.is_file(), "{packed}");
+    succeeds(
+        "plugin new",
+        command(root.path(), "leafgate").args([
+            "plugin",
+            "new",
+            "app",
+            "--lang",
+            "js",
+            "--world",
+            "pod-router",
+        ]),
+    );
+    let app = root.path().join("app");
+    std::fs::remove_dir_all(app.join("sdk")).unwrap();
+    std::fs::write(
+        app.join("package.json"),
+        r#"{"name": "app", "private": true, "type": "module"}"#,
+    )
+    .unwrap();
+    succeeds(
+        "npm install the tarball",
+        command(&app, "npm")
+            .args([
+                "install",
+                "--offline",
+                "--no-audit",
+                "--no-fund",
+                "--silent",
+            ])
+            .arg(&tarball),
+    );
+    let source = std::fs::read_to_string(app.join("app.js")).unwrap();
+    let installed = "./node_modules/leafgate-plugin/leafgate-plugin.js";
+    std::fs::write(
+        app.join("app.js"),
+        source.replace("./sdk/leafgate-plugin.js", installed),
+    )
+    .unwrap();
+    assert!(app.join(installed).is_file());
+    let wasm = root.path().join("app.wasm");
+    succeeds(
+        "componentize-js",
+        command(
+            &app,
+            tools_dir().join("js/node_modules/.bin/componentize-js"),
+        )
+        .args(["--wit", "wit", "--world-name", "pod-router", "-o"])
+        .arg(&wasm)
+        .arg("app.js"),
+    );
+    assert!(is_component(&wasm), "{}", wasm.display());
+}
+
+/// `plugin test` on cases that must fail: a wrong leaf, a plugin that loops and one that
+/// panics each fail their own case, named, with the reason (the panic's message), and
+/// the cases around them still run and pass; exit 1. A case's name cannot write control
+/// characters to the terminal.
+#[test]
+fn plugin_test_fails_the_cases_it_must_and_runs_the_rest() {
+    let root = outside();
+    let cases = root.path().join("cases.yaml");
+    std::fs::write(
+        &cases,
+        "- name: wrong leaf\n  request: {namespace: ns, pod: web-1, verb: exec, leaves: [leaf-1, leaf-2]}\n  expect: {leaf: leaf-2}\n\
+         - name: loops\n  request: {namespace: ns, pod: spin-1, verb: exec, leaves: [leaf-1]}\n  expect: default\n\
+         - name: panics\n  request: {namespace: ns, pod: trap-1, verb: exec, leaves: [leaf-1]}\n  expect: {leaf: leaf-1}\n\
+         - name: \"after them \\e[2J\"\n  request: {namespace: ns, pod: web-2, verb: exec, leaves: [leaf-1]}\n  expect: {leaf: leaf-1}\n\
+         - name: a loop that must time out\n  request: {namespace: ns, pod: spin-2, verb: exec, leaves: [leaf-1]}\n  expect: {error: deadline}\n",
+    )
+    .unwrap();
+    let plugin = fault_plugin("faulty-router");
+    let out = leafgate(
+        root.path(),
+        &[
+            "plugin",
+            "test",
+            plugin.to_str().unwrap(),
+            "--world",
+            "pod-router",
+            "--cases",
+            cases.to_str().unwrap(),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let line = |prefix: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no `{prefix}` line:\n{stdout}"))
+    };
+    assert!(
+        line("FAIL  wrong leaf (").ends_with("the answer differs"),
+        "{stdout}"
+    );
+    let answers = "      expected: {\"leaf\":\"leaf-2\"}\n           got: {\"leaf\":\"leaf-1\"}\n";
+    assert!(stdout.contains(answers), "{stdout}");
+    assert!(line("FAIL  loops (").ends_with("deadline"), "{stdout}");
+    assert!(line("FAIL  panics (").ends_with("trap"), "{stdout}");
+    assert!(
+        stdout.contains("faulty-router was told to trap on trap-1"),
+        "{stdout}"
+    );
+    line("ok    after them \\u{1b}[2J (");
+    line("ok    a loop that must time out (");
+    assert!(!stdout.contains('\u{1b}'), "{stdout}");
+    assert!(
+        line("5 cases: ").starts_with("5 cases: 2 passed, 3 failed"),
+        "{stdout}"
+    );
+}
+
+/// A cases file that does not parse is refused at its line and column, JSON and YAML.
+#[test]
+fn plugin_test_refuses_a_malformed_cases_file_at_its_line_and_column() {
+    let root = outside();
+    let plugin = fault_plugin("faulty-router");
+    for (name, text, at) in [
+        (
+            "cases.json",
+            "[\n  {\"name\": \"a\",\n   \"request\": {} \"expect\": 1}\n]\n",
+            "cases.json:3:18: expected `,` or `}`",
+        ),
+        (
+            "cases.yaml",
+            "- name: a\n  request: {pod: [}\n  expect: 1\n",
+            "cases.yaml:2:",
+        ),
+        (
+            "missing.json",
+            "[{\"name\": \"a\", \"request\": {}}]",
+            "missing.json:1:",
+        ),
+    ] {
+        let path = root.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        let out = leafgate(
+            root.path(),
+            &[
+                "plugin",
+                "test",
+                plugin.to_str().unwrap(),
+                "--world",
+                "pod-router",
+                "--cases",
+                path.to_str().unwrap(),
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
+        assert!(stderr.contains(at), "{name}: {stderr}");
+        assert!(out.stdout.is_empty(), "{name}: no case ran");
+    }
+}
