@@ -99,22 +99,11 @@ pub fn read(path: &Path) -> Result<Vec<Case>, String> {
 /// Parses cases from `text`; the error is `line:column: message`.
 pub fn parse(text: &str, json: bool) -> Result<Vec<Case>, String> {
     let written: Vec<Written> = if json {
-        serde_json::from_str(text).map_err(|e| {
-            let message = e.to_string();
-            // serde_json appends " at line L column C" to its message: said once, up front.
-            let message = message
-                .rsplit_once(" at line ")
-                .map_or(message.as_str(), |(m, _)| m);
-            format!("{}:{}: {message}", e.line(), e.column())
-        })?
+        serde_json::from_str(text).map_err(|e| located(e.line(), e.column(), &e))?
     } else {
         serde_norway::from_str(text).map_err(|e| {
             let (line, column) = e.location().map_or((1, 1), |l| (l.line(), l.column()));
-            let message = e.to_string();
-            let message = message
-                .rsplit_once(" at line ")
-                .map_or(message.as_str(), |(m, _)| m);
-            format!("{line}:{column}: {message}")
+            located(line, column, &e)
         })?
     };
     if written.is_empty() {
@@ -145,6 +134,16 @@ pub fn parse(text: &str, json: bool) -> Result<Vec<Case>, String> {
             })
         })
         .collect()
+}
+
+/// `line:column: message` of a parser's error, whose own text ends in " at line L column
+/// C" (serde_json's and serde_norway's both do): the place said once, up front.
+fn located(line: usize, column: usize, error: &dyn std::fmt::Display) -> String {
+    let message = error.to_string();
+    let message = message
+        .rsplit_once(" at line ")
+        .map_or(message.as_str(), |(m, _)| m);
+    format!("{line}:{column}: {message}")
 }
 
 #[cfg(test)]

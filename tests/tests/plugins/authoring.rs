@@ -255,19 +255,44 @@ fn is_component(path: &Path) -> bool {
     bytes.starts_with(b"\0asm\x0d\x00\x01\x00")
 }
 
+/// An empty folder outside the repository holding `lang`'s SDK package as `plugin sdk`
+/// writes it (`sdk/`) and a pod-router project of `plugin new` without its vendored copy
+/// (`app/`): the package installed the ecosystem's way is all the sample has.
+struct Sample {
+    root: tempfile::TempDir,
+    sdk: PathBuf,
+    app: PathBuf,
+}
+
+fn sdk_and_sample(lang: &str) -> Sample {
+    let root = outside();
+    let sdk = root.path().join("sdk");
+    succeeds(
+        &format!("plugin sdk --lang {lang}"),
+        command(root.path(), "leafgate")
+            .args(["plugin", "sdk", "--lang", lang, "--out"])
+            .arg(&sdk),
+    );
+    let new = [
+        "plugin",
+        "new",
+        "app",
+        "--lang",
+        lang,
+        "--world",
+        "pod-router",
+    ];
+    succeeds("plugin new", command(root.path(), "leafgate").args(new));
+    let app = root.path().join("app");
+    std::fs::remove_dir_all(app.join("sdk")).unwrap();
+    Sample { root, sdk, app }
+}
+
 /// `pip install` of the Python SDK (as `plugin sdk` writes it) into a fresh venv, then
 /// componentize-py builds the pod-router sample against that environment alone.
 #[test]
 fn the_python_sdk_installs_with_pip_and_builds_the_sample() {
-    let root = outside();
-    let sdk = root.path().join("sdk");
-    succeeds(
-        "plugin sdk --lang python",
-        command(root.path(), "leafgate")
-            .arg("plugin")
-            .args(["sdk", "--lang", "python", "--out"])
-            .arg(&sdk),
-    );
+    let Sample { root, app, .. } = sdk_and_sample("python");
     let venv = root.path().join("venv");
     succeeds(
         "python3 -m venv",
@@ -284,7 +309,7 @@ fn the_python_sdk_installs_with_pip_and_builds_the_sample() {
         "the venv's site-packages",
         command(root.path(), venv.join("bin/python")).args([
             "-c",
-            "import leafgate_plugin, sysconfig; print(sysconfig.get_paths()['purelib'])",
+            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
         ]),
     );
     let site = site.trim();
@@ -292,20 +317,6 @@ fn the_python_sdk_installs_with_pip_and_builds_the_sample() {
         Path::new(site).join("leafgate_plugin/py.typed").is_file(),
         "{site}"
     );
-    succeeds(
-        "plugin new",
-        command(root.path(), "leafgate").args([
-            "plugin",
-            "new",
-            "app",
-            "--lang",
-            "python",
-            "--world",
-            "pod-router",
-        ]),
-    );
-    let app = root.path().join("app");
-    std::fs::remove_dir_all(app.join("sdk")).unwrap();
     let wasm = root.path().join("app.wasm");
     succeeds(
         "componentize-py",
@@ -332,32 +343,10 @@ fn the_python_sdk_installs_with_pip_and_builds_the_sample() {
 /// JavaScript toolchain builds the pod-router sample importing the installed package.
 #[test]
 fn the_js_sdk_packs_installs_and_builds_the_sample() {
-    let root = outside();
-    let sdk = root.path().join("sdk");
-    succeeds(
-        "plugin sdk --lang js",
-        command(root.path(), "leafgate")
-            .arg("plugin")
-            .args(["sdk", "--lang", "js", "--out"])
-            .arg(&sdk),
-    );
+    let Sample { root, sdk, app } = sdk_and_sample("js");
     let packed = succeeds("npm pack", command(&sdk, "npm").args(["pack", "--silent"]));
     let tarball = sdk.join(packed.trim());
     assert!(tarball.is_file(), "{packed}");
-    succeeds(
-        "plugin new",
-        command(root.path(), "leafgate").args([
-            "plugin",
-            "new",
-            "app",
-            "--lang",
-            "js",
-            "--world",
-            "pod-router",
-        ]),
-    );
-    let app = root.path().join("app");
-    std::fs::remove_dir_all(app.join("sdk")).unwrap();
     std::fs::write(
         app.join("package.json"),
         r#"{"name": "app", "private": true, "type": "module"}"#,
