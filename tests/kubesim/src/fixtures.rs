@@ -7,9 +7,10 @@
 //! kubectl through leafgate against kubectl straight at the simulator.
 //!
 //! The times in a file are written as seen at `FIXTURE_NOW`; `PodShape::pod_at` moves them
-//! all by the same amount so that a live simulator prints the same ages. The expected ages
-//! are chosen to read the same for a minute or so around the instant (`15m` covers 15m0s to
-//! 15m59s), so a test that takes a few seconds still matches.
+//! all by the same amount so that a live simulator prints the same ages. Each time an
+//! expected age is printed from sits one second past its minute (`15m ago` is 15m01s before
+//! the instant, and reads so until 15m59s), so a test on a loaded machine has nearly a
+//! minute before an age turns; half a minute was once too little for a CI run.
 
 use std::path::{Path, PathBuf};
 
@@ -134,7 +135,7 @@ mod tests {
         let crash = shapes.iter().find(|s| s.name() == "crash-loop").unwrap();
         let moved = crash.pod_at(FIXTURE_NOW + 3600);
         let at = "/status/containerStatuses/0/lastState/terminated/finishedAt";
-        assert_eq!(crash.pod.pointer(at).unwrap(), "2024-02-29T23:44:30Z");
-        assert_eq!(moved.pointer(at).unwrap(), "2024-03-01T00:44:30Z");
+        assert_eq!(crash.pod.pointer(at).unwrap(), "2024-02-29T23:44:59Z");
+        assert_eq!(moved.pointer(at).unwrap(), "2024-03-01T00:44:59Z");
     }
 }
