@@ -121,14 +121,26 @@ fn too_many(tenant: &str, capped: Capped) -> Response<Body> {
     ))
 }
 
-/// The `Status` of the `ERROR` event a revoked watch ends with: 401 when `user` no longer
-/// authenticates as its tenant, kube-apiserver's RBAC denial when the tenant no longer
-/// owns what the watch reads.
-pub fn revoked_watch(why: &Revoked, user: &str, namespace: Option<&str>) -> Status {
+/// The `Status` of the `ERROR` event a revoked watch of `resource` (in API `group`) ends
+/// with: 401 when `user` no longer authenticates as its tenant, kube-apiserver's RBAC
+/// denial when the tenant no longer owns what the watch reads.
+pub fn revoked_watch(
+    why: &Revoked,
+    user: &str,
+    (group, resource): (&'static str, &str),
+    namespace: Option<&str>,
+) -> Status {
     match why {
         Revoked::Unauthenticated => Status::unauthorized(),
         Revoked::Forbidden {
             namespace: lost, ..
-        } => Status::forbidden(user, "watch", "pods", None, lost.as_deref().or(namespace)),
+        } => Status::forbidden_in(
+            group,
+            user,
+            "watch",
+            resource,
+            None,
+            lost.as_deref().or(namespace),
+        ),
     }
 }

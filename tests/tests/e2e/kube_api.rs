@@ -266,9 +266,10 @@ async fn kubectl_get_lists_both_leaves_in_one_table() {
             "{b}: {out}"
         );
         let names: Vec<(&str, &str)> = r[1..].iter().map(|w| (w[0], w[1])).collect();
+        // kube-apiserver's storage-key order: `apps-2/job` before `apps/db`.
         assert_eq!(
             names,
-            [("apps", "db"), ("apps", "web"), ("apps-2", "job")],
+            [("apps-2", "job"), ("apps", "db"), ("apps", "web")],
             "{b}: only acme's namespaces: {out}"
         );
         assert_eq!(r[1][7..], ["10.1.2.3", "leaf-node"], "{b}: {out}");
@@ -1028,6 +1029,46 @@ async fn chunked_lists_page_through_every_pod_once() {
             next["metadata"]["resourceVersion"], page["metadata"]["resourceVersion"],
             "{b}"
         );
+    }
+}
+
+/// Lists across namespaces come in kube-apiserver's storage-key order
+/// (`/pods/<namespace>/<name>`: `apps-2/job` before `apps/db`), page after page, as JSON and
+/// as the Tables kubectl prints.
+#[tokio::test]
+async fn lists_pages_and_tables_across_namespaces_come_in_storage_key_order() {
+    let bed = Bed::start(false).await.with_pods().await;
+    let want = [("apps-2", "job"), ("apps", "db"), ("apps", "web")];
+    for bin in kubesim::kubectl::all() {
+        let b = bin.display();
+        let (code, out, err) = bed
+            .as_acme(
+                &bin,
+                &["get", "pods", "-A", "--chunk-size=1", "--no-headers"],
+            )
+            .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        let r = rows(&out);
+        let listed: Vec<(&str, &str)> = r.iter().map(|w| (w[0], w[1])).collect();
+        assert_eq!(listed, want, "{b}: paged Tables: {out}");
+        let (code, out, err) = bed
+            .as_acme(&bin, &["get", "pods", "-A", "--chunk-size=1", "-o", "json"])
+            .await;
+        assert_eq!(code, Some(0), "{b}: {err}");
+        let list: Value = serde_json::from_str(&out).unwrap();
+        let listed: Vec<(&str, &str)> = list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                let m = &p["metadata"];
+                (
+                    m["namespace"].as_str().unwrap(),
+                    m["name"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(listed, want, "{b}: paged JSON");
     }
 }
 

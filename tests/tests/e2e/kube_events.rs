@@ -332,16 +332,17 @@ async fn get_events_merges_the_leaves_and_selects_by_field() {
             .iter()
             .map(|w| (w[0], w[4], *w.last().unwrap()))
             .collect();
-        // LAST SEEN is two words in the header, one in the rows.
+        // LAST SEEN is two words in the header, one in the rows. In kube-apiserver's
+        // storage-key order: `apps-2/job.1` before `apps/cross.1` (`-` sorts before `/`).
         assert_eq!(
             seen,
             [
+                ("apps-2", "pod/job", "leaf-b"),
                 ("apps", "pod/secret", "leaf-a"),
                 ("apps", "pod/db", "leaf-b"),
                 ("apps", "pod/web", "leaf-a"),
                 ("apps", "pod/web", "leaf-a"),
                 ("apps", "pod/web", "leaf-b"),
-                ("apps-2", "pod/job", "leaf-b"),
             ],
             "{b}: both leaves, acme's namespaces only: {out}"
         );
@@ -771,6 +772,80 @@ async fn an_event_modified_across_a_watchs_selector_leaves_and_enters_it() {
             line.starts_with("ADDED ") && line.contains(&format!("back-off again {i}")),
             "{b}: {line}"
         );
+        watching.stop().await;
+    }
+}
+
+/// `fieldSelector` is one grammar, kube-apiserver's `fields.ParseSelector`, for pods and
+/// events alike: `metadata.name=a\,b` is one term (a name with a comma, which nothing
+/// has), `!=` of it holds for everything, and a bad escape is the same 400 for both.
+#[tokio::test]
+async fn a_field_selector_with_an_escaped_comma_is_one_term_for_pods_and_events_alike() {
+    let bed = Bed::start().await.with_events().await;
+    for bin in kubesim::kubectl::all() {
+        let b = bin.display();
+        let mut refusals = Vec::new();
+        for resource in ["pods", "events"] {
+            let get = async |selector: &str| {
+                let args = ["get", resource, "-o", "name", "--field-selector", selector];
+                bed.kubectl(&bin, TOKEN_A, &args).await
+            };
+            let (code, out, err) = get(r"metadata.name=a\,b").await;
+            assert_eq!((code, out.as_str()), (Some(0), ""), "{b} {resource}: {err}");
+            let (code, out, err) = get(r"metadata.name!=a\,b").await;
+            assert_eq!(code, Some(0), "{b} {resource}: {err}");
+            let want = if resource == "pods" {
+                "pod/web"
+            } else {
+                "event/web.1"
+            };
+            assert!(out.lines().any(|l| l == want), "{b} {resource}: {out}");
+            let (code, _, err) = get(r"metadata.name=a\x").await;
+            assert_eq!(code, Some(1), "{b} {resource}");
+            refusals.push(err.trim().to_string());
+        }
+        // The 400 as kubectl prints it (its own words around the server's message).
+        let refusal = |resource: &str| {
+            format!(
+                r#"Error from server (BadRequest): Unable to find "/v1, Resource={resource}" that match label selector "", field selector "metadata.name=a\\x": invalid field selector: invalid escape sequence: \x"#
+            )
+        };
+        assert_eq!(refusals, [refusal("pods"), refusal("events")], "{b}");
+    }
+}
+
+/// `kubectl get ns -w` follows the leaves' namespaces: a namespace of the tenant's added
+/// to a leaf is printed, one of nobody's is not.
+#[tokio::test]
+async fn kubectl_get_ns_watch_sees_a_namespace_added() {
+    let bed = Bed::start().await.with_events().await;
+    let namespace =
+        |name: &str| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+    for (i, bin) in kubesim::kubectl::all().into_iter().enumerate() {
+        let b = bin.display();
+        let kubeconfig = bed.kubeconfig(TOKEN_A);
+        let mut watching = Following::spawn(kubectl(
+            &bin,
+            &kubeconfig,
+            &bed.dir.path().join("cache"),
+            &["get", "ns", "-w"],
+        ));
+        let mut next = async || watching.next().await;
+        assert!(next().await.starts_with("NAME "), "{b}");
+        // The list: apps, apps-2, and what earlier rounds added, each once.
+        for _ in 0..2 + i {
+            let line = next().await;
+            assert!(line.starts_with("apps"), "{b}: {line}");
+        }
+        bed.leaf_a
+            .create(namespace(&format!("nobodys-{i}")))
+            .unwrap();
+        bed.leaf_b
+            .create(namespace(&format!("apps-new-{i}")))
+            .unwrap();
+        let line = next().await;
+        let name = line.split_whitespace().next();
+        assert_eq!(name, Some(format!("apps-new-{i}").as_str()), "{b}: {line}");
         watching.stop().await;
     }
 }

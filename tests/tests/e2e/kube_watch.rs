@@ -586,3 +586,66 @@ async fn fields_the_typed_client_does_not_know_survive_kubectl_get_json() {
     let list = bed.list(TOKEN_A, "/api/v1/namespaces/apps/pods").await;
     assert_eq!(list["items"][0]["spec"]["hostnameOverride"], "custom-host");
 }
+
+/// Events resume as pods do: a watch from an event list's `resourceVersion` gets the
+/// `DELETED` of an event removed in between, and nothing of another tenant's.
+#[tokio::test]
+async fn events_resumed_from_a_lists_version_replay_a_deletion() {
+    let bed = Bed::start().await;
+    let event = |ns: &str, name: &str| {
+        let now = kubesim::store::now_rfc3339();
+        json!({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"namespace": ns, "name": name},
+            "involvedObject": {"kind": "Pod", "namespace": ns, "name": "web"},
+            "reason": "Pulled", "message": name, "type": "Normal",
+            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+        })
+    };
+    let held = async |n: usize| {
+        let started = Instant::now();
+        while bed.gw.gateway.snapshot().leaves["leaf-a"].events().len() != n {
+            assert!(started.elapsed() < Duration::from_secs(10), "{n} events");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    for name in ["web.keep", "web.doomed"] {
+        bed.leaf_a.create(event("apps", name)).unwrap();
+    }
+    held(2).await;
+    let list = bed.list(TOKEN_A, "/api/v1/namespaces/apps/events").await;
+    assert_eq!(list["items"].as_array().unwrap().len(), 2, "{list}");
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Another tenant's event, then the deletion.
+    bed.leaf_a.create(event("other", "theirs")).unwrap();
+    held(3).await;
+    bed.leaf_a
+        .delete("v1", "Event", "apps", "web.doomed")
+        .unwrap();
+    held(2).await;
+
+    let (code, mut w) = bed
+        .get(
+            TOKEN_A,
+            &format!("/api/v1/namespaces/apps/events?watch=true&resourceVersion={rv}"),
+        )
+        .await;
+    assert_eq!(code, 200);
+    let deleted = w.next(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(
+        seen(&deleted),
+        ("DELETED".into(), "apps/web.doomed".into()),
+        "{deleted}"
+    );
+    assert_ne!(
+        deleted["object"]["metadata"]["resourceVersion"],
+        rv.as_str()
+    );
+    assert!(
+        w.quiet(Duration::from_millis(300)).await,
+        "nothing else of acme's"
+    );
+}

@@ -1,11 +1,19 @@
-//! One leaf's change feed: the leaf's pods now, by namespace, and the last
-//! [`FEED_KEEPS`] changes to them, numbered, so a kube-api watch reads the changes after
-//! its cursor instead of re-listing, and a list's position can be resumed from exactly.
+//! One leaf's change feed of one kind of object (pods, events, namespaces): the objects
+//! now, by namespace, and the last [`FEED_KEEPS`] changes to them, numbered, so a kube-api
+//! watch reads the changes after its cursor instead of re-listing, and a list's position
+//! can be resumed from exactly. kube-apiserver's watch cache, per leaf and per resource.
 //!
-//! The reflector (`leaf::pods`) folds every watch event in: an applied pod is `Added` or
-//! `Modified`, a deleted one `Deleted`, and a relist (the reflector restarted, after a
-//! `410 Gone` or a broken connection) becomes the differences between what the feed held
-//! and what the leaf now lists, as events too: a watcher never sees a silent gap.
+//! A reflector (`leaf::pods`, `leaf::events`, `leaf::namespaces`) folds every watch event
+//! in: an applied object is `Added` or `Modified`, a deleted one `Deleted`, and a relist
+//! (the reflector restarted, after a `410 Gone` or a broken connection) becomes the
+//! differences between what the feed held and what the leaf now lists, as events too: a
+//! watcher never sees a silent gap. What a reflector drops of its own accord (an event past
+//! its TTL or the cap, [`Feed::evict`]) is a `Deleted` change like any other.
+//!
+//! The feed is generic over the [`Object`] it holds (`object`): pods keep their own
+//! [`RawPod`](super::raw_pod::RawPod), serialized once; other kinds a [`RawObject`]. A
+//! cluster-scoped object is filed under its own name (a `Namespace` is its tenant's by its
+//! name), so "the namespaces a reader may read" bounds every kind alike.
 //!
 //! Positions are the feed's own sequence numbers, within an epoch that changes whenever a
 //! feed is built (a reload rebuilding the leaf, a restart), so a position from another
@@ -18,16 +26,18 @@
 //! polling, one wake per batch. This module knows nothing of tenants or HTTP; callers pass
 //! which namespaces they may read.
 
+mod object;
+
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::raw_pod::RawPod;
+pub use self::object::{Object, RawObject, storage_order};
 
 /// How many changes a leaf's feed keeps for watches to resume from.
 pub const FEED_KEEPS: usize = 2048;
 
-/// What happened to a pod.
+/// What happened to an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ChangeKind {
     Added,
@@ -47,14 +57,26 @@ impl ChangeKind {
 }
 
 /// One change, in the feed's order.
-#[derive(Debug, Clone)]
-pub struct Change {
+#[derive(Debug)]
+pub struct Change<T> {
     pub seq: u64,
     pub kind: ChangeKind,
-    /// The pod after the change (for `Deleted`, its last state).
-    pub pod: Arc<RawPod>,
-    /// The pod before a `Modified`, so a reader with a selector can see it enter or leave.
-    pub prev: Option<Arc<RawPod>>,
+    /// The object after the change (for `Deleted`, its last state).
+    pub object: Arc<T>,
+    /// The object before a `Modified`, so a reader with a selector can see it enter or
+    /// leave.
+    pub prev: Option<Arc<T>>,
+}
+
+impl<T> Clone for Change<T> {
+    fn clone(&self) -> Self {
+        Change {
+            seq: self.seq,
+            kind: self.kind,
+            object: self.object.clone(),
+            prev: self.prev.clone(),
+        }
+    }
 }
 
 /// A position too old for the feed: what is left starts after `oldest`.
@@ -64,50 +86,59 @@ pub struct Gone {
     pub oldest: u64,
 }
 
-/// The pods of some namespaces at one position of the feed.
-pub struct View {
+/// The objects of some namespaces at one position of the feed.
+pub struct View<T> {
     pub epoch: u64,
     /// The feed's position: read changes after it to follow on.
     pub seq: u64,
     /// The last change in the namespaces read (0 if none): the position to hand out, which
     /// moves only when those namespaces change.
     pub last: u64,
-    pub pods: Vec<Arc<RawPod>>,
+    pub objects: Vec<Arc<T>>,
 }
 
-/// One leaf's pods and recent changes.
-pub struct Feed {
+/// One leaf's objects of one kind and their recent changes.
+pub struct Feed<T> {
     epoch: u64,
-    state: Mutex<State>,
+    state: Mutex<State<T>>,
     tick: tokio::sync::watch::Sender<u64>,
 }
 
-#[derive(Default)]
-struct Namespace {
-    pods: HashMap<Box<str>, Arc<RawPod>>,
+struct Namespace<T> {
+    objects: HashMap<Box<str>, Arc<T>>,
     /// The sequence number of the namespace's last change.
     last: u64,
     /// The newest of its changes the ring no longer holds.
     dropped: u64,
 }
 
-struct State {
+impl<T> Default for Namespace<T> {
+    fn default() -> Self {
+        Namespace {
+            objects: HashMap::new(),
+            last: 0,
+            dropped: 0,
+        }
+    }
+}
+
+struct State<T> {
     seq: u64,
     keeps: usize,
-    namespaces: HashMap<Box<str>, Namespace>,
-    ring: VecDeque<Change>,
+    namespaces: HashMap<Box<str>, Namespace<T>>,
+    ring: VecDeque<Change<T>>,
     len: usize,
 }
 
-impl Default for Feed {
-    fn default() -> Feed {
+impl<T: Object> Default for Feed<T> {
+    fn default() -> Feed<T> {
         Feed::new(FEED_KEEPS)
     }
 }
 
-impl Feed {
+impl<T: Object> Feed<T> {
     /// An empty feed keeping the last `keeps` changes.
-    pub fn new(keeps: usize) -> Feed {
+    pub fn new(keeps: usize) -> Feed<T> {
         Feed {
             epoch: new_epoch(),
             state: Mutex::new(State {
@@ -130,7 +161,7 @@ impl Feed {
         self.tick.subscribe()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State<T>> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -138,53 +169,13 @@ impl Feed {
         self.tick.send_replace(seq);
     }
 
-    /// Adds or replaces a pod; a copy at the same `resourceVersion` is no change.
-    pub fn apply(&self, pod: Arc<RawPod>) {
-        let seq = {
-            let mut s = self.lock();
-            if !s.put(pod) {
-                return;
-            }
-            s.seq
-        };
-        self.publish(seq);
-    }
-
-    /// Removes a pod (`pod` is its last state).
-    pub fn delete(&self, pod: Arc<RawPod>) {
-        let seq = {
-            let mut s = self.lock();
-            if !s.remove(pod) {
-                return;
-            }
-            s.seq
-        };
-        self.publish(seq);
-    }
-
-    /// Makes `all` the feed's pods (the end of a relist): the differences become changes.
-    pub fn replace(&self, all: Vec<Arc<RawPod>>) {
+    /// Runs `change` on the state under the lock, and wakes the readers when it changed
+    /// anything.
+    fn change(&self, change: impl FnOnce(&mut State<T>)) {
         let seq = {
             let mut s = self.lock();
             let before = s.seq;
-            let mut keep: HashSet<(Box<str>, Box<str>)> = HashSet::with_capacity(all.len());
-            for pod in all {
-                keep.insert((pod.namespace().into(), pod.name().into()));
-                s.put(pod);
-            }
-            let gone: Vec<Arc<RawPod>> = s
-                .namespaces
-                .iter()
-                .flat_map(|(ns, n)| {
-                    n.pods
-                        .iter()
-                        .filter(|(name, _)| !keep.contains(&(ns.clone(), (*name).clone())))
-                        .map(|(_, p)| p.clone())
-                })
-                .collect();
-            for pod in gone {
-                s.remove(pod);
-            }
+            change(&mut s);
             if s.seq == before {
                 return;
             }
@@ -193,7 +184,56 @@ impl Feed {
         self.publish(seq);
     }
 
-    /// How many pods the feed holds.
+    /// Adds or replaces an object; a copy at the same `resourceVersion` is no change.
+    pub fn apply(&self, object: Arc<T>) {
+        self.change(|s| {
+            s.put(object);
+        });
+    }
+
+    /// Removes an object (`object` is its last state).
+    pub fn delete(&self, object: Arc<T>) {
+        self.change(|s| {
+            s.remove(object.scope(), object.name(), Some(object.clone()));
+        });
+    }
+
+    /// Removes the objects `keys` name (namespace, name), each with the state the feed
+    /// held as its last: what a reflector drops of its own accord (a TTL, a cap).
+    pub fn evict<'k>(&self, keys: impl IntoIterator<Item = (&'k str, &'k str)>) {
+        self.change(|s| {
+            for (ns, name) in keys {
+                s.remove(ns, name, None);
+            }
+        });
+    }
+
+    /// Makes `all` the feed's objects (the end of a relist): the differences become
+    /// changes.
+    pub fn replace(&self, all: Vec<Arc<T>>) {
+        self.change(|s| {
+            let mut keep: HashSet<(Box<str>, Box<str>)> = HashSet::with_capacity(all.len());
+            for object in all {
+                keep.insert((object.scope().into(), object.name().into()));
+                s.put(object);
+            }
+            let gone: Vec<Arc<T>> = s
+                .namespaces
+                .iter()
+                .flat_map(|(ns, n)| {
+                    n.objects
+                        .iter()
+                        .filter(|(name, _)| !keep.contains(&(ns.clone(), (*name).clone())))
+                        .map(|(_, p)| p.clone())
+                })
+                .collect();
+            for object in gone {
+                s.remove(object.scope(), object.name(), Some(object.clone()));
+            }
+        });
+    }
+
+    /// How many objects the feed holds.
     pub fn len(&self) -> usize {
         self.lock().len
     }
@@ -202,29 +242,34 @@ impl Feed {
         self.len() == 0
     }
 
-    /// Every pod.
-    pub fn list(&self) -> Vec<Arc<RawPod>> {
+    /// Every object.
+    pub fn list(&self) -> Vec<Arc<T>> {
         self.lock()
             .namespaces
             .values()
-            .flat_map(|n| n.pods.values().cloned())
+            .flat_map(|n| n.objects.values().cloned())
             .collect()
     }
 
-    /// The pods of the namespaces `wanted` admits, and the positions to follow on from.
-    /// Costs one call of `wanted` per namespace plus the pods it admits.
-    pub fn view(&self, wanted: impl Fn(&str) -> bool) -> View {
+    /// Object `name` of namespace `ns` (a cluster-scoped object: its name twice).
+    pub fn get(&self, ns: &str, name: &str) -> Option<Arc<T>> {
+        self.lock().namespaces.get(ns)?.objects.get(name).cloned()
+    }
+
+    /// The objects of the namespaces `wanted` admits, and the positions to follow on
+    /// from. Costs one call of `wanted` per namespace plus the objects it admits.
+    pub fn view(&self, wanted: impl Fn(&str) -> bool) -> View<T> {
         let s = self.lock();
         let mut view = View {
             epoch: self.epoch,
             seq: s.seq,
             last: 0,
-            pods: Vec::new(),
+            objects: Vec::new(),
         };
         for (ns, n) in &s.namespaces {
             if wanted(ns) {
                 view.last = view.last.max(n.last);
-                view.pods.extend(n.pods.values().cloned());
+                view.objects.extend(n.objects.values().cloned());
             }
         }
         view
@@ -236,7 +281,7 @@ impl Feed {
         &self,
         after: u64,
         wanted: impl Fn(&str) -> bool,
-    ) -> Result<(Vec<Change>, u64), Gone> {
+    ) -> Result<(Vec<Change<T>>, u64), Gone> {
         let s = self.lock();
         let first = s.ring.front().map_or(s.seq + 1, |c| c.seq);
         if after + 1 < first {
@@ -256,7 +301,7 @@ impl Feed {
             .ring
             .iter()
             .skip(skip)
-            .filter(|c| wanted(c.pod.namespace()))
+            .filter(|c| wanted(c.object.scope()))
             .cloned()
             .collect();
         Ok((changes, s.seq))
@@ -268,53 +313,55 @@ impl Feed {
     }
 }
 
-impl State {
-    /// Records `pod`'s arrival; false when the same version was already held.
-    fn put(&mut self, pod: Arc<RawPod>) -> bool {
-        let ns = self.namespaces.entry(pod.namespace().into()).or_default();
-        let prev = ns.pods.insert(pod.name().into(), pod.clone());
+impl<T: Object> State<T> {
+    /// Records `object`'s arrival; false when the same version was already held.
+    fn put(&mut self, object: Arc<T>) -> bool {
+        let ns = self.namespaces.entry(object.scope().into()).or_default();
+        let prev = ns.objects.insert(object.name().into(), object.clone());
         let kind = match &prev {
-            Some(p) if p.resource_version() == pod.resource_version() => return false,
+            Some(p) if p.resource_version() == object.resource_version() => return false,
             Some(_) => ChangeKind::Modified,
             None => {
                 self.len += 1;
                 ChangeKind::Added
             }
         };
-        self.push(kind, pod, prev);
+        self.push(kind, object, prev);
         true
     }
 
-    /// Records `pod`'s removal; false when the feed did not hold it.
-    fn remove(&mut self, pod: Arc<RawPod>) -> bool {
-        let Some(ns) = self.namespaces.get_mut(pod.namespace()) else {
+    /// Records the removal of `ns`/`name`, with `last` as its last state (the one held
+    /// when `None`); false when the feed did not hold it.
+    fn remove(&mut self, ns: &str, name: &str, last: Option<Arc<T>>) -> bool {
+        let Some(held) = self
+            .namespaces
+            .get_mut(ns)
+            .and_then(|n| n.objects.remove(name))
+        else {
             return false;
         };
-        if ns.pods.remove(pod.name()).is_none() {
-            return false;
-        }
         self.len -= 1;
-        self.push(ChangeKind::Deleted, pod, None);
+        self.push(ChangeKind::Deleted, last.unwrap_or(held), None);
         true
     }
 
-    fn push(&mut self, kind: ChangeKind, pod: Arc<RawPod>, prev: Option<Arc<RawPod>>) {
+    fn push(&mut self, kind: ChangeKind, object: Arc<T>, prev: Option<Arc<T>>) {
         self.seq += 1;
         let seq = self.seq;
-        if let Some(ns) = self.namespaces.get_mut(pod.namespace()) {
+        if let Some(ns) = self.namespaces.get_mut(object.scope()) {
             ns.last = seq;
         }
         self.ring.push_back(Change {
             seq,
             kind,
-            pod,
+            object,
             prev,
         });
         while self.ring.len() > self.keeps {
             let Some(old) = self.ring.pop_front() else {
                 break;
             };
-            if let Some(ns) = self.namespaces.get_mut(old.pod.namespace()) {
+            if let Some(ns) = self.namespaces.get_mut(old.object.scope()) {
                 ns.dropped = old.seq;
             }
         }
@@ -344,15 +391,15 @@ mod tests {
     use crate::k8s::raw_pod::test_pod;
     use serde_json::json;
 
-    fn pod(ns: &str, name: &str, rv: u64) -> Arc<RawPod> {
+    fn pod(ns: &str, name: &str, rv: u64) -> Arc<crate::k8s::RawPod> {
         test_pod(
             "leaf",
             json!({"metadata": {"namespace": ns, "name": name, "resourceVersion": rv.to_string()}}),
         )
     }
 
-    fn kinds(changes: &[Change]) -> Vec<(ChangeKind, &str)> {
-        changes.iter().map(|c| (c.kind, c.pod.name())).collect()
+    fn kinds<T: Object>(changes: &[Change<T>]) -> Vec<(ChangeKind, &str)> {
+        changes.iter().map(|c| (c.kind, c.object.name())).collect()
     }
 
     #[test]
@@ -403,7 +450,7 @@ mod tests {
         let feed = Feed::new(3);
         feed.apply(pod("mine", "p", 1));
         let view = feed.view(|ns| ns == "mine");
-        assert_eq!((view.last, view.pods.len()), (1, 1));
+        assert_eq!((view.last, view.objects.len()), (1, 1));
         // Others' churn pushes the reader's own change out of the ring: still resumable,
         // nothing of the reader's was lost.
         for i in 0..10 {
@@ -426,6 +473,7 @@ mod tests {
             Gone { oldest: 12 }
         );
         assert!(feed.since(view.last, |ns| ns == "theirs").is_err());
-        assert!(Feed::new(1).epoch() != Feed::new(1).epoch());
+        let new = || Feed::<crate::k8s::RawPod>::new(1).epoch();
+        assert!(new() != new());
     }
 }

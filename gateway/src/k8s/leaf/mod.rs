@@ -300,7 +300,7 @@ impl Leaf {
 
     /// The leaf's change feed: its pods by namespace and their recent changes, which the
     /// kube-api front lists and watches from.
-    pub fn feed(&self) -> &Arc<crate::k8s::feed::Feed> {
+    pub fn feed(&self) -> &Arc<crate::k8s::feed::Feed<crate::k8s::RawPod>> {
         self.pods.feed()
     }
 

@@ -44,7 +44,7 @@ pub struct WatchState {
 /// A leaf's reflector: its feed and its watch task. Dropping it stops the watch; the
 /// leaf's pods leave the index when the task has ended too.
 pub struct LeafPods {
-    feed: Arc<Feed>,
+    feed: Arc<Feed<RawPod>>,
     state: Arc<Mutex<WatchState>>,
     task: tokio::task::AbortHandle,
 }
@@ -93,7 +93,7 @@ impl LeafPods {
     }
 
     /// The leaf's change feed (its pods now, by namespace, and their recent changes).
-    pub fn feed(&self) -> &Arc<Feed> {
+    pub fn feed(&self) -> &Arc<Feed<RawPod>> {
         &self.feed
     }
 }
@@ -106,7 +106,7 @@ impl Drop for LeafPods {
 
 async fn run(
     stream: impl futures_util::Stream<Item = Result<Event<RawPod>, watcher::Error>>,
-    feed: Arc<Feed>,
+    feed: Arc<Feed<RawPod>>,
     slot: Arc<LeafSlot>,
     state: Arc<Mutex<WatchState>>,
     mut watch_started: tokio::sync::watch::Receiver<u64>,

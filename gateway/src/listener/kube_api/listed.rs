@@ -1,37 +1,62 @@
-//! One leaf's copy of a pod, as the kube-api front lists, watches and prints it: the
-//! pod as the leaf sent it, stamped with the annotation naming the leaf it came from
-//! (`leafgate.io/leaf`, read by `pods-table`) when the reflector received it.
+//! One leaf's copy of an object, as the kube-api front lists, watches and prints it: the
+//! object as the leaf sent it, stamped with the annotation naming the leaf it came from
+//! (`leafgate.io/leaf`, read by `pods-table`) when the reflector received it; and the
+//! order lists are in (kube-apiserver's storage keys, then the leaf).
 
+use std::cmp::Ordering;
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::k8s::RawPod;
+use crate::k8s::feed::{Object, storage_order};
 
-/// One leaf's copy of a pod.
-#[derive(Clone)]
-pub struct Listed {
+/// One leaf's copy of an object (a pod unless said otherwise).
+pub struct Listed<T = RawPod> {
     pub leaf: Arc<str>,
-    pub pod: Arc<RawPod>,
+    pub object: Arc<T>,
 }
 
-impl Listed {
+impl<T> Clone for Listed<T> {
+    fn clone(&self) -> Self {
+        Listed {
+            leaf: self.leaf.clone(),
+            object: self.object.clone(),
+        }
+    }
+}
+
+impl<T: Object> Listed<T> {
     pub fn namespace(&self) -> &str {
-        self.pod.namespace()
+        self.object.namespace()
     }
 
     pub fn name(&self) -> &str {
-        self.pod.name()
+        self.object.name()
     }
 
-    /// The leaf's own `resourceVersion` of the pod.
+    /// The leaf's own `resourceVersion` of the object.
     pub fn version(&self) -> &str {
-        self.pod.resource_version()
+        self.object.resource_version()
     }
 
+    /// Where this copy stands against `(namespace, name, leaf)` in a list.
+    pub fn order(&self, (ns, name, leaf): (&str, &str, &str)) -> Ordering {
+        storage_order((self.namespace(), self.name()), (ns, name))
+            .then_with(|| (*self.leaf).cmp(leaf))
+    }
+}
+
+/// Sorts `items` as kube-apiserver lists them: by storage key (`team-a-dev/x` before
+/// `team-a/y`), then by leaf.
+pub fn sort<T: Object>(items: &mut [Listed<T>]) {
+    items.sort_by(|a, b| a.order((b.namespace(), b.name(), &b.leaf)));
+}
+
+impl Listed {
     /// The pod as the API serves it, with the leaf annotation.
     pub fn json(&self) -> Value {
-        self.pod.json().clone()
+        self.object.json().clone()
     }
 }
 

@@ -23,6 +23,7 @@ mod discovery;
 mod event_api;
 mod events;
 mod fields;
+mod list;
 mod listed;
 mod namespaces;
 mod object_table;
@@ -31,9 +32,11 @@ mod page;
 mod pods;
 mod proto;
 mod query;
+mod resource;
 mod select;
 mod stale;
 mod table;
+mod token;
 mod watch;
 
 use std::sync::Arc;
@@ -115,7 +118,7 @@ pub async fn serve(
             only_get(&req, || discovery::group_resources(&group))
         }
         ["api", "v1"] => only_get(&req, discovery::resources),
-        ["api", "v1", "namespaces"] => namespaces::collection(&req, snapshot, &caller),
+        ["api", "v1", "namespaces"] => namespaces::collection(&req, client, snapshot, &caller),
         ["api", "v1", "namespaces", ns] => match namespace(ns) {
             Ok(ns) => namespaces::one(&req, snapshot, &caller, &ns),
             Err(refusal) => reply::status(&refusal),

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::listed::Listed;
 use super::query::query_value;
+use crate::k8s::feed::Object;
 use crate::k8s::status::Status;
 
 /// `limit` and `continue` of a list: a page of at most `limit` items after the last one
@@ -14,7 +15,8 @@ use crate::k8s::status::Status;
 /// the last item sent) and the first page's `resourceVersion`; the next page is read from
 /// the stores as they are then, so a pod added or removed behind the position is not
 /// repeated or skipped, one changed ahead of it is sent as it is now (kube-apiserver
-/// serves pages from one snapshot instead, and answers 410 once that is compacted).
+/// serves pages from one snapshot instead, and answers 410 once that is compacted). Any
+/// resource's lists page alike, in their order ([`super::listed::sort`]).
 pub struct Page {
     limit: Option<usize>,
     after: Option<(String, String, String)>,
@@ -63,17 +65,18 @@ impl Page {
         }
     }
 
-    /// The page of `pods` (sorted by namespace, name, leaf) and, when more follow, the
-    /// continue token and how many remain.
-    pub fn cut(&self, pods: Vec<Listed>, version: &str) -> (Vec<Listed>, Option<(String, usize)>) {
-        let mut pods: Vec<Listed> = match &self.after {
-            None => pods,
-            Some((ns, name, leaf)) => pods
+    /// The page of `items` (in list order, [`super::listed::sort`]) and, when more
+    /// follow, the continue token and how many remain.
+    pub fn cut<T: Object>(
+        &self,
+        items: Vec<Listed<T>>,
+        version: &str,
+    ) -> (Vec<Listed<T>>, Option<(String, usize)>) {
+        let mut pods: Vec<Listed<T>> = match &self.after {
+            None => items,
+            Some((ns, name, leaf)) => items
                 .into_iter()
-                .filter(|p| {
-                    (p.namespace(), p.name(), &*p.leaf)
-                        > (ns.as_str(), name.as_str(), leaf.as_str())
-                })
+                .filter(|p| p.order((ns, name, leaf)).is_gt())
                 .collect(),
         };
         let Some(limit) = self.limit.filter(|l| *l < pods.len()) else {
@@ -102,7 +105,7 @@ mod tests {
         let json = serde_json::json!({"metadata": {"namespace": ns, "name": name}});
         Listed {
             leaf: leaf.into(),
-            pod: Arc::new(crate::k8s::RawPod::from_value(json).unwrap().stamp(leaf)),
+            object: Arc::new(crate::k8s::RawPod::from_value(json).unwrap().stamp(leaf)),
         }
     }
 
@@ -126,9 +129,7 @@ mod tests {
             .chain(extra)
             .map(|(ns, n, l)| pod(ns, n, l))
             .collect();
-            pods.sort_by(|a, b| {
-                (a.namespace(), a.name(), &*a.leaf).cmp(&(b.namespace(), b.name(), &*b.leaf))
-            });
+            crate::listener::kube_api::listed::sort(&mut pods);
             pods
         };
         let first = Page::from_query(Some("limit=2")).unwrap();

@@ -12,16 +12,21 @@ use std::sync::Arc;
 
 use http::{Method, Request, Response, StatusCode};
 
+use serde_json::json;
+
 use super::caller::Caller;
+use super::list;
 use super::listed::Listed;
 use super::page::Page;
 use super::query::query_value;
+use super::resource::{self, Names, Resource, Writing};
 use super::select::Filter;
 use super::stale::{self, Stale};
-use super::table;
-use super::watch::{self, Token};
+use super::table::{self, Wanted};
+use super::watch;
 use crate::k8s::kubelet::PodTarget;
 use crate::k8s::status::Status;
+use crate::k8s::{Feed, Leaf, RawPod};
 use crate::listener::client::Client;
 use crate::listener::podcall::choose_leaf;
 use crate::listener::reply::{self, Dialect};
@@ -29,34 +34,71 @@ use crate::plugins::Verb;
 use crate::proxy::{Body, InBody};
 use crate::snapshot::Snapshot;
 
-/// The tenant's pods that `filter` selects, sorted by namespace, name and leaf, and the
-/// list's token: per leaf, the feed's position of the last change in the tenant's
-/// namespaces (the filter aside), which a watch resumes from.
-fn gather(snapshot: &Snapshot, caller: &Caller<'_>, filter: &Filter) -> (Vec<Listed>, Token) {
-    let mut token = Token::default();
-    let mut out = Vec::new();
-    for (name, leaf) in &snapshot.leaves {
-        if !caller.config.may_reach(name) || stale::hidden(snapshot, name, leaf) {
-            continue;
+/// A pod watch: the request's selectors and the Table it asked for.
+struct PodWatch {
+    filter: Filter,
+    wanted: Option<Wanted>,
+}
+
+impl Resource for PodWatch {
+    type Object = RawPod;
+
+    fn names(&self) -> Names {
+        Names {
+            group: "",
+            resource: "pods",
+            kind: "Pod",
+            api_version: "v1",
         }
-        let tag: Arc<str> = name.as_str().into();
-        // By namespace: the cost is the tenant's namespaces and pods, not the leaf's.
-        let view = leaf.feed().view(|ns| caller.config.owns(ns));
-        token.set(name, view.epoch, view.last);
-        out.extend(
-            view.pods
-                .into_iter()
-                .filter(|pod| filter.selects(pod))
-                .map(|pod| Listed {
-                    leaf: tag.clone(),
-                    pod,
-                }),
-        );
     }
-    out.sort_by(|a, b| {
-        (a.namespace(), a.name(), &*a.leaf).cmp(&(b.namespace(), b.name(), &*b.leaf))
-    });
-    (out, token)
+
+    fn feed(leaf: &Leaf) -> &Arc<Feed<RawPod>> {
+        leaf.feed()
+    }
+
+    fn namespace(&self) -> Option<&str> {
+        self.filter.namespace.as_deref()
+    }
+
+    fn selects(&self, pod: &RawPod) -> bool {
+        self.filter.selects(pod)
+    }
+
+    /// The pod's JSON as serialized when it arrived, with the token written in; or a
+    /// one-row Table (the tenant's `table_formatter` or the built-in printer).
+    fn write<'a>(
+        &'a self,
+        caller: &'a Caller<'a>,
+        kind: &'static str,
+        leaf: &'a Arc<str>,
+        pod: &'a Arc<RawPod>,
+        rv: &'a str,
+        out: &'a mut Vec<u8>,
+    ) -> Writing<'a> {
+        Box::pin(async move {
+            let Some(wanted) = self.wanted else {
+                out.extend_from_slice(br#"{"type":""#);
+                out.extend_from_slice(kind.as_bytes());
+                out.extend_from_slice(br#"","object":"#);
+                pod.write_wire(rv, out);
+                out.extend_from_slice(b"}\n");
+                return;
+            };
+            let listed = Listed {
+                leaf: leaf.clone(),
+                object: pod.clone(),
+            };
+            let line = match table::build(caller, &[listed], wanted, rv).await {
+                Ok(t) => json!({ "type": kind, "object": t }),
+                // The watch goes on; kubectl prints the error as kube-apiserver's.
+                Err((code, message)) => json!({
+                    "type": "ERROR",
+                    "object": Status::new(code.as_u16(), message).to_json(),
+                }),
+            };
+            resource::push_line(out, &line);
+        })
+    }
 }
 
 /// `GET /api/v1/pods` and `/api/v1/namespaces/{ns}/pods`: a list, or a watch with
@@ -92,16 +134,11 @@ pub async fn collection(
         Err(status) => return reply::status(&status),
     };
     if watching {
-        return stale.tell(watch::watch(
-            req,
-            client,
-            snapshot.clone(),
-            caller,
-            filter,
-            wanted,
-        ));
+        let pods = PodWatch { filter, wanted };
+        return stale.tell(watch::watch(req, client, snapshot.clone(), caller, pods));
     }
-    let (pods, versions) = gather(snapshot, caller, &filter);
+    let request = PodWatch { filter, wanted };
+    let (pods, versions) = list::gather(snapshot, caller, &request);
     let page = match Page::from_query(query) {
         Ok(p) => p,
         Err(status) => return reply::status(&status),
@@ -134,7 +171,7 @@ pub async fn collection(
         if i > 0 {
             list.push(b',');
         }
-        listed.pod.write_wire(listed.version(), &mut list);
+        listed.object.write_wire(listed.version(), &mut list);
     }
     list.extend_from_slice(b"]}");
     stale.tell(table::json_response(list))
@@ -188,7 +225,7 @@ pub async fn one(
     }
     let listed = Listed {
         leaf: chosen.leaf.name().into(),
-        pod: held.pod,
+        object: held.pod,
     };
     stale.tell(match wanted {
         Some(wanted) => {

@@ -1,10 +1,12 @@
-//! `labelSelector` and `fieldSelector` as kube-apiserver reads them, for pods: labels with
-//! `=`, `==`, `!=`, `in (..)`, `notin (..)`, `key` and `!key`; fields with `=`, `==` and
-//! `!=` on the labels kube-apiserver's pod strategy makes selectable ([`POD_FIELDS`]; any
-//! other is its 400 `field label not supported`).
+//! `labelSelector` as kube-apiserver reads it, for every resource: `=`, `==`, `!=`,
+//! `in (..)`, `notin (..)`, `key` and `!key`; and what a pod list or watch selects: the
+//! request's namespace, its labels, and its `fieldSelector` (the one grammar, `fields`) on
+//! the labels kube-apiserver's pod strategy makes selectable ([`POD_FIELDS`]; any other is
+//! its 400 `field label not supported`).
 
 use std::collections::BTreeMap;
 
+use super::fields::Fields;
 use super::listed;
 use super::query::query_value;
 use crate::k8s::raw_pod::RawPod;
@@ -24,14 +26,10 @@ enum Requirement {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LabelSelector(Vec<Requirement>);
 
-/// A parsed field selector on a pod's selectable fields.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FieldSelector(Vec<Requirement>);
-
 /// The pod fields kube-apiserver selects on (`ToSelectableFields` in its pod strategy),
 /// and `spec.host`, which its conversion reads as `spec.nodeName`. `status.podIPs` is
 /// accepted and, as there, always compares as "".
-pub const POD_FIELDS: [&str; 11] = [
+pub const POD_FIELDS: [&str; 12] = [
     "metadata.name",
     "metadata.namespace",
     "spec.nodeName",
@@ -43,6 +41,7 @@ pub const POD_FIELDS: [&str; 11] = [
     "status.podIP",
     "status.podIPs",
     "status.nominatedNodeName",
+    "spec.host",
 ];
 
 /// Splits on commas outside parentheses.
@@ -137,12 +136,13 @@ fn requirement(term: &str) -> Result<Requirement, String> {
 }
 
 impl Requirement {
-    fn matches(&self, get: impl Fn(&str) -> Option<String>) -> bool {
+    fn matches<'v>(&self, get: impl Fn(&str) -> Option<&'v str>) -> bool {
+        let one_of = |vs: &[String], x: &str| vs.iter().any(|v| v == x);
         match self {
-            Requirement::Equals(k, v) => get(k).as_deref() == Some(v),
-            Requirement::NotEquals(k, v) => get(k).as_deref() != Some(v),
-            Requirement::In(k, vs) => get(k).is_some_and(|x| vs.contains(&x)),
-            Requirement::NotIn(k, vs) => get(k).is_none_or(|x| !vs.contains(&x)),
+            Requirement::Equals(k, v) => get(k) == Some(v.as_str()),
+            Requirement::NotEquals(k, v) => get(k) != Some(v.as_str()),
+            Requirement::In(k, vs) => get(k).is_some_and(|x| one_of(vs, x)),
+            Requirement::NotIn(k, vs) => get(k).is_none_or(|x| !one_of(vs, x)),
             Requirement::Exists(k) => get(k).is_some(),
             Requirement::NotExists(k) => get(k).is_none(),
         }
@@ -159,62 +159,20 @@ impl LabelSelector {
     }
 
     pub fn matches(&self, labels: Option<&BTreeMap<String, String>>) -> bool {
-        self.0
-            .iter()
-            .all(|r| r.matches(|k| labels.and_then(|l| l.get(k)).cloned()))
-    }
-}
-
-impl FieldSelector {
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let reqs = terms(text)
-            .into_iter()
-            .map(field_requirement)
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(FieldSelector(reqs))
+        self.matches_with(|k| labels.and_then(|l| l.get(k)).map(String::as_str))
     }
 
-    /// Whether the object whose field values `field` gives (by label; "" when unset)
-    /// matches every requirement.
-    pub fn matches(&self, field: impl Fn(&str) -> String) -> bool {
-        self.0.iter().all(|r| r.matches(|k| Some(field(k))))
+    /// Whether the object whose label values `label` gives (`None` when unset) matches.
+    pub fn matches_with<'v>(&self, label: impl Fn(&str) -> Option<&'v str>) -> bool {
+        self.0.iter().all(|r| r.matches(&label))
     }
-}
-
-/// One field term: `label=value`, `label==value` or `label!=value`, on a label pods
-/// select by (`spec.host` read as `spec.nodeName`). Values are taken as written: a field
-/// value is any string, unlike a label's.
-fn field_requirement(term: &str) -> Result<Requirement, String> {
-    let (label, value, equal) = if let Some((l, v)) = term.split_once("!=") {
-        (l, v, false)
-    } else if let Some((l, v)) = term.split_once("==") {
-        (l, v, true)
-    } else if let Some((l, v)) = term.split_once('=') {
-        (l, v, true)
-    } else {
-        return Err(format!(
-            "invalid selector: '{term}'; can't understand '{term}'"
-        ));
-    };
-    let label = match label.trim() {
-        "spec.host" => "spec.nodeName",
-        other => other,
-    };
-    if !POD_FIELDS.contains(&label) {
-        return Err(format!("field label not supported: {label}"));
-    }
-    let (label, value) = (label.to_string(), value.trim().to_string());
-    Ok(match equal {
-        true => Requirement::Equals(label, value),
-        false => Requirement::NotEquals(label, value),
-    })
 }
 
 /// What a list or watch selects (within what the tenant may see).
 pub struct Filter {
     pub namespace: Option<String>,
     pub labels: LabelSelector,
-    pub fields: FieldSelector,
+    pub fields: Fields,
 }
 
 impl Filter {
@@ -222,7 +180,11 @@ impl Filter {
     pub fn selects(&self, pod: &RawPod) -> bool {
         let ns = pod.namespace();
         self.namespace.as_deref().is_none_or(|want| want == ns)
-            && self.fields.matches(|f| listed::field(pod, f))
+            && self.fields.matches(|f| match f {
+                // The pod conversion's old name for it.
+                "spec.host" => listed::field(pod, "spec.nodeName"),
+                f => listed::field(pod, f),
+            })
             && self.labels.matches(pod.labels())
     }
 
@@ -230,7 +192,10 @@ impl Filter {
         Ok(Filter {
             namespace: namespace.map(str::to_string),
             labels: LabelSelector::parse(&query_value(query, "labelSelector").unwrap_or_default())?,
-            fields: FieldSelector::parse(&query_value(query, "fieldSelector").unwrap_or_default())?,
+            fields: Fields::parse(
+                &query_value(query, "fieldSelector").unwrap_or_default(),
+                &POD_FIELDS,
+            )?,
         })
     }
 }
@@ -279,48 +244,48 @@ mod tests {
 
     #[test]
     fn field_selectors_take_the_fields_kube_apiserver_selects_pods_by() {
-        let pod = |label: &str| -> String {
-            match label {
-                "metadata.name" => "web",
-                "metadata.namespace" => "apps",
-                "spec.nodeName" => "node-1",
-                "status.phase" => "Running",
-                "spec.hostNetwork" => "false",
-                _ => "",
-            }
-            .to_string()
-        };
+        let pod = crate::k8s::raw_pod::test_pod(
+            "leaf",
+            serde_json::json!({
+                "metadata": {"name": "web", "namespace": "apps"},
+                "spec": {"nodeName": "node-1"},
+                "status": {"phase": "Running"},
+            }),
+        );
+        let filter = |s: &str| Filter::from_query(Some(&format!("fieldSelector={s}")), None);
         let yes = [
-            "metadata.name=web,metadata.namespace!=kube-system",
-            "status.phase!=Pending",
-            "status.phase==Running",
-            "spec.nodeName=node-1",
-            "spec.host=node-1",
-            "spec.hostNetwork=false",
-            "status.podIP=",
-            "status.podIPs=",
-            "status.nominatedNodeName!=x",
+            "metadata.name%3Dweb,metadata.namespace!%3Dkube-system",
+            "status.phase!%3DPending",
+            "status.phase%3D%3DRunning",
+            "spec.nodeName%3Dnode-1",
+            "spec.host%3Dnode-1",
+            "spec.hostNetwork%3Dfalse",
+            "status.podIP%3D",
+            "status.podIPs%3D",
+            "status.nominatedNodeName!%3Dx",
             "",
         ];
         for s in yes {
-            assert!(FieldSelector::parse(s).unwrap().matches(pod), "{s}");
+            assert!(filter(s).unwrap().selects(&pod), "{s}");
         }
         let no = [
-            "metadata.name=db",
-            "status.phase!=Running",
-            "spec.nodeName=node-2",
-            "spec.restartPolicy=Always",
+            "metadata.name%3Ddb",
+            "status.phase!%3DRunning",
+            "spec.nodeName%3Dnode-2",
+            "spec.restartPolicy%3DAlways",
+            // One term, escapes and all, as for every resource: not `a` or `b`.
+            r"metadata.name%3Da\%2Cb",
         ];
         for s in no {
-            assert!(!FieldSelector::parse(s).unwrap().matches(pod), "{s}");
+            assert!(!filter(s).unwrap().selects(&pod), "{s}");
         }
         for (s, want) in [
             (
-                "spec.containers=x",
+                "spec.containers%3Dx",
                 "field label not supported: spec.containers",
             ),
             (
-                "metadata.labels=x",
+                "metadata.labels%3Dx",
                 "field label not supported: metadata.labels",
             ),
             (
@@ -328,7 +293,7 @@ mod tests {
                 "invalid selector: 'status.phase'; can't understand 'status.phase'",
             ),
         ] {
-            assert_eq!(FieldSelector::parse(s).unwrap_err(), want, "{s}");
+            assert_eq!(filter(s).err().unwrap(), want, "{s}");
         }
     }
 }

@@ -281,7 +281,7 @@ fn objects_json(pods: &[Listed]) -> (String, usize) {
             }
             out.push(b',');
         }
-        listed.pod.write_wire(listed.version(), &mut out);
+        listed.object.write_wire(listed.version(), &mut out);
         count += 1;
     }
     out.push(b']');
@@ -297,12 +297,12 @@ fn row_object(out: &mut Vec<u8>, listed: &Listed, include: Include) {
             out.extend_from_slice(
                 br#","object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":"#,
             );
-            out.extend_from_slice(listed.pod.metadata_json());
+            out.extend_from_slice(listed.object.metadata_json());
             out.push(b'}');
         }
         Include::Object => {
             out.extend_from_slice(br#","object":"#);
-            listed.pod.write_wire(listed.version(), out);
+            listed.object.write_wire(listed.version(), out);
         }
     }
     out.push(b'}');
@@ -333,7 +333,7 @@ const LEAF_COLUMN: Column = Column {
 /// the pod made when the feed received it.
 fn builtin_cells(out: &mut Vec<u8>, listed: &Listed, now: i64) -> Result<(), (StatusCode, String)> {
     // Fails only for a leaf's pod whose fields have the wrong JSON types.
-    let pod = listed.pod.printed().map_err(|e| {
+    let pod = listed.object.printed().map_err(|e| {
         (
             StatusCode::INTERNAL_SERVER_ERROR,
             format!(
@@ -392,7 +392,7 @@ mod tests {
         .stamp("leaf-1");
         let listed = Listed {
             leaf: Arc::from("leaf-1"),
-            pod: Arc::new(pod),
+            object: Arc::new(pod),
         };
         let wanted = Wanted {
             api_version: "meta.k8s.io/v1",

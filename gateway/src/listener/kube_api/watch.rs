@@ -1,11 +1,15 @@
-//! Pod watches, from the leaves' change feeds (`k8s::feed`): no polling, no re-listing.
+//! Watches of any resource (pods, events, namespaces), from the leaves' change feeds
+//! (`k8s::feed`): no polling, no re-listing. One implementation; a resource says what it
+//! watches through [`Resource`] (its feed in a leaf, what the request selects, how one
+//! object is written).
 //!
 //! A watch subscribes to the feed of every leaf its tenant may reach and reads, on each
 //! wake, the changes after its cursor in the namespaces it may see (the tenant's, and the
 //! request's one if any), in each leaf's order; its selectors then decide, as
 //! kube-apiserver's watch cache does, whether a change is an `ADDED`, `MODIFIED` or
-//! `DELETED` for it (a pod relabelled into or out of a selector enters or leaves). A pod's
-//! JSON was serialized once when its leaf sent it; a watcher only writes its own token in.
+//! `DELETED` for it (an object relabelled into or out of a selector enters or leaves). A
+//! pod's JSON was serialized once when its leaf sent it; a watcher only writes its own
+//! token in.
 //!
 //! Where it starts:
 //! - `sendInitialEvents=true` (kubectl 1.35+'s streamed list, `resourceVersionMatch=
@@ -28,12 +32,9 @@
 //! takes the caller's credential or the namespace away from the tenant. This module reads
 //! the feeds only; it never calls a leaf.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use bytes::Bytes;
 use http::{HeaderValue, Request, Response, header};
 use http_body_util::{BodyExt, StreamBody};
@@ -41,12 +42,12 @@ use hyper::body::Frame;
 use serde_json::json;
 
 use super::caller::Caller;
-use super::listed::Listed;
+use super::listed::{self, Listed};
 use super::query::query_value;
-use super::select::Filter;
-use super::table::{self, Wanted};
+use super::resource::{self, Resource};
+use super::token::Token;
 use crate::k8s::status::Status;
-use crate::k8s::{Change, ChangeKind, Feed, RawPod};
+use crate::k8s::{Change, ChangeKind, Feed};
 use crate::listener::client::Client;
 use crate::listener::reply;
 use crate::listener::sessions::{self, Reach};
@@ -63,46 +64,9 @@ const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
 /// Lines are written in frames of about this size, so a long initial list streams.
 const FRAME: usize = 64 * 1024;
 
-/// A position in every leaf's feed, as a list's or an event's `resourceVersion`: per leaf,
-/// the feed's epoch and the position of the last change the holder saw there.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(super) struct Token(BTreeMap<String, (u64, u64)>);
-
-impl Token {
-    pub fn set(&mut self, leaf: &str, epoch: u64, seq: u64) {
-        self.0.insert(leaf.to_string(), (epoch, seq));
-    }
-
-    fn get(&self, leaf: &str) -> Option<(u64, u64)> {
-        self.0.get(leaf).copied()
-    }
-
-    /// The opaque text: `leaf=epoch.seq` pairs, base64url so clients treat it as opaque.
-    pub fn encode(&self) -> String {
-        let text: Vec<String> = self
-            .0
-            .iter()
-            .map(|(l, (e, s))| format!("{l}={e}.{s}"))
-            .collect();
-        URL_SAFE_NO_PAD.encode(text.join(";"))
-    }
-
-    pub fn parse(token: &str) -> Option<Token> {
-        let text = String::from_utf8(URL_SAFE_NO_PAD.decode(token).ok()?).ok()?;
-        let mut out = Token::default();
-        for pair in text.split(';').filter(|p| !p.is_empty()) {
-            let (leaf, pos) = pair.rsplit_once('=')?;
-            let (epoch, seq) = pos.split_once('.')?;
-            out.0
-                .insert(leaf.to_string(), (epoch.parse().ok()?, seq.parse().ok()?));
-        }
-        Some(out)
-    }
-}
-
 /// Where a watch starts.
 enum Start {
-    /// The selected pods now as `ADDED`, then (if `end_bookmark`) the initial-events-end
+    /// The selected objects now as `ADDED`, then (if `end_bookmark`) the initial-events-end
     /// bookmark.
     Initial { end_bookmark: bool },
     /// The changes after the position the request's token (as sent) names.
@@ -123,23 +87,22 @@ fn flag(query: Option<&str>, key: &str) -> Result<Option<bool>, String> {
 }
 
 /// One leaf the watch reads.
-struct Source {
+struct Source<T> {
     leaf: Arc<str>,
-    feed: Arc<Feed>,
+    feed: Arc<Feed<T>>,
     wake: tokio::sync::watch::Receiver<u64>,
     /// The feed position read up to.
     cursor: u64,
 }
 
 /// A watch: `ADDED`, `MODIFIED`, `DELETED` and `BOOKMARK` events, one JSON object a line,
-/// each a `Pod` or (when the client asked for a Table) a one-row Table.
-pub(super) fn watch(
+/// each the object or (when the client asked for a Table) a one-row Table.
+pub(super) fn watch<W: Resource>(
     req: &Request<InBody>,
     client: &Client,
     snapshot: Arc<Snapshot>,
     caller: &Caller<'_>,
-    filter: Filter,
-    wanted: Option<Wanted>,
+    filter: W,
 ) -> Response<Body> {
     let query = req.uri().query();
     let (initial, bookmarks) = match (
@@ -168,8 +131,8 @@ pub(super) fn watch(
         .and_then(|s| s.parse::<u64>().ok())
         .filter(|s| *s > 0)
         .map_or(WATCH_MAX, |s| Duration::from_secs(s).min(WATCH_MAX));
-    let scope = match &filter.namespace {
-        Some(ns) => Scope::Namespace(ns.clone()),
+    let scope = match filter.namespace() {
+        Some(ns) => Scope::Namespace(ns.to_string()),
         None => Scope::Tenant(caller.config.namespaces.clone()),
     };
     let reach = Reach { scope, leaf: None };
@@ -185,7 +148,7 @@ pub(super) fn watch(
         Ok(s) => s,
         Err(res) => return res,
     };
-    let mut sources: Vec<Source> = snapshot
+    let mut sources: Vec<Source<W::Object>> = snapshot
         .leaves
         .iter()
         // A leaf whose `stale = "hide"` hides it while out of sync, as lists do.
@@ -193,7 +156,7 @@ pub(super) fn watch(
             caller.config.may_reach(name) && !super::stale::hidden(&snapshot, name, leaf)
         })
         .map(|(name, leaf)| {
-            let feed = leaf.feed().clone();
+            let feed = W::feed(leaf).clone();
             Source {
                 leaf: name.as_str().into(),
                 wake: feed.subscribe(),
@@ -217,7 +180,6 @@ pub(super) fn watch(
         let mut w = Watcher {
             caller: &caller,
             filter: &filter,
-            wanted,
             token: Token::default(),
             out: Vec::new(),
             tx: &tx,
@@ -254,8 +216,13 @@ pub(super) fn watch(
                     // Revoked: the reason as kube-apiserver's ERROR event, then the end.
                     // Shutdown's kill just ends it.
                     if let Some(why) = session.revoked() {
-                        let status =
-                            sessions::revoked_watch(why, &caller.user, filter.namespace.as_deref());
+                        let names = filter.names();
+                        let status = sessions::revoked_watch(
+                            why,
+                            &caller.user,
+                            (names.group, names.resource),
+                            filter.namespace(),
+                        );
                         w.error(&status);
                         // A client that reads nothing does not hold the watch open.
                         let _ = tokio::time::timeout(Duration::from_secs(1), w.flush()).await;
@@ -279,7 +246,7 @@ pub(super) fn watch(
 }
 
 /// Until any source's feed has news (never, without sources).
-async fn woken(sources: &mut [Source]) {
+async fn woken<T>(sources: &mut [Source<T>]) {
     if sources.is_empty() {
         return std::future::pending().await;
     }
@@ -292,45 +259,44 @@ async fn woken(sources: &mut [Source]) {
 struct Closed;
 
 /// One watch's writing side.
-struct Watcher<'a> {
+struct Watcher<'a, W> {
     caller: &'a Caller<'a>,
-    filter: &'a Filter,
-    wanted: Option<Wanted>,
+    filter: &'a W,
     token: Token,
     /// Lines not yet sent.
     out: Vec<u8>,
     tx: &'a tokio::sync::mpsc::Sender<Bytes>,
 }
 
-impl Watcher<'_> {
-    /// Whether namespace `ns` is one this watch may see and asked for.
-    fn sees(caller: &Caller<'_>, filter: &Filter, ns: &str) -> bool {
-        filter.namespace.as_deref().is_none_or(|want| want == ns) && caller.config.owns(ns)
-    }
-
-    async fn start(&mut self, sources: &mut [Source], start: Start) -> Result<(), Closed> {
+impl<W: Resource> Watcher<'_, W> {
+    async fn start(
+        &mut self,
+        sources: &mut [Source<W::Object>],
+        start: Start,
+    ) -> Result<(), Closed> {
         let (caller, filter) = (self.caller, self.filter);
-        let sees = |ns: &str| Watcher::sees(caller, filter, ns);
+        let sees = |ns: &str| resource::sees(caller, filter, ns);
         match start {
             Start::Initial { end_bookmark } => {
-                let mut pods = Vec::new();
+                let mut objects = Vec::new();
                 for s in sources.iter_mut() {
                     s.wake.mark_unchanged();
                     let view = s.feed.view(sees);
                     s.cursor = view.seq;
                     self.token.set(&s.leaf, view.epoch, view.last);
-                    pods.extend(
-                        view.pods
-                            .into_iter()
-                            .filter(|p| filter.selects(p))
-                            .map(|pod| (s.leaf.clone(), pod)),
-                    );
+                    objects.extend(view.objects.into_iter().filter(|o| filter.selects(o)).map(
+                        |object| Listed {
+                            leaf: s.leaf.clone(),
+                            object,
+                        },
+                    ));
                 }
-                pods.sort_by(|(la, a), (lb, b)| {
-                    (a.namespace(), a.name(), la).cmp(&(b.namespace(), b.name(), lb))
-                });
-                for (leaf, pod) in pods {
-                    self.event("ADDED", &leaf, &pod).await;
+                listed::sort(&mut objects);
+                if filter.merges_copies() {
+                    objects.dedup_by(|b, a| (a.namespace(), a.name()) == (b.namespace(), b.name()));
+                }
+                for listed in objects {
+                    self.event("ADDED", &listed.leaf, &listed.object).await;
                     if self.out.len() >= FRAME {
                         self.flush().await?;
                     }
@@ -398,9 +364,9 @@ impl Watcher<'_> {
     }
 
     /// Sends every source's changes after its cursor.
-    async fn follow(&mut self, sources: &mut [Source]) -> Result<(), Closed> {
+    async fn follow(&mut self, sources: &mut [Source<W::Object>]) -> Result<(), Closed> {
         let (caller, filter) = (self.caller, self.filter);
-        let sees = |ns: &str| Watcher::sees(caller, filter, ns);
+        let sees = |ns: &str| resource::sees(caller, filter, ns);
         for s in sources.iter_mut() {
             // Marked before reading: a change published after the read wakes us again.
             s.wake.mark_unchanged();
@@ -426,13 +392,13 @@ impl Watcher<'_> {
             for c in changes {
                 self.token.set(&s.leaf, epoch, c.seq);
                 if let Some(kind) = seen_as(&c, filter) {
-                    // A pod modified out of the selection leaves as it was, as
+                    // An object modified out of the selection leaves as it was, as
                     // kube-apiserver's watch cache sends it (with the change's version).
-                    let pod = match (&c.prev, c.kind, kind) {
+                    let object = match (&c.prev, c.kind, kind) {
                         (Some(prev), ChangeKind::Modified, "DELETED") => prev,
-                        _ => &c.pod,
+                        _ => &c.object,
                     };
-                    self.event(kind, &s.leaf, pod).await;
+                    self.event(kind, &s.leaf, object).await;
                     if self.out.len() >= FRAME {
                         self.flush().await?;
                     }
@@ -442,33 +408,14 @@ impl Watcher<'_> {
         self.flush().await
     }
 
-    /// Queues one event for `pod` of `leaf`, carrying the current token.
-    async fn event(&mut self, kind: &str, leaf: &Arc<str>, pod: &Arc<RawPod>) {
+    /// Queues one event for `object` of `leaf`, carrying the current token.
+    async fn event(&mut self, kind: &'static str, leaf: &Arc<str>, object: &Arc<W::Object>) {
         let rv = self.token.encode();
-        match self.wanted {
-            None => {
-                self.out.extend_from_slice(br#"{"type":""#);
-                self.out.extend_from_slice(kind.as_bytes());
-                self.out.extend_from_slice(br#"","object":"#);
-                pod.write_wire(&rv, &mut self.out);
-                self.out.extend_from_slice(b"}\n");
-            }
-            Some(wanted) => {
-                let listed = Listed {
-                    leaf: leaf.clone(),
-                    pod: pod.clone(),
-                };
-                let line = match table::build(self.caller, &[listed], wanted, &rv).await {
-                    Ok(t) => json!({ "type": kind, "object": t }),
-                    // The watch goes on; kubectl prints the error as kube-apiserver's.
-                    Err((code, message)) => json!({
-                        "type": "ERROR",
-                        "object": Status::new(code.as_u16(), message).to_json(),
-                    }),
-                };
-                self.line(&line);
-            }
-        }
+        let mut out = std::mem::take(&mut self.out);
+        self.filter
+            .write(self.caller, kind, leaf, object, &rv, &mut out)
+            .await;
+        self.out = out;
     }
 
     /// A `BOOKMARK` at the current token (the streamed list's end when `initial_end`).
@@ -477,7 +424,9 @@ impl Watcher<'_> {
         if initial_end {
             metadata["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
         }
-        let object = json!({ "kind": "Pod", "apiVersion": "v1", "metadata": metadata });
+        let names = self.filter.names();
+        let object =
+            json!({ "kind": names.kind, "apiVersion": names.api_version, "metadata": metadata });
         self.line(&json!({ "type": "BOOKMARK", "object": object }));
     }
 
@@ -491,9 +440,7 @@ impl Watcher<'_> {
     }
 
     fn line(&mut self, line: &serde_json::Value) {
-        // Writing a `Value` to a `Vec` cannot fail.
-        let _ = serde_json::to_writer(&mut self.out, line);
-        self.out.push(b'\n');
+        resource::push_line(&mut self.out, line);
     }
 
     async fn flush(&mut self) -> Result<(), Closed> {
@@ -505,10 +452,10 @@ impl Watcher<'_> {
     }
 }
 
-/// How a watch with `filter` sees `change`: a modified pod that starts matching is
+/// How a watch with `filter` sees `change`: a modified object that starts matching is
 /// `ADDED`, one that stops matching is `DELETED` (as kube-apiserver's watch cache does).
-fn seen_as(change: &Change, filter: &Filter) -> Option<&'static str> {
-    let now = filter.selects(&change.pod);
+fn seen_as<W: Resource>(change: &Change<W::Object>, filter: &W) -> Option<&'static str> {
+    let now = filter.selects(&change.object);
     match (
         change.kind,
         change.prev.as_deref().map(|p| filter.selects(p)),
@@ -520,22 +467,5 @@ fn seen_as(change: &Change, filter: &Filter) -> Option<&'static str> {
             (false, false) => None,
         },
         (kind, _) => now.then_some(kind.event_type()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tokens_round_trip_and_stay_opaque() {
-        let mut t = Token::default();
-        t.set("leaf-a", 1_700_000_000_000_000_000, 17);
-        t.set("leaf-b", 5, 0);
-        let text = t.encode();
-        assert!(!text.contains("leaf"), "{text}");
-        assert_eq!(Token::parse(&text), Some(t));
-        assert_eq!(Token::parse("not base64!"), None);
-        assert_eq!(Token::parse(&URL_SAFE_NO_PAD.encode("leaf-a=17")), None);
     }
 }
