@@ -73,6 +73,9 @@ pub struct ListenerAddr {
 
 pub type ReloadFuture<'a> = Pin<Box<dyn Future<Output = Result<u64, ReloadError>> + Send + 'a>>;
 pub type ApplyFuture<'a> = Pin<Box<dyn Future<Output = Result<(), ReloadError>> + Send + 'a>>;
+/// The Gateway addresses that could not be bound, with why.
+pub type GatewayApplyFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Vec<(SocketAddr, String)>, ReloadError>> + Send + 'a>>;
 
 /// What admin and the watcher may ask of the gateway.
 pub trait Control: Send + Sync + 'static {
@@ -90,6 +93,12 @@ pub trait Control: Send + Sync + 'static {
     /// Serves `model`'s Ingress routes from now on: one snapshot swap, never at the same
     /// time as a reload, so neither loses the other's change.
     fn apply_ingress(&self, model: Arc<crate::k8s::ingress::model::Model>) -> ApplyFuture<'_>;
+    /// Serves `served`'s Gateway routes from now on, binding and stopping the Gateway
+    /// listeners it names and drops; one snapshot swap, as [`Control::apply_ingress`].
+    fn apply_gateway(
+        &self,
+        served: Arc<crate::k8s::gateway::serve::Served>,
+    ) -> GatewayApplyFuture<'_>;
     /// The `ingress` part of `/status`; `None` without `[kubernetes.ingress]`.
     fn ingress_status(&self) -> Option<serde_json::Value> {
         None

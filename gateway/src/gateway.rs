@@ -20,7 +20,9 @@ use tokio_util::task::TaskTracker;
 use tracing::{error, info, warn};
 
 use crate::config::{Config, ParseCache};
-use crate::control::{ApplyFuture, Control, ListenerAddr, ReloadError, ReloadFuture, ReloadRecord};
+use crate::control::{
+    ApplyFuture, Control, GatewayApplyFuture, ListenerAddr, ReloadError, ReloadFuture, ReloadRecord,
+};
 use crate::metrics::Metrics;
 use crate::runtime::Shared;
 use crate::snapshot::Snapshot;
@@ -303,9 +305,11 @@ impl Gateway {
             .collect();
         let (to_stop, to_start): (Vec<usize>, Vec<(String, SocketAddr)>) = {
             let running = lock(&self.listeners);
+            // Gateway listeners come and go with the Gateways, not the config.
             let to_stop = running
                 .iter()
                 .enumerate()
+                .filter(|(_, r)| !r.name.starts_with(crate::config::GATEWAY_LISTENERS))
                 .filter(|(_, r)| !wanted.iter().any(|(n, b)| **n == *r.name && *b == r.bind))
                 .map(|(i, _)| i)
                 .collect();
@@ -377,6 +381,67 @@ impl Gateway {
         Ok(())
     }
 
+    /// Serves `served`'s Gateway routes from now on, holding the reload lock as
+    /// [`Gateway::apply_ingress`] does: the addresses it names are bound (before the swap,
+    /// so a request to one finds its router), those it no longer names are stopped after
+    /// it. An address that cannot be bound fails alone: it is returned, with why.
+    pub async fn apply_gateway(
+        &self,
+        served: Arc<crate::k8s::gateway::serve::Served>,
+    ) -> Result<Vec<(SocketAddr, String)>, ReloadError> {
+        use crate::snapshot::GatewayRoutes;
+        let _one_at_a_time = self.reloading.lock().await;
+        let current = self.shared.snapshot.load_full();
+        let next = tokio::task::spawn_blocking(move || current.with_gateway(served))
+            .await
+            .map_err(|e| ReloadError::Interrupted(e.to_string()))?;
+        let wanted: Vec<SocketAddr> = next.gateway.addrs().collect();
+        let (to_stop, to_start): (Vec<Arc<str>>, Vec<SocketAddr>) = {
+            let running = lock(&self.listeners);
+            let ours = |r: &&RunningListener| r.name.starts_with(GatewayRoutes::PREFIX);
+            (
+                running
+                    .iter()
+                    .filter(ours)
+                    .filter(|r| !wanted.contains(&r.bind))
+                    .map(|r| r.name.clone())
+                    .collect(),
+                wanted
+                    .iter()
+                    .filter(|a| !running.iter().filter(ours).any(|r| r.bind == **a))
+                    .copied()
+                    .collect(),
+            )
+        };
+        let mut started = Vec::new();
+        let mut failed = Vec::new();
+        for addr in to_start {
+            match self.bind(&GatewayRoutes::listener_name(addr), addr).await {
+                Ok(pair) => started.push(pair),
+                Err(e) => {
+                    warn!(error = %e, "a Gateway listener could not be bound");
+                    failed.push((addr, e.to_string()));
+                }
+            }
+        }
+        self.shared.snapshot.store(Arc::new(next));
+        let mut running = lock(&self.listeners);
+        running.retain(|r| {
+            let stop = to_stop.contains(&r.name);
+            if stop {
+                info!(listener = %r.name, "Gateway listener removed; draining its connections");
+                r.stop.cancel();
+            }
+            !stop
+        });
+        for (r, socket) in started {
+            info!(listener = %r.name, addr = %r.local, "Gateway listener bound");
+            self.spawn_listener(&r, socket);
+            running.push(r);
+        }
+        Ok(failed)
+    }
+
     /// Drains and stops. `/readyz` turns 503 at once; the listeners keep serving for
     /// `shutdown_delay` so load balancers notice and stop sending; then they stop accepting
     /// and in-flight requests and hijacked connections get up to `shutdown_grace` before
@@ -442,6 +507,13 @@ impl Control for Gateway {
 
     fn apply_ingress(&self, model: Arc<crate::k8s::ingress::model::Model>) -> ApplyFuture<'_> {
         Box::pin(Gateway::apply_ingress(self, model))
+    }
+
+    fn apply_gateway(
+        &self,
+        served: Arc<crate::k8s::gateway::serve::Served>,
+    ) -> GatewayApplyFuture<'_> {
+        Box::pin(Gateway::apply_gateway(self, served))
     }
 
     fn ingress_status(&self) -> Option<serde_json::Value> {

@@ -18,7 +18,8 @@
 //! - `access`: SubjectAccessReviews at the root cluster (who may call the node API), cached.
 //! - `root`: the root cluster's client; `vnode`: the virtual Node objects (pure).
 //! - `ingress`: the Ingress model (pure) and its status and Event writers.
-//! - `gateway`: the Gateway API translation (pure), not wired in yet.
+//! - `gateway`: the Gateway API translation (pure), what the proxy serves of it, and the
+//!   leader's status writes.
 //!
 //! Nothing here imports `snapshot`, `control`, `listener` or `controllers`: the drivers
 //! that run on the root cluster are `controllers`, and they use this module.

@@ -257,7 +257,8 @@ fn unavailable(reason: &str) -> Action {
     direct(StatusCode::SERVICE_UNAVAILABLE, reason)
 }
 
-fn direct(status: StatusCode, reason: &str) -> Action {
+/// A direct answer with `reason` as its plain-text body.
+pub(super) fn direct(status: StatusCode, reason: &str) -> Action {
     let mut headers = HeaderMap::new();
     headers.insert(
         header::CONTENT_TYPE,

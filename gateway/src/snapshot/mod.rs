@@ -15,6 +15,7 @@
 //! hosts no TOML route there owns (the others are reported as shadowed); its TLS serves
 //! the Ingress certificates after the TOML ones, never for a name the TOML ones cover.
 
+pub mod gateway;
 pub mod ingress;
 mod route;
 pub mod tls;
@@ -34,6 +35,7 @@ use crate::plugins::TenantPlugins;
 use crate::proxy::upstream::Upstream;
 use crate::routing::Router;
 
+pub use self::gateway::GatewayRoutes;
 pub use self::ingress::IngressRoutes;
 use self::route::PreviousRoutes;
 pub use self::route::{Action, Fast, Route, Tenant};
@@ -55,6 +57,9 @@ pub struct Snapshot {
     pub pods: Arc<PodIndex>,
     /// The Ingress routes (`[kubernetes.ingress]`), compiled against this config.
     pub ingress: Arc<IngressRoutes>,
+    /// The Gateway API routes (`[kubernetes.gateway]`), compiled against this config; their
+    /// listeners (`gateway/<addr>`) are in `listeners`.
+    pub gateway: Arc<GatewayRoutes>,
     /// Ingress routes not served because a TOML route on an ingress listener owns their
     /// host (the model refuses them too; this covers a reload before the next build).
     pub shadowed: Vec<Shadowed>,
@@ -75,6 +80,7 @@ pub struct Shadowed {
 }
 
 /// A listener's share of the snapshot.
+#[derive(Clone)]
 pub struct ListenerState {
     pub config: ListenerConfig,
     /// Shared with the next snapshot when an Ingress change leaves it as it is.
@@ -206,7 +212,20 @@ impl Snapshot {
             )),
             _ => Arc::new(IngressRoutes::default()),
         };
-        let (listeners, shadowed) = assemble(&config, &routes, &ingress, None)?;
+        let gateway = match (
+            &config.kubernetes.as_ref().and_then(|k| k.gateway.as_ref()),
+            previous.and_then(|p| p.gateway.served.clone()),
+        ) {
+            (Some(_), Some(served)) => Arc::new(GatewayRoutes::compile(
+                served,
+                &config,
+                &tenants,
+                previous.map(|p| &*p.gateway),
+            )),
+            _ => Arc::new(GatewayRoutes::default()),
+        };
+        let (mut listeners, shadowed) = assemble(&config, &routes, &ingress, None)?;
+        add_gateway_listeners(&mut listeners, &gateway);
 
         let pods = previous.map_or_else(PodIndex::new, |p| p.pods.clone());
         let leaves = config
@@ -246,6 +265,7 @@ impl Snapshot {
             leaves,
             pods,
             ingress,
+            gateway,
             shadowed,
             access,
         })
@@ -265,7 +285,7 @@ impl Snapshot {
             Some(&self.ingress),
         ));
         let touched = ingress::touched_hosts(&self.ingress, &ingress);
-        let (listeners, shadowed) = assemble(
+        let (mut listeners, shadowed) = assemble(
             &self.config,
             &self.routes,
             &ingress,
@@ -274,6 +294,7 @@ impl Snapshot {
                 touched: touched.as_ref(),
             }),
         )?;
+        add_gateway_listeners(&mut listeners, &self.gateway);
         Ok(Snapshot {
             generation: self.generation,
             loaded_at: self.loaded_at,
@@ -284,9 +305,54 @@ impl Snapshot {
             leaves: self.leaves.clone(),
             pods: self.pods.clone(),
             ingress,
+            gateway: self.gateway.clone(),
             shadowed,
             access: self.access.clone(),
         })
+    }
+
+    /// This snapshot with `served`'s Gateway routes and listeners in place of its own;
+    /// everything else is shared, the TOML and Ingress listeners' routers and TLS too.
+    pub fn with_gateway(&self, served: Arc<crate::k8s::gateway::serve::Served>) -> Snapshot {
+        let gateway = Arc::new(GatewayRoutes::compile(
+            served,
+            &self.config,
+            &self.tenants,
+            Some(&self.gateway),
+        ));
+        let mut listeners: HashMap<String, ListenerState> = self
+            .listeners
+            .iter()
+            .filter(|(name, _)| !name.starts_with(GatewayRoutes::PREFIX))
+            .map(|(name, l)| (name.clone(), l.clone()))
+            .collect();
+        add_gateway_listeners(&mut listeners, &gateway);
+        Snapshot {
+            generation: self.generation,
+            loaded_at: self.loaded_at,
+            config: self.config.clone(),
+            listeners,
+            tenants: self.tenants.clone(),
+            routes: self.routes.clone(),
+            leaves: self.leaves.clone(),
+            pods: self.pods.clone(),
+            ingress: self.ingress.clone(),
+            gateway,
+            shadowed: self.shadowed.clone(),
+            access: self.access.clone(),
+        }
+    }
+}
+
+/// Adds `gateway`'s listeners (`gateway/<addr>`) to `listeners`.
+fn add_gateway_listeners(listeners: &mut HashMap<String, ListenerState>, gateway: &GatewayRoutes) {
+    for (config, router) in gateway.listeners() {
+        let state = ListenerState {
+            config,
+            router: Arc::new(router),
+            tls: None,
+        };
+        listeners.insert(state.config.name.clone(), state);
     }
 }
 

@@ -107,6 +107,10 @@ pub struct IngressConfig {
 /// `[kubernetes.gateway]` names none.
 pub const DEFAULT_GATEWAY_CONTROLLER: &str = "leafgate.io/gateway-controller";
 
+/// What the names of the listeners leafgate binds for Gateways start with
+/// (`gateway/10.0.0.10:80`); no `[[listener]]` may take one.
+pub const GATEWAY_LISTENERS: &str = "gateway/";
+
 /// `[kubernetes.gateway]`, validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GatewayApiConfig {

@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::ops::Range;
 use std::sync::Arc;
 
+use crate::config::model::GATEWAY_LISTENERS;
 use crate::config::model::cidr::Cidr;
 use crate::config::model::{
     AdminConfig, AllowedClient, HostPattern, KubernetesVersion, ListenerConfig, ListenerKind,
@@ -40,6 +41,13 @@ impl Validator<'_, '_> {
         for (i, l) in raw.listeners.iter().enumerate() {
             let key = format!("listener[{i}]");
             names.insert(self.report, &l.name, &format!("{key}.name"), "listener");
+            if l.name.get_ref().starts_with(GATEWAY_LISTENERS) {
+                self.report.error(
+                    l.name.span(),
+                    format!("{key}.name"),
+                    format!("names starting with `{GATEWAY_LISTENERS}` are the Gateway API listeners'; choose another"),
+                );
+            }
             listeners.extend(self.listener(l, &key, &mut binds, root));
         }
         (listeners, names)

@@ -1,19 +1,21 @@
 //! The leader's writers: while this replica leads, `status.loadBalancer` on served
-//! Ingresses and Events on skipped ones, after every new model, every status-changing
-//! event and every resync. A term's writer starts with the term and is dropped when it ends.
+//! Ingresses and Events on skipped ones, and the Gateway API kinds' statuses, after every
+//! new model, every status-changing event and every resync. A term's writers start with
+//! the term and are dropped when it ends.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::networking::v1::Ingress;
-use kube::runtime::reflector::Store;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use super::super::election::Leadership;
+use super::reflectors::{GatewayStores, Stores};
 use super::state::{IngressProvider, lock};
 use crate::control::Control;
+use crate::k8s::gateway::model::Model as GatewayModel;
+use crate::k8s::gateway::status as gateway_status;
 use crate::k8s::ingress::events::{self, EventLog};
 use crate::k8s::ingress::model::Model;
 use crate::k8s::ingress::status::StatusWriter;
@@ -24,14 +26,20 @@ const STATUS_RESYNC: Duration = Duration::from_secs(30);
 /// before the status is checked again.
 const STATUS_SETTLE: Duration = Duration::from_millis(200);
 
+/// The models the builder hands the leader, one per source.
+pub(super) struct Models {
+    pub(super) ingress: watch::Receiver<Option<Arc<Model>>>,
+    pub(super) gateway: watch::Receiver<Option<Arc<GatewayModel>>>,
+}
+
 /// Runs the status and Event writer for each term this replica leads.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn lead(
     client: kube::Client,
     gateway: Arc<dyn Control>,
     provider: Arc<IngressProvider>,
-    ingresses: Store<Ingress>,
-    mut models: watch::Receiver<Option<Arc<Model>>>,
+    stores: Stores,
+    mut models: Models,
     mut leadership: watch::Receiver<Leadership>,
     identity: String,
     stop: CancellationToken,
@@ -46,7 +54,7 @@ pub(super) async fn lead(
             &client,
             &gateway,
             &provider,
-            &ingresses,
+            &stores,
             &mut models,
             &identity,
         );
@@ -65,15 +73,16 @@ async fn term(
     client: &kube::Client,
     gateway: &Arc<dyn Control>,
     provider: &IngressProvider,
-    ingresses: &Store<Ingress>,
-    models: &mut watch::Receiver<Option<Arc<Model>>>,
+    stores: &Stores,
+    models: &mut Models,
     identity: &str,
 ) {
     let mut log = EventLog::default();
     let mut writer: Option<StatusWriter> = None;
+    let mut gateway_writer = gateway_status::StatusWriter::new(client.clone());
     let mut resync = tokio::time::interval(STATUS_RESYNC);
     loop {
-        let model = models.borrow_and_update().clone();
+        let model = models.ingress.borrow_and_update().clone();
         // The address is read each time: a reload may set or change it.
         let address = gateway
             .snapshot()
@@ -92,7 +101,8 @@ async fn term(
             }
             if let Some(w) = writer.as_mut() {
                 w.publish(address);
-                let outcome = w.sync(&ingresses.state(), &model).await;
+                let ingresses = stores.ingress.as_ref().map(|i| i.ingresses.state());
+                let outcome = w.sync(&ingresses.unwrap_or_default(), &model).await;
                 if outcome.written + outcome.cleared > 0 {
                     info!(
                         written = outcome.written,
@@ -104,9 +114,16 @@ async fn term(
                 lock(&provider.report).status_error = outcome.error;
             }
         }
+        let gateway_model = models.gateway.borrow_and_update().clone();
+        if let (Some(stores), Some(model)) = (&stores.gateway, gateway_model) {
+            write_gateway_statuses(gateway, provider, stores, &model, &mut gateway_writer).await;
+        }
         tokio::select! {
-            r = models.changed() => if r.is_err() {
+            r = models.ingress.changed() => if r.is_err() {
                 // The builder has stopped: so is the gateway.
+                std::future::pending::<()>().await;
+            },
+            r = models.gateway.changed() => if r.is_err() {
                 std::future::pending::<()>().await;
             },
             _ = provider.statuses.notified() => {
@@ -115,4 +132,37 @@ async fn term(
             _ = resync.tick() => {}
         }
     }
+}
+
+/// The Gateway API statuses `model` asks for that the objects do not have yet.
+async fn write_gateway_statuses(
+    gateway: &Arc<dyn Control>,
+    provider: &IngressProvider,
+    stores: &GatewayStores,
+    model: &GatewayModel,
+    writer: &mut gateway_status::StatusWriter,
+) {
+    let config = gateway.snapshot().config.clone();
+    let Some(settings) = config.kubernetes.as_ref().and_then(|k| k.gateway.as_ref()) else {
+        return;
+    };
+    let now =
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
+    let writes = gateway_status::desired(
+        &stores.classes.state(),
+        &stores.gateways.state(),
+        &stores.routes.state(),
+        model,
+        &settings.controller_name,
+        &now,
+    );
+    let outcome = writer.sync(writes).await;
+    if outcome.written > 0 {
+        info!(
+            written = outcome.written,
+            failed = outcome.failed,
+            "Gateway API statuses written"
+        );
+    }
+    lock(&provider.report).gateway.status_error = outcome.error;
 }

@@ -1,29 +1,36 @@
-//! The Ingress provider at runtime: reflectors on the root cluster, the debounced rebuild
-//! that swaps Ingress routes into the snapshot, and the leader's status and Event writers.
+//! The route provider of both Kubernetes sources at runtime, Ingress
+//! (`[kubernetes.ingress]`) and the Gateway API (`[kubernetes.gateway]`): reflectors on the
+//! root cluster, the debounced rebuild that swaps their routes into the snapshot, and the
+//! leader's status and Event writers.
 //!
-//! Five reflectors (`watcher(..).default_backoff().reflect(writer)`, each restarted with
-//! backoff by kube-runtime) keep Ingresses, IngressClasses, Services, EndpointSlices and
-//! `kubernetes.io/tls` Secrets in memory. Any change that can alter routes is noted (which
-//! objects) and wakes the builder; once every reflector has listed, it waits for a short
-//! quiet spell ([`rebuild::DEBOUNCE`], at most [`rebuild::MAX_WAIT`] after the first change), updates the
-//! model on a blocking thread (a [`crate::k8s::ingress::Builder`] kept across builds,
-//! which translates and merges again only what the noted objects concern) and hands it to
-//! the gateway, which swaps it in with the same lock and store as a config reload. A
-//! change to an Ingress's status alone (the leader's own writes among them) does not
-//! rebuild.
+//! Reflectors (`watcher(..).default_backoff().reflect(writer)`, each restarted with
+//! backoff by kube-runtime) keep Services, EndpointSlices and `kubernetes.io/tls` Secrets
+//! in memory for both sources, Ingresses and IngressClasses for the first, GatewayClasses,
+//! Gateways, HTTPRoutes, ReferenceGrants and Namespaces for the second. Any change that can
+//! alter routes is noted (which objects) and wakes the builder; once every reflector has
+//! listed, it waits for a short quiet spell ([`rebuild::DEBOUNCE`], at most
+//! [`rebuild::MAX_WAIT`] after the first change), updates the Ingress model on a blocking
+//! thread (a [`crate::k8s::ingress::Builder`] kept across builds, which translates and
+//! merges again only what the noted objects concern), translates the Gateway API objects
+//! when one of theirs changed, and hands both to the gateway, which swaps them in with the
+//! same lock and store as a config reload (and binds the Gateways' addresses). A change to
+//! a status alone (the leader's own writes among them) does not rebuild.
 //!
-//! While this replica leads, the writer puts `status.loadBalancer` on served Ingresses and
-//! Events on skipped ones; it starts with each term and is dropped when the term ends.
-//! Nothing here serves a request or changes a route by hand.
+//! While this replica leads, the writers put `status.loadBalancer` on served Ingresses,
+//! Events on skipped ones, and the Gateway API statuses; they start with each term and
+//! are dropped when the term ends. Nothing here serves a request or changes a route by hand.
 //!
 //! - `state`: the provider's report and wake-ups (what `/status` shows);
-//! - `reflectors`: the five watches and what wakes the builder;
-//! - `rebuild`: debounce, build, apply;
-//! - `leader`: Ingress statuses and Events, one term at a time.
+//! - `reflectors`: the watches and what wakes the builder;
+//! - `settings`: what both sources read of the config alike;
+//! - `rebuild`: debounce, the Ingress build, apply; `gateway`: the Gateway API build;
+//! - `leader`: statuses and Events, one term at a time.
 
+mod gateway;
 mod leader;
 mod rebuild;
 mod reflectors;
+mod settings;
 mod state;
 
 use std::sync::Arc;
@@ -36,6 +43,7 @@ use tracing::warn;
 use super::election::Leadership;
 use crate::config::KubernetesConfig;
 use crate::control::Control;
+use crate::k8s::gateway::model::Model as GatewayModel;
 use crate::k8s::ingress::model::Model;
 use crate::k8s::root;
 
@@ -44,7 +52,8 @@ use self::state::lock;
 
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
-/// Starts the provider when the config has `[kubernetes.ingress]`: it connects, watches
+/// Starts the provider when the config has `[kubernetes.ingress]` or
+/// `[kubernetes.gateway]` (the sources it serves are those it started with): it connects, watches
 /// and rebuilds until `stop`; `leadership` says when this replica may write statuses and
 /// Events. `[kubernetes]` is read once, here; the ingress settings are read from the
 /// snapshot at every build.
@@ -54,26 +63,33 @@ pub fn spawn(
     stop: CancellationToken,
 ) -> Option<Arc<IngressProvider>> {
     let kubernetes = gateway.snapshot().config.kubernetes.clone()?;
-    kubernetes.ingress.as_ref()?;
+    let (ingress, gateway_api) = (kubernetes.ingress.is_some(), kubernetes.gateway.is_some());
+    if !ingress && !gateway_api {
+        return None;
+    }
     let provider = Arc::new(IngressProvider::new());
     let running = provider.clone();
     tokio::spawn(async move {
         let Some(client) = connect(&kubernetes, &running, &stop).await else {
             return;
         };
-        let stores = reflectors::start_reflectors(&client, &running, &stop);
+        let stores = reflectors::start_reflectors(&client, &running, ingress, gateway_api, &stop);
         let (models_tx, models_rx) = watch::channel::<Option<Arc<Model>>>(None);
+        let (gateway_tx, gateway_rx) = watch::channel::<Option<Arc<GatewayModel>>>(None);
         tokio::spawn(leader::lead(
             client,
             gateway.clone(),
             running.clone(),
-            stores.ingresses.clone(),
-            models_rx,
+            stores.clone(),
+            leader::Models {
+                ingress: models_rx,
+                gateway: gateway_rx,
+            },
             leadership,
             kubernetes.identity.clone(),
             stop.clone(),
         ));
-        rebuild::rebuild_loop(gateway, running, stores, models_tx, stop).await;
+        rebuild::rebuild_loop(gateway, running, stores, models_tx, gateway_tx, stop).await;
     });
     Some(provider)
 }

@@ -17,10 +17,9 @@ use super::reflectors::Stores;
 use super::state::{IngressProvider, lock};
 use crate::config::{Config, IngressConfig};
 use crate::control::Control;
+use crate::k8s::gateway::model::Model as GatewayModel;
 use crate::k8s::ingress::Builder;
-use crate::k8s::ingress::model::{
-    self, BackendPolicy, HostOwners, IngressRoute, Model, Settings, TenantBounds,
-};
+use crate::k8s::ingress::model::{self, BackendPolicy, HostOwners, IngressRoute, Model, Settings};
 use crate::metrics::{IngressBackendLabels, IngressRefusedLabels, IngressStateLabels};
 
 /// A rebuild starts once no change has come for this long... The events of one write (an
@@ -34,27 +33,16 @@ pub const MAX_WAIT: Duration = Duration::from_millis(50);
 /// is gone from it.
 pub(super) fn settings(config: &Config) -> Option<Settings> {
     let ingress: &IngressConfig = config.kubernetes.as_ref()?.ingress.as_ref()?;
-    let mut own: Vec<_> = config.listeners.iter().map(|l| l.bind).collect();
-    own.extend(config.admin.as_ref().map(|a| a.bind));
     Some(Settings {
         class: ingress.class.clone(),
         namespaces: ingress.namespaces.clone(),
-        tenants: config
-            .tenants
-            .iter()
-            .map(|t| TenantBounds {
-                name: t.name.clone(),
-                namespaces: t.namespaces.clone(),
-                bandwidth: t.bandwidth,
-                hosts: t.hosts.clone(),
-            })
-            .collect(),
+        tenants: super::settings::tenant_bounds(config),
         toml_hosts: model::toml_hosts(config, &ingress.listeners),
         toml_certs: toml_certs(config, &ingress.listeners),
         backends: BackendPolicy {
             deny: ingress.deny_backends.clone(),
             allow: ingress.allow_backends.clone(),
-            own,
+            own: super::settings::own_addresses(config),
             allow_unmanaged: ingress.allow_unmanaged_endpointslices,
         },
         host_owner: ingress.host_owner,
@@ -84,6 +72,7 @@ pub(super) async fn rebuild_loop(
     provider: Arc<IngressProvider>,
     stores: Stores,
     models: watch::Sender<Option<Arc<Model>>>,
+    gateway_models: watch::Sender<Option<Arc<GatewayModel>>>,
     stop: CancellationToken,
 ) {
     // Keeps the model between builds, so a change costs only what it concerns.
@@ -110,63 +99,86 @@ pub(super) async fn rebuild_loop(
                 _ = provider.changed.notified() => {}
             }
         }
-        let started = Instant::now();
-        let Some(settings) = settings(&gateway.snapshot().config) else {
-            continue;
-        };
-        let changes = std::mem::take(&mut *lock(&provider.changes));
-        let source = stores.clone();
-        let mut taken = std::mem::take(&mut builder);
-        let built = tokio::task::spawn_blocking(move || {
-            let model = taken.apply(&source, changes, &settings);
-            (taken, model)
-        })
-        .await;
-        let build_ms = started.elapsed().as_secs_f64() * 1000.0;
-        let model = match built {
-            Ok((kept, m)) => {
-                builder = kept;
-                Arc::new(m)
-            }
-            Err(e) => {
-                // The builder went with the thread: the next build starts from scratch.
-                lock(&provider.changes).all = true;
-                warn!(error = %e, "ingress provider: the model build was interrupted");
-                lock(&provider.report).apply_error = Some(e.to_string());
-                continue;
-            }
-        };
-        let applied = gateway.apply_ingress(model.clone()).await;
-        let took = started.elapsed();
-        let metrics = &gateway.metrics().ingress;
-        metrics.build_seconds.observe(took.as_secs_f64());
-        {
-            let mut r = lock(&provider.report);
-            r.last_build_ms = Some(took.as_secs_f64() * 1000.0);
-            match &applied {
-                Ok(()) => {
-                    r.applied += 1;
-                    r.apply_error = None;
-                }
-                Err(e) => r.apply_error = Some(e.to_string()),
-            }
+        if stores.ingress.is_some() {
+            build_ingress(
+                &gateway,
+                &provider,
+                &stores,
+                &models,
+                &mut builder,
+                &mut uses,
+            )
+            .await;
         }
-        match applied {
+        super::gateway::build(&gateway, &provider, &stores, &gateway_models).await;
+    }
+}
+
+/// One Ingress build: the model updated with what changed, applied, recorded.
+async fn build_ingress(
+    gateway: &Arc<dyn Control>,
+    provider: &IngressProvider,
+    stores: &Stores,
+    models: &watch::Sender<Option<Arc<Model>>>,
+    builder: &mut Builder,
+    uses: &mut HashMap<String, usize>,
+) {
+    let started = Instant::now();
+    let Some(settings) = settings(&gateway.snapshot().config) else {
+        return;
+    };
+    let changes = std::mem::take(&mut *lock(&provider.changes));
+    let source = stores.clone();
+    let mut taken = std::mem::take(builder);
+    let built = tokio::task::spawn_blocking(move || {
+        let model = taken.apply(&source, changes, &settings);
+        (taken, model)
+    })
+    .await;
+    let build_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let model = match built {
+        Ok((kept, m)) => {
+            *builder = kept;
+            Arc::new(m)
+        }
+        Err(e) => {
+            // The builder went with the thread: the next build starts from scratch.
+            lock(&provider.changes).all = true;
+            warn!(error = %e, "ingress provider: the model build was interrupted");
+            lock(&provider.report).apply_error = Some(e.to_string());
+            return;
+        }
+    };
+    let applied = gateway.apply_ingress(model.clone()).await;
+    let took = started.elapsed();
+    let metrics = &gateway.metrics().ingress;
+    metrics.build_seconds.observe(took.as_secs_f64());
+    {
+        let mut r = lock(&provider.report);
+        r.last_build_ms = Some(took.as_secs_f64() * 1000.0);
+        match &applied {
             Ok(()) => {
-                let previous = models.borrow().clone();
-                record_metrics(gateway.metrics(), &model, previous.as_deref(), &mut uses);
-                info!(
-                    served = model.served.len(),
-                    skipped = model.skipped.len(),
-                    routes = model.routes.len(),
-                    ms = took.as_secs_f64() * 1000.0,
-                    build_ms,
-                    "ingress routes applied"
-                );
-                models.send_replace(Some(model));
+                r.applied += 1;
+                r.apply_error = None;
             }
-            Err(e) => warn!(error = %e, "ingress routes could not be applied"),
+            Err(e) => r.apply_error = Some(e.to_string()),
         }
+    }
+    match applied {
+        Ok(()) => {
+            let previous = models.borrow().clone();
+            record_metrics(gateway.metrics(), &model, previous.as_deref(), uses);
+            info!(
+                served = model.served.len(),
+                skipped = model.skipped.len(),
+                routes = model.routes.len(),
+                ms = took.as_secs_f64() * 1000.0,
+                build_ms,
+                "ingress routes applied"
+            );
+            models.send_replace(Some(model));
+        }
+        Err(e) => warn!(error = %e, "ingress routes could not be applied"),
     }
 }
 
@@ -262,6 +274,7 @@ fn changed_routes<'m>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::k8s::ingress::model::TenantBounds;
 
     #[test]
     fn settings_follow_the_config_and_vanish_without_the_ingress_table() {

@@ -1,18 +1,21 @@
-//! The provider's five reflectors on the root cluster (`watcher(..).default_backoff()
-//! .reflect(writer)`, each restarted with backoff by kube-runtime): Ingresses,
-//! IngressClasses, Services, EndpointSlices and `kubernetes.io/tls` Secrets. Each event
-//! that can change routes is noted in the provider's [`Changes`] and wakes the builder; an
-//! Ingress's status alone only asks the leader to look again. A relist (the first list
-//! included) changes everything.
+//! The provider's reflectors on the root cluster (`watcher(..).default_backoff()
+//! .reflect(writer)`, each restarted with backoff by kube-runtime): Services,
+//! EndpointSlices and `kubernetes.io/tls` Secrets for both sources; Ingresses and
+//! IngressClasses with `[kubernetes.ingress]`; GatewayClasses, Gateways, HTTPRoutes,
+//! ReferenceGrants and Namespaces with `[kubernetes.gateway]`. Each event that can change
+//! routes is noted in the provider's [`Changes`] (the Gateway API kinds: as one flag, their
+//! translation is whole) and wakes the builder; a status write alone only asks the leader
+//! to look again. A relist (the first list included) changes everything.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Debug;
 use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use futures_util::StreamExt;
-use k8s_openapi::api::core::v1::{Secret, Service};
+use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::api::{Api, ResourceExt};
@@ -24,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::errors::{self, Causes};
+use crate::k8s::gateway::types::{Gateway, GatewayClass, HttpRoute, ReferenceGrant};
 use crate::k8s::ingress::{Changes, Key, Source, key_of, slice_service};
 
 use super::state::{IngressProvider, lock};
@@ -31,8 +35,10 @@ use super::state::{IngressProvider, lock};
 /// The reflectors' stores.
 #[derive(Clone)]
 pub(super) struct Stores {
-    pub(super) ingresses: Store<Ingress>,
-    pub(super) classes: Store<IngressClass>,
+    /// With `[kubernetes.ingress]`.
+    pub(super) ingress: Option<IngressStores>,
+    /// With `[kubernetes.gateway]`.
+    pub(super) gateway: Option<GatewayStores>,
     pub(super) services: Store<Service>,
     pub(super) slices: Store<EndpointSlice>,
     pub(super) secrets: Store<Secret>,
@@ -41,15 +47,39 @@ pub(super) struct Stores {
     slice_index: Arc<Mutex<SliceIndex>>,
 }
 
+#[derive(Clone)]
+pub(super) struct IngressStores {
+    pub(super) ingresses: Store<Ingress>,
+    pub(super) classes: Store<IngressClass>,
+}
+
+#[derive(Clone)]
+pub(super) struct GatewayStores {
+    pub(super) classes: Store<GatewayClass>,
+    pub(super) gateways: Store<Gateway>,
+    pub(super) routes: Store<HttpRoute>,
+    pub(super) grants: Store<ReferenceGrant>,
+    pub(super) namespaces: Store<Namespace>,
+}
+
 impl Source for Stores {
     fn ingresses(&self) -> Vec<Arc<Ingress>> {
-        self.ingresses.state()
+        self.ingress
+            .as_ref()
+            .map(|i| i.ingresses.state())
+            .unwrap_or_default()
     }
     fn ingress(&self, namespace: &str, name: &str) -> Option<Arc<Ingress>> {
-        self.ingresses.get(&ObjectRef::new(name).within(namespace))
+        self.ingress
+            .as_ref()?
+            .ingresses
+            .get(&ObjectRef::new(name).within(namespace))
     }
     fn classes(&self) -> Vec<Arc<IngressClass>> {
-        self.classes.state()
+        self.ingress
+            .as_ref()
+            .map(|i| i.classes.state())
+            .unwrap_or_default()
     }
     fn service(&self, namespace: &str, name: &str) -> Option<Arc<Service>> {
         self.services.get(&ObjectRef::new(name).within(namespace))
@@ -68,12 +98,74 @@ impl Source for Stores {
     }
 }
 
-/// Starts the five reflectors; they run until `stop`.
+/// Starts the reflectors the sources need (`ingress`, `gateway`: whether each is
+/// configured); they run until `stop`.
 pub(super) fn start_reflectors(
     client: &kube::Client,
     provider: &Arc<IngressProvider>,
+    ingress: bool,
+    gateway: bool,
     stop: &CancellationToken,
 ) -> Stores {
+    let all = watcher::Config::default();
+    let slice_index: Arc<Mutex<SliceIndex>> = Arc::default();
+    let index = slice_index.clone();
+    // A Service, slice or Secret may be a Gateway route's too.
+    let gateway_changed = provider.gateway_flag();
+    let (on_slice, on_service, on_secret) = (
+        gateway_changed.clone(),
+        gateway_changed.clone(),
+        gateway_changed.clone(),
+    );
+    let slices = reflect(
+        Api::all(client.clone()),
+        all.clone(),
+        "endpointslices",
+        provider.clone(),
+        stop.clone(),
+        move |slice: &EndpointSlice, deleted, changes: &mut Changes| {
+            lock(&index).note(slice, deleted, changes);
+            on_slice.store(true, Ordering::Release);
+            true
+        },
+    );
+    Stores {
+        ingress: ingress.then(|| ingress_reflectors(client, provider, stop)),
+        gateway: gateway.then(|| gateway_reflectors(client, provider, gateway_changed, stop)),
+        services: reflect(
+            Api::all(client.clone()),
+            all.clone(),
+            "services",
+            provider.clone(),
+            stop.clone(),
+            move |s: &Service, _, changes: &mut Changes| {
+                changes.services.insert(key_of(&s.metadata));
+                on_service.store(true, Ordering::Release);
+                true
+            },
+        ),
+        slices,
+        secrets: reflect(
+            Api::all(client.clone()),
+            all.fields("type=kubernetes.io/tls"),
+            "secrets",
+            provider.clone(),
+            stop.clone(),
+            move |s: &Secret, _, changes: &mut Changes| {
+                changes.secrets.insert(key_of(&s.metadata));
+                on_secret.store(true, Ordering::Release);
+                true
+            },
+        ),
+        slice_index,
+    }
+}
+
+fn ingress_reflectors(
+    client: &kube::Client,
+    provider: &Arc<IngressProvider>,
+    stop: &CancellationToken,
+) -> IngressStores {
     let all = watcher::Config::default();
     // Ingresses: only a change of spec, annotations or labels can change routes; a status
     // write (ours, or another controller's) only asks the leader to look again.
@@ -102,24 +194,11 @@ pub(super) fn start_reflectors(
             changed
         },
     );
-    let slice_index: Arc<Mutex<SliceIndex>> = Arc::default();
-    let index = slice_index.clone();
-    let slices = reflect(
-        Api::all(client.clone()),
-        all.clone(),
-        "endpointslices",
-        provider.clone(),
-        stop.clone(),
-        move |slice: &EndpointSlice, deleted, changes: &mut Changes| {
-            lock(&index).note(slice, deleted, changes);
-            true
-        },
-    );
-    Stores {
+    IngressStores {
         ingresses,
         classes: reflect(
             Api::all(client.clone()),
-            all.clone(),
+            all,
             "ingressclasses",
             provider.clone(),
             stop.clone(),
@@ -128,30 +207,89 @@ pub(super) fn start_reflectors(
                 true
             },
         ),
-        services: reflect(
+    }
+}
+
+/// The Gateway API kinds and Namespaces (for `allowedRoutes` selectors). A GatewayClass,
+/// Gateway or HTTPRoute changes routes when its generation does (the spec; a status write
+/// leaves it), or when it goes; a ReferenceGrant or Namespace at every change.
+fn gateway_reflectors(
+    client: &kube::Client,
+    provider: &Arc<IngressProvider>,
+    changed: Arc<AtomicBool>,
+    stop: &CancellationToken,
+) -> GatewayStores {
+    fn generations<K: kube::Resource>(
+        changed: &Arc<AtomicBool>,
+    ) -> impl FnMut(&K, bool, &mut Changes) -> bool + Send + 'static {
+        let changed = changed.clone();
+        let mut seen: HashMap<String, i64> = HashMap::new();
+        move |o: &K, deleted, _: &mut Changes| {
+            let uid = o.meta().uid.clone().unwrap_or_default();
+            let moved = match deleted {
+                true => {
+                    seen.remove(&uid);
+                    true
+                }
+                false => seen.insert(uid, o.meta().generation.unwrap_or(0)) != o.meta().generation,
+            };
+            if moved {
+                changed.store(true, Ordering::Release);
+            }
+            moved
+        }
+    }
+    fn always<K>(
+        changed: &Arc<AtomicBool>,
+    ) -> impl FnMut(&K, bool, &mut Changes) -> bool + Send + 'static {
+        let changed = changed.clone();
+        move |_: &K, _, _: &mut Changes| {
+            changed.store(true, Ordering::Release);
+            true
+        }
+    }
+    let all = watcher::Config::default();
+    GatewayStores {
+        classes: reflect(
             Api::all(client.clone()),
             all.clone(),
-            "services",
+            "gatewayclasses",
             provider.clone(),
             stop.clone(),
-            |s: &Service, _, changes: &mut Changes| {
-                changes.services.insert(key_of(&s.metadata));
-                true
-            },
+            generations::<GatewayClass>(&changed),
         ),
-        slices,
-        secrets: reflect(
+        gateways: reflect(
             Api::all(client.clone()),
-            all.fields("type=kubernetes.io/tls"),
-            "secrets",
+            all.clone(),
+            "gateways",
             provider.clone(),
             stop.clone(),
-            |s: &Secret, _, changes: &mut Changes| {
-                changes.secrets.insert(key_of(&s.metadata));
-                true
-            },
+            generations::<Gateway>(&changed),
         ),
-        slice_index,
+        routes: reflect(
+            Api::all(client.clone()),
+            all.clone(),
+            "httproutes",
+            provider.clone(),
+            stop.clone(),
+            generations::<HttpRoute>(&changed),
+        ),
+        grants: reflect(
+            Api::all(client.clone()),
+            all.clone(),
+            "referencegrants",
+            provider.clone(),
+            stop.clone(),
+            always::<ReferenceGrant>(&changed),
+        ),
+        namespaces: reflect(
+            Api::all(client.clone()),
+            all,
+            "namespaces",
+            provider.clone(),
+            stop.clone(),
+            always::<Namespace>(&changed),
+        ),
     }
 }
 
@@ -217,6 +355,9 @@ fn routing_fingerprint(ing: &Ingress) -> u64 {
     h.finish()
 }
 
+/// The kinds whose status the leader writes: any event of theirs asks it to look again.
+const STATUSES: [&str; 4] = ["ingresses", "gatewayclasses", "gateways", "httproutes"];
+
 /// Runs one reflector until `stop`; `routes_changed(object, deleted, changes)` notes in
 /// `changes` what an event changed and says whether it can change the routes (and wakes
 /// the builder).
@@ -256,7 +397,7 @@ where
                     if routes_changed(&o, false, &mut lock(&provider.changes)) {
                         provider.changed.notify_one();
                     }
-                    if kind == "ingresses" {
+                    if STATUSES.contains(&kind) {
                         provider.statuses.notify_one();
                     }
                 }

@@ -5,7 +5,8 @@
 //! `rebuild` and `leader`.
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
 use serde_json::{Value, json};
@@ -24,6 +25,8 @@ pub struct IngressProvider {
     pub(super) statuses: Notify,
     /// What changed since the last build, as the reflectors saw it.
     pub(super) changes: Mutex<Changes>,
+    /// Something the Gateway API translation reads changed since it last ran.
+    gateway_changed: Arc<AtomicBool>,
 }
 
 #[derive(Debug, Default)]
@@ -35,6 +38,26 @@ pub(super) struct Report {
     pub(super) apply_error: Option<String>,
     pub(super) status_error: Option<String>,
     pub(super) events_error: Option<String>,
+    pub(super) gateway: GatewayReport,
+}
+
+/// The Gateway API source's last build, apply and status writes.
+#[derive(Debug, Default)]
+pub(super) struct GatewayReport {
+    pub(super) last_build_ms: Option<f64>,
+    pub(super) applied: u64,
+    /// The addresses bound for Gateway listeners.
+    pub(super) listeners: Vec<String>,
+    /// Those that could not be, with why.
+    pub(super) unbound: Vec<String>,
+    pub(super) apply_error: Option<String>,
+    pub(super) status_error: Option<String>,
+}
+
+impl Report {
+    fn synced(&self) -> bool {
+        !self.watches.is_empty() && self.watches.values().all(|w| w.synced)
+    }
 }
 
 #[derive(Debug, Default, Clone)]
@@ -44,14 +67,6 @@ pub(super) struct WatchReport {
     pub(super) restarts: u64,
     pub(super) last_error: Option<(SystemTime, String)>,
 }
-
-const KINDS: [&str; 5] = [
-    "ingresses",
-    "ingressclasses",
-    "services",
-    "endpointslices",
-    "secrets",
-];
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -64,27 +79,41 @@ impl IngressProvider {
             changed: Notify::new(),
             statuses: Notify::new(),
             changes: Mutex::new(Changes::everything()),
+            gateway_changed: Arc::new(AtomicBool::new(true)),
         }
     }
 
-    /// Asks for a rebuild: a reload may have changed the tenants or `[kubernetes.ingress]`.
+    /// Asks for a rebuild: a reload may have changed the tenants, `[kubernetes.ingress]`
+    /// or `[kubernetes.gateway]`.
     pub fn kick(&self) {
+        self.gateway_changed();
         self.changed.notify_one();
     }
 
+    /// The flag the reflectors raise when the Gateway API translation must run again.
+    pub(super) fn gateway_flag(&self) -> Arc<AtomicBool> {
+        self.gateway_changed.clone()
+    }
+
+    /// The Gateway API translation must run again.
+    pub(super) fn gateway_changed(&self) {
+        self.gateway_changed.store(true, Ordering::Release);
+    }
+
+    /// Whether the Gateway API translation must run again, clearing the flag.
+    pub(super) fn take_gateway_changed(&self) -> bool {
+        self.gateway_changed.swap(false, Ordering::AcqRel)
+    }
+
+    /// Every reflector started (each registers before its first event) has listed.
     pub(super) fn synced(&self) -> bool {
-        let r = lock(&self.report);
-        KINDS
-            .iter()
-            .all(|k| r.watches.get(k).is_some_and(|w| w.synced))
+        lock(&self.report).synced()
     }
 
     /// The `ingress` section of `/status`, with what `snapshot` serves.
     pub fn status(&self, snapshot: &Snapshot) -> Value {
         let r = lock(&self.report);
-        let synced = KINDS
-            .iter()
-            .all(|k| r.watches.get(k).is_some_and(|w| w.synced));
+        let synced = r.synced();
         let model = snapshot.ingress.model.as_deref();
         let skipped: Vec<Value> = model
             .map(|m| {
@@ -179,6 +208,14 @@ impl IngressProvider {
             "apply_error": r.apply_error,
             "status_error": r.status_error,
             "events_error": r.events_error,
+            "gateway": json!({
+                "listeners": r.gateway.listeners,
+                "unbound": r.gateway.unbound,
+                "last_build_ms": r.gateway.last_build_ms,
+                "applied": r.gateway.applied,
+                "apply_error": r.gateway.apply_error,
+                "status_error": r.gateway.status_error,
+            }),
             "watches": watches,
         })
     }

@@ -1,7 +1,7 @@
 //! leafgate as a Gateway API implementation (`[kubernetes.gateway]`): the pure
-//! translation, as the Ingress model is one (`k8s::ingress`). Not wired into the snapshot,
-//! reflectors or proxy yet (issue 46's next steps: the proxy must first learn header and
-//! query matches and the filters).
+//! translation, as the Ingress model is one (`k8s::ingress`), what the proxy serves of it,
+//! and the leader's status writes. The provider that runs it (reflectors, builds, the
+//! leader) is `controllers::ingress`, beside the Ingress source.
 //!
 //! A line, each step importing only the ones before it; no I/O, no clock:
 //! - types: `types` (the Gateway API objects, as serde types) and `model` (the settings
@@ -10,7 +10,10 @@
 //!   `selector` (label selectors), `listeners` (a Gateway's listeners and conditions),
 //!   `rules` (an HTTPRoute's matches, filters, backends and timeouts);
 //! - translation: `entries` (one match as a route entry, and its precedence key) and
-//!   `translate` (classes, addresses, attachment, the order, statuses).
+//!   `translate` (classes, addresses, attachment, the order, statuses);
+//! - out: `serve` (the entries the proxy routes today, as Ingress routes on each Gateway
+//!   address, and the statuses told what it does not serve yet) and `status` (the status
+//!   subresource writes, with I/O); `resource` makes the kinds `kube` resources.
 //!
 //! Services, EndpointSlices and TLS Secrets are resolved by the Ingress model's
 //! `backends` and `certs`, with the same endpoint rules.
@@ -21,11 +24,14 @@ mod hostnames;
 mod listeners;
 mod rules;
 mod selector;
-mod translate;
+pub mod translate;
 mod values;
 
 #[cfg(test)]
 mod tests;
 
 pub mod model;
+pub mod resource;
+pub mod serve;
+pub mod status;
 pub mod types;

@@ -1,0 +1,322 @@
+//! What the proxy serves of a translated [`Model`]: each entry as an ordinary route of the
+//! Ingress model ([`IngressRoute`], the one route model both sources compile into), on
+//! the address and port of its Gateway's listener, and the statuses told what it does not
+//! serve yet.
+//!
+//! The proxy's routes match a host and a path and forward to one Service (or answer with
+//! its 503), or answer 500 (a rule without backends, an invalid backendRef: [`Invalid`]),
+//! so that is what is served: an HTTPRoute
+//! whose rules need header, query-parameter or method matches, filters, timeouts or a
+//! split between several backends is not served at all (never a part of it, never a
+//! feature silently dropped) and its parents get `Accepted=False` with reason
+//! `UnsupportedValue`, naming the feature. HTTPS listeners do not terminate TLS yet: they
+//! get `Programmed=False` (reason `Pending`) and serve nothing.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use super::model::{Action, Backend, Cond, GatewayRoute, ListenerKey, Model, Timeouts};
+use super::types::Gateway;
+use crate::config::{HostPattern, PathMatch};
+use crate::k8s::ingress::model::{IngressBackend, IngressRef, IngressRoute};
+
+/// The routes of one bound address and port, in name order (as the route compiler
+/// expects them); of the entries on one host and path, the first in precedence order.
+#[derive(Debug, Clone)]
+pub struct ServedListener {
+    pub addr: SocketAddr,
+    pub routes: Vec<Arc<IngressRoute>>,
+    /// The entries answered with a 500.
+    pub invalid: Vec<Invalid>,
+}
+
+/// An entry without a backend to send to: no backendRef with weight, or an invalid one
+/// (unknown kind, not permitted, not found). The spec answers 500.
+#[derive(Debug, Clone)]
+pub struct Invalid {
+    pub name: String,
+    pub host: HostPattern,
+    pub path: PathMatch,
+    pub tenant: Option<String>,
+    pub reason: String,
+}
+
+/// Every address and port the Gateways of ours listen on, in address order.
+#[derive(Debug, Default)]
+pub struct Served {
+    pub listeners: Vec<ServedListener>,
+}
+
+/// The feature of `entry` the proxy does not serve yet, if any.
+fn unserved(entry: &GatewayRoute) -> Option<&'static str> {
+    let forwards = match &entry.action {
+        Action::Redirect(_) => return Some("the RequestRedirect filter"),
+        Action::Forward(b) => b.iter().filter(|b| b.weight > 0).count(),
+    };
+    if !entry.headers.is_empty() {
+        Some("header matches")
+    } else if !entry.query.is_empty() {
+        Some("query parameter matches")
+    } else if entry.method.is_some() {
+        Some("method matches")
+    } else if !entry.request_headers.is_empty() {
+        Some("the RequestHeaderModifier filter")
+    } else if !entry.response_headers.is_empty() {
+        Some("the ResponseHeaderModifier filter")
+    } else if entry.rewrite.is_some() {
+        Some("the URLRewrite filter")
+    } else if entry.timeouts != Timeouts::default() {
+        Some("timeouts")
+    } else if forwards > 1 {
+        Some("a split between several backendRefs")
+    } else {
+        None
+    }
+}
+
+/// The one backend an entry forwards to, or why it has none (a 500): no backendRef with
+/// weight (none at all, all weights 0) or that one is invalid.
+fn backend(entry: &GatewayRoute) -> Result<IngressBackend, String> {
+    let Action::Forward(backends) = &entry.action else {
+        unreachable!("redirects are not served (`unserved`)")
+    };
+    match backends.iter().find(|b| b.weight > 0).map(|b| &b.backend) {
+        Some(Backend::Service(b)) => Ok(b.clone()),
+        Some(Backend::Invalid { reason }) => Err(reason.clone()),
+        None => Err("the rule has no backendRefs with weight".into()),
+    }
+}
+
+/// `namespace/name` of an entry's HTTPRoute, from its name `httproute/<ns>/<name>/<rule>`.
+fn route_of(entry: &GatewayRoute) -> (&str, &str) {
+    let mut parts = entry.name.splitn(4, '/').skip(1);
+    (parts.next().unwrap_or(""), parts.next().unwrap_or(""))
+}
+
+/// What the proxy serves of `model`, whose statuses it amends (see the module's doc).
+/// `gateways` are the objects translated, for their listeners' protocols.
+pub fn served(model: &mut Model, gateways: &[Arc<Gateway>]) -> Served {
+    let https: HashSet<(&str, &str, &str)> = gateways
+        .iter()
+        .flat_map(|g| {
+            let ns = g.metadata.namespace.as_deref().unwrap_or("");
+            let name = g.metadata.name.as_deref().unwrap_or("");
+            g.spec
+                .listeners
+                .iter()
+                .filter(|l| l.protocol == "HTTPS")
+                .map(move |l| (ns, name, l.name.as_str()))
+        })
+        .collect();
+    let addresses: HashMap<(&str, &str), IpAddr> = model
+        .gateways
+        .iter()
+        .filter_map(|g| {
+            Some((
+                (g.namespace.as_str(), g.name.as_str()),
+                *g.addresses.first()?,
+            ))
+        })
+        .collect();
+    // Routes refused whole, with the feature, and the listeners they attached to.
+    let mut refused: BTreeMap<(String, String), (&'static str, HashSet<ListenerKey>)> =
+        BTreeMap::new();
+    for e in &model.routes {
+        if let Some(feature) = unserved(e) {
+            let (ns, name) = route_of(e);
+            let entry = refused
+                .entry((ns.to_string(), name.to_string()))
+                .or_insert((feature, HashSet::new()));
+            entry.1.insert(e.listener.clone());
+        }
+    }
+    let mut by_addr: BTreeMap<SocketAddr, (Vec<Arc<IngressRoute>>, Vec<Invalid>)> = BTreeMap::new();
+    let mut seen: HashSet<(SocketAddr, HostPattern, PathMatch)> = HashSet::new();
+    for e in &model.routes {
+        let (ns, name) = route_of(e);
+        let l = &e.listener;
+        if refused.contains_key(&(ns.to_string(), name.to_string()))
+            || https.contains(&(
+                l.namespace.as_str(),
+                l.gateway.as_str(),
+                l.listener.as_str(),
+            ))
+        {
+            continue;
+        }
+        let Some(ip) = addresses.get(&(l.namespace.as_str(), l.gateway.as_str())) else {
+            continue;
+        };
+        let addr = SocketAddr::new(*ip, l.port);
+        if !seen.insert((addr, e.host.clone(), e.path.clone())) {
+            continue;
+        }
+        let (routes, invalid) = by_addr.entry(addr).or_default();
+        match backend(e) {
+            Ok(backend) => routes.push(Arc::new(IngressRoute {
+                name: e.name.clone(),
+                ingress: IngressRef {
+                    namespace: ns.to_string(),
+                    name: name.to_string(),
+                    uid: String::new(),
+                    resource_version: String::new(),
+                },
+                host: e.host.clone(),
+                path: e.path.clone(),
+                backend,
+                tenant: e.tenant.clone(),
+                bandwidth: e.bandwidth,
+                upgraded_idle: None,
+            })),
+            Err(reason) => invalid.push(Invalid {
+                name: e.name.clone(),
+                host: e.host.clone(),
+                path: e.path.clone(),
+                tenant: e.tenant.clone(),
+                reason,
+            }),
+        }
+    }
+    // Every bound address serves, with routes or none (its 404s).
+    for g in &model.gateways {
+        let ns = g.namespace.as_str();
+        for l in g.listeners.iter().filter(|l| listening(l)) {
+            if https.contains(&(ns, g.name.as_str(), l.name.as_str())) {
+                continue;
+            }
+            let Some(ip) = g.addresses.first() else {
+                continue;
+            };
+            if let Some(port) = port_of(gateways, ns, &g.name, &l.name) {
+                by_addr.entry(SocketAddr::new(*ip, port)).or_default();
+            }
+        }
+    }
+    refuse(model, &refused);
+    pend_https(model, &https);
+    model.routes.retain(|e| {
+        let (ns, name) = route_of(e);
+        !refused.contains_key(&(ns.to_string(), name.to_string()))
+    });
+    Served {
+        listeners: by_addr
+            .into_iter()
+            .map(|(addr, (mut routes, invalid))| {
+                routes.sort_by(|a, b| a.name.cmp(&b.name));
+                ServedListener {
+                    addr,
+                    routes,
+                    invalid,
+                }
+            })
+            .collect(),
+    }
+}
+
+fn listening(l: &super::types::ListenerStatus<Cond>) -> bool {
+    l.conditions
+        .iter()
+        .any(|c| c.type_ == "Programmed" && c.status)
+}
+
+fn port_of(gateways: &[Arc<Gateway>], ns: &str, gateway: &str, listener: &str) -> Option<u16> {
+    let g = gateways.iter().find(|g| {
+        g.metadata.namespace.as_deref() == Some(ns) && g.metadata.name.as_deref() == Some(gateway)
+    })?;
+    let l = g.spec.listeners.iter().find(|l| l.name == listener)?;
+    u16::try_from(l.port).ok()
+}
+
+/// The refused routes' parents: `Accepted=False`, `UnsupportedValue`; they no longer count
+/// as attached to the listeners they were on.
+fn refuse(
+    model: &mut Model,
+    refused: &BTreeMap<(String, String), (&'static str, HashSet<ListenerKey>)>,
+) {
+    for r in &mut model.http_routes {
+        let Some((feature, _)) = refused.get(&(r.namespace.clone(), r.name.clone())) else {
+            continue;
+        };
+        for p in &mut r.parents {
+            for c in p.conditions.iter_mut().filter(|c| c.type_ == "Accepted") {
+                if c.status {
+                    c.status = false;
+                    c.reason = "UnsupportedValue";
+                    c.message = format!("leafgate does not serve {feature} yet");
+                }
+            }
+        }
+    }
+    let mut detached: HashMap<ListenerKey, i32> = HashMap::new();
+    for (_, listeners) in refused.values() {
+        for l in listeners {
+            *detached.entry(l.clone()).or_default() += 1;
+        }
+    }
+    for g in &mut model.gateways {
+        for l in &mut g.listeners {
+            let key = detached.iter().find(|(k, _)| {
+                k.namespace == g.namespace && k.gateway == g.name && k.listener == l.name
+            });
+            if let Some((_, n)) = key {
+                l.attached_routes = (l.attached_routes - n).max(0);
+            }
+        }
+    }
+}
+
+/// HTTPS listeners: `Programmed=False`, `Pending` (they serve nothing yet); so is a
+/// Gateway left with no programmed listener.
+fn pend_https(model: &mut Model, https: &HashSet<(&str, &str, &str)>) {
+    for g in &mut model.gateways {
+        let before = g.listeners.iter().any(listening);
+        for l in &mut g.listeners {
+            if !https.contains(&(g.namespace.as_str(), g.name.as_str(), l.name.as_str())) {
+                continue;
+            }
+            for c in l.conditions.iter_mut().filter(|c| c.type_ == "Programmed") {
+                if c.status {
+                    c.status = false;
+                    c.reason = "Pending";
+                    c.message = "leafgate does not terminate TLS on Gateway listeners yet".into();
+                }
+            }
+        }
+        if before && !g.listeners.iter().any(listening) {
+            for c in g.conditions.iter_mut().filter(|c| c.type_ == "Programmed") {
+                c.status = false;
+                c.reason = "Pending";
+                c.message = "no listener is served: leafgate does not terminate TLS on Gateway listeners yet".into();
+            }
+        }
+    }
+}
+
+/// The listeners on an address and port the gateway could not bind (`failed`, with why):
+/// `Accepted=False` and `Programmed=False`, reason `PortUnavailable`.
+pub fn unbound(model: &mut Model, gateways: &[Arc<Gateway>], failed: &[(SocketAddr, String)]) {
+    for g in &mut model.gateways {
+        let Some(ip) = g.addresses.first().copied() else {
+            continue;
+        };
+        for l in &mut g.listeners {
+            let Some(port) = port_of(gateways, &g.namespace, &g.name, &l.name) else {
+                continue;
+            };
+            let Some((_, why)) = failed.iter().find(|(a, _)| *a == SocketAddr::new(ip, port))
+            else {
+                continue;
+            };
+            for c in l
+                .conditions
+                .iter_mut()
+                .filter(|c| c.type_ == "Accepted" || c.type_ == "Programmed")
+            {
+                c.status = false;
+                c.reason = "PortUnavailable";
+                c.message = why.clone();
+            }
+        }
+    }
+}
