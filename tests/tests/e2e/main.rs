@@ -6,6 +6,7 @@ mod connections;
 mod docs;
 mod examples;
 mod fast_path;
+mod gateway_api;
 mod hijack;
 mod hostile;
 mod ingress;

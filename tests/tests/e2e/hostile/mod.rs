@@ -3,6 +3,7 @@
 //! against the simulator, and proves the hole closed.
 
 mod admin;
+mod gateway_api;
 mod ingress;
 mod leaf_calls;
 mod logs;

@@ -1,0 +1,444 @@
+//! The Gateway API conformance suite's harness, ported: a kubesim root with the suite's
+//! base (`tests/fixtures/gateway-api/base.yaml`, the upstream Namespaces and Gateways,
+//! applied with the real kubectl), its echo backends as Services whose EndpointSlices list
+//! one loopback address per pod ([`crate::echo`]), leafgate as the controller of the
+//! GatewayClass `leafgate` with its own address range, and the harness's checks: status
+//! conditions by type and reason, and requests that must give the same answer three times
+//! in a row within 30 s (`RequiredConsecutiveSuccesses`, `MaxTimeToConsistency`).
+//!
+//! Each suite owns one range `n` (100..=199): Gateways bind on `127.0.n.0/24` (ports 80
+//! and 443, as the tests run as root) and pods listen on `127.n.0.k`, so suites run in
+//! parallel without sharing an address.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use http::StatusCode;
+use kubesim::KubeSim;
+use serde_json::{Value, json};
+
+use crate::client::{Answer, send_h1};
+use crate::echo::{EchoPod, HTTP_PORT};
+use crate::ingress::{eventually, root_kubeconfig};
+use crate::{Config, TestGateway};
+
+pub const GROUP: &str = "gateway.networking.k8s.io";
+pub const V1: &str = "gateway.networking.k8s.io/v1";
+/// The class the suite runs with (its `--gateway-class`).
+pub const CLASS: &str = "leafgate";
+/// leafgate's default `controller_name`.
+pub const CONTROLLER: &str = "leafgate.io/gateway-controller";
+pub const INFRA: &str = "gateway-conformance-infra";
+pub const WEB: &str = "gateway-conformance-web-backend";
+pub const APP: &str = "gateway-conformance-app-backend";
+/// `MaxTimeToConsistency`.
+pub const CONSISTENCY: Duration = Duration::from_secs(30);
+/// `RequiredConsecutiveSuccesses`.
+const CONSECUTIVE: usize = 3;
+
+/// A file of `tests/fixtures/gateway-api`, the suite's placeholders filled in.
+pub fn fixture(name: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/gateway-api")
+        .join(name);
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .replace("{GATEWAY_CLASS_NAME}", CLASS)
+        .replace("{GATEWAY_CONTROLLER_NAME}", CONTROLLER)
+}
+
+/// The echo backends of the conformance base: (namespace, Service, replicas).
+const BACKENDS: [(&str, &str, usize); 6] = [
+    (INFRA, "infra-backend-v1", 2),
+    (INFRA, "infra-backend-v2", 2),
+    (INFRA, "infra-backend-v3", 1),
+    (APP, "app-backend-v1", 2),
+    (APP, "app-backend-v2", 2),
+    (WEB, "web-backend", 1),
+];
+
+/// One suite: the root, its backends, leafgate.
+pub struct Suite {
+    pub sim: KubeSim,
+    pub gateway: TestGateway,
+    pub pods: Vec<EchoPod>,
+}
+
+impl Suite {
+    /// The root with leafgate's namespace, the GatewayClass and the base, the backends,
+    /// and leafgate on range `n` (`extra` adds to its config: tenants...).
+    pub async fn start(n: u8, extra: Config) -> Suite {
+        assert!((100..=199).contains(&n), "a suite's range is 100..=199");
+        let sim = KubeSim::builder().start().await.unwrap();
+        sim.create(
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "leafgate"}}),
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        root_kubeconfig(&sim, dir.path(), "gw");
+        apply(dir.path(), &fixture("gatewayclass.yaml")).await;
+        apply(dir.path(), &fixture("base.yaml")).await;
+        let mut pods = Vec::new();
+        for (ns, service, replicas) in BACKENDS {
+            pods.extend(backend(&sim, n, ns, service, replicas, pods.len()).await);
+        }
+        let kubernetes = crate::config::Kubernetes::new("root.kubeconfig")
+            .identity("gw")
+            .election("2s", "1s", "200ms")
+            .set(
+                "gateway",
+                json!({
+                    "addresses": [format!("127.0.{n}.0/24")],
+                    // The pods' loopback range only: the gateway's own 127.0.0.1 stays refused.
+                    "allow_backends": [format!("127.{n}.0.0/16")],
+                }),
+            );
+        let gateway = TestGateway::start_in(dir, extra.admin().kubernetes(kubernetes)).await;
+        Suite { sim, gateway, pods }
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.gateway.path()
+    }
+
+    /// `kubectl apply` of `yaml` at the root.
+    pub async fn apply(&self, yaml: &str) {
+        apply(self.dir(), yaml).await;
+    }
+
+    /// The object as the root stores it.
+    pub fn object(&self, kind: &str, ns: &str, name: &str) -> Option<Value> {
+        crate::ingress::get(&self.sim, V1, kind, ns, name)
+    }
+
+    /// Until `check` holds of the object `kind ns/name`; panics with `what` after
+    /// [`CONSISTENCY`].
+    pub async fn until(
+        &self,
+        what: &str,
+        kind: &str,
+        ns: &str,
+        name: &str,
+        check: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let started = Instant::now();
+        loop {
+            if let Some(o) = self.object(kind, ns, name).filter(|o| check(o)) {
+                return o;
+            }
+            assert!(
+                started.elapsed() < CONSISTENCY,
+                "{what}: not within {CONSISTENCY:?}; {kind} {ns}/{name} is {:#}",
+                self.object(kind, ns, name).unwrap_or(Value::Null)
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// The Gateway's address once it is Accepted and Programmed at its generation with
+    /// an address (`GatewayMustHaveLatestConditions` and the address the harness sends to).
+    pub async fn gateway_address(&self, name: &str) -> IpAddr {
+        let g = self
+            .until("the Gateway programmed", "Gateway", INFRA, name, |g| {
+                latest(g, &g["status"]["conditions"], "Accepted", true)
+                    && latest(g, &g["status"]["conditions"], "Programmed", true)
+                    && g["status"]["addresses"][0]["value"].is_string()
+            })
+            .await;
+        g["status"]["addresses"][0]["value"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap()
+    }
+
+    /// Until the route's parent entry for Gateway `gateway` (in [`INFRA`]) is ours and has
+    /// `type` with `status` and `reason` at the route's generation; returns the route.
+    pub async fn route_parent(
+        &self,
+        ns: &str,
+        name: &str,
+        gateway: &str,
+        type_: &str,
+        status: bool,
+        reason: &str,
+    ) -> Value {
+        self.until(
+            &format!("{type_}={status}/{reason} for parent {gateway}"),
+            "HTTPRoute",
+            ns,
+            name,
+            |r| {
+                parents(r, gateway).any(|p| {
+                    p["controllerName"] == CONTROLLER
+                        && condition(&p["conditions"], type_).is_some_and(|c| {
+                            c["status"] == if status { "True" } else { "False" }
+                                && c["reason"] == reason
+                                && c["observedGeneration"] == r["metadata"]["generation"]
+                        })
+                })
+            },
+        )
+        .await
+    }
+
+    /// The harness's `GatewayAndHTTPRoutesMustBeAccepted` for one route on
+    /// `gateway`: the Gateway's address and port 80.
+    pub async fn accepted(&self, gateway: &str, ns: &str, route: &str) -> SocketAddr {
+        let ip = self.gateway_address(gateway).await;
+        self.route_parent(ns, route, gateway, "Accepted", true, "Accepted")
+            .await;
+        SocketAddr::new(ip, 80)
+    }
+}
+
+/// The route's `status.parents[]` entries naming Gateway `gateway`.
+pub fn parents<'r>(route: &'r Value, gateway: &'r str) -> impl Iterator<Item = &'r Value> {
+    route["status"]["parents"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(move |p| p["parentRef"]["name"] == gateway)
+}
+
+/// The condition of `type_` in `conditions`.
+pub fn condition<'c>(conditions: &'c Value, type_: &str) -> Option<&'c Value> {
+    conditions.as_array()?.iter().find(|c| c["type"] == type_)
+}
+
+/// `type_` has `status` at `object`'s generation.
+pub fn latest(object: &Value, conditions: &Value, type_: &str, status: bool) -> bool {
+    condition(conditions, type_).is_some_and(|c| {
+        c["status"] == if status { "True" } else { "False" }
+            && c["observedGeneration"] == object["metadata"]["generation"]
+    })
+}
+
+/// Every condition in `conditions` is at `object`'s generation.
+pub fn all_latest(object: &Value, conditions: &Value) -> bool {
+    conditions.as_array().is_some_and(|cs| {
+        !cs.is_empty()
+            && cs
+                .iter()
+                .all(|c| c["observedGeneration"] == object["metadata"]["generation"])
+    })
+}
+
+/// `kubectl apply -f -` of `yaml` against the root of `dir/root.kubeconfig`.
+pub async fn apply(dir: &Path, yaml: &str) {
+    // kubesim serves no OpenAPI document to validate against; the API server validates.
+    kubectl(dir, &["apply", "--validate=false", "-f", "-"], Some(yaml)).await;
+}
+
+/// The real kubectl against the root; panics with its output when it fails.
+pub async fn kubectl(dir: &Path, args: &[&str], stdin: Option<&str>) -> String {
+    use tokio::io::AsyncWriteExt;
+    let mut cmd = tokio::process::Command::new(kubesim::kubectl::pinned());
+    cmd.arg("--kubeconfig")
+        .arg(dir.join("root.kubeconfig"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("kubectl runs");
+    let mut input = child.stdin.take().unwrap();
+    if let Some(s) = stdin {
+        input.write_all(s.as_bytes()).await.unwrap();
+    }
+    drop(input);
+    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .expect("kubectl within 30 s")
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(
+        out.status.success(),
+        "kubectl {args:?} failed:\n{stdout}\n{stderr}"
+    );
+    stdout
+}
+
+/// A Service of the base as upstream declares it (`infra-backend-v1` with its three
+/// ports, the others with one unnamed 8080 -> 3000), and its pods: `replicas` echo servers
+/// `name-<k>` on `127.n.0.<first + k + 1>`, listed in one EndpointSlice as the
+/// EndpointSlice controller writes it.
+async fn backend(
+    sim: &KubeSim,
+    n: u8,
+    ns: &str,
+    name: &str,
+    replicas: usize,
+    first: usize,
+) -> Vec<EchoPod> {
+    let ports = if name == "infra-backend-v1" {
+        json!([
+            {"name": "first-port", "protocol": "TCP", "port": 8080, "targetPort": 3000},
+            {"name": "second-port", "protocol": "TCP", "appProtocol": "kubernetes.io/h2c", "port": 8081, "targetPort": 3001},
+            {"name": "third-port", "protocol": "TCP", "appProtocol": "kubernetes.io/ws", "port": 8082, "targetPort": 3000},
+        ])
+    } else {
+        json!([{"protocol": "TCP", "port": 8080, "targetPort": 3000}])
+    };
+    sim.create(json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"type": "ClusterIP", "selector": {"app": name}, "ports": ports}
+    }))
+    .unwrap();
+    let mut pods = Vec::new();
+    for k in 0..replicas {
+        let ip = IpAddr::V4(Ipv4Addr::new(127, n, 0, (first + k + 1) as u8));
+        pods.push(EchoPod::start(ns, &format!("{name}-{k}"), ip).await);
+    }
+    let slice_ports: Vec<Value> = ports
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["targetPort"] == HTTP_PORT)
+        .map(|p| json!({"name": p["name"].as_str().unwrap_or(""), "port": HTTP_PORT, "protocol": "TCP"}))
+        .collect();
+    sim.create(json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": format!("{name}-abcde"), "namespace": ns,
+                     "labels": {"kubernetes.io/service-name": name,
+                                "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}},
+        "addressType": "IPv4",
+        "ports": slice_ports,
+        "endpoints": pods.iter().map(|p| json!({
+            "addresses": [p.addr.ip().to_string()],
+            "conditions": {"ready": true, "serving": true, "terminating": false},
+            "targetRef": {"kind": "Pod", "namespace": ns, "name": p.name},
+        })).collect::<Vec<_>>()
+    }))
+    .unwrap();
+    pods
+}
+
+/// What a request is expected to get, as the harness's `ExpectedResponse` says it.
+#[derive(Debug, Clone)]
+pub struct Expect<'a> {
+    pub host: &'a str,
+    pub path: &'a str,
+    pub headers: Vec<(&'a str, &'a str)>,
+    /// 200 unless set.
+    pub status: u16,
+    /// For a 200: the backend Service whose pod must answer (`pod` starts with it).
+    pub backend: &'a str,
+    pub namespace: &'a str,
+}
+
+impl<'a> Expect<'a> {
+    /// `path` on `host` answered by a pod of `backend` in [`INFRA`].
+    pub fn ok(host: &'a str, path: &'a str, backend: &'a str) -> Self {
+        Expect {
+            host,
+            path,
+            headers: Vec::new(),
+            status: 200,
+            backend,
+            namespace: INFRA,
+        }
+    }
+
+    /// `path` on `host` answered with `status` by leafgate itself.
+    pub fn status(host: &'a str, path: &'a str, status: u16) -> Self {
+        Expect {
+            status,
+            ..Expect::ok(host, path, "")
+        }
+    }
+
+    pub fn namespace(self, namespace: &'a str) -> Self {
+        Expect { namespace, ..self }
+    }
+
+    /// Whether `answer` is what is expected, and if not why.
+    fn check(&self, status: StatusCode, body: &Value) -> Result<(), String> {
+        if status.as_u16() != self.status {
+            return Err(format!("status {status}, body {body}"));
+        }
+        if self.status != 200 {
+            return Ok(());
+        }
+        let (ns, pod, path) = crate::echo::read(body);
+        if path != self.path {
+            return Err(format!("echoed path {path}"));
+        }
+        if ns != self.namespace || !pod.starts_with(self.backend) {
+            return Err(format!("answered by {ns}/{pod}"));
+        }
+        Ok(())
+    }
+}
+
+/// The harness's `MakeRequestAndExpectEventuallyConsistentResponse`: until three answers
+/// in a row are as `expect` says, within [`CONSISTENCY`].
+pub async fn expect(addr: SocketAddr, expect: &Expect<'_>) {
+    let started = Instant::now();
+    let mut in_a_row = 0;
+    let mut last = String::new();
+    while in_a_row < CONSECUTIVE {
+        assert!(
+            started.elapsed() < CONSISTENCY,
+            "{} {}{}: not {} within {CONSISTENCY:?}: {last}",
+            addr,
+            expect.host,
+            expect.path,
+            expect.status
+        );
+        // No host: the address, as the harness's URL `http://{gwAddr}{path}` gives it.
+        let host = match expect.host {
+            "" => addr.to_string(),
+            h => h.to_string(),
+        };
+        let checked = match request(addr, &host, expect.path, &expect.headers).await {
+            Ok(answer) => {
+                let body: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
+                expect.check(answer.status, &body)
+            }
+            Err(e) => Err(e),
+        };
+        match checked {
+            Ok(()) => in_a_row += 1,
+            Err(why) => {
+                in_a_row = 0;
+                last = why;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+}
+
+/// `GET http://{host}{path}` with `headers` over a new HTTP/1.1 connection to `addr`; a
+/// connection refused (the Gateway not listening yet) is an error, not a panic.
+pub async fn request(
+    addr: SocketAddr,
+    host: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> Result<Answer, String> {
+    let io = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("connecting: {e}"))?;
+    let mut req = http::Request::get(path).header("host", host);
+    for (name, value) in headers {
+        req = req.header(*name, *value);
+    }
+    let req = req
+        .body(http_body_util::Empty::<bytes::Bytes>::new())
+        .unwrap();
+    Ok(send_h1(io, req).await)
+}
+
+/// Polls until `check` holds (see [`eventually`]), for what is not an object's status.
+pub async fn until<F, Fut>(what: &str, check: F) -> Duration
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    eventually(what, CONSISTENCY, check).await
+}

@@ -1,0 +1,253 @@
+//! Route authors against leafgate as a Gateway API implementation: a route in a namespace
+//! the listener does not take, a hostname outside the tenant's `hosts`, a backend in
+//! another namespace without a ReferenceGrant, one at the gateway's admin port, and a route
+//! naming 5,000 hostnames. Each gets its refusal (in the route's status, or the backend's
+//! answer) and is never served. Each test owns one suite and address range (150..).
+
+use std::net::SocketAddr;
+
+use leafgate_tests::Config;
+use leafgate_tests::config::Tenant;
+use leafgate_tests::gateway_api::{
+    Expect, INFRA, Suite, V1, WEB, condition, expect, parents, request,
+};
+use serde_json::{Value, json};
+
+/// An HTTPRoute `ns/name` on Gateway `gateway` (in the infra namespace) with `hostnames`
+/// and one rule sending everything to `backend` (in `backend_ns` when given).
+fn route(ns: &str, name: &str, gateway: &str, hostnames: &[String], backend: Value) -> Value {
+    json!({
+        "apiVersion": V1, "kind": "HTTPRoute",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "parentRefs": [{"name": gateway, "namespace": INFRA}],
+            "hostnames": hostnames,
+            "rules": [{"backendRefs": [backend]}]
+        }
+    })
+}
+
+fn hosts(names: &[&str]) -> Vec<String> {
+    names.iter().map(|h| h.to_string()).collect()
+}
+
+async fn port_80(suite: &Suite, gateway: &str) -> SocketAddr {
+    SocketAddr::new(suite.gateway_address(gateway).await, 80)
+}
+
+#[tokio::test]
+async fn a_route_in_a_namespace_the_listener_does_not_take_is_refused_and_never_served() {
+    let suite = Suite::start(150, Config::new()).await;
+    // `same-namespace` takes routes from the infra namespace only.
+    suite
+        .sim
+        .create(route(
+            WEB,
+            "intruder",
+            "same-namespace",
+            &hosts(&["victim.example"]),
+            json!({"name": "web-backend", "port": 8080}),
+        ))
+        .unwrap();
+    let addr = port_80(&suite, "same-namespace").await;
+    suite
+        .route_parent(
+            WEB,
+            "intruder",
+            "same-namespace",
+            "Accepted",
+            false,
+            "NotAllowedByListeners",
+        )
+        .await;
+    expect(addr, &Expect::status("victim.example", "/", 404)).await;
+}
+
+#[tokio::test]
+async fn a_hostname_outside_the_tenants_hosts_is_refused_naming_the_tenant() {
+    let tenant = Tenant::new("web")
+        .namespaces([WEB])
+        .hosts(["*.web.example"]);
+    let suite = Suite::start(151, Config::new().tenant(tenant)).await;
+    let web = json!({"name": "web-backend", "port": 8080});
+    suite
+        .sim
+        .create(route(
+            WEB,
+            "bank",
+            "all-namespaces",
+            &hosts(&["bank.example"]),
+            web.clone(),
+        ))
+        .unwrap();
+    // One allowed hostname beside one that is not: the route serves the allowed one only.
+    suite
+        .sim
+        .create(route(
+            WEB,
+            "mixed",
+            "all-namespaces",
+            &hosts(&["app.web.example", "pay.example"]),
+            web,
+        ))
+        .unwrap();
+    let addr = port_80(&suite, "all-namespaces").await;
+    let r = suite
+        .route_parent(
+            WEB,
+            "bank",
+            "all-namespaces",
+            "Accepted",
+            false,
+            "HostnameNotAllowed",
+        )
+        .await;
+    let message = parents(&r, "all-namespaces")
+        .find_map(|p| condition(&p["conditions"], "Accepted"))
+        .and_then(|c| c["message"].as_str())
+        .unwrap()
+        .to_string();
+    assert!(
+        message.contains("bank.example") && message.contains("tenant web"),
+        "{message}"
+    );
+    suite
+        .route_parent(WEB, "mixed", "all-namespaces", "Accepted", true, "Accepted")
+        .await;
+    expect(
+        addr,
+        &Expect::ok("app.web.example", "/", "web-backend").namespace(WEB),
+    )
+    .await;
+    for host in ["bank.example", "pay.example"] {
+        expect(addr, &Expect::status(host, "/", 404)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_backend_in_another_namespace_without_a_grant_is_refused_and_never_reached() {
+    let suite = Suite::start(152, Config::new()).await;
+    suite
+        .sim
+        .create(route(
+            WEB,
+            "steal",
+            "all-namespaces",
+            &hosts(&["steal.example"]),
+            json!({"name": "infra-backend-v1", "namespace": INFRA, "port": 8080}),
+        ))
+        .unwrap();
+    let addr = port_80(&suite, "all-namespaces").await;
+    suite
+        .route_parent(
+            WEB,
+            "steal",
+            "all-namespaces",
+            "ResolvedRefs",
+            false,
+            "RefNotPermitted",
+        )
+        .await;
+    // Its requests get the spec's 500, never the infra pods.
+    expect(addr, &Expect::status("steal.example", "/", 500)).await;
+}
+
+#[tokio::test]
+async fn a_backend_at_the_admin_port_is_never_dialled() {
+    let suite = Suite::start(153, Config::new()).await;
+    let admin = suite.gateway.admin();
+    suite
+        .sim
+        .create(json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "admin", "namespace": INFRA},
+            "spec": {"ports": [{"port": 8080, "targetPort": admin.port()}]}
+        }))
+        .unwrap();
+    suite
+        .sim
+        .create(json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "admin-1", "namespace": INFRA,
+                         "labels": {"kubernetes.io/service-name": "admin",
+                                    "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}},
+            "addressType": "IPv4",
+            "ports": [{"name": "", "port": admin.port(), "protocol": "TCP"}],
+            "endpoints": [{"addresses": [admin.ip().to_string()], "conditions": {"ready": true}}]
+        }))
+        .unwrap();
+    suite
+        .sim
+        .create(route(
+            INFRA,
+            "admin",
+            "same-namespace",
+            &hosts(&["admin.example"]),
+            json!({"name": "admin", "port": 8080}),
+        ))
+        .unwrap();
+    let addr = port_80(&suite, "same-namespace").await;
+    suite
+        .route_parent(
+            INFRA,
+            "admin",
+            "same-namespace",
+            "Accepted",
+            true,
+            "Accepted",
+        )
+        .await;
+    // The suite lets routes reach the pods' range only: the admin's loopback address is
+    // refused, the answer is the 503 that says so, never the admin API's.
+    expect(addr, &Expect::status("admin.example", "/status", 503)).await;
+    let a = request(addr, "admin.example", "/status", &[])
+        .await
+        .unwrap();
+    let body = a.text();
+    assert!(
+        body.contains(&format!(
+            "endpoint {} port {} is a loopback address",
+            admin.ip(),
+            admin.port()
+        )) && !body.contains("listeners"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn a_route_naming_5000_hostnames_is_refused_at_a_bounded_cost() {
+    let suite = Suite::start(154, Config::new()).await;
+    let many: Vec<String> = (0..5_000).map(|i| format!("h{i}.example")).collect();
+    suite
+        .sim
+        .create(route(
+            INFRA,
+            "many",
+            "same-namespace",
+            &many,
+            json!({"name": "infra-backend-v1", "port": 8080}),
+        ))
+        .unwrap();
+    let addr = port_80(&suite, "same-namespace").await;
+    suite
+        .route_parent(
+            INFRA,
+            "many",
+            "same-namespace",
+            "Accepted",
+            false,
+            "UnsupportedValue",
+        )
+        .await;
+    for host in ["h0.example", "h4999.example"] {
+        expect(addr, &Expect::status(host, "/", 404)).await;
+    }
+    // The translation that refused it took no longer than one of a few objects does.
+    let status = leafgate_tests::client::get(suite.gateway.admin(), "admin", "/status")
+        .await
+        .json();
+    let ms = status["ingress"]["gateway"]["last_build_ms"]
+        .as_f64()
+        .unwrap();
+    assert!(ms < 1_000.0, "the build took {ms} ms");
+}
