@@ -8,7 +8,8 @@
 //!   leaves (server, auth, pod watch: synced, pods, restarts, last error), the last
 //!   reload's result, the config's warnings, the root cluster (`kubernetes`) and the
 //!   Ingress provider (`ingress`: synced, served, skipped, conflicts, shadowed, problems,
-//!   last build).
+//!   last build), and `runtime` (tokio tasks alive, serving threads, open sessions: what
+//!   `bench/soak.sh` samples for leaks).
 //! - `GET /metrics`: Prometheus text format.
 //! - `POST /reload`: reload now; 200 with the new generation, or 422 with every error.
 //!
@@ -323,6 +324,7 @@ pub fn status(gateway: &dyn Control) -> Value {
         "warnings": config.warnings,
         "kubernetes": gateway.root_status(),
         "ingress": gateway.ingress_status(),
+        "runtime": gateway.runtime_status(),
     })
 }
 

@@ -108,4 +108,9 @@ pub trait Control: Send + Sync + 'static {
     fn root_status(&self) -> Option<serde_json::Value> {
         None
     }
+    /// The `runtime` part of `/status`: figures a soak watches for leaks (tasks alive on
+    /// every runtime, open sessions); `None` where there is no runtime to count.
+    fn runtime_status(&self) -> Option<serde_json::Value> {
+        None
+    }
 }

@@ -523,6 +523,21 @@ impl Control for Gateway {
     fn root_status(&self) -> Option<serde_json::Value> {
         self.root.get().map(|r| r.status())
     }
+
+    fn runtime_status(&self) -> Option<serde_json::Value> {
+        // The control runtime (admin, reloads, watches of leaves) and every serving thread's.
+        let control = tokio::runtime::Handle::try_current().ok();
+        let tasks: usize = control
+            .iter()
+            .chain(self.workers.handles())
+            .map(|h| h.metrics().num_alive_tasks())
+            .sum();
+        Some(serde_json::json!({
+            "tokio_tasks": tasks,
+            "serving_threads": self.workers.len(),
+            "open_sessions": self.shared.sessions.len(),
+        }))
+    }
 }
 
 /// Locks `mutex`, recovering the data if a thread panicked while holding it: the lists
