@@ -27,6 +27,8 @@
 //!   every watcher (see `kube_watch.rs`).
 //! - `ingress LEAFGATE INGRESSES ROUNDS`: first sync of INGRESSES Ingresses and the time
 //!   one change takes to be served (see `ingress.rs`).
+//! - `soak LEAFGATE FAULTY_ROUTER_WASM SECONDS OUT_DIR`: mixed load and changes for
+//!   SECONDS, sampled into `OUT_DIR/soak.csv`, with the leak verdicts (see `soak.rs`).
 //! - `spin`: a core kept busy with nothing, for ever (`pause` in a loop): `bench/exec.sh`
 //!   runs one at idle priority on each of its CPUs so none halts (`AWAKE=1`).
 
@@ -36,6 +38,8 @@ mod ingress;
 mod kube_api;
 mod kube_watch;
 mod phases;
+mod soak;
+mod soak_load;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -97,6 +101,15 @@ async fn main() {
             )
             .await
         }
+        Some("soak") => {
+            soak::run(
+                &args[1],
+                &args[2],
+                args[3].parse().unwrap(),
+                std::path::Path::new(&args[4]),
+            )
+            .await
+        }
         Some("relay") => exec::relay(args[1].parse().unwrap(), args[2].parse().unwrap()).await,
         Some("tls-relay") => {
             let pem = exec::TlsRelayPem {
@@ -123,7 +136,7 @@ async fn main() {
         }
         _ => {
             eprintln!(
-                "usage: leafgate-bench serve | push ADDR HOST SECONDS | echo | conns ADDR HOST N PID... | reload-config ADDR ROUTES | reload CONFIG ADDR ROUTES ROUNDS | reload-phases ROUTES ROUNDS | exec LEAFGATE SIZE_MIB ROUNDS | relay PORT TARGET | tls-relay PORT TARGET CERT KEY CLIENT_CA TARGET_CA TARGET_CERT TARGET_KEY | kube-api LEAFGATE PODS_TABLE_WASM PODS LEAVES ROUNDS | kube-api-watch LEAFGATE LEAVES WATCHERS SECONDS CHANGES | ingress LEAFGATE INGRESSES ROUNDS"
+                "usage: leafgate-bench serve | push ADDR HOST SECONDS | echo | conns ADDR HOST N PID... | reload-config ADDR ROUTES | reload CONFIG ADDR ROUTES ROUNDS | reload-phases ROUTES ROUNDS | exec LEAFGATE SIZE_MIB ROUNDS | relay PORT TARGET | tls-relay PORT TARGET CERT KEY CLIENT_CA TARGET_CA TARGET_CERT TARGET_KEY | kube-api LEAFGATE PODS_TABLE_WASM PODS LEAVES ROUNDS | kube-api-watch LEAFGATE LEAVES WATCHERS SECONDS CHANGES | ingress LEAFGATE INGRESSES ROUNDS | soak LEAFGATE FAULTY_ROUTER_WASM SECONDS OUT_DIR"
             );
             std::process::exit(2);
         }
