@@ -29,6 +29,8 @@
 //! - `/lengths/<line>[/<line>...]`: one `Content-Length` line per segment, a `,` in a
 //!   segment written `, ` (a list); the body is as long as the first value that is a
 //!   number says (5 when none is);
+//! - `/lengths-named/<line>[/<line>...]`: the same, with `Connection: Content-Length`
+//!   beside the lines (a length the hop's own field list names);
 //! - `/cl-te`: `Transfer-Encoding: chunked` and `Content-Length: 3` on a 5-byte chunked body;
 //! - `/http10/close/<n>`, `/http10/length/<n>`, `/http10/keep-alive/<n>`: an `HTTP/1.0`
 //!   answer of `n` bytes, to the close, sized, or sized and kept alive;
@@ -105,18 +107,19 @@ pub async fn exchange(
     read_answers(&got, methods, closed)
 }
 
-/// Writes `first` to `addr`, waits up to `wait` for one whole answer, then writes `rest`
-/// and reads on as [`exchange`] does. Returns every answer read and how the connection
-/// ended, and whether an answer had come before `rest` was written (an early answer to
-/// an upload whose body `rest` ends).
+/// Writes `first` to `addr`, waits up to `wait` for `before` whole final answers, then
+/// writes `rest` and reads on as [`exchange`] does. Returns every answer read and how the
+/// connection ended, and whether those answers had come before `rest` was written (an
+/// early answer to an upload whose body `rest` ends).
 pub async fn answered_early(
     addr: SocketAddr,
-    first: &[u8],
+    (first, before): (&[u8], usize),
     rest: &[u8],
     methods: &[&str],
     wait: Duration,
     quiet: Duration,
 ) -> (Outcome, bool) {
+    let finals = |o: &Outcome| o.answers.iter().filter(|a| a.status >= 200).count();
     let mut tcp = TcpStream::connect(addr).await.expect("connect");
     tcp.set_nodelay(true).unwrap();
     tcp.write_all(first)
@@ -126,7 +129,7 @@ pub async fn answered_early(
     let mut buf = vec![0u8; 64 * 1024];
     let deadline = tokio::time::Instant::now() + wait;
     let mut closed = false;
-    while read_answers(&got, methods, false).answers.is_empty() {
+    while finals(&read_answers(&got, methods, false)) < before {
         match tokio::time::timeout_at(deadline, tcp.read(&mut buf)).await {
             Ok(Ok(0)) | Ok(Err(_)) => {
                 closed = true;
@@ -136,7 +139,7 @@ pub async fn answered_early(
             Err(_) => break,
         }
     }
-    let early = !read_answers(&got, methods, closed).answers.is_empty();
+    let early = finals(&read_answers(&got, methods, closed)) >= before;
     // The server may have stopped reading: what it does not take is its business.
     let _ = tcp.write_all(rest).await;
     while !closed {
@@ -440,6 +443,11 @@ fn take_request(buf: &mut Vec<u8>) -> Option<Option<(String, String, String)>> {
     Some(Some((method, target, echo)))
 }
 
+/// The `n` bytes of body the scripted answers carry: `abc...z` over and over.
+pub fn filler(n: usize) -> String {
+    (0..n).map(|i| (b'a' + (i % 26) as u8) as char).collect()
+}
+
 struct Scripted {
     bytes: Vec<u8>,
     close: bool,
@@ -451,7 +459,6 @@ fn script(method: &str, target: &str, echo: &str) -> Scripted {
         bytes,
         close: false,
     };
-    let filler = |n: usize| -> String { (0..n).map(|i| (b'a' + (i % 26) as u8) as char).collect() };
     let no_body = method == "HEAD";
     match parts.as_slice() {
         ["chunked", sizes, flags @ ..] => {
@@ -519,8 +526,11 @@ fn script(method: &str, target: &str, echo: &str) -> Scripted {
                 close,
             }
         }
-        ["lengths", lines @ ..] => {
+        [kind @ ("lengths" | "lengths-named"), lines @ ..] => {
             let mut out = "HTTP/1.1 200 OK\r\n".to_string();
+            if *kind == "lengths-named" {
+                out.push_str("Connection: Content-Length\r\n");
+            }
             for l in lines {
                 out.push_str(&format!("Content-Length: {}\r\n", l.replace(',', ", ")));
             }
