@@ -48,3 +48,8 @@ echo "==> proxy and API-front suites on hyper's path (http1_fast_path = false)"
 # binary again (with the other feature flag's code) and reuses every crate as it is.
 LEAFGATE_TEST_HTTP1_FAST_PATH=off cargo test --workspace --test e2e -- \
   proxy:: connections:: hijack:: hostile:: kube_api:: node_api:: kosmos::
+
+# A 2-minute soak (issue 42) on the debug build the tests used: its verdicts only (no
+# plot). Bounded by its own timeout; it stops every process it started however it ends.
+echo "==> soak (2 minutes, bench/soak.sh)"
+SOAK_MINUTES=2 SOAK_PROFILE=dev SOAK_PLOT=0 bash bench/soak.sh
