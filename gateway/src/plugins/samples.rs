@@ -76,6 +76,7 @@ const TABLE_FORMATTER_CASES: &str = r#"[
     "expect": {
       "apiVersion": "meta.k8s.io/v1",
       "kind": "Table",
+      "metadata": {},
       "columnDefinitions": [ { "name": "PODS", "type": "integer", "format": "",
                                "description": "How many pods the list holds.", "priority": 0 } ],
       "rows": [ { "cells": [2] } ]

@@ -8,7 +8,7 @@
 //!
 //! The scripts reuse the toolchains the suite installed (`target/tools`, through
 //! `LEAFGATE_PY_VENV` and `LEAFGATE_JS_TOOLS`; the reference plugins' cargo target dir),
-//! not a copy per test, and compiled components are kept in one cache folder.
+//! not a copy per test, and a project's compiled component is kept for its next command.
 //! The address-rewriter and table-formatter projects are `#[ignore]`d as slow
 //! (`cargo test --test plugins authoring -- --ignored` runs them).
 
@@ -48,10 +48,9 @@ fn command(dir: &Path, program: impl AsRef<std::ffi::OsStr>) -> Command {
         .env("LEAFGATE_JS_TOOLS", tools_dir().join("js"))
         // The Rust projects' dependencies build where the reference plugins' did.
         .env("CARGO_TARGET_DIR", target_dir().join("plugins-wasm"))
-        .env(
-            "LEAFGATE_PLUGIN_CACHE",
-            target_dir().join("plugins-authoring-cache"),
-        )
+        // test.sh's `plugin test` compiles the component; `plugin check` after it, run in
+        // the same folder, finds it compiled (the folder goes with the test).
+        .env("LEAFGATE_PLUGIN_CACHE", dir.join(".plugin-cache"))
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("CARGO_BUILD_TARGET");
