@@ -16,6 +16,9 @@ use super::values::duration;
 use crate::config::{HostPattern, PathMatch};
 use crate::k8s::ingress::model::{BackendPolicy, TenantBounds};
 
+mod serve;
+mod status;
+
 const INFRA: &str = "gateway-conformance-infra";
 const WEB: &str = "gateway-conformance-web-backend";
 
