@@ -294,12 +294,14 @@ fn pend_https(model: &mut Model, https: &HashSet<(&str, &str, &str)>) {
 }
 
 /// The listeners on an address and port the gateway could not bind (`failed`, with why):
-/// `Accepted=False` and `Programmed=False`, reason `PortUnavailable`.
+/// `Accepted=False` and `Programmed=False`, reason `PortUnavailable`; a Gateway left with no
+/// programmed listener is not programmed either.
 pub fn unbound(model: &mut Model, gateways: &[Arc<Gateway>], failed: &[(SocketAddr, String)]) {
     for g in &mut model.gateways {
         let Some(ip) = g.addresses.first().copied() else {
             continue;
         };
+        let before = g.listeners.iter().any(listening);
         for l in &mut g.listeners {
             let Some(port) = port_of(gateways, &g.namespace, &g.name, &l.name) else {
                 continue;
@@ -316,6 +318,13 @@ pub fn unbound(model: &mut Model, gateways: &[Arc<Gateway>], failed: &[(SocketAd
                 c.status = false;
                 c.reason = "PortUnavailable";
                 c.message = why.clone();
+            }
+        }
+        if before && !g.listeners.iter().any(listening) {
+            for c in g.conditions.iter_mut().filter(|c| c.type_ == "Programmed") {
+                c.status = false;
+                c.reason = "Invalid";
+                c.message = "no listener is programmed: see their conditions".into();
             }
         }
     }

@@ -251,3 +251,51 @@ async fn a_route_naming_5000_hostnames_is_refused_at_a_bounded_cost() {
         .unwrap();
     assert!(ms < 1_000.0, "the build took {ms} ms");
 }
+
+#[tokio::test]
+async fn a_gateway_whose_port_is_taken_is_port_unavailable_and_fails_no_other() {
+    let suite = Suite::start(155, Config::new()).await;
+    // Something else holds 127.0.155.200:80 before the Gateway asks for that address.
+    let taken: SocketAddr = "127.0.155.200:80".parse().unwrap();
+    let _blocker = std::net::TcpListener::bind(taken).unwrap();
+    suite
+        .sim
+        .create(json!({
+            "apiVersion": V1, "kind": "Gateway",
+            "metadata": {"name": "taken", "namespace": INFRA},
+            "spec": {
+                "gatewayClassName": "leafgate",
+                "addresses": [{"type": "IPAddress", "value": taken.ip().to_string()}],
+                "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]
+            }
+        }))
+        .unwrap();
+    let g = suite
+        .until(
+            "the listener PortUnavailable",
+            "Gateway",
+            INFRA,
+            "taken",
+            |g| {
+                condition(&g["status"]["listeners"][0]["conditions"], "Accepted")
+                    .is_some_and(|c| c["status"] == "False" && c["reason"] == "PortUnavailable")
+            },
+        )
+        .await;
+    assert_eq!(g["status"]["addresses"][0]["value"], taken.ip().to_string());
+    let programmed = condition(&g["status"]["conditions"], "Programmed").unwrap();
+    assert_eq!(programmed["status"], "False", "{g:#}");
+    // The other Gateways are bound and serve.
+    suite
+        .sim
+        .create(route(
+            INFRA,
+            "fine",
+            "same-namespace",
+            &hosts(&["fine.example"]),
+            json!({"name": "infra-backend-v1", "port": 8080}),
+        ))
+        .unwrap();
+    let addr = port_80(&suite, "same-namespace").await;
+    expect(addr, &Expect::ok("fine.example", "/", "infra-backend-v1")).await;
+}
