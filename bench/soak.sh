@@ -36,12 +36,14 @@ mkdir -p "$out"
 # that whatever way this script ends, the group is stopped: a bench killed by a signal
 # cannot stop its leafgate itself.
 set -m
-LEAFGATE_CPUS=${LEAFGATE_CPUS:-1} timeout -s INT $(( SOAK_MINUTES * 60 + 420 )) \
+LEAFGATE_CPUS=${LEAFGATE_CPUS:-1} timeout $(( SOAK_MINUTES * 60 + 420 )) \
   taskset -c "${CLIENT_CPUS:-0}" "$bin/leafgate-bench" soak "$bin/leafgate" "$faulty" \
   $(( SOAK_MINUTES * 60 )) "$out" >"$out/verdicts.line" &
 soak=$!
 set +m
+# (The bench's leafgate also dies with the bench: PR_SET_PDEATHSIG.)
 trap 'kill -- -"$soak" 2>/dev/null || true' EXIT
+trap 'exit 130' INT TERM HUP
 status=0
 wait "$soak" || status=$?
 trap - EXIT

@@ -57,7 +57,7 @@ pub async fn echo() {
 }
 
 /// Resident memory (KiB) and open descriptors, summed over `pids`.
-fn usage(pids: &[u32]) -> (u64, u64) {
+pub fn usage(pids: &[u32]) -> (u64, u64) {
     let mut rss = 0;
     let mut fds = 0;
     for pid in pids {

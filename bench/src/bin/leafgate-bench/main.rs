@@ -102,13 +102,15 @@ async fn main() {
             .await
         }
         Some("soak") => {
-            soak::run(
+            let soak = soak::run(
                 &args[1],
                 &args[2],
                 args[3].parse().unwrap(),
                 std::path::Path::new(&args[4]),
-            )
-            .await
+            );
+            if !Box::pin(soak).await {
+                std::process::exit(1);
+            }
         }
         Some("relay") => exec::relay(args[1].parse().unwrap(), args[2].parse().unwrap()).await,
         Some("tls-relay") => {

@@ -24,7 +24,8 @@
 //! of every load kind and a quiet pause); no failure but the injected ones (the plugin's
 //! refusals, calls that overlapped a leaf restart), the plugin errors leafgate counted
 //! equal to the refusals seen, its leaf errors within the restarts' failures; every
-//! request the load made counted in leafgate's metrics. Exits 1 when a verdict fails.
+//! request the load made counted in leafgate's metrics. The binary exits 1 when a verdict
+//! fails.
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -166,7 +167,7 @@ struct Bed {
 
 impl Bed {
     async fn sample(&self, phase: &'static str) -> Sample {
-        let (rss_kib, fds) = proc_usage(self.pid);
+        let (rss_kib, fds) = crate::conns::usage(&[self.pid]);
         let status: Value =
             serde_json::from_str(&admin_get(self.admin, "/status").await).unwrap_or_default();
         let runtime = &status["runtime"];
@@ -199,16 +200,25 @@ impl Bed {
     }
 }
 
-/// Resident memory (KiB) and open descriptors of `pid`.
-fn proc_usage(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let rss = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0);
-    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count() as u64);
-    (rss, fds)
+/// Has the kernel kill the child when this process ends, whatever ends it (a signal that
+/// skips `Gateway`'s drop): the death signal is the spawning thread's, and this runs on
+/// the main thread (the runtime's `block_on`), which lives as long as the process.
+#[allow(
+    unsafe_code,
+    reason = "prctl in the child before exec: async-signal-safe, no allocation"
+)]
+fn die_with_parent(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before exec and only calls prctl(2),
+    // which is async-signal-safe; it touches no memory of the parent.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
 }
 
 fn csv_header() -> String {
@@ -324,7 +334,8 @@ direct = {{ status = 200, body = "reload {n}" }}
     }
 }
 
-pub async fn run(leafgate: &str, faulty: &str, seconds: u64, out: &Path) {
+/// Runs the soak; whether every verdict held.
+pub async fn run(leafgate: &str, faulty: &str, seconds: u64, out: &Path) -> bool {
     std::fs::create_dir_all(out).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut leaves = Vec::new();
@@ -388,16 +399,15 @@ pub async fn run(leafgate: &str, faulty: &str, seconds: u64, out: &Path) {
     std::fs::write(&config_path, config.text(0)).unwrap();
     let cpus = std::env::var("LEAFGATE_CPUS").unwrap_or_else(|_| "1".into());
     let log = std::fs::File::create(out.join("leafgate.log")).unwrap();
-    let mut gateway = Gateway(
-        Command::new("taskset")
-            .args(["-c", &cpus, leafgate, "run", "--config"])
-            .arg(&config_path)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("taskset and leafgate run"),
-    );
+    let mut command = Command::new("taskset");
+    command
+        .args(["-c", &cpus, leafgate, "run", "--config"])
+        .arg(&config_path)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(log);
+    die_with_parent(&mut command);
+    let mut gateway = Gateway(command.spawn().expect("taskset and leafgate run"));
     // taskset execs leafgate: the child's pid is leafgate's.
     let pid = gateway.0.id();
     wait_synced(config.admin, &mut gateway).await;
@@ -434,7 +444,7 @@ pub async fn run(leafgate: &str, faulty: &str, seconds: u64, out: &Path) {
     // in the baseline; then a quiet pause past the pool's idle timeout.
     wait_served(addr(config.web)).await;
     let warm = make_load(Instant::now() + Duration::from_secs(5));
-    run_load(&warm, &pods, Duration::ZERO).await;
+    Box::pin(run_load(&warm, &pods, Duration::ZERO)).await;
     let warm_unexpected = warm
         .tally
         .unexpected
@@ -483,7 +493,9 @@ pub async fn run(leafgate: &str, faulty: &str, seconds: u64, out: &Path) {
     let running = {
         let load = load.clone();
         let pods = pods.clone();
-        tokio::spawn(async move { run_load(&load, &pods, Duration::from_millis(5)).await })
+        tokio::spawn(
+            async move { Box::pin(run_load(&load, &pods, Duration::from_millis(5))).await },
+        )
     };
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + EVERY, EVERY);
     while Instant::now() < load.until {
@@ -552,9 +564,7 @@ pub async fn run(leafgate: &str, faulty: &str, seconds: u64, out: &Path) {
     .unwrap();
     println!("{verdicts}");
     drop(gateway);
-    if verdicts["passed"] != true {
-        std::process::exit(1);
-    }
+    verdicts["passed"] == true
 }
 
 /// Each load kind for as long as `load` says, at once.
