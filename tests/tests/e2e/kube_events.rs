@@ -202,6 +202,12 @@ impl Bed {
         )
     }
 
+    /// kubectl as `token` following `args` (`get -w`), a line at a time.
+    fn follow(&self, bin: &Path, token: &str, args: &[&str]) -> Following {
+        let cache = self.dir.path().join("cache");
+        Following::spawn(kubectl(bin, &self.kubeconfig(token), &cache, args))
+    }
+
     /// kubectl's output for `args`, which must succeed.
     async fn ok(&self, bin: &Path, token: &str, args: &[&str]) -> String {
         let (code, out, err) = self.kubectl(bin, token, args).await;
@@ -541,13 +547,7 @@ async fn kubectl_get_events_watch_follows_the_leaves_without_other_tenants() {
     let bed = Bed::start().await.with_events().await;
     for (i, bin) in kubesim::kubectl::all().into_iter().enumerate() {
         let b = bin.display();
-        let kubeconfig = bed.kubeconfig(TOKEN_A);
-        let mut watching = Following::spawn(kubectl(
-            &bin,
-            &kubeconfig,
-            &bed.dir.path().join("cache"),
-            &["get", "events", "-w"],
-        ));
+        let mut watching = bed.follow(&bin, TOKEN_A, &["get", "events", "-w"]);
         let mut next = async || watching.next().await;
         assert!(next().await.starts_with("LAST SEEN "), "{b}");
         // The list first: apps' five events, and those earlier rounds added.
@@ -823,13 +823,7 @@ async fn kubectl_get_ns_watch_sees_a_namespace_added() {
         |name: &str| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
     for (i, bin) in kubesim::kubectl::all().into_iter().enumerate() {
         let b = bin.display();
-        let kubeconfig = bed.kubeconfig(TOKEN_A);
-        let mut watching = Following::spawn(kubectl(
-            &bin,
-            &kubeconfig,
-            &bed.dir.path().join("cache"),
-            &["get", "ns", "-w"],
-        ));
+        let mut watching = bed.follow(&bin, TOKEN_A, &["get", "ns", "-w"]);
         let mut next = async || watching.next().await;
         assert!(next().await.starts_with("NAME "), "{b}");
         // The list: apps, apps-2, and what earlier rounds added, each once.

@@ -3,8 +3,7 @@
 //! from what this front serves a tenant, never from a leaf.
 //!
 //! A tenant may read (get, list, watch) pods and events (core/v1 and `events.k8s.io`) in
-//! its namespaces, list
-//! namespaces and get its own;
+//! its namespaces, list and watch namespaces and get its own;
 //! create (and, for WebSocket clients, get) `pods/exec`, `pods/attach`, `pods/portforward`
 //! and get `pods/log` there; create the three reviews; and get the discovery, OpenAPI,
 //! version and health paths. Everything else is no, with a reason saying what leafgate
@@ -73,11 +72,11 @@ const NAMESPACED: &[Rule] = &[
     },
 ];
 
-/// What a tenant may do whatever the namespace: list the namespaces it may see (the list
-/// holds only its own; namespaces are not watched through leafgate) and ask the reviews.
+/// What a tenant may do whatever the namespace: list and watch the namespaces it may see
+/// (they hold only its own) and ask the reviews.
 const CLUSTER: &[Rule] = &[
     Rule {
-        verbs: &["list"],
+        verbs: &["list", "watch"],
         group: "",
         resources: &["namespaces"],
     },
@@ -110,7 +109,7 @@ const NON_RESOURCE: &[&str] = &[
 ];
 
 /// What leafgate serves, for the reason of a denial.
-const SERVED: &str = "leafgate serves get, list and watch on pods and events (core and events.k8s.io), get and list on namespaces, create on pods/exec, pods/attach and pods/portforward, and get on pods/log, in the tenant's namespaces";
+const SERVED: &str = "leafgate serves get, list and watch on pods and events (core and events.k8s.io), get, list and watch on namespaces, create on pods/exec, pods/attach and pods/portforward, and get on pods/log, in the tenant's namespaces";
 
 /// `spec.resourceAttributes`.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -574,8 +573,8 @@ mod tests {
             "another tenant's namespace"
         );
         assert!(
-            !can("", "watch", "", "namespaces", "", "").allowed,
-            "not served"
+            can("", "watch", "", "namespaces", "", "").allowed,
+            "its own, filtered"
         );
         assert!(
             can("", "list", "", "pods", "", "").allowed,

@@ -264,7 +264,7 @@ pub fn resources() -> http::Response<Body> {
     let mut pods = resource("pods", true, "Pod", &["get", "list", "watch"]);
     pods["shortNames"] = json!(["po"]);
     pods["categories"] = json!(["all"]);
-    let mut namespaces = resource("namespaces", false, "Namespace", &["get", "list"]);
+    let mut namespaces = resource("namespaces", false, "Namespace", &["get", "list", "watch"]);
     namespaces["shortNames"] = json!(["ns"]);
     let mut events = resource("events", true, "Event", &["get", "list", "watch"]);
     events["shortNames"] = json!(["ev"]);

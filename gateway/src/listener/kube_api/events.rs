@@ -25,15 +25,13 @@ use serde_json::{Value, json};
 use super::caller::Caller;
 use super::event_api::EventApi;
 use super::fields::Fields;
-use super::list;
+use super::list::{self, Listing};
 use super::listed::Listed;
 use super::object_table::{self, leaf_column};
-use super::page::Page;
 use super::query::query_value;
 use super::resource::{self, Names, Resource, Writing};
 use super::select::LabelSelector;
 use super::table::{self, Wanted};
-use super::watch;
 use crate::k8s::Leaf;
 use crate::k8s::feed::{Feed, Object, RawObject};
 use crate::k8s::names;
@@ -85,6 +83,16 @@ fn shaped(e: &Copy, api: EventApi, rv: Option<&str>) -> Value {
     api.shape(v)
 }
 
+/// Events' names under `api`.
+fn names(api: EventApi) -> Names {
+    Names {
+        group: api.group(),
+        resource: "events",
+        kind: "Event",
+        api_version: api.api_version(),
+    }
+}
+
 /// What a list or watch selects, the API it came in by, and the Table asked for.
 struct Filter {
     api: EventApi,
@@ -117,12 +125,7 @@ impl Resource for Filter {
     type Object = RawObject;
 
     fn names(&self) -> Names {
-        Names {
-            group: self.api.group(),
-            resource: "events",
-            kind: "Event",
-            api_version: self.api.api_version(),
-        }
+        names(self.api)
     }
 
     fn feed(leaf: &Leaf) -> &Arc<Feed<RawObject>> {
@@ -170,8 +173,9 @@ impl Resource for Filter {
 }
 
 /// `GET /api/v1/events` and `/api/v1/namespaces/{ns}/events` (or the same under
-/// `/apis/events.k8s.io/v1`, `api`): a list, or a watch with `watch=true`.
-pub fn collection(
+/// `/apis/events.k8s.io/v1`, `api`): a list, or a watch with `watch=true`
+/// (`list::collection`).
+pub async fn collection(
     req: &Request<InBody>,
     client: &Client,
     snapshot: &Arc<Snapshot>,
@@ -182,40 +186,28 @@ pub fn collection(
     if req.method() != Method::GET {
         return reply::status(&Status::method_not_allowed());
     }
-    let query = req.uri().query();
-    let watching = matches!(query_value(query, "watch").as_deref(), Some("true" | "1"));
-    let verb = if watching { "watch" } else { "list" };
-    if let Some(ns) = namespace
-        && !caller.config.owns(ns)
-    {
-        return caller.forbidden_in(api.group(), verb, "events", None, Some(ns));
-    }
-    let mut filter = match Filter::from_query(query, namespace, api) {
-        Ok(f) => f,
-        Err(e) => return reply::status(&Status::new(400, e)),
+    let parse = || {
+        let mut filter = Filter::from_query(req.uri().query(), namespace, api)
+            .map_err(|e| Box::new(reply::status(&Status::new(400, e))))?;
+        filter.wanted = table::requested(req).map_err(Box::new)?;
+        Ok(filter)
     };
-    let wanted = match table::requested(req) {
-        Ok(t) => t,
-        Err(res) => return res,
-    };
-    filter.wanted = wanted;
-    if watching {
-        return watch::watch(req, client, snapshot.clone(), caller, filter);
-    }
-    let page = match Page::from_query(query) {
-        Ok(p) => p,
-        Err(status) => return reply::status(&status),
-    };
-    let (events, versions) = list::gather(snapshot, caller, &filter);
-    let token = page.version.clone().unwrap_or_else(|| versions.encode());
-    let (events, next) = page.cut(events, &token);
-    let mut metadata = json!({ "resourceVersion": token });
-    if let Some((token, remaining)) = next {
+    let answer = async |filter: Filter, listing| list_answer(&filter, listing);
+    let names = (names(api), namespace);
+    list::collection(req, client, snapshot, caller, names, false, parse, answer).await
+}
+
+/// A page of events as a Table or an `EventList`, in `filter`'s API.
+fn list_answer(filter: &Filter, listing: Listing<RawObject>) -> Response<Body> {
+    let api = filter.api;
+    let mut metadata = json!({ "resourceVersion": listing.token });
+    if let Some((token, remaining)) = listing.next {
         metadata["continue"] = json!(token);
         metadata["remainingItemCount"] = json!(remaining);
     }
-    match wanted {
-        Some(wanted) => reply::json(StatusCode::OK, &print(&events, api, wanted, metadata)),
+    let events = &listing.items;
+    match filter.wanted {
+        Some(wanted) => reply::json(StatusCode::OK, &print(events, api, wanted, metadata)),
         None => reply::json(
             StatusCode::OK,
             &json!({

@@ -3,14 +3,84 @@
 //! cost is the tenant's namespaces, not the leaf's), in kube-apiserver's list order, with
 //! the list's token: per leaf, the feed's position of the last change in the namespaces
 //! read (another tenant's objects never move it), which a watch resumes from exactly.
+//!
+//! [`collection`] is a collection path's answer for any resource, in kube-apiserver's
+//! order of refusals, then a watch (`watch`) or a page of the list (`page`), which the
+//! resource writes.
 
 use std::sync::Arc;
 
+use http::{Request, Response};
+
 use super::caller::Caller;
 use super::listed::{self, Listed};
-use super::resource::{self, Resource};
+use super::page::Page;
+use super::query::query_value;
+use super::resource::{self, Names, Resource};
+use super::stale::Stale;
 use super::token::Token;
+use super::watch;
+use crate::listener::client::Client;
+use crate::listener::reply;
+use crate::proxy::{Body, InBody};
 use crate::snapshot::Snapshot;
+
+/// One page of a list, for its resource to write.
+pub struct Listing<T> {
+    pub items: Vec<Listed<T>>,
+    /// The list's `resourceVersion` (the first page's, on every page).
+    pub token: String,
+    /// When more follow: the continue token and how many remain.
+    pub next: Option<(String, usize)>,
+}
+
+/// A collection path (`/api/v1/pods`, `/api/v1/namespaces/{ns}/events`, ...) of the
+/// resource `names` names, after its method was checked: a namespace the tenant does not
+/// own is kube-apiserver's RBAC 403 (`list`, or `watch`); then the request as `parse`
+/// reads it (its selectors and Table; a refusal as it words it); with `stale`, the
+/// answer says the unsynced leaves out loud (or is their 503); `watch=true` is a watch,
+/// anything else a page of the list, which `answer` writes.
+#[allow(clippy::too_many_arguments)]
+pub async fn collection<R: Resource>(
+    req: &Request<InBody>,
+    client: &Client,
+    snapshot: &Arc<Snapshot>,
+    caller: &Caller<'_>,
+    (names, namespace): (Names, Option<&str>),
+    stale: bool,
+    parse: impl FnOnce() -> Result<R, Box<Response<Body>>>,
+    answer: impl AsyncFnOnce(R, Listing<R::Object>) -> Response<Body>,
+) -> Response<Body> {
+    let query = req.uri().query();
+    let watching = matches!(query_value(query, "watch").as_deref(), Some("true" | "1"));
+    let verb = if watching { "watch" } else { "list" };
+    if let Some(ns) = namespace
+        && !caller.config.owns(ns)
+    {
+        return caller.forbidden_in(names.group, verb, names.resource, None, Some(ns));
+    }
+    let request = match parse() {
+        Ok(r) => r,
+        Err(res) => return *res,
+    };
+    let stale = match stale.then(|| Stale::of(snapshot, caller)) {
+        None => Stale::default(),
+        Some(Ok(s)) => s,
+        Some(Err(status)) => return reply::status(&status),
+    };
+    if watching {
+        return stale.tell(watch::watch(req, client, snapshot.clone(), caller, request));
+    }
+    let (items, versions) = gather(snapshot, caller, &request);
+    let page = match Page::from_query(query) {
+        Ok(p) => p,
+        Err(status) => return reply::status(&status),
+    };
+    let token = page.version.clone().unwrap_or_else(|| versions.encode());
+    let (items, next) = page.cut(items, &token);
+    let listing = Listing { items, token, next };
+    stale.tell(answer(request, listing).await)
+}
 
 /// What `request` selects of the tenant's objects, sorted, and the list's token.
 pub fn gather<W: Resource>(

@@ -124,16 +124,16 @@ pub async fn serve(
             Err(refusal) => reply::status(&refusal),
         },
         ["api", "v1", "events"] => {
-            events::collection(&req, client, snapshot, &caller, None, EventApi::Core)
+            events::collection(&req, client, snapshot, &caller, None, EventApi::Core).await
         }
         ["apis", "events.k8s.io", "v1", "events"] => {
-            events::collection(&req, client, snapshot, &caller, None, EventApi::EventsV1)
+            events::collection(&req, client, snapshot, &caller, None, EventApi::EventsV1).await
         }
         ["api", "v1", "namespaces", ns, "events"]
         | ["apis", "events.k8s.io", "v1", "namespaces", ns, "events"] => match namespace(ns) {
             Ok(ns) => {
                 let api = event_api(&segments);
-                events::collection(&req, client, snapshot, &caller, Some(&ns), api)
+                events::collection(&req, client, snapshot, &caller, Some(&ns), api).await
             }
             Err(refusal) => reply::status(&refusal),
         },

@@ -15,15 +15,12 @@ use http::{Method, Request, Response, StatusCode};
 use serde_json::json;
 
 use super::caller::Caller;
-use super::list;
+use super::list::{self, Listing};
 use super::listed::Listed;
-use super::page::Page;
-use super::query::query_value;
 use super::resource::{self, Names, Resource, Writing};
 use super::select::Filter;
 use super::stale::{self, Stale};
 use super::table::{self, Wanted};
-use super::watch;
 use crate::k8s::kubelet::PodTarget;
 use crate::k8s::status::Status;
 use crate::k8s::{Feed, Leaf, RawPod};
@@ -40,16 +37,19 @@ struct PodWatch {
     wanted: Option<Wanted>,
 }
 
+/// Pods' names.
+const NAMES: Names = Names {
+    group: "",
+    resource: "pods",
+    kind: "Pod",
+    api_version: "v1",
+};
+
 impl Resource for PodWatch {
     type Object = RawPod;
 
     fn names(&self) -> Names {
-        Names {
-            group: "",
-            resource: "pods",
-            kind: "Pod",
-            api_version: "v1",
-        }
+        NAMES
     }
 
     fn feed(leaf: &Leaf) -> &Arc<Feed<RawPod>> {
@@ -102,7 +102,7 @@ impl Resource for PodWatch {
 }
 
 /// `GET /api/v1/pods` and `/api/v1/namespaces/{ns}/pods`: a list, or a watch with
-/// `watch=true`.
+/// `watch=true` (`list::collection`).
 pub async fn collection(
     req: &Request<InBody>,
     client: &Client,
@@ -113,44 +113,34 @@ pub async fn collection(
     if req.method() != Method::GET {
         return reply::status(&Status::method_not_allowed());
     }
-    let query = req.uri().query();
-    let watching = matches!(query_value(query, "watch").as_deref(), Some("true" | "1"));
-    let verb = if watching { "watch" } else { "list" };
-    if let Some(ns) = namespace
-        && !caller.config.owns(ns)
-    {
-        return caller.forbidden(verb, "pods", None, Some(ns));
-    }
-    let filter = match Filter::from_query(query, namespace) {
-        Ok(f) => f,
-        Err(e) => return reply::status(&Status::new(400, e)),
+    let parse = || {
+        let filter = Filter::from_query(req.uri().query(), namespace)
+            .map_err(|e| Box::new(reply::status(&Status::new(400, e))))?;
+        let wanted = table::requested(req).map_err(Box::new)?;
+        Ok(PodWatch { filter, wanted })
     };
-    let wanted = match table::requested(req) {
-        Ok(t) => t,
-        Err(res) => return res,
-    };
-    let stale = match Stale::of(snapshot, caller) {
-        Ok(s) => s,
-        Err(status) => return reply::status(&status),
-    };
-    if watching {
-        let pods = PodWatch { filter, wanted };
-        return stale.tell(watch::watch(req, client, snapshot.clone(), caller, pods));
-    }
-    let request = PodWatch { filter, wanted };
-    let (pods, versions) = list::gather(snapshot, caller, &request);
-    let page = match Page::from_query(query) {
-        Ok(p) => p,
-        Err(status) => return reply::status(&status),
-    };
-    let token = page.version.clone().unwrap_or_else(|| versions.encode());
-    let (pods, next) = page.cut(pods, &token);
+    let answer = async |request: PodWatch, listing| answer(caller, request.wanted, listing).await;
+    let names = (NAMES, namespace);
+    list::collection(req, client, snapshot, caller, names, true, parse, answer).await
+}
+
+/// A page of pods as a Table or a `PodList`.
+async fn answer(
+    caller: &Caller<'_>,
+    wanted: Option<Wanted>,
+    listing: Listing<RawPod>,
+) -> Response<Body> {
+    let Listing {
+        items: pods,
+        token,
+        next,
+    } = listing;
     if let Some(wanted) = wanted {
         let next = next
             .as_ref()
             .map(|(token, remaining)| (token.as_str(), *remaining));
         return match table::write(caller, &pods, wanted, &token, next).await {
-            Ok(table) => stale.tell(table::json_response(table)),
+            Ok(table) => table::json_response(table),
             Err((code, message)) => reply::error(Dialect::Status, code, &message),
         };
     }
@@ -174,7 +164,7 @@ pub async fn collection(
         listed.object.write_wire(listed.version(), &mut list);
     }
     list.extend_from_slice(b"]}");
-    stale.tell(table::json_response(list))
+    table::json_response(list)
 }
 
 fn push_str(out: &mut Vec<u8>, s: &str) {
