@@ -16,7 +16,7 @@ use super::state::{IngressProvider, lock};
 use crate::control::Control;
 use crate::k8s::gateway::model::Model as GatewayModel;
 use crate::k8s::gateway::status as gateway_status;
-use crate::k8s::ingress::events::{self, EventLog};
+use crate::k8s::ingress::events::{self, EventLog, HTTP_ROUTE, Notice};
 use crate::k8s::ingress::model::Model;
 use crate::k8s::ingress::status::StatusWriter;
 
@@ -80,6 +80,7 @@ async fn term(
     let mut log = EventLog::default();
     let mut writer: Option<StatusWriter> = None;
     let mut gateway_writer = gateway_status::StatusWriter::new(client.clone());
+    let mut gateway_log = EventLog::default();
     let mut resync = tokio::time::interval(STATUS_RESYNC);
     loop {
         let model = models.ingress.borrow_and_update().clone();
@@ -117,6 +118,20 @@ async fn term(
         let gateway_model = models.gateway.borrow_and_update().clone();
         if let (Some(stores), Some(model)) = (&stores.gateway, gateway_model) {
             write_gateway_statuses(gateway, provider, stores, &model, &mut gateway_writer).await;
+            let routes = stores.routes.state();
+            let refusals = gateway_status::refusals(&routes, &model);
+            let notices = refusals
+                .iter()
+                .map(|(route, reason, message)| Notice {
+                    object: HTTP_ROUTE,
+                    ingress: route,
+                    reason,
+                    message: message.clone(),
+                })
+                .collect();
+            let due = gateway_log.due_of(notices);
+            let result = events::emit_due(client, &mut gateway_log, due, identity).await;
+            lock(&provider.report).gateway.events_error = result.err();
         }
         tokio::select! {
             r = models.ingress.changed() => if r.is_err() {

@@ -52,6 +52,7 @@ pub(super) struct GatewayReport {
     pub(super) unbound: Vec<String>,
     pub(super) apply_error: Option<String>,
     pub(super) status_error: Option<String>,
+    pub(super) events_error: Option<String>,
 }
 
 impl Report {
@@ -215,6 +216,7 @@ impl IngressProvider {
                 "applied": r.gateway.applied,
                 "apply_error": r.gateway.apply_error,
                 "status_error": r.gateway.status_error,
+                "events_error": r.gateway.events_error,
             }),
             "watches": watches,
         })

@@ -9,7 +9,8 @@
 //! the status already there. [`StatusWriter::sync`] sends the merge patches, a few at a
 //! time, each with the object's `resourceVersion` (a stale one gets a 409 and is planned
 //! again from the next event), and remembers what it wrote so a patch is not sent again
-//! before the watch has shown its result.
+//! before the watch has shown its result. [`refusals`] are what the leader reports as
+//! Warning Events on HTTPRoutes, as the Ingress source reports its refusals.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -26,6 +27,7 @@ use super::model::{Cond, Model};
 use super::types::{
     Gateway, GatewayAddress, GatewayClass, HttpRoute, ListenerStatus, RouteParentStatus,
 };
+use crate::k8s::ingress::model::IngressRef;
 
 const CONCURRENCY: usize = 16;
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);
@@ -310,4 +312,39 @@ async fn patch(client: &kube::Client, w: &Write) -> Result<(), String> {
         Ok(Err(e)) => Err(format!("{what}: {e}")),
         Err(_) => Err(format!("{what}: no answer in {CALL_TIMEOUT:?}")),
     }
+}
+
+/// The refusals Warning Events report: each parent of a route (as the reflector holds it,
+/// for its uid and resourceVersion) whose `Accepted` or `ResolvedRefs` is False, with the
+/// condition's reason and message (the parent named in it).
+pub fn refusals(
+    routes: &[Arc<HttpRoute>],
+    model: &Model,
+) -> Vec<(IngressRef, &'static str, String)> {
+    let mut out = Vec::new();
+    for r in &model.http_routes {
+        let Some(route) = routes.iter().find(|o| {
+            o.metadata.namespace.as_deref() == Some(&r.namespace)
+                && o.metadata.name.as_deref() == Some(&r.name)
+        }) else {
+            continue;
+        };
+        let object = IngressRef {
+            namespace: r.namespace.clone(),
+            name: r.name.clone(),
+            uid: route.metadata.uid.clone().unwrap_or_default(),
+            resource_version: route.metadata.resource_version.clone().unwrap_or_default(),
+        };
+        for p in &r.parents {
+            for c in p.conditions.iter().filter(|c| !c.status) {
+                let gateway = p.parent_ref.namespace.as_deref().unwrap_or(&r.namespace);
+                let message = format!(
+                    "Gateway {gateway}/{}: {}: {}",
+                    p.parent_ref.name, c.type_, c.message
+                );
+                out.push((object.clone(), c.reason, message));
+            }
+        }
+    }
+    out
 }

@@ -1,7 +1,9 @@
 //! Kubernetes Events on the Ingresses leafgate skips for a bad annotation or whose rules
 //! or certificate it refuses because another owns their host or their tenant may not
 //! claim it, written by the leader: one `Warning` Event, reason `InvalidAnnotation`,
-//! `HostTaken` or `HostNotAllowed`, per (uid, resourceVersion, message).
+//! `HostTaken` or `HostNotAllowed`, per (uid, resourceVersion, message). The Gateway API
+//! source's refusals of HTTPRoutes are written the same way ([`HTTP_ROUTE`], reason the
+//! status condition's).
 //!
 //! The Event's name is derived from that triple, so a second create of the same Event
 //! (a new leader that does not know what the last one wrote) is refused by the API server
@@ -34,9 +36,30 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 /// What identifies one Event: the Ingress's uid and resourceVersion, and the message.
 type EventKey = (String, String, String);
 
-/// One Event to write: on which Ingress, why, and what it says.
+/// The kind of object an Event is about: an Ingress, or (the Gateway API source's
+/// refusals) an HTTPRoute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Involved {
+    pub api_version: &'static str,
+    pub kind: &'static str,
+}
+
+pub const INGRESS: Involved = Involved {
+    api_version: "networking.k8s.io/v1",
+    kind: "Ingress",
+};
+
+pub const HTTP_ROUTE: Involved = Involved {
+    api_version: "gateway.networking.k8s.io/v1",
+    kind: "HTTPRoute",
+};
+
+/// One Event to write: on which object, why, and what it says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Notice<'m> {
+    /// The object's kind ([`INGRESS`] for all the Ingress model's).
+    pub object: Involved,
+    /// The object (an Ingress, or one of the same shape: namespace, name, uid, version).
     pub ingress: &'m IngressRef,
     /// [`INVALID_ANNOTATION`], [`HOST_TAKEN`] or [`HOST_NOT_ALLOWED`].
     pub reason: &'static str,
@@ -46,6 +69,7 @@ pub struct Notice<'m> {
 impl<'m> From<&'m Skipped> for Notice<'m> {
     fn from(s: &'m Skipped) -> Self {
         Notice {
+            object: INGRESS,
             ingress: &s.ingress,
             reason: INVALID_ANNOTATION,
             message: message(s),
@@ -56,6 +80,7 @@ impl<'m> From<&'m Skipped> for Notice<'m> {
 impl<'m> From<&'m Refused> for Notice<'m> {
     fn from(r: &'m Refused) -> Self {
         Notice {
+            object: INGRESS,
             ingress: &r.ingress,
             reason: match r.why {
                 Refusal::Taken { .. } => HOST_TAKEN,
@@ -118,8 +143,8 @@ pub fn event(s: &Notice<'_>, instance: &str, now: SystemTime) -> Value {
         "kind": "Event",
         "metadata": {"name": event_name(s), "namespace": s.ingress.namespace},
         "involvedObject": {
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "Ingress",
+            "apiVersion": s.object.api_version,
+            "kind": s.object.kind,
             "namespace": s.ingress.namespace,
             "name": s.ingress.name,
             "uid": s.ingress.uid,
@@ -147,7 +172,12 @@ impl EventLog {
     /// The Events of `model` not written yet. Keys no longer due are forgotten, so the
     /// log is as large as the current list.
     pub fn due<'m>(&mut self, model: &'m Model) -> Vec<Notice<'m>> {
-        let all = notices(model);
+        self.due_of(notices(model))
+    }
+
+    /// Of `all` (every Event due now, of one source), those not written yet; the others'
+    /// keys are forgotten, so a log serves one source.
+    pub fn due_of<'m>(&mut self, all: Vec<Notice<'m>>) -> Vec<Notice<'m>> {
         let now: HashSet<EventKey> = all.iter().map(key).collect();
         self.sent.retain(|k| now.contains(k));
         all.into_iter()
@@ -168,9 +198,20 @@ pub async fn emit(
     model: &Model,
     instance: &str,
 ) -> Result<usize, String> {
+    let due = log.due(model);
+    emit_due(client, log, due, instance).await
+}
+
+/// Creates the Events `due` (from [`EventLog::due_of`]); the first failure is returned.
+pub async fn emit_due(
+    client: &kube::Client,
+    log: &mut EventLog,
+    due: Vec<Notice<'_>>,
+    instance: &str,
+) -> Result<usize, String> {
     let mut written = 0;
     let mut first_error = None;
-    for s in log.due(model) {
+    for s in due {
         let api: Api<Event> = Api::namespaced(client.clone(), &s.ingress.namespace);
         let body: Event = match serde_json::from_value(event(&s, instance, SystemTime::now())) {
             Ok(e) => e,
@@ -188,12 +229,15 @@ pub async fn emit(
             // Already written, by this replica's previous term or another leader.
             Ok(Err(kube::Error::Api(e))) if e.code == 409 => log.mark(&s),
             Ok(Err(e)) => {
-                first_error.get_or_insert(format!("create an Event on Ingress {}: {e}", s.ingress));
+                first_error.get_or_insert(format!(
+                    "create an Event on {} {}: {e}",
+                    s.object.kind, s.ingress
+                ));
             }
             Err(_) => {
                 first_error.get_or_insert(format!(
-                    "create an Event on Ingress {}: no answer within {CALL_TIMEOUT:?}",
-                    s.ingress
+                    "create an Event on {} {}: no answer within {CALL_TIMEOUT:?}",
+                    s.object.kind, s.ingress
                 ));
             }
         }

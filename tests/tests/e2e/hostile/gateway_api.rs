@@ -9,8 +9,9 @@ use std::net::SocketAddr;
 use leafgate_tests::Config;
 use leafgate_tests::config::Tenant;
 use leafgate_tests::gateway_api::{
-    Expect, INFRA, Suite, V1, WEB, condition, expect, parents, request,
+    Expect, INFRA, Suite, V1, WEB, condition, expect, parents, request, until,
 };
+use leafgate_tests::ingress::list;
 use serde_json::{Value, json};
 
 /// An HTTPRoute `ns/name` on Gateway `gateway` (in the infra namespace) with `hostnames`
@@ -111,6 +112,20 @@ async fn a_hostname_outside_the_tenants_hosts_is_refused_naming_the_tenant() {
         message.contains("bank.example") && message.contains("tenant web"),
         "{message}"
     );
+    // The leader reports it as the Ingress source reports refusals: a Warning Event.
+    until("a Warning Event on the refused route", || async {
+        list(&suite.sim, "v1", "Event").iter().any(|e| {
+            e["involvedObject"]["kind"] == "HTTPRoute"
+                && e["involvedObject"]["name"] == "bank"
+                && e["metadata"]["namespace"] == WEB
+                && e["type"] == "Warning"
+                && e["reason"] == "HostnameNotAllowed"
+                && e["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("tenant web"))
+        })
+    })
+    .await;
     suite
         .route_parent(WEB, "mixed", "all-namespaces", "Accepted", true, "Accepted")
         .await;
