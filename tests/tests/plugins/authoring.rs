@@ -385,6 +385,27 @@ fn the_js_sdk_packs_installs_and_builds_the_sample() {
     assert!(is_component(&wasm), "{}", wasm.display());
 }
 
+/// `leafgate plugin test` of the fault plugin `faulty-router` (a pod-router that traps,
+/// spins or eats memory as the pod's name says) over `cases`, run in `dir`. Under a 1 s
+/// deadline: growing to the 64 MiB cap has taken over the default 10 ms on a busy machine,
+/// and that case is about the cap.
+fn test_faulty_router(dir: &Path, cases: &Path) -> Output {
+    let plugin = fault_plugin("faulty-router");
+    let args = [
+        "plugin",
+        "test",
+        plugin.to_str().unwrap(),
+        "--world",
+        "pod-router",
+    ];
+    command(dir, "leafgate")
+        .args(args)
+        .args(["--deadline", "1s", "--cases"])
+        .arg(cases)
+        .output()
+        .unwrap()
+}
+
 /// `plugin test` on cases that must fail: a wrong leaf, a plugin that loops and one that
 /// panics each fail their own case, named, with the reason (the panic's message), and
 /// the cases around them still run and pass; exit 1. A case's name cannot write control
@@ -399,22 +420,11 @@ fn plugin_test_fails_the_cases_it_must_and_runs_the_rest() {
          - name: loops\n  request: {namespace: ns, pod: spin-1, verb: exec, leaves: [leaf-1]}\n  expect: default\n\
          - name: panics\n  request: {namespace: ns, pod: trap-1, verb: exec, leaves: [leaf-1]}\n  expect: {leaf: leaf-1}\n\
          - name: \"after them \\e[2J\"\n  request: {namespace: ns, pod: web-2, verb: exec, leaves: [leaf-1]}\n  expect: {leaf: leaf-1}\n\
-         - name: a loop that must time out\n  request: {namespace: ns, pod: spin-2, verb: exec, leaves: [leaf-1]}\n  expect: {error: deadline}\n",
+         - name: a loop that must time out\n  request: {namespace: ns, pod: spin-2, verb: exec, leaves: [leaf-1]}\n  expect: {error: deadline}\n\
+         - name: a hoard that must hit the cap\n  request: {namespace: ns, pod: bomb-1, verb: exec, leaves: [leaf-1]}\n  expect: {error: memory}\n",
     )
     .unwrap();
-    let plugin = fault_plugin("faulty-router");
-    let out = leafgate(
-        root.path(),
-        &[
-            "plugin",
-            "test",
-            plugin.to_str().unwrap(),
-            "--world",
-            "pod-router",
-            "--cases",
-            cases.to_str().unwrap(),
-        ],
-    );
+    let out = test_faulty_router(root.path(), &cases);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     let line = |prefix: &str| {
@@ -437,9 +447,10 @@ fn plugin_test_fails_the_cases_it_must_and_runs_the_rest() {
     );
     line("ok    after them \\u{1b}[2J (");
     line("ok    a loop that must time out (");
+    line("ok    a hoard that must hit the cap (");
     assert!(!stdout.contains('\u{1b}'), "{stdout}");
     assert!(
-        line("5 cases: ").starts_with("5 cases: 2 passed, 3 failed"),
+        line("6 cases: ").starts_with("6 cases: 3 passed, 3 failed"),
         "{stdout}"
     );
 }
@@ -448,7 +459,6 @@ fn plugin_test_fails_the_cases_it_must_and_runs_the_rest() {
 #[test]
 fn plugin_test_refuses_a_malformed_cases_file_at_its_line_and_column() {
     let root = outside();
-    let plugin = fault_plugin("faulty-router");
     for (name, text, at) in [
         (
             "cases.json",
@@ -468,18 +478,7 @@ fn plugin_test_refuses_a_malformed_cases_file_at_its_line_and_column() {
     ] {
         let path = root.path().join(name);
         std::fs::write(&path, text).unwrap();
-        let out = leafgate(
-            root.path(),
-            &[
-                "plugin",
-                "test",
-                plugin.to_str().unwrap(),
-                "--world",
-                "pod-router",
-                "--cases",
-                path.to_str().unwrap(),
-            ],
-        );
+        let out = test_faulty_router(root.path(), &path);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
         assert!(stderr.contains(at), "{name}: {stderr}");
