@@ -24,6 +24,9 @@
 //! - CronJob (read from the sources): `concurrencyPolicy` Allow; `suspend` false;
 //!   `successfulJobsHistoryLimit` 3; `failedJobsHistoryLimit` 1.
 //! - PersistentVolumeClaim: `volumeMode` Filesystem.
+//! - Namespace: `status.phase` Active (not a default: the namespace strategy's
+//!   `PrepareForCreate` sets it; kubesim deletes a namespace at once, so it never reads
+//!   Terminating).
 //! - HorizontalPodAutoscaler (v2): `minReplicas` 1; no metrics means CPU at 80%
 //!   utilization. (A given `behavior`'s missing scale-up and scale-down rules, which
 //!   `SetDefaults_HorizontalPodAutoscalerBehavior` fills, are not filled here.)
@@ -80,6 +83,7 @@ pub fn apply(res: &Resource, obj: &mut Value) {
             or_set(obj, &["spec", "progressDeadlineSeconds"], json!(600));
         }
         "replicasets" => or_set(obj, &["spec", "replicas"], json!(1)),
+        "namespaces" => or_set(obj, &["status", "phase"], json!("Active")),
         "statefulsets" => {
             or_set(obj, &["spec", "replicas"], json!(1));
             or_set(obj, &["spec", "podManagementPolicy"], json!("OrderedReady"));

@@ -266,8 +266,19 @@ fn generate_job_selector(obj: &mut Value, name: &str, uid: &str) {
 
 /// The storage key: cluster-scoped objects ignore the namespace.
 fn key(res: &Resource, ns: &str, name: &str) -> Key {
-    let ns = if res.namespaced { ns } else { "" };
-    (res.plural, ns.to_string(), name.to_string())
+    (res.plural, segment(res, ns), name.to_string())
+}
+
+/// A namespace as kube-apiserver's storage key holds it (`/<resource>/<ns>/<name>`): with
+/// its `/`, which is what orders lists across namespaces (`team-a-dev/x` before
+/// `team-a/y`, since `-` sorts before `/`); empty for every namespace, and for
+/// cluster-scoped objects.
+fn segment(res: &Resource, ns: &str) -> String {
+    if res.namespaced && !ns.is_empty() {
+        format!("{ns}/")
+    } else {
+        String::new()
+    }
 }
 
 fn uid() -> String {
@@ -384,13 +395,13 @@ impl Store {
         let _ = self.events.send(Arc::new(ev));
     }
 
-    /// Lists objects of `res` (all namespaces when `ns` is empty), sorted by namespace/name.
+    /// Lists objects of `res` (all namespaces when `ns` is empty), in storage-key order.
     pub fn list(&self, res: &Resource, ns: &str) -> (Vec<Value>, u64) {
         Self::list_locked(&self.lock(), res, ns)
     }
 
-    /// One page of a list of `res` (all namespaces when `ns` is empty), in store order
-    /// (namespace, then name): the objects after `after` (the `(namespace, name)` a
+    /// One page of a list of `res` (all namespaces when `ns` is empty), in storage-key
+    /// order (see [`segment`]): the objects after `after` (the `(namespace, name)` a
     /// previous page ended on) that `keep` accepts, at most `limit` of them, and whether
     /// more follow. It reads only from where the page starts, as kube-apiserver serves a
     /// paged list from its sorted cache: listing N objects in pages costs N, not N times
@@ -438,10 +449,10 @@ impl Store {
         after: Option<(&str, &str)>,
     ) -> impl Iterator<Item = &'g Value> + use<'g> {
         use std::ops::Bound;
-        let ns = if res.namespaced { ns } else { "" }.to_string();
+        let ns = segment(res, ns);
         let plural = res.plural;
         let start = match after {
-            Some((n, name)) => Bound::Excluded((plural, n.to_string(), name.to_string())),
+            Some((n, name)) => Bound::Excluded((plural, segment(res, n), name.to_string())),
             None => Bound::Included((plural, ns.clone(), String::new())),
         };
         g.objects
@@ -816,6 +827,48 @@ mod tests {
             .unwrap();
         assert_eq!(patched.get("stringData"), None);
         assert_eq!(patched["data"]["token"], "dA==");
+    }
+
+    /// kube-apiserver lists across namespaces in the order of its storage keys
+    /// (`/configmaps/<ns>/<name>`), so `team-a-dev` comes before `team-a`, whose key goes on
+    /// with a `/`; and a page that ends in one namespace goes on in the next in that order.
+    #[test]
+    fn lists_across_namespaces_come_in_storage_key_order() {
+        let s = Store::new();
+        let namespaces = find("", "v1", "namespaces").unwrap();
+        let cms = find("", "v1", "configmaps").unwrap();
+        for ns in ["team-a", "team-a-dev", "team-b"] {
+            s.create(namespaces, "", json!({"metadata": {"name": ns}}))
+                .unwrap();
+            for name in ["y", "x"] {
+                s.create(cms, ns, json!({"metadata": {"name": name}}))
+                    .unwrap();
+            }
+        }
+        let keys = |items: &[Value]| -> Vec<String> {
+            items
+                .iter()
+                .map(|o| format!("{}/{}", meta(o, "namespace"), meta(o, "name")))
+                .collect()
+        };
+        let all = [
+            "team-a-dev/x",
+            "team-a-dev/y",
+            "team-a/x",
+            "team-a/y",
+            "team-b/x",
+            "team-b/y",
+        ];
+        assert_eq!(keys(&s.list(cms, "").0), all);
+        assert_eq!(keys(&s.list(cms, "team-a").0), ["team-a/x", "team-a/y"]);
+        let (page, more, _) = s.page(cms, "", Some(("team-a-dev", "y")), Some(2), |_| true);
+        assert_eq!(keys(&page), ["team-a/x", "team-a/y"]);
+        assert!(more);
+        let listed = s.list(namespaces, "").0;
+        assert!(
+            listed.iter().all(|n| n["status"]["phase"] == "Active"),
+            "{listed:?}"
+        );
     }
 
     #[test]
