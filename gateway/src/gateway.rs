@@ -526,14 +526,13 @@ impl Control for Gateway {
 
     fn runtime_status(&self) -> Option<serde_json::Value> {
         // The control runtime (admin, reloads, watches of leaves) and every serving thread's.
-        let control = tokio::runtime::Handle::try_current().ok();
-        let tasks: usize = control
-            .iter()
-            .chain(self.workers.handles())
-            .map(|h| h.metrics().num_alive_tasks())
-            .sum();
+        let alive = |h: &tokio::runtime::Handle| h.metrics().num_alive_tasks();
+        let control = tokio::runtime::Handle::try_current().map_or(0, |h| alive(&h));
+        let serving: Vec<usize> = self.workers.handles().iter().map(alive).collect();
         Some(serde_json::json!({
-            "tokio_tasks": tasks,
+            "tokio_tasks": control + serving.iter().sum::<usize>(),
+            "tokio_tasks_control": control,
+            "tokio_tasks_serving": serving,
             "serving_threads": self.workers.len(),
             "open_sessions": self.shared.sessions.len(),
         }))

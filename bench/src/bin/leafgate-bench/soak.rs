@@ -53,6 +53,8 @@ const POOL_IDLE_SECS: u64 = 5;
 const DRAIN: Duration = Duration::from_secs(60);
 /// The bound on the RSS growth over the load's second half, in percent.
 const RSS_GROWTH_PCT: f64 = 5.0;
+/// The reload number the warm-up's config carries (the soak's own reloads count from 1).
+const WARM_UP_RELOAD: u64 = u64::MAX;
 const TOKEN: &str = "soak-tenant-token-0123456789";
 /// The pod router's deadline: wall-clock time, so on two loaded cores (and a debug build)
 /// the default 10 ms is missed by calls that waited for a core, not by the plugin; the
@@ -75,6 +77,8 @@ struct Sample {
     rss_kib: u64,
     fds: u64,
     tokio_tasks: u64,
+    /// Of `tokio_tasks`, those on the control runtime (the rest are the serving threads').
+    tokio_tasks_control: u64,
     open_sessions: u64,
     /// Open client connections over every listener, and upgraded (spliced) ones.
     connections: u64,
@@ -179,6 +183,7 @@ impl Bed {
             rss_kib,
             fds,
             tokio_tasks: runtime["tokio_tasks"].as_u64().unwrap_or(0),
+            tokio_tasks_control: runtime["tokio_tasks_control"].as_u64().unwrap_or(0),
             open_sessions: runtime["open_sessions"].as_u64().unwrap_or(0),
             connections: sum(&metrics, "leafgate_active_connections", ""),
             upgraded: sum(&metrics, "leafgate_upgraded_connections_active", ""),
@@ -229,7 +234,7 @@ fn csv_header() -> String {
     for k in KINDS {
         let _ = write!(h, ",{k}_ok,{k}_failed");
     }
-    h.push_str(",plugin_faults,restart_faults,unexpected,leaf_restarts\n");
+    h.push_str(",plugin_faults,restart_faults,unexpected,leaf_restarts,tokio_tasks_control\n");
     h
 }
 
@@ -260,8 +265,8 @@ fn csv_row(s: &Sample) -> String {
     }
     let _ = writeln!(
         row,
-        ",{},{},{},{}",
-        s.plugin_faults, s.restart_faults, s.unexpected, s.restarts
+        ",{},{},{},{},{}",
+        s.plugin_faults, s.restart_faults, s.unexpected, s.restarts, s.tokio_tasks_control
     );
     row
 }
@@ -439,10 +444,20 @@ pub async fn run(leafgate: &str, faulty: &str, seconds: u64, out: &Path) -> bool
     };
     let pods = leaves[0].store().clone();
 
-    // The Ingress route served, then a warm-up: each load kind for a few seconds, so what
-    // is made once and kept (plugin instances, TLS session caches, the leaves' clients) is
-    // in the baseline; then a quiet pause past the pool's idle timeout.
+    // The Ingress route served, then a warm-up: one of each change, and each load kind for
+    // a few seconds, so what is made once and kept (plugin instances, TLS session caches,
+    // the leaves' clients) is in the baseline; then a quiet pause past the pool's idle
+    // timeout.
     wait_served(addr(config.web)).await;
+    let admin = config.admin;
+    load::one_of_each_change(
+        addr(config.web),
+        &root,
+        &mut leaves[0],
+        (config_path.clone(), config.text(WARM_UP_RELOAD)),
+        move || leaves_synced(admin),
+    )
+    .await;
     let warm = make_load(Instant::now() + Duration::from_secs(5));
     Box::pin(run_load(&warm, &pods, Duration::ZERO)).await;
     let warm_unexpected = warm
@@ -468,7 +483,6 @@ pub async fn run(leafgate: &str, faulty: &str, seconds: u64, out: &Path) -> bool
     let mut csv = csv_header();
     csv.push_str(&csv_row(&samples[0]));
 
-    let admin = config.admin;
     // The leaf the router sends every pod call to: its restarts reach every kind of call.
     let restarted = leaves.remove(0);
     let restarts = tokio::spawn(load::leaf_restarts(
@@ -655,6 +669,7 @@ fn verdicts(
             json!({
                 "descriptors": {"baseline": base.fds, "peak": samples.iter().map(|s| s.fds).max(), "after": last.fds},
                 "tokio_tasks": {"baseline": base.tokio_tasks, "peak": samples.iter().map(|s| s.tokio_tasks).max(), "after": last.tokio_tasks},
+                "of_them_control": {"baseline": base.tokio_tasks_control, "after": last.tokio_tasks_control},
             }),
         ),
         (

@@ -535,6 +535,56 @@ pub async fn reloads(
     n
 }
 
+/// Stops `leaf`, leaves it down a second, and starts it again on its port; returns once
+/// `synced` says leafgate has it again (or after 60 s).
+async fn restart<S, F>(leaf: &mut KubeSim, synced: &S)
+where
+    S: Fn() -> F,
+    F: std::future::Future<Output = bool>,
+{
+    leaf.stop().await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    leaf.restart().await.expect("the leaf serves again");
+    let started = Instant::now();
+    while !synced().await && started.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// One of each change, before the baseline: an Ingress made, served and deleted; a reload;
+/// `leaf` restarted until leafgate has it again. What a change makes once and then keeps
+/// (a restarted leaf's new connections and their pools' upkeep, what a reload rebuilds) is
+/// in the baseline then, and what the soak's changes leave behind each time still counts.
+pub async fn one_of_each_change<S, F>(
+    web: SocketAddr,
+    root: &KubeSim,
+    leaf: &mut KubeSim,
+    config: (PathBuf, String),
+    synced: S,
+) where
+    S: Fn() -> F,
+    F: std::future::Future<Output = bool>,
+{
+    let (name, host) = ("warm-up", "warm-up.soak");
+    root.create(simple_ingress(INGRESS_NS, name, "leafgate", host, "main"))
+        .expect("an Ingress the root takes");
+    let started = Instant::now();
+    while let Err(e) = get_once(web, host).await {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{host} was not served: {e}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    root.delete("networking.k8s.io/v1", "Ingress", INGRESS_NS, name)
+        .expect("the warm-up Ingress");
+    let (path, text) = config;
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, &path).unwrap();
+    restart(leaf, &synced).await;
+}
+
 /// Restarts `leaf` every `every`, the first time after half of that (so that a 2-minute
 /// soak has one too): stopped, a second down, serving again on its port. The window stays
 /// open until `synced` says leafgate has the leaf again, plus `grace`. Gives the leaf back
@@ -565,13 +615,7 @@ where
         n += 1;
         next += every;
         load.restarts.epoch.fetch_add(1, Ordering::SeqCst);
-        leaf.stop().await;
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        leaf.restart().await.expect("the leaf serves again");
-        let started = Instant::now();
-        while !synced().await && started.elapsed() < Duration::from_secs(60) {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        restart(&mut leaf, &synced).await;
         tokio::time::sleep(grace).await;
         load.restarts.epoch.fetch_add(1, Ordering::SeqCst);
         load.restarts.count.fetch_add(1, Ordering::Relaxed);
