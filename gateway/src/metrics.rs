@@ -52,6 +52,14 @@ pub struct SpliceByteLabels {
     pub direction: &'static str,
 }
 
+/// A served certificate: the listener and the host patterns it is chosen for (`*` for the
+/// listener's default), comma-separated.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CertificateLabels {
+    pub listener: String,
+    pub hosts: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct LeafLabels {
     pub leaf: String,
@@ -164,6 +172,13 @@ pub struct Metrics {
     pub ingress: IngressMetrics,
     /// Revoked and capped long-lived calls.
     pub sessions: SessionMetrics,
+    /// Seconds until each served certificate's `notAfter`: refreshed from the snapshot at
+    /// each scrape ([`Metrics::encode_with_certificates`]), since it counts down between
+    /// reloads and a reload or Secret change adds and removes certificates.
+    certificate_expiry: Family<CertificateLabels, Gauge>,
+    /// Serialises a scrape's refresh of `certificate_expiry` with its encoding, so two
+    /// scrapes at once never see each other's half-cleared family.
+    scrape: std::sync::Mutex<()>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -256,6 +271,8 @@ impl Metrics {
             root_writes: Family::default(),
             ingress: IngressMetrics::default(),
             sessions: SessionMetrics::default(),
+            certificate_expiry: Family::default(),
+            scrape: std::sync::Mutex::new(()),
             registry: Registry::with_prefix("leafgate"),
         };
         let registry = &mut m.registry;
@@ -392,6 +409,11 @@ impl Metrics {
             "Hosts whose Ingress rules or certificate are refused because the TOML config, another namespace or another tenant owns them, or the tenant's hosts patterns leave them out",
             m.ingress.refused.clone(),
         );
+        registry.register(
+            "certificate_expiry_seconds",
+            "Seconds until a served certificate's notAfter (negative once expired), by listener and the hosts it is chosen for (* for the default)",
+            m.certificate_expiry.clone(),
+        );
         m
     }
 
@@ -424,6 +446,20 @@ impl Metrics {
         prometheus_client::encoding::text::encode(&mut out, &self.registry)
             .expect("writing to a String cannot fail");
         out
+    }
+
+    /// [`Metrics::encode`], with `leafgate_certificate_expiry_seconds` set to exactly
+    /// `certificates` (seconds left each): certificates no longer served lose their series.
+    pub fn encode_with_certificates(
+        &self,
+        certificates: impl IntoIterator<Item = (CertificateLabels, i64)>,
+    ) -> String {
+        let _scrape = self.scrape.lock().unwrap_or_else(|e| e.into_inner());
+        self.certificate_expiry.clear();
+        for (labels, seconds) in certificates {
+            self.certificate_expiry.get_or_create(&labels).set(seconds);
+        }
+        self.encode()
     }
 }
 

@@ -26,6 +26,8 @@
 //! errors back off instead of spinning. It stops last on shutdown (its own stop token), so
 //! `/readyz` answers 503 for the whole drain.
 
+mod certs;
+
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -139,7 +141,9 @@ async fn handle(req: Request<Incoming>, peer: SocketAddr, gateway: &dyn Control)
                 header::CONTENT_TYPE,
                 "application/openmetrics-text; version=1.0.0; charset=utf-8",
             )
-            .body(full(gateway.metrics().encode()))
+            .body(full(gateway.metrics().encode_with_certificates(
+                certs::expiries(&gateway.snapshot(), SystemTime::now()),
+            )))
             .expect("static parts make a valid response"),
         (&Method::POST, "/reload") => match gateway.reload().await {
             Ok(generation) => json_response(
