@@ -15,6 +15,7 @@ pub mod ingress;
 pub mod kube;
 pub mod plugins;
 pub mod upstream;
+pub mod vnodes;
 pub mod wire;
 
 pub use config::Config;

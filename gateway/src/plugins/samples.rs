@@ -4,8 +4,10 @@
 //! One behaviour per world whatever the language, so one cases file per world serves all
 //! three: a pod-router refuses `kube-system` and sends the rest to the first leaf the
 //! gateway knows; an address-rewriter puts the gateway's address first as the node's
-//! internal IP; a log-filter drops `DEBUG` lines and redacts lines that hold a password;
-//! a table-formatter prints how many pods a list holds and leaves other tables alone.
+//! internal IP, the node's other addresses after it (its own earlier answer among them
+//! only once, since a patched node hands it back); a log-filter drops `DEBUG` lines and
+//! redacts lines that hold a password; a table-formatter prints each pod's name and phase
+//! (one row per pod, as the world requires) and leaves other tables alone.
 //! `{{name}}` in a sample is the plugin's name.
 
 use super::kit::Lang;
@@ -56,6 +58,12 @@ const ADDRESS_REWRITER_CASES: &str = r#"[
     "request": { "node": "edge-1", "leaf": "leaf-1", "gateway_address": "10.0.0.9",
                  "addresses": [ { "type": "Hostname", "address": "edge-1" } ] },
     "expect": [ { "type": "InternalIP", "address": "10.0.0.9" }, { "type": "Hostname", "address": "edge-1" } ]
+  },
+  {
+    "name": "its own earlier answer is not repeated",
+    "request": { "node": "edge-1", "leaf": "leaf-1", "gateway_address": "10.0.0.9",
+                 "addresses": [ { "type": "InternalIP", "address": "10.0.0.9" }, { "type": "Hostname", "address": "edge-1" } ] },
+    "expect": [ { "type": "InternalIP", "address": "10.0.0.9" }, { "type": "Hostname", "address": "edge-1" } ]
   }
 ]
 "#;
@@ -71,15 +79,19 @@ const LOG_FILTER_CASES: &str = r#"[
 
 const TABLE_FORMATTER_CASES: &str = r#"[
   {
-    "name": "a pod list prints its count",
-    "request": { "group": "", "version": "v1", "resource": "pods", "wide": false, "objects": [ {}, {} ] },
+    "name": "a pod list prints each pod's name and phase",
+    "request": { "group": "", "version": "v1", "resource": "pods", "wide": false,
+                 "objects": [ { "metadata": { "name": "web-1" }, "status": { "phase": "Running" } },
+                              { "metadata": { "name": "web-2" } } ] },
     "expect": {
       "apiVersion": "meta.k8s.io/v1",
       "kind": "Table",
       "metadata": {},
-      "columnDefinitions": [ { "name": "PODS", "type": "integer", "format": "",
-                               "description": "How many pods the list holds.", "priority": 0 } ],
-      "rows": [ { "cells": [2] } ]
+      "columnDefinitions": [
+        { "name": "NAME", "type": "string", "format": "name", "description": "The pod's name.", "priority": 0 },
+        { "name": "PHASE", "type": "string", "format": "", "description": "The pod's phase.", "priority": 0 }
+      ],
+      "rows": [ { "cells": ["web-1", "Running"] }, { "cells": ["web-2", null] } ]
     }
   },
   {
@@ -118,7 +130,8 @@ leafgate_plugin::export_pod_router!(Plugin);
         }
         World::AddressRewriter => {
             r#"//! {{name}}: a leafgate address-rewriter plugin. It puts the gateway's address first, as
-//! the node's internal IP.
+//! the node's internal IP; the node's other addresses follow, minus any copy of that entry
+//! (a patched node hands back the list this plugin answered last time).
 
 use leafgate_plugin::address_rewriter::{AddressRequest, AddressType, Guest, NodeAddress};
 
@@ -126,8 +139,14 @@ struct Plugin;
 
 impl Guest for Plugin {
     fn rewrite(req: AddressRequest) -> Vec<NodeAddress> {
-        let gateway = NodeAddress { type_: AddressType::InternalIp, address: req.gateway_address };
-        std::iter::once(gateway).chain(req.addresses).collect()
+        let address = req.gateway_address;
+        let others = req
+            .addresses
+            .into_iter()
+            .filter(|a| !(a.type_ == AddressType::InternalIp && a.address == address));
+        let others: Vec<NodeAddress> = others.collect();
+        let gateway = NodeAddress { type_: AddressType::InternalIp, address };
+        std::iter::once(gateway).chain(others).collect()
     }
 }
 
@@ -162,29 +181,46 @@ leafgate_plugin::export_log_filter!(Plugin);
 "#
         }
         World::TableFormatter => {
-            r#"//! {{name}}: a leafgate table-formatter plugin. It prints how many pods a list holds,
-//! and leaves every other table to the gateway.
+            r#"//! {{name}}: a leafgate table-formatter plugin. It prints each pod's name and phase, one
+//! row per pod (a long list comes in parts, so a row may depend on its own pod only), and
+//! leaves every other table to the gateway.
 
 use leafgate_plugin::k8s::{Pod, list_from_json};
 use leafgate_plugin::table_formatter::{Cell, Column, ColumnType, Guest, Row, Table, TableRequest};
 
 struct Plugin;
 
+fn column(name: &str, format: &str, description: &str) -> Column {
+    Column {
+        name: name.into(),
+        type_: ColumnType::String,
+        format: format.into(),
+        description: description.into(),
+        priority: 0,
+    }
+}
+
 impl Guest for Plugin {
     fn format(req: TableRequest) -> Option<Table> {
         if req.resource != "pods" {
             return None;
         }
-        let pods: Vec<Pod> = list_from_json(&req.objects).unwrap_or_default();
-        let column = Column {
-            name: "PODS".into(),
-            type_: ColumnType::Integer,
-            format: String::new(),
-            description: "How many pods the list holds.".into(),
-            priority: 0,
-        };
-        let count = i64::try_from(pods.len()).unwrap_or(i64::MAX);
-        Some(Table { columns: vec![column], rows: vec![Row { cells: vec![Cell::Integer(count)] }] })
+        // Objects that do not read as pods: the gateway's own table prints them.
+        let pods: Vec<Pod> = list_from_json(&req.objects).ok()?;
+        let columns = vec![
+            column("NAME", "name", "The pod's name."),
+            column("PHASE", "", "The pod's phase."),
+        ];
+        let rows = pods
+            .into_iter()
+            .map(|pod| Row {
+                cells: vec![
+                    Cell::Text(pod.metadata.name),
+                    pod.status.phase.map_or(Cell::None, Cell::Text),
+                ],
+            })
+            .collect();
+        Some(Table { columns, rows })
     }
 }
 
@@ -213,14 +249,16 @@ class WitWorld:
         }
         World::AddressRewriter => {
             r#""""{{name}}: a leafgate address-rewriter plugin. It puts the gateway's address first,
-as the node's internal IP."""
+as the node's internal IP; the node's other addresses follow, minus any copy of that
+entry (a patched node hands back the list this plugin answered last time)."""
 
 from leafgate_plugin import address_rewriter as ar
 
 
 class WitWorld:
     def rewrite(self, req: ar.AddressRequest) -> list:
-        return [ar.address(ar.AddressType.INTERNAL_IP, req.gateway_address)] + list(req.addresses)
+        gateway = ar.address(ar.AddressType.INTERNAL_IP, req.gateway_address)
+        return [gateway] + [a for a in req.addresses if a != gateway]
 "#
         }
         World::LogFilter => {
@@ -244,7 +282,8 @@ class WitWorld:
 "#
         }
         World::TableFormatter => {
-            r#""""{{name}}: a leafgate table-formatter plugin. It prints how many pods a list holds,
+            r#""""{{name}}: a leafgate table-formatter plugin. It prints each pod's name and phase,
+one row per pod (a long list comes in parts, so a row may depend on its own pod only),
 and leaves every other table to the gateway."""
 
 from leafgate_plugin import table_formatter as tf
@@ -254,8 +293,15 @@ class WitWorld:
     def format(self, req: tf.TableRequest):
         if req.resource != "pods":
             return None
-        column = tf.column("PODS", tf.ColumnType.INTEGER, description="How many pods the list holds.")
-        return tf.Table([column], [tf.row(len(tf.objects(req)))])
+        columns = [
+            tf.column("NAME", format="name", description="The pod's name."),
+            tf.column("PHASE", description="The pod's phase."),
+        ]
+        rows = [
+            tf.row(pod.get("metadata", {}).get("name", ""), pod.get("status", {}).get("phase"))
+            for pod in tf.objects(req)
+        ]
+        return tf.Table(columns, rows)
 "#
         }
     }
@@ -278,12 +324,14 @@ export function route(req) {
         }
         World::AddressRewriter => {
             r#"// {{name}}: a leafgate address-rewriter plugin. It puts the gateway's address first, as
-// the node's internal IP.
+// the node's internal IP; the node's other addresses follow, minus any copy of that entry
+// (a patched node hands back the list this plugin answered last time).
 import { addressRewriter as ar } from './sdk/leafgate-plugin.js';
 
 /** @param {import('leafgate:plugin/types').AddressRequest} req */
 export function rewrite(req) {
-  return [ar.address('internal-ip', req.gatewayAddress), ...req.addresses];
+  const isGateway = (a) => a.type === 'internal-ip' && a.address === req.gatewayAddress;
+  return [ar.address('internal-ip', req.gatewayAddress), ...req.addresses.filter((a) => !isGateway(a))];
 }
 "#
         }
@@ -304,15 +352,20 @@ export function filter(ctx, batch) {
 "#
         }
         World::TableFormatter => {
-            r#"// {{name}}: a leafgate table-formatter plugin. It prints how many pods a list holds,
-// and leaves every other table to the gateway.
+            r#"// {{name}}: a leafgate table-formatter plugin. It prints each pod's name and phase, one
+// row per pod (a long list comes in parts, so a row may depend on its own pod only), and
+// leaves every other table to the gateway.
 import { tableFormatter as tf } from './sdk/leafgate-plugin.js';
 
 /** @param {import('leafgate:plugin/types').TableRequest} req */
 export function format(req) {
   if (req.resource !== 'pods') return undefined;
-  const column = tf.column('PODS', { type: 'integer', description: 'How many pods the list holds.' });
-  return { columns: [column], rows: [tf.row(BigInt(tf.objects(req).length))] };
+  const columns = [
+    tf.column('NAME', { format: 'name', description: "The pod's name." }),
+    tf.column('PHASE', { description: "The pod's phase." }),
+  ];
+  const rows = tf.objects(req).map((pod) => tf.row(pod.metadata?.name ?? '', pod.status?.phase));
+  return { columns, rows };
 }
 "#
         }

@@ -9,31 +9,11 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use kubesim::{Credential, KubeSim};
-use leafgate_tests::certs::TestCa;
-use leafgate_tests::config::{Kubernetes, Leaf, Listener, Plugin, Tenant, VirtualNode};
+use leafgate_tests::TestGateway;
+use leafgate_tests::config::{Plugin, Tenant, VirtualNode};
 use leafgate_tests::plugins::{plugin, repo_root};
-use leafgate_tests::{Config, TestGateway};
+use leafgate_tests::vnodes::{config, gateway_dir, get, kubernetes, node, root_sim};
 use serde_json::{Value, json};
-
-fn get(sim: &KubeSim, api_version: &str, kind: &str, ns: &str, name: &str) -> Option<Value> {
-    let res = kubesim::api::resource_of(api_version, kind).ok()?;
-    sim.store().get(res, ns, name).ok()
-}
-
-/// The root cluster: the namespaces a real one has (`kube-node-lease`) or the deployment
-/// creates (`leafgate-system`) exist.
-async fn root_sim(builder: kubesim::KubeSimBuilder) -> KubeSim {
-    let root = builder.start().await.unwrap();
-    for ns in ["kube-node-lease", "leafgate-system"] {
-        root.create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
-            .unwrap();
-    }
-    root
-}
-
-fn node(sim: &KubeSim, name: &str) -> Option<Value> {
-    get(sim, "v1", "Node", "", name)
-}
 
 /// Polls `check` every 50 ms until it holds, failing after `within`.
 async fn eventually(what: &str, within: Duration, mut check: impl FnMut() -> bool) {
@@ -69,62 +49,9 @@ fn leaf_node(name: &str, cpu: &str, memory: &str, alloc_cpu: &str, ready: bool) 
     })
 }
 
-/// The files a gateway of the root needs: the leaf's and the root's kubeconfigs, the
-/// node-api certificate and the root's kubelet-client CA. `user` names the root
-/// credential, so the root's request record tells replicas apart.
-fn gateway_dir(root: &KubeSim, leaf: &KubeSim, user: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    leaf.kubeconfig(
-        &Credential::ClientCert("leafgate".into()),
-        &dir.path().join("leaf.kubeconfig"),
-    )
-    .unwrap();
-    root.kubeconfig(
-        &Credential::ClientCert(user.into()),
-        &dir.path().join("root.kubeconfig"),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("kubelet-client-ca.pem"),
-        &root.kubelet_client_cert().ca_pem,
-    )
-    .unwrap();
-    TestCa::new("node-api serving CA").issue(dir.path(), "node-api", &["127.0.0.1"]);
-    dir
-}
-
-/// `[kubernetes]` on the root for replica `identity`: nodes publish `127.0.0.1` and the
-/// `kubelet` listener's port, the Lease lives in `leafgate-system`, the heartbeat is 1 s
-/// and the election short so takeover tests run in seconds (the defaults are 15/5/2 s).
-fn kubernetes(identity: &str) -> Kubernetes {
-    Kubernetes::new("root.kubeconfig")
-        .gateway_address("127.0.0.1")
-        .node_api_listener("kubelet")
-        .set("namespace", "leafgate-system")
-        .identity(identity)
-        .set("heartbeat", "1s")
-        .election("4s", "3s", "500ms")
-}
-
 /// Tenant `team-a`, whose pods live in namespace `team-a`.
 fn team_a() -> Tenant {
     Tenant::new("team-a").namespaces(["team-a"])
-}
-
-/// A config with a node-api listener, leaf `leaf-1`, `tenant`, `kubernetes` and one
-/// virtual node.
-fn config(kubernetes: Kubernetes, tenant: Tenant, node: VirtualNode) -> Config {
-    Config::new()
-        .admin()
-        .listener(
-            Listener::node_api("kubelet")
-                .tls("node-api.pem", "node-api-key.pem")
-                .client_ca("kubelet-client-ca.pem"),
-        )
-        .leaf(Leaf::new("leaf-1", "leaf.kubeconfig"))
-        .tenant(tenant)
-        .kubernetes(kubernetes)
-        .virtual_node(node)
 }
 
 /// The Node `vn-leaf-1` leafgate owns for `leaf-1`, NotReady 3 s after the leaf goes.
