@@ -20,6 +20,7 @@ mod kube_tables;
 mod kube_watch;
 mod leaves;
 mod log_stream;
+mod observability;
 mod node_api;
 mod proxy;
 mod reload;
