@@ -6,7 +6,9 @@
 #   (target/tools/py);
 # - componentize-py in a virtualenv (target/tools/py-venv), which builds Python plugins;
 # - componentize-js and jco from plugins/js/toolchain's lock file (target/tools/js), which
-#   build JavaScript plugins and generate their TypeScript types.
+#   build JavaScript plugins and generate their TypeScript types;
+# - chromium (Debian's, apt) and playwright-core from tests/browser's lock file
+#   (target/tools/browser), for the dashboard's browser test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,4 +53,25 @@ if ! cmp -s plugins/js/toolchain/package-lock.json "$js/package-lock.json" \
   mkdir -p "$js"
   cp plugins/js/toolchain/package.json plugins/js/toolchain/package-lock.json "$js/"
   (cd "$js" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+# The dashboard's browser test: Debian's chromium (apt, once per machine) and playwright-core
+# exactly as tests/browser's lock file pins it (target/tools/browser), which drives that
+# chromium; playwright never downloads a browser of its own.
+if ! [ -x /usr/bin/chromium ]; then
+  echo "==> installing chromium (apt)"
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo=sudo
+  $sudo apt-get install -y -q chromium >/dev/null 2>&1 || {
+    $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q chromium >/dev/null
+  }
+fi
+browser="$tools/browser"
+if ! cmp -s tests/browser/package-lock.json "$browser/package-lock.json" \
+  || ! [ -d "$browser/node_modules/playwright-core" ]; then
+  echo "==> installing playwright-core (tests/browser) into ${browser}"
+  rm -rf "$browser"
+  mkdir -p "$browser"
+  cp tests/browser/package.json tests/browser/package-lock.json "$browser/"
+  (cd "$browser" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
 fi
