@@ -21,6 +21,14 @@
 # connection to its own upstream connection, bytes only, no HTTP. Every HTTP proxy does at
 # least that socket work per request, so its req/s per core is the ceiling any of them could
 # reach on this benchmark, and the script prints it against nginx's HTTP proxy.
+#
+# URING=1 adds two more on the same core (issue 45, `bench/uring/`): `uring-relay`, the
+# same bytes-only relay on io_uring (one thread, multishot recv into a provided buffer
+# ring), and `uring-proxy`, an HTTP/1.1 proxy prototype on io_uring with the fast path's
+# rewrite and pooled upstream connections. Both are measured in every run like the others,
+# printed against nginx, leafgate and the epoll relay, and, with SYSCALLS=1, counted with
+# `io_uring_enter` besides the socket calls. They stop when the script's end closes their
+# standard input.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -29,6 +37,7 @@ need nginx nginx-light
 need python3 python3
 need taskset util-linux
 FLOOR=${FLOOR:-0}
+URING=${URING:-0}
 stream_module=/usr/lib/nginx/modules/ngx_stream_module.so
 if [ "$FLOOR" = 1 ] && ! [ -f "$stream_module" ]; then
   install_pkg libnginx-mod-stream
@@ -43,8 +52,15 @@ if [ -z "${LEAFGATE_BIN:-}" ]; then
   cargo build --release -q -p leafgate
   LEAFGATE_BIN=${CARGO_TARGET_DIR:-target}/release/leafgate
 fi
+if [ "$URING" = 1 ]; then
+  cargo build --release -q -p leafgate-uring
+  uring_bin=${CARGO_TARGET_DIR:-target}/release
+fi
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
+# URING=1's two run as process substitutions, not jobs: killed by pid (`wait` waits for
+# the last of them).
+uring_pids=()
+trap 'kill $(jobs -p) "${uring_pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
 
 up=$(free_port); nx=$(free_port); lg=$(free_port); admin=$(free_port); l4=$(free_port)
 BODY_BYTES=${BODY_BYTES:-0}
@@ -134,6 +150,16 @@ if [ "$FLOOR" = 1 ]; then
   wait_port "$l4"
   relay_pids=("$relay_pid" $(pgrep -P "$relay_pid"))
 fi
+if [ "$URING" = 1 ]; then
+  ur=$(free_port); uh=$(free_port)
+  # Each reads its standard input from a pipe the script holds open: it ends with the script.
+  exec {ur_stdin}> >(exec taskset -c "$PROXY_CPU" "$uring_bin/uring-relay" "127.0.0.1:$ur" "127.0.0.1:$up" >"$work/logs/uring-relay.log" 2>&1)
+  ur_pid=$!
+  exec {uh_stdin}> >(exec taskset -c "$PROXY_CPU" "$uring_bin/uring-proxy" "127.0.0.1:$uh" "127.0.0.1:$up" >"$work/logs/uring-proxy.log" 2>&1)
+  uh_pid=$!
+  uring_pids=("$ur_pid" "$uh_pid")
+  wait_port "$ur"; wait_port "$uh"
+fi
 
 # measure NAME URL PID...: one wrk run; stores CPU_S, USER_S and SYSTEM_S (seconds of CPU
 # the PIDs used, in all, in user space and in the kernel) and ELAPSED_S besides wrk_run's
@@ -157,7 +183,11 @@ echo "wrk -t$WRK_THREADS -c$WRK_CONNECTIONS -d$WRK_DURATION on CPU $LOAD_CPU wit
 WRK_DURATION=2s wrk_run warmup "http://127.0.0.1:$nx/" >/dev/null
 WRK_DURATION=2s wrk_run warmup "http://127.0.0.1:$lg/" >/dev/null
 [ "$FLOOR" = 1 ] && WRK_DURATION=2s wrk_run warmup "http://127.0.0.1:$l4/" >/dev/null
-results=(); floor=()
+if [ "$URING" = 1 ]; then
+  WRK_DURATION=2s wrk_run warmup "http://127.0.0.1:$ur/" >/dev/null
+  WRK_DURATION=2s wrk_run warmup "http://127.0.0.1:$uh/" >/dev/null
+fi
+results=(); floor=(); uring=()
 for run in $(seq 1 "$RUNS"); do
   echo "run $run"
   measure nginx "http://127.0.0.1:$nx/" "${nginx_pids[@]}"
@@ -168,6 +198,12 @@ for run in $(seq 1 "$RUNS"); do
     measure "L4 relay" "http://127.0.0.1:$l4/" "${relay_pids[@]}"
     floor+=("$REQS $P50_MS $P99_MS $CPU_S $ELAPSED_S $USER_S $SYSTEM_S")
   fi
+  if [ "$URING" = 1 ]; then
+    measure "uring relay" "http://127.0.0.1:$ur/" "$ur_pid"
+    uring+=("$REQS $P50_MS $P99_MS $CPU_S $ELAPSED_S $USER_S $SYSTEM_S")
+    measure "uring proxy" "http://127.0.0.1:$uh/" "$uh_pid"
+    uring+=("$REQS $P50_MS $P99_MS $CPU_S $ELAPSED_S $USER_S $SYSTEM_S")
+  fi
 done
 echo "load after: $(uptime)"
 
@@ -175,6 +211,7 @@ echo "load after: $(uptime)"
 syscalls() {
   local name=$1 url=$2 pid=$3 calls events
   calls=(read readv recvfrom write writev sendto epoll_wait epoll_ctl futex)
+  [ "$URING" = 1 ] && calls+=(io_uring_enter)
   events=$(printf 'syscalls:sys_enter_%s,' "${calls[@]}")
   WRK_DURATION=5s wrk_run "$name" "$url" >"$work/syscalls-$name.wrk" &
   local load=$!
@@ -193,18 +230,25 @@ if [ "${SYSCALLS:-0}" = 1 ]; then
     syscalls nginx "http://127.0.0.1:$nx/" "${nginx_pids[1]}"
     syscalls leafgate "http://127.0.0.1:$lg/" "$lg_pid"
     [ "$FLOOR" = 1 ] && syscalls "L4-relay" "http://127.0.0.1:$l4/" "${relay_pids[1]}"
+    if [ "$URING" = 1 ]; then
+      syscalls "uring-relay" "http://127.0.0.1:$ur/" "$ur_pid"
+      syscalls "uring-proxy" "http://127.0.0.1:$uh/" "$uh_pid"
+    fi
   else
     echo "syscalls: skipped (perf with the syscall tracepoints is not available here)"
   fi
 fi
 
-python3 - "${results[@]}" -- "${floor[@]}" <<'PY'
+python3 - "${results[@]}" -- "${floor[@]}" -- "${uring[@]}" <<'PY'
 import sys
 args = sys.argv[1:]
 cut = args.index("--")
+cut2 = args.index("--", cut + 1)
 # Each row: req/s, p50, p99, CPU s, elapsed s, user s, kernel s.
 rows = [list(map(float, r.split())) for r in args[:cut]]
-floor = [list(map(float, r.split())) for r in args[cut + 1:]]
+floor = [list(map(float, r.split())) for r in args[cut + 1:cut2]]
+# io_uring rows, two a run: the relay, then the proxy prototype.
+uring = [list(map(float, r.split())) for r in args[cut2 + 1:]]
 
 def per_core(row):
     """req/s for one fully used core: requests served per CPU-second the proxy used."""
@@ -230,7 +274,8 @@ print("CPU per request, user + kernel:")
 for i in range(0, len(rows), 2):
     line = []
     for name, row in [("nginx", rows[i]), ("leafgate", rows[i + 1])] + (
-            [("L4 relay", floor[i // 2])] if floor else []):
+            [("L4 relay", floor[i // 2])] if floor else []) + (
+            [("uring relay", uring[i]), ("uring proxy", uring[i + 1])] if uring else []):
         user, kernel = split_us(row)
         line.append(f"{name} {user:.1f} + {kernel:.1f} us")
     print(f"{i // 2 + 1:>3}  " + ", ".join(line))
@@ -241,4 +286,19 @@ if floor:
         print(f"{i + 1:>3}  L4 relay {relay[0]:.0f} req/s, {per_core(relay):.0f} per core,"
               f" p99 {relay[2]:.2f} ms: {ceilings[i]:.2f}x nginx's HTTP proxy per core")
     print(f"ceiling for any HTTP proxy here (L4 relay per core / nginx per core): {min(ceilings):.2f}x .. {max(ceilings):.2f}x")
+if uring:
+    # Each run's io_uring rows against the same run's nginx, leafgate and epoll relay.
+    relay_x, proxy_x = [], []
+    for i in range(0, len(uring), 2):
+        ur, uh = uring[i], uring[i + 1]
+        ngx, lg = per_core(rows[i]), per_core(rows[i + 1])
+        past = f", {per_core(ur) / per_core(floor[i // 2]):.2f}x the epoll L4 relay" if floor else ""
+        relay_x.append(per_core(ur) / ngx)
+        proxy_x.append(per_core(uh) / ngx)
+        print(f"{i // 2 + 1:>3}  uring relay {ur[0]:.0f} req/s, {per_core(ur):.0f} per core, p99 {ur[2]:.2f} ms:"
+              f" {relay_x[-1]:.2f}x nginx{past}")
+        print(f"{i // 2 + 1:>3}  uring proxy {uh[0]:.0f} req/s, {per_core(uh):.0f} per core, p99 {uh[2]:.2f} ms:"
+              f" {proxy_x[-1]:.2f}x nginx, {per_core(uh) / lg:.2f}x leafgate")
+    print(f"io_uring relay per core / nginx per core: {min(relay_x):.2f}x .. {max(relay_x):.2f}x")
+    print(f"io_uring proxy per core / nginx per core: {min(proxy_x):.2f}x .. {max(proxy_x):.2f}x")
 PY
