@@ -2,6 +2,7 @@
 //! their tooling. Plain HTTP/1.1 on `[admin] bind`. It reads the gateway's state and asks
 //! it to reload; it serves no traffic.
 //!
+//! - `GET /`: the dashboard ([`dashboard`]: its page, script and style, embedded).
 //! - `GET /healthz`: 200 while the process runs.
 //! - `GET /readyz`: 200 while accepting, 503 once shutdown began.
 //! - `GET /status`: JSON: snapshot generation and load time, listeners, routes, tenants,
@@ -27,6 +28,7 @@
 //! `/readyz` answers 503 for the whole drain.
 
 mod certs;
+mod dashboard;
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
@@ -130,6 +132,9 @@ async fn handle(req: Request<Incoming>, peer: SocketAddr, gateway: &dyn Control)
         }
     }
     match (req.method(), req.uri().path()) {
+        (&Method::GET, path) if dashboard::is_file(path) => {
+            dashboard::file(path).expect("is_file said so")
+        }
         (&Method::GET, "/healthz") => text(StatusCode::OK, "ok\n"),
         (&Method::GET, "/readyz") if gateway.is_draining() => {
             text(StatusCode::SERVICE_UNAVAILABLE, "shutting down\n")
@@ -155,12 +160,15 @@ async fn handle(req: Request<Incoming>, peer: SocketAddr, gateway: &dyn Control)
                 &json!({ "ok": false, "error": e.to_string(), "kind": e.kind() }),
             ),
         },
+        (_, path) if dashboard::is_file(path) => {
+            text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n")
+        }
         (_, "/healthz" | "/readyz" | "/status" | "/metrics" | "/reload") => {
             text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n")
         }
         _ => text(
             StatusCode::NOT_FOUND,
-            "not found: the admin listener serves /healthz /readyz /status /metrics and POST /reload\n",
+            "not found: the admin listener serves the dashboard at /, /healthz /readyz /status /metrics and POST /reload\n",
         ),
     }
 }

@@ -8,7 +8,6 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use leafgate::Control;
 use leafgate_tests::certs::TestCa;
 use leafgate_tests::client::get;
 use leafgate_tests::config::{Listener, Route};
