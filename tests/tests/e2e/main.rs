@@ -3,6 +3,7 @@
 //! the sockets its process holds, which other tests in the same process would disturb.
 
 mod connections;
+mod dashboard;
 mod docs;
 mod examples;
 mod fast_path;
