@@ -22,4 +22,5 @@
 
 pub mod head;
 pub mod ring;
+pub mod serve;
 pub mod slab;

@@ -14,16 +14,13 @@
 
 use std::io;
 use std::mem;
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsRawFd;
 
 use leafgate_uring::head::{self, Answer, Peer, Request};
-use leafgate_uring::ring::{self, BufRing, Done, Exit, Ring, Token};
+use leafgate_uring::ring::{self, Done, Token};
+use leafgate_uring::serve::{self, Base, Handler, RECV, SEND};
 use leafgate_uring::slab::Slab;
-
-const ACCEPT: u8 = 0;
-const RECV: u8 = 1;
-const SEND: u8 = 2;
 
 /// A token's side: which slab its slot is in.
 const CLIENT: u8 = 0;
@@ -32,7 +29,6 @@ const UPSTREAM: u8 = 1;
 /// Buffers are copied out and handed back at once: few are ever taken together.
 const BUFFERS: u16 = 512;
 const BUFFER_SIZE: usize = 16 * 1024;
-const GROUP: u16 = 0;
 
 /// A socket with its armed recv, its outgoing bytes and its state of closing.
 struct Conn {
@@ -80,10 +76,7 @@ struct Upstream {
 }
 
 struct Proxy {
-    ring: Ring,
-    bufs: BufRing,
-    listener: TcpListener,
-    upstream: SocketAddr,
+    base: Base,
     clients: Slab<Client>,
     upstreams: Slab<Upstream>,
     /// Pooled keep-alive upstream connections, none of them carrying an exchange.
@@ -93,60 +86,21 @@ struct Proxy {
 }
 
 fn main() -> io::Result<()> {
-    let (listen, upstream) = ring::addresses("uring-proxy")?;
-    let exit = Exit::new()?;
-    let mut ring = Ring::new(4096)?;
-    let bufs = BufRing::new(&ring, GROUP, BUFFERS, BUFFER_SIZE)?;
-    let listener = ring::listen(&listen)?;
-    exit.arm(&mut ring)?;
-    ring.accept_multi(&listener, Token::new(ACCEPT, 0, 0))?;
-    ring::announce(&listener)?;
-    let mut proxy = Proxy {
-        ring,
-        bufs,
-        listener,
-        upstream,
+    serve::run(&mut Proxy {
+        base: Base::start("uring-proxy", BUFFERS, BUFFER_SIZE)?,
         clients: Slab::default(),
         upstreams: Slab::default(),
         idle: Vec::new(),
         starved: Vec::new(),
-    };
-    let mut done = Vec::new();
-    loop {
-        proxy.ring.wait(&mut done)?;
-        for d in &done {
-            match d.token.kind {
-                ACCEPT => proxy.accepted(d)?,
-                RECV => proxy.received(d)?,
-                SEND => proxy.sent(d)?,
-                _ if Exit::stops(&mut proxy.ring, d)? => return Ok(()),
-                _ => {}
-            }
-        }
-    }
+    })
 }
 
-impl Proxy {
-    fn conn(&mut self, side: u8, slot: u32) -> &mut Conn {
-        if side == CLIENT {
-            &mut self.clients.get(slot).conn
-        } else {
-            &mut self.upstreams.get(slot).conn
-        }
+impl Handler for Proxy {
+    fn base(&mut self) -> &mut Base {
+        &mut self.base
     }
 
-    fn accepted(&mut self, d: &Done) -> io::Result<()> {
-        if !d.more() {
-            self.ring
-                .accept_multi(&self.listener, Token::new(ACCEPT, 0, 0))?;
-        }
-        let sock = match ring::accepted(d.res) {
-            Ok(sock) => sock,
-            Err(e) => {
-                eprintln!("uring-proxy: accept: {e}");
-                return Ok(());
-            }
-        };
+    fn accepted(&mut self, sock: TcpStream) -> io::Result<()> {
         let Ok(peer) = sock.peer_addr() else {
             return Ok(());
         };
@@ -157,17 +111,6 @@ impl Proxy {
             close_after: false,
         });
         self.arm(CLIENT, slot)
-    }
-
-    fn arm(&mut self, side: u8, slot: u32) -> io::Result<()> {
-        let conn = self.conn(side, slot);
-        if conn.closing {
-            return Ok(());
-        }
-        conn.ops += 1;
-        let fd = conn.sock.as_raw_fd();
-        self.ring
-            .recv_multi(fd, &self.bufs, Token::new(RECV, side, slot))
     }
 
     fn received(&mut self, d: &Done) -> io::Result<()> {
@@ -184,8 +127,8 @@ impl Proxy {
                     &mut self.upstreams.get(slot).conn
                 };
                 conn.input
-                    .extend_from_slice(self.bufs.data(bid, n as usize));
-                self.bufs.give_back(bid);
+                    .extend_from_slice(self.base.bufs.data(bid, n as usize));
+                self.base.bufs.give_back(bid);
                 self.feed_starved()?;
                 if !d.more() {
                     self.arm(side, slot)?;
@@ -202,6 +145,55 @@ impl Proxy {
         }
         self.free_if_done(side, slot);
         Ok(())
+    }
+
+    fn sent(&mut self, d: &Done) -> io::Result<()> {
+        let (side, slot) = (d.token.side, d.token.slot);
+        let conn = self.conn(side, slot);
+        conn.ops -= 1;
+        conn.sending = false;
+        if d.res < 0 {
+            if side == CLIENT {
+                self.close_client(slot);
+            } else {
+                self.upstream_failed(slot)?;
+            }
+        } else if !conn.closing {
+            conn.sent += d.res as usize;
+            if conn.sent < conn.output.len() {
+                self.send(side, slot)?;
+            } else if side == UPSTREAM {
+                self.pool_if_done(slot);
+            } else if self.clients.get(slot).close_after {
+                self.close_client(slot);
+            } else {
+                self.serve(slot)?;
+            }
+        }
+        self.free_if_done(side, slot);
+        Ok(())
+    }
+}
+
+impl Proxy {
+    fn conn(&mut self, side: u8, slot: u32) -> &mut Conn {
+        if side == CLIENT {
+            &mut self.clients.get(slot).conn
+        } else {
+            &mut self.upstreams.get(slot).conn
+        }
+    }
+
+    fn arm(&mut self, side: u8, slot: u32) -> io::Result<()> {
+        let conn = self.conn(side, slot);
+        if conn.closing {
+            return Ok(());
+        }
+        conn.ops += 1;
+        let fd = conn.sock.as_raw_fd();
+        self.base
+            .ring
+            .recv_multi(fd, &self.base.bufs, Token::new(RECV, side, slot))
     }
 
     /// Takes the next request in the client's buffer, when the client is between
@@ -237,10 +229,10 @@ impl Proxy {
         if let Some(u) = self.idle.pop() {
             return Ok(Some(u));
         }
-        let sock = match ring::connect(self.upstream) {
+        let sock = match ring::connect(self.base.upstream) {
             Ok(sock) => sock,
             Err(e) => {
-                eprintln!("uring-proxy: upstream {}: {e}", self.upstream);
+                eprintln!("uring-proxy: upstream {}: {e}", self.base.upstream);
                 return Ok(None);
             }
         };
@@ -315,35 +307,10 @@ impl Proxy {
         // SAFETY: a connection's output is replaced only while it is not sending (`serve`
         // and `relay_answer` run only then), and its slot is freed only once `ops` is 0.
         unsafe {
-            self.ring.send(fd, buf, len, Token::new(SEND, side, slot))
+            self.base
+                .ring
+                .send(fd, buf, len, Token::new(SEND, side, slot))
         }
-    }
-
-    fn sent(&mut self, d: &Done) -> io::Result<()> {
-        let (side, slot) = (d.token.side, d.token.slot);
-        let conn = self.conn(side, slot);
-        conn.ops -= 1;
-        conn.sending = false;
-        if d.res < 0 {
-            if side == CLIENT {
-                self.close_client(slot);
-            } else {
-                self.upstream_failed(slot)?;
-            }
-        } else if !conn.closing {
-            conn.sent += d.res as usize;
-            if conn.sent < conn.output.len() {
-                self.send(side, slot)?;
-            } else if side == UPSTREAM {
-                self.pool_if_done(slot);
-            } else if self.clients.get(slot).close_after {
-                self.close_client(slot);
-            } else {
-                self.serve(slot)?;
-            }
-        }
-        self.free_if_done(side, slot);
-        Ok(())
     }
 
     /// Pools an upstream connection whose exchange is over: answered, request sent.

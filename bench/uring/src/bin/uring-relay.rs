@@ -10,20 +10,16 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsRawFd;
 
-use leafgate_uring::ring::{self, BufRing, Done, Exit, Ring, Token};
+use leafgate_uring::ring::{self, Done, Token};
+use leafgate_uring::serve::{self, Base, Handler, RECV, SEND};
 use leafgate_uring::slab::Slab;
-
-const ACCEPT: u8 = 0;
-const RECV: u8 = 1;
-const SEND: u8 = 2;
 
 /// 1024 buffers of 16 KiB: at 256 connections each direction can hold two at once.
 const BUFFERS: u16 = 1024;
 const BUFFER_SIZE: usize = 16 * 1024;
-const GROUP: u16 = 0;
 
 /// Bytes received into one provided buffer, waiting to go to the other side.
 struct Chunk {
@@ -45,64 +41,30 @@ struct Pair {
 }
 
 struct Relay {
-    ring: Ring,
-    bufs: BufRing,
-    listener: TcpListener,
-    upstream: SocketAddr,
+    base: Base,
     pairs: Slab<Pair>,
     /// Recvs that ended for want of a buffer, armed again when one comes back.
     starved: Vec<(u32, u8)>,
 }
 
 fn main() -> io::Result<()> {
-    let (listen, upstream) = ring::addresses("uring-relay")?;
-    let exit = Exit::new()?;
-    let mut ring = Ring::new(4096)?;
-    let bufs = BufRing::new(&ring, GROUP, BUFFERS, BUFFER_SIZE)?;
-    let listener = ring::listen(&listen)?;
-    exit.arm(&mut ring)?;
-    ring.accept_multi(&listener, Token::new(ACCEPT, 0, 0))?;
-    ring::announce(&listener)?;
-    let mut relay = Relay {
-        ring,
-        bufs,
-        listener,
-        upstream,
+    serve::run(&mut Relay {
+        base: Base::start("uring-relay", BUFFERS, BUFFER_SIZE)?,
         pairs: Slab::default(),
         starved: Vec::new(),
-    };
-    let mut done = Vec::new();
-    loop {
-        relay.ring.wait(&mut done)?;
-        for d in &done {
-            match d.token.kind {
-                ACCEPT => relay.accepted(d)?,
-                RECV => relay.received(d)?,
-                SEND => relay.sent(d)?,
-                _ if Exit::stops(&mut relay.ring, d)? => return Ok(()),
-                _ => {}
-            }
-        }
-    }
+    })
 }
 
-impl Relay {
-    fn accepted(&mut self, d: &Done) -> io::Result<()> {
-        if !d.more() {
-            self.ring
-                .accept_multi(&self.listener, Token::new(ACCEPT, 0, 0))?;
-        }
-        let client = match ring::accepted(d.res) {
-            Ok(client) => client,
-            Err(e) => {
-                eprintln!("uring-relay: accept: {e}");
-                return Ok(());
-            }
-        };
-        let upstream = match ring::connect(self.upstream) {
+impl Handler for Relay {
+    fn base(&mut self) -> &mut Base {
+        &mut self.base
+    }
+
+    fn accepted(&mut self, client: TcpStream) -> io::Result<()> {
+        let upstream = match ring::connect(self.base.upstream) {
             Ok(upstream) => upstream,
             Err(e) => {
-                eprintln!("uring-relay: upstream {}: {e}", self.upstream);
+                eprintln!("uring-relay: upstream {}: {e}", self.base.upstream);
                 return Ok(());
             }
         };
@@ -118,17 +80,6 @@ impl Relay {
         self.arm(slot, 1)
     }
 
-    fn arm(&mut self, slot: u32, side: u8) -> io::Result<()> {
-        let pair = self.pairs.get(slot);
-        if pair.closing {
-            return Ok(());
-        }
-        pair.ops += 1;
-        let fd = pair.socks[usize::from(side)].as_raw_fd();
-        self.ring
-            .recv_multi(fd, &self.bufs, Token::new(RECV, side, slot))
-    }
-
     fn received(&mut self, d: &Done) -> io::Result<()> {
         let (slot, side) = (d.token.slot, d.token.side);
         let pair = self.pairs.get(slot);
@@ -138,7 +89,7 @@ impl Relay {
         match (d.res, d.buffer()) {
             (n, Some(bid)) if n > 0 => {
                 if pair.closing {
-                    self.bufs.give_back(bid);
+                    self.base.bufs.give_back(bid);
                 } else {
                     let len = n as usize;
                     pair.queue[usize::from(side)].push_back(Chunk { bid, sent: 0, len });
@@ -155,6 +106,42 @@ impl Relay {
         Ok(())
     }
 
+    fn sent(&mut self, d: &Done) -> io::Result<()> {
+        let (slot, side) = (d.token.slot, d.token.side);
+        let s = usize::from(side);
+        let pair = self.pairs.get(slot);
+        pair.ops -= 1;
+        pair.sending[s] = false;
+        if d.res < 0 {
+            self.close(slot);
+        } else if let Some(chunk) = pair.queue[s].front_mut() {
+            chunk.sent += d.res as usize;
+            if chunk.sent >= chunk.len {
+                let bid = chunk.bid;
+                pair.queue[s].pop_front();
+                self.base.bufs.give_back(bid);
+                self.feed_starved()?;
+            }
+            self.send_next(slot, side)?;
+        }
+        self.free_if_done(slot);
+        Ok(())
+    }
+}
+
+impl Relay {
+    fn arm(&mut self, slot: u32, side: u8) -> io::Result<()> {
+        let pair = self.pairs.get(slot);
+        if pair.closing {
+            return Ok(());
+        }
+        pair.ops += 1;
+        let fd = pair.socks[usize::from(side)].as_raw_fd();
+        self.base
+            .ring
+            .recv_multi(fd, &self.base.bufs, Token::new(RECV, side, slot))
+    }
+
     /// Sends the front of side `side`'s queue to the other side, unless a send is already
     /// in flight.
     fn send_next(&mut self, slot: u32, side: u8) -> io::Result<()> {
@@ -169,40 +156,18 @@ impl Relay {
         pair.sending[s] = true;
         pair.ops += 1;
         let fd = pair.socks[1 - s].as_raw_fd();
-        let buf = self.bufs.ptr(chunk.bid).wrapping_add(chunk.sent);
+        let buf = self.base.bufs.ptr(chunk.bid).wrapping_add(chunk.sent);
         #[allow(unsafe_code, reason = "a send names a buffer of the ring")]
         // SAFETY: the chunk's buffer stays at its queue's front, not handed back, until
         // this send's completion (`sent`).
         unsafe {
-            self.ring.send(
+            self.base.ring.send(
                 fd,
                 buf,
                 chunk.len - chunk.sent,
                 Token::new(SEND, side, slot),
             )
         }
-    }
-
-    fn sent(&mut self, d: &Done) -> io::Result<()> {
-        let (slot, side) = (d.token.slot, d.token.side);
-        let s = usize::from(side);
-        let pair = self.pairs.get(slot);
-        pair.ops -= 1;
-        pair.sending[s] = false;
-        if d.res < 0 {
-            self.close(slot);
-        } else if let Some(chunk) = pair.queue[s].front_mut() {
-            chunk.sent += d.res as usize;
-            if chunk.sent >= chunk.len {
-                let bid = chunk.bid;
-                pair.queue[s].pop_front();
-                self.bufs.give_back(bid);
-                self.feed_starved()?;
-            }
-            self.send_next(slot, side)?;
-        }
-        self.free_if_done(slot);
-        Ok(())
     }
 
     fn feed_starved(&mut self) -> io::Result<()> {
@@ -230,7 +195,7 @@ impl Relay {
         if pair.closing && pair.ops == 0 {
             let pair = self.pairs.remove(slot);
             for chunk in pair.queue.iter().flatten() {
-                self.bufs.give_back(chunk.bid);
+                self.base.bufs.give_back(chunk.bid);
             }
             self.starved.retain(|&(s, _)| s != slot);
         }
