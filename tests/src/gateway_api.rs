@@ -324,6 +324,8 @@ pub struct Expect<'a> {
     pub host: &'a str,
     pub path: &'a str,
     pub headers: Vec<(&'a str, &'a str)>,
+    /// `GET` unless set.
+    pub method: &'a str,
     /// 200 unless set.
     pub status: u16,
     /// For a 200: the backend Service whose pod must answer (`pod` starts with it).
@@ -338,6 +340,7 @@ impl<'a> Expect<'a> {
             host,
             path,
             headers: Vec::new(),
+            method: "GET",
             status: 200,
             backend,
             namespace: INFRA,
@@ -354,6 +357,19 @@ impl<'a> Expect<'a> {
 
     pub fn namespace(self, namespace: &'a str) -> Self {
         Expect { namespace, ..self }
+    }
+
+    /// Sent with `headers`.
+    pub fn headers(self, headers: &[(&'a str, &'a str)]) -> Self {
+        Expect {
+            headers: headers.to_vec(),
+            ..self
+        }
+    }
+
+    /// Sent with `method`.
+    pub fn method(self, method: &'a str) -> Self {
+        Expect { method, ..self }
     }
 
     /// Whether `answer` is what is expected, and if not why.
@@ -384,10 +400,12 @@ pub async fn expect(addr: SocketAddr, expect: &Expect<'_>) {
     while in_a_row < CONSECUTIVE {
         assert!(
             started.elapsed() < CONSISTENCY,
-            "{} {}{}: not {} within {CONSISTENCY:?}: {last}",
+            "{} {} {}{} {:?}: not {} within {CONSISTENCY:?}: {last}",
             addr,
+            expect.method,
             expect.host,
             expect.path,
+            expect.headers,
             expect.status
         );
         // No host: the address, as the harness's URL `http://{gwAddr}{path}` gives it.
@@ -395,7 +413,8 @@ pub async fn expect(addr: SocketAddr, expect: &Expect<'_>) {
             "" => addr.to_string(),
             h => h.to_string(),
         };
-        let checked = match request(addr, &host, expect.path, &expect.headers).await {
+        let sent = send(addr, expect.method, &host, expect.path, &expect.headers).await;
+        let checked = match sent {
             Ok(answer) => {
                 let body: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
                 expect.check(answer.status, &body)
@@ -421,10 +440,24 @@ pub async fn request(
     path: &str,
     headers: &[(&str, &str)],
 ) -> Result<Answer, String> {
+    send(addr, "GET", host, path, headers).await
+}
+
+/// [`request`] with another method.
+pub async fn send(
+    addr: SocketAddr,
+    method: &str,
+    host: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> Result<Answer, String> {
     let io = tokio::net::TcpStream::connect(addr)
         .await
         .map_err(|e| format!("connecting: {e}"))?;
-    let mut req = http::Request::get(path).header("host", host);
+    let mut req = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", host);
     for (name, value) in headers {
         req = req.header(*name, *value);
     }

@@ -24,13 +24,13 @@ fn request_host<B>(req: &Request<B>) -> Option<&str> {
 /// Answers one request on a routes listener (`listener` is `None` once a reload removed
 /// it: nothing is routed then) and counts it under its route.
 pub async fn serve(
-    req: Request<Incoming>,
+    mut req: Request<Incoming>,
     client: &Client,
     listener: Option<&ListenerState>,
     started: Instant,
 ) -> Response<Body> {
     let host = request_host(&req).map(str::to_owned);
-    let route = listener
+    let found = listener
         .and_then(|l| {
             l.router
                 .lookup(host.as_deref().unwrap_or(""), req.uri().path())
@@ -41,7 +41,10 @@ pub async fn serve(
     // `proxy::body::unread`; `proxy::forward` decides for its own failures).
     let unread = proxy::body::unread(&req);
 
-    let Some(route) = route else {
+    // A Gateway API entry chooses among its candidates by the request's headers, query
+    // and method; the chosen one's filters apply to what is sent and answered.
+    let picked = found.as_ref().and_then(|f| f.pick(&req));
+    let Some((route, choice)) = picked else {
         let reason = format!(
             "no route for host `{}` and path `{}`",
             host.as_deref().unwrap_or(""),
@@ -52,8 +55,11 @@ pub async fn serve(
         return res;
     };
     tracing::Span::current().record("route", route.name.as_str());
+    if let Some(c) = choice {
+        c.request_headers.apply(req.headers_mut());
+    }
 
-    let res = match &route.action {
+    let mut res = match &route.action {
         Action::Direct(d) => {
             let mut res = Response::new(full(d.body.clone()));
             *res.status_mut() = d.status;
@@ -83,7 +89,15 @@ pub async fn serve(
                 proxy::forward(req, upstream, &exchange).await
             }
         }
+        // A backend route is never a choice itself (`snapshot::gateway`).
+        Action::Gateway(_) => own_answer(
+            error_response(StatusCode::INTERNAL_SERVER_ERROR, "a choice of choices"),
+            unread,
+        ),
     };
+    if let Some(c) = choice {
+        c.response_headers.apply(res.headers_mut());
+    }
     client.record(&route.name, &res, started);
     res
 }

@@ -100,7 +100,9 @@ impl<T> Paths<T> {
     }
 }
 
-fn prefix_matches(prefix: &str, path: &str) -> bool {
+/// Whether the prefix `prefix` matches `path` by whole segments (`/api` matches `/api`
+/// and `/api/v1`, not `/apis`).
+pub fn prefix_matches(prefix: &str, path: &str) -> bool {
     path.starts_with(prefix)
         && (prefix.ends_with('/')
             || path.len() == prefix.len()

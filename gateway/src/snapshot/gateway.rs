@@ -14,13 +14,15 @@ use std::sync::Arc;
 use http::StatusCode;
 
 use crate::config::{Config, HostPattern, ListenerConfig, ListenerKind, PathMatch};
-use crate::k8s::gateway::serve::{Invalid, Served};
+use crate::k8s::gateway::serve::Served;
+use crate::k8s::gateway::table::{Answer, Candidate, Target};
 use crate::k8s::ingress::model::Model;
 use crate::limit::SharedLimits;
 use crate::routing::Router;
 
+use super::choice::{Choice, Rules, Split};
 use super::ingress::{IngressRoutes, direct};
-use super::route::{Fast, Route, Tenant};
+use super::route::{Action, Fast, Route, Tenant};
 
 /// The Gateway listeners a snapshot serves.
 #[derive(Default)]
@@ -34,9 +36,11 @@ pub struct GatewayRoutes {
 /// One bound address's routes.
 pub struct GatewayListener {
     pub addr: SocketAddr,
+    /// The Service backends, compiled as Ingress routes are.
     pub routes: IngressRoutes,
-    /// The entries answered with a 500, by host and path.
-    pub invalid: Vec<(HostPattern, PathMatch, Arc<Route>)>,
+    /// The router's entries: a backend route itself, a 500, or the candidates to choose
+    /// among ([`Action::Gateway`]).
+    pub entries: Vec<(HostPattern, PathMatch, Arc<Route>)>,
 }
 
 impl GatewayRoutes {
@@ -66,14 +70,27 @@ impl GatewayRoutes {
                     routes: l.routes.clone(),
                     ..Model::default()
                 });
+                let routes = IngressRoutes::compile(model, config, tenants, before);
+                let backends: HashMap<&str, &Arc<Route>> = routes
+                    .model_routes()
+                    .iter()
+                    .zip(&routes.routes)
+                    .map(|(m, r)| (m.name.as_str(), r))
+                    .collect();
+                let targets = Targets {
+                    backends,
+                    config,
+                    tenants,
+                };
+                let entries = l
+                    .paths
+                    .iter()
+                    .map(|p| (p.host.clone(), p.path.clone(), targets.entry(&p.candidates)))
+                    .collect();
                 GatewayListener {
                     addr: l.addr,
-                    routes: IngressRoutes::compile(model, config, tenants, before),
-                    invalid: l
-                        .invalid
-                        .iter()
-                        .map(|i| (i.host.clone(), i.path.clone(), invalid(i, config, tenants)))
-                        .collect(),
+                    routes,
+                    entries,
                 }
             })
             .collect();
@@ -92,12 +109,7 @@ impl GatewayRoutes {
     /// address's routes (the first of one host and path wins, as the model ordered them).
     pub fn listeners(&self) -> impl Iterator<Item = (ListenerConfig, Router<Arc<Route>>)> + '_ {
         self.listeners.iter().map(|g| {
-            let router = Router::new(
-                g.routes
-                    .entries()
-                    .chain(g.invalid.iter().map(|(h, p, r)| (h, p, r)))
-                    .map(|(h, p, r)| (h.clone(), p.clone(), r.clone())),
-            );
+            let router = Router::new(g.entries.iter().cloned());
             let config = ListenerConfig {
                 name: Self::listener_name(g.addr),
                 bind: g.addr,
@@ -114,17 +126,80 @@ impl GatewayRoutes {
     }
 }
 
-/// The route of an entry answered with a 500 and its reason.
-fn invalid(i: &Invalid, config: &Config, tenants: &HashMap<String, Arc<Tenant>>) -> Arc<Route> {
-    let action = direct(StatusCode::INTERNAL_SERVER_ERROR, &i.reason);
-    Arc::new(Route {
-        name: i.name.clone(),
-        source: None,
-        fast: Fast::of(&action),
-        action,
-        tenant: i.tenant.as_ref().and_then(|t| tenants.get(t).cloned()),
-        bandwidth: Default::default(),
-        totals: SharedLimits::new(None),
-        timeouts: config.timeouts,
-    })
+/// What the candidates of one address resolve their targets against.
+struct Targets<'a> {
+    /// The compiled backend routes, by name.
+    backends: HashMap<&'a str, &'a Arc<Route>>,
+    config: &'a Config,
+    tenants: &'a HashMap<String, Arc<Tenant>>,
+}
+
+impl Targets<'_> {
+    /// The router's entry for `candidates`: the one plain candidate's target itself (the
+    /// fast path serves it as an Ingress route), else a route choosing among them.
+    fn entry(&self, candidates: &[Arc<Candidate>]) -> Arc<Route> {
+        if let [one] = candidates
+            && let Some(target) = one.plain()
+        {
+            return self.target(one, target);
+        }
+        let choices = candidates.iter().map(|c| self.choice(c)).collect();
+        let first = &candidates[0];
+        let action = Action::Gateway(Arc::new(Rules { choices }));
+        Arc::new(Route {
+            name: first.name.clone(),
+            source: None,
+            fast: Fast::of(&action),
+            action,
+            tenant: self.tenant(first),
+            bandwidth: Default::default(),
+            totals: SharedLimits::new(None),
+            timeouts: self.config.timeouts,
+        })
+    }
+
+    fn choice(&self, c: &Candidate) -> Choice<Arc<Route>> {
+        let shares = match &c.answer {
+            Answer::Split(shares) => shares
+                .iter()
+                .map(|s| (s.weight, self.target(c, &s.target)))
+                .collect(),
+            Answer::Redirect(_) => unreachable!("redirects are not served (`serve::unserved`)"),
+        };
+        Choice::new(
+            c.headers.clone(),
+            c.query.clone(),
+            c.method.clone(),
+            &c.request_headers,
+            &c.response_headers,
+            Split::new(shares),
+        )
+    }
+
+    /// The backend route of `target`, or a 500 with its reason, counted under the
+    /// candidate's name.
+    fn target(&self, c: &Candidate, target: &Target) -> Arc<Route> {
+        let reason = match target {
+            Target::Backend(name) => match self.backends.get(name.as_str()) {
+                Some(route) => return (*route).clone(),
+                None => "the backend route was not compiled",
+            },
+            Target::Invalid(reason) => reason.as_str(),
+        };
+        let action = direct(StatusCode::INTERNAL_SERVER_ERROR, reason);
+        Arc::new(Route {
+            name: c.name.clone(),
+            source: None,
+            fast: Fast::of(&action),
+            action,
+            tenant: self.tenant(c),
+            bandwidth: Default::default(),
+            totals: SharedLimits::new(None),
+            timeouts: self.config.timeouts,
+        })
+    }
+
+    fn tenant(&self, c: &Candidate) -> Option<Arc<Tenant>> {
+        c.tenant.as_ref().and_then(|t| self.tenants.get(t).cloned())
+    }
 }

@@ -420,7 +420,7 @@ mod tests {
         assert!(!Arc::ptr_eq(&one.ingress.routes[1], &two.ingress.routes[1]));
         let upstream = |s: &Snapshot, i: usize| match &s.ingress.routes[i].action {
             Action::Proxy(u) => u.len(),
-            Action::Direct(_) => 0,
+            Action::Direct(_) | Action::Gateway(_) => 0,
         };
         assert_eq!((upstream(&two, 0), upstream(&two, 1)), (1, 2));
         // The TOML routes are the same objects.
@@ -506,7 +506,7 @@ mod tests {
                 assert_eq!(d.status, StatusCode::SERVICE_UNAVAILABLE);
                 assert_eq!(&d.body[..], b"service web/gone has no ready endpoints\n");
             }
-            Action::Proxy(_) => panic!("a route with no endpoints must not proxy"),
+            _ => panic!("a route with no endpoints must not proxy"),
         }
     }
 

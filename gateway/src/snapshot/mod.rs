@@ -15,6 +15,7 @@
 //! hosts no TOML route there owns (the others are reported as shadowed); its TLS serves
 //! the Ingress certificates after the TOML ones, never for a name the TOML ones cover.
 
+pub mod choice;
 pub mod gateway;
 pub mod ingress;
 mod route;
@@ -580,6 +581,7 @@ mod tests {
         let action = match &r.action {
             Action::Direct(d) => format!("{} {:?} {:?}", d.status, d.headers, d.body),
             Action::Proxy(_) => "proxy".to_string(),
+            Action::Gateway(_) => "gateway".to_string(),
         };
         let tenant = r.tenant.as_ref().map(|t| t.name.as_str());
         format!(

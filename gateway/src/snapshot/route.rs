@@ -10,6 +10,8 @@ use crate::limit::{self, Limiter, SharedLimits};
 use crate::plugins::TenantPlugins;
 use crate::proxy::upstream::Upstream;
 
+use super::choice::{Choice, Rules};
+
 pub struct Tenant {
     pub name: String,
     pub bandwidth: BandwidthConfig,
@@ -52,6 +54,7 @@ impl Fast {
     pub fn of(action: &Action) -> Fast {
         match action {
             Action::Direct(_) => Fast::Hyper("a direct answer"),
+            Action::Gateway(_) => Fast::Hyper("Gateway API matches or filters"),
             Action::Proxy(upstream) if upstream.raw().is_none() => {
                 Fast::Hyper("TLS or HTTP/2 backends")
             }
@@ -65,6 +68,17 @@ impl Fast {
 }
 
 impl Route {
+    /// The route that serves `req` when the router found this one for it, and the Gateway
+    /// API candidate that chose it (whose filters apply); `None`: no candidate's matches
+    /// hold (a 404).
+    pub fn pick<B>(self: &Arc<Self>, req: &http::Request<B>) -> Option<Picked<'_>> {
+        let Action::Gateway(rules) = &self.action else {
+            return Some((self.clone(), None));
+        };
+        let choice = rules.choose(req)?;
+        Some((choice.split.pick().clone(), Some(choice)))
+    }
+
     /// The limiters of a new hijacked connection, `(client -> upstream, upstream ->
     /// client)`: its own per-connection bucket (the route's setting, else the tenant's),
     /// then the route's total, then the tenant's total.
@@ -164,8 +178,14 @@ impl<'p> PreviousRoutes<'p> {
     }
 }
 
+/// The route that serves a request, and the Gateway API candidate that chose it.
+pub type Picked<'r> = (Arc<Route>, Option<&'r Choice<Arc<Route>>>);
+
 pub enum Action {
     Direct(DirectResponse),
     /// Shared with the next snapshot when a reload leaves the route's upstream unchanged.
     Proxy(Arc<Upstream>),
+    /// Gateway API candidates, each with its matches and filters, choosing one of their
+    /// backend routes ([`super::choice::pick`]).
+    Gateway(Arc<Rules<Arc<Route>>>),
 }

@@ -11,8 +11,10 @@
 //!   `rules` (an HTTPRoute's matches, filters, backends and timeouts);
 //! - translation: `entries` (one match as a route entry, and its precedence key) and
 //!   `translate` (classes, addresses, attachment, the order, statuses);
-//! - out: `serve` (the entries the proxy routes today, as Ingress routes on each Gateway
-//!   address, and the statuses told what it does not serve yet) and `status` (the status
+//! - out: `table` (one address's hosts and paths, each with its candidates in precedence
+//!   order), `serve` (what the proxy routes today on each Gateway address: that table and
+//!   the Service backends as Ingress routes, and the statuses told what it does not serve
+//!   yet) and `status` (the status
 //!   subresource writes, with I/O); `resource` makes the kinds `kube` resources.
 //!
 //! Services, EndpointSlices and TLS Secrets are resolved by the Ingress model's
@@ -34,4 +36,5 @@ pub mod model;
 pub mod resource;
 pub mod serve;
 pub mod status;
+pub mod table;
 pub mod types;

@@ -1,45 +1,36 @@
-//! What the proxy serves of a translated [`Model`]: each entry as an ordinary route of the
-//! Ingress model ([`IngressRoute`], the one route model both sources compile into), on
-//! the address and port of its Gateway's listener, and the statuses told what it does not
-//! serve yet.
+//! What the proxy serves of a translated [`Model`]: on the address and port of each
+//! Gateway listener, the router's hosts and paths, each with the candidates the proxy
+//! tries in precedence order (`table`: header, query-parameter and method matches, what
+//! the chosen one answers with), and the Service backends they forward to as ordinary
+//! routes of the Ingress model ([`IngressRoute`], the one route model both sources compile
+//! into); and the statuses told what it does not serve yet.
 //!
-//! The proxy's routes match a host and a path and forward to one Service (or answer with
-//! its 503), or answer 500 (a rule without backends, an invalid backendRef: [`Invalid`]),
-//! so that is what is served: an HTTPRoute
-//! whose rules need header, query-parameter or method matches, filters, timeouts or a
-//! split between several backends is not served at all (never a part of it, never a
-//! feature silently dropped) and its parents get `Accepted=False` with reason
-//! `UnsupportedValue`, naming the feature. HTTPS listeners do not terminate TLS yet: they
-//! get `Programmed=False` (reason `Pending`) and serve nothing.
+//! A rule without backends, or the share of an invalid backendRef, answers 500. An
+//! HTTPRoute whose rules need a filter, timeouts or a split between several backends is
+//! not served at all (never a part of it, never a feature silently dropped) and its
+//! parents get `Accepted=False` with reason `UnsupportedValue`, naming the feature. HTTPS
+//! listeners do not terminate TLS yet: they get `Programmed=False` (reason `Pending`) and
+//! serve nothing.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use super::model::{Action, Backend, Cond, GatewayRoute, ListenerKey, Model, Timeouts};
+use super::table::{Answer, Candidate, Placed, ServedPath, Share, Target, table};
 use super::types::Gateway;
-use crate::config::{HostPattern, PathMatch};
-use crate::k8s::ingress::model::{IngressBackend, IngressRef, IngressRoute};
+use crate::k8s::ingress::model::{IngressRef, IngressRoute};
 
-/// The routes of one bound address and port, in name order (as the route compiler
-/// expects them); of the entries on one host and path, the first in precedence order.
+/// What one bound address and port serves.
 #[derive(Debug, Clone)]
 pub struct ServedListener {
     pub addr: SocketAddr,
+    /// The Service backends its candidates forward to, one per rule and backendRef (the
+    /// rule's name, `/<k>` after it for the `k`th of several), in name order (as the route
+    /// compiler expects them).
     pub routes: Vec<Arc<IngressRoute>>,
-    /// The entries answered with a 500.
-    pub invalid: Vec<Invalid>,
-}
-
-/// An entry without a backend to send to: no backendRef with weight, or an invalid one
-/// (unknown kind, not permitted, not found). The spec answers 500.
-#[derive(Debug, Clone)]
-pub struct Invalid {
-    pub name: String,
-    pub host: HostPattern,
-    pub path: PathMatch,
-    pub tenant: Option<String>,
-    pub reason: String,
+    /// The router's hosts and paths, each with its candidates in precedence order.
+    pub paths: Vec<ServedPath>,
 }
 
 /// Every address and port the Gateways of ours listen on, in address order.
@@ -54,13 +45,7 @@ fn unserved(entry: &GatewayRoute) -> Option<&'static str> {
         Action::Redirect(_) => return Some("the RequestRedirect filter"),
         Action::Forward(b) => b.iter().filter(|b| b.weight > 0).count(),
     };
-    if !entry.headers.is_empty() {
-        Some("header matches")
-    } else if !entry.query.is_empty() {
-        Some("query parameter matches")
-    } else if entry.method.is_some() {
-        Some("method matches")
-    } else if !entry.request_headers.is_empty() {
+    if !entry.request_headers.is_empty() {
         Some("the RequestHeaderModifier filter")
     } else if !entry.response_headers.is_empty() {
         Some("the ResponseHeaderModifier filter")
@@ -75,16 +60,68 @@ fn unserved(entry: &GatewayRoute) -> Option<&'static str> {
     }
 }
 
-/// The one backend an entry forwards to, or why it has none (a 500): no backendRef with
-/// weight (none at all, all weights 0) or that one is invalid.
-fn backend(entry: &GatewayRoute) -> Result<IngressBackend, String> {
-    let Action::Forward(backends) = &entry.action else {
-        unreachable!("redirects are not served (`unserved`)")
+/// `entry` as the proxy tries it; the Service backends it forwards to are added to
+/// `routes` (by name: the entries of one rule share them).
+fn candidate(
+    entry: &GatewayRoute,
+    (ns, name): (&str, &str),
+    routes: &mut BTreeMap<String, Arc<IngressRoute>>,
+) -> Candidate {
+    let answer = match &entry.action {
+        Action::Redirect(r) => Answer::Redirect(r.clone()),
+        Action::Forward(backends) => {
+            let mut shares: Vec<Share> = Vec::new();
+            for (k, b) in backends.iter().enumerate().filter(|(_, b)| b.weight > 0) {
+                let target = match &b.backend {
+                    Backend::Invalid { reason } => Target::Invalid(reason.clone()),
+                    Backend::Service(backend) => {
+                        let route = match backends.len() {
+                            1 => entry.name.clone(),
+                            _ => format!("{}/{k}", entry.name),
+                        };
+                        routes.entry(route.clone()).or_insert_with(|| {
+                            Arc::new(IngressRoute {
+                                name: route.clone(),
+                                ingress: IngressRef {
+                                    namespace: ns.to_string(),
+                                    name: name.to_string(),
+                                    uid: String::new(),
+                                    resource_version: String::new(),
+                                },
+                                host: entry.host.clone(),
+                                path: entry.path.clone(),
+                                backend: backend.clone(),
+                                tenant: entry.tenant.clone(),
+                                bandwidth: entry.bandwidth,
+                                upgraded_idle: None,
+                            })
+                        });
+                        Target::Backend(route)
+                    }
+                };
+                shares.push(Share {
+                    weight: b.weight,
+                    target,
+                });
+            }
+            if shares.is_empty() {
+                shares.push(Share {
+                    weight: 1,
+                    target: Target::Invalid("the rule has no backendRefs with weight".into()),
+                });
+            }
+            Answer::Split(shares)
+        }
     };
-    match backends.iter().find(|b| b.weight > 0).map(|b| &b.backend) {
-        Some(Backend::Service(b)) => Ok(b.clone()),
-        Some(Backend::Invalid { reason }) => Err(reason.clone()),
-        None => Err("the rule has no backendRefs with weight".into()),
+    Candidate {
+        name: entry.name.clone(),
+        tenant: entry.tenant.clone(),
+        headers: entry.headers.clone(),
+        query: entry.query.clone(),
+        method: entry.method.clone(),
+        request_headers: entry.request_headers.clone(),
+        response_headers: entry.response_headers.clone(),
+        answer,
     }
 }
 
@@ -131,9 +168,9 @@ pub fn served(model: &mut Model, gateways: &[Arc<Gateway>]) -> Served {
             entry.1.insert(e.listener.clone());
         }
     }
-    let mut by_addr: BTreeMap<SocketAddr, (Vec<Arc<IngressRoute>>, Vec<Invalid>)> = BTreeMap::new();
-    let mut seen: HashSet<(SocketAddr, HostPattern, PathMatch)> = HashSet::new();
-    for e in &model.routes {
+    type Address = (BTreeMap<String, Arc<IngressRoute>>, Vec<Placed>);
+    let mut by_addr: BTreeMap<SocketAddr, Address> = BTreeMap::new();
+    for (index, e) in model.routes.iter().enumerate() {
         let (ns, name) = route_of(e);
         let l = &e.listener;
         if refused.contains_key(&(ns.to_string(), name.to_string()))
@@ -148,35 +185,13 @@ pub fn served(model: &mut Model, gateways: &[Arc<Gateway>]) -> Served {
         let Some(ip) = addresses.get(&(l.namespace.as_str(), l.gateway.as_str())) else {
             continue;
         };
-        let addr = SocketAddr::new(*ip, l.port);
-        if !seen.insert((addr, e.host.clone(), e.path.clone())) {
-            continue;
-        }
-        let (routes, invalid) = by_addr.entry(addr).or_default();
-        match backend(e) {
-            Ok(backend) => routes.push(Arc::new(IngressRoute {
-                name: e.name.clone(),
-                ingress: IngressRef {
-                    namespace: ns.to_string(),
-                    name: name.to_string(),
-                    uid: String::new(),
-                    resource_version: String::new(),
-                },
-                host: e.host.clone(),
-                path: e.path.clone(),
-                backend,
-                tenant: e.tenant.clone(),
-                bandwidth: e.bandwidth,
-                upgraded_idle: None,
-            })),
-            Err(reason) => invalid.push(Invalid {
-                name: e.name.clone(),
-                host: e.host.clone(),
-                path: e.path.clone(),
-                tenant: e.tenant.clone(),
-                reason,
-            }),
-        }
+        let (routes, placed) = by_addr.entry(SocketAddr::new(*ip, l.port)).or_default();
+        placed.push(Placed {
+            host: e.host.clone(),
+            path: e.path.clone(),
+            index,
+            candidate: Arc::new(candidate(e, (ns, name), routes)),
+        });
     }
     // Every bound address serves, with routes or none (its 404s).
     for g in &model.gateways {
@@ -202,13 +217,10 @@ pub fn served(model: &mut Model, gateways: &[Arc<Gateway>]) -> Served {
     Served {
         listeners: by_addr
             .into_iter()
-            .map(|(addr, (mut routes, invalid))| {
-                routes.sort_by(|a, b| a.name.cmp(&b.name));
-                ServedListener {
-                    addr,
-                    routes,
-                    invalid,
-                }
+            .map(|(addr, (routes, placed))| ServedListener {
+                addr,
+                routes: routes.into_values().collect(),
+                paths: table(placed),
             })
             .collect(),
     }

@@ -314,3 +314,65 @@ async fn a_gateway_whose_port_is_taken_is_port_unavailable_and_fails_no_other() 
     let addr = port_80(&suite, "same-namespace").await;
     expect(addr, &Expect::ok("fine.example", "/", "infra-backend-v1")).await;
 }
+
+/// An HTTPRoute `name` on `same-namespace` for `host` with one rule: `rule` plus a
+/// backendRef to infra-backend-v1.
+fn rule_route(name: &str, host: &str, mut rule: Value) -> Value {
+    rule["backendRefs"] = json!([{"name": V1, "port": 8080}]);
+    json!({
+        "apiVersion": leafgate_tests::gateway_api::V1, "kind": "HTTPRoute",
+        "metadata": {"name": name, "namespace": INFRA},
+        "spec": {"parentRefs": [{"name": "same-namespace"}], "hostnames": [host], "rules": [rule]}
+    })
+}
+
+/// Until the route is refused with `UnsupportedValue` whose message holds `why`, and its
+/// host gets 404 (nothing of it served).
+async fn unsupported(suite: &Suite, addr: SocketAddr, name: &str, host: &str, why: &str) {
+    let r = suite
+        .route_parent(
+            INFRA,
+            name,
+            "same-namespace",
+            "Accepted",
+            false,
+            "UnsupportedValue",
+        )
+        .await;
+    let message = parents(&r, "same-namespace")
+        .find_map(|p| condition(&p["conditions"], "Accepted"))
+        .and_then(|c| c["message"].as_str())
+        .unwrap_or("")
+        .to_string();
+    assert!(message.contains(why), "{name}: {message}");
+    expect(addr, &Expect::status(host, "/", 404)).await;
+}
+
+#[tokio::test]
+async fn header_matches_that_are_not_one_header_line_are_refused_and_never_served() {
+    let suite = Suite::start(156, Config::new()).await;
+    let cases = [
+        (
+            "crlf-name",
+            "x\r\nx-injected",
+            "two",
+            "is not an HTTP token",
+        ),
+        (
+            "crlf-value",
+            "version",
+            "two\r\nx-injected: 1",
+            "control character",
+        ),
+        ("colon-name", "version:", "two", "is not an HTTP token"),
+    ];
+    for (name, header, value, _) in cases {
+        let rule = json!({"matches": [{"headers": [{"name": header, "value": value}]}]});
+        let host = format!("{name}.example");
+        suite.sim.create(rule_route(name, &host, rule)).unwrap();
+    }
+    let addr = port_80(&suite, "same-namespace").await;
+    for (name, _, _, why) in cases {
+        unsupported(&suite, addr, name, &format!("{name}.example"), why).await;
+    }
+}

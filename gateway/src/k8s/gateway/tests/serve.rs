@@ -1,5 +1,5 @@
 //! What the proxy serves of a translation (`serve`): the entries it routes, the 500s, the
-//! routes refused whole for a feature it does not route yet, and the listeners whose
+//! table of candidates, the routes refused whole for a feature it does not route yet, and the listeners whose
 //! address could not be bound.
 
 use std::net::SocketAddr;
@@ -7,7 +7,8 @@ use std::net::SocketAddr;
 use serde_json::json;
 
 use super::{INFRA, World, backend, find, http, route_cond};
-use crate::k8s::gateway::serve::{served, unbound};
+use crate::k8s::gateway::serve::{ServedListener, served, unbound};
+use crate::k8s::gateway::table::Target;
 use crate::k8s::ingress::model::IngressBackend;
 
 const ADDR: &str = "10.0.0.10:80";
@@ -16,27 +17,91 @@ fn addr() -> SocketAddr {
     ADDR.parse().unwrap()
 }
 
+/// One router entry: host, path, and each candidate's name and header-match count.
+type Row<'l> = (String, String, Vec<(&'l str, usize)>);
+
+/// The address's table, as rows.
+fn table(l: &ServedListener) -> Vec<Row<'_>> {
+    l.paths
+        .iter()
+        .map(|p| {
+            let c = p.candidates.iter();
+            let c = c.map(|c| (c.name.as_str(), c.headers.len())).collect();
+            (p.host.to_string(), p.path.to_string(), c)
+        })
+        .collect()
+}
+
 #[test]
-fn a_route_needing_a_header_match_is_refused_whole_and_its_plain_rule_not_served() {
+fn header_matches_are_served_in_precedence_order_and_fall_to_less_specific_paths() {
+    let mut w = World::new();
+    w.gateway("same-namespace", json!([http("http", "Same")]));
+    w.route(INFRA, "plain", "2026-01-02T00:00:00Z", json!({"parentRefs": [{"name": "same-namespace"}], "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "/v2"}, "headers": [{"name": "Version", "value": "two"}]}], "backendRefs": [backend("infra-backend-v2")]}]}));
+    w.route(INFRA, "headers", "2026-01-03T00:00:00Z", json!({"parentRefs": [{"name": "same-namespace"}], "rules": [
+        {"backendRefs": [backend("infra-backend-v1")]},
+        {"matches": [{"headers": [{"name": "version", "value": "two"}, {"name": "color", "value": "blue"}]}], "backendRefs": [backend("infra-backend-v2")]},
+    ]}));
+    let mut m = w.model();
+    let s = served(&mut m, &w.gateways);
+    assert_eq!(route_cond(&m, "headers", "Accepted"), (true, "Accepted"));
+    assert_eq!(s.listeners.len(), 1);
+    assert_eq!(s.listeners[0].addr, addr());
+    let (plain, headers) = (
+        "httproute/gateway-conformance-infra/plain/0",
+        "httproute/gateway-conformance-infra/headers",
+    );
+    assert_eq!(
+        table(&s.listeners[0]),
+        [
+            // The longer prefix first, then `/`'s candidates for what it does not take.
+            (
+                "*".to_string(),
+                "prefix /v2".to_string(),
+                vec![
+                    (plain, 1),
+                    (&*format!("{headers}/1"), 2),
+                    (&*format!("{headers}/0"), 0)
+                ]
+            ),
+            (
+                "*".to_string(),
+                "prefix /".to_string(),
+                vec![(&*format!("{headers}/1"), 2), (&*format!("{headers}/0"), 0)]
+            ),
+        ]
+    );
+    let names: Vec<&str> = s.listeners[0]
+        .routes
+        .iter()
+        .map(|r| r.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [&*format!("{headers}/0"), &*format!("{headers}/1"), plain]
+    );
+}
+
+#[test]
+fn a_route_needing_timeouts_is_refused_whole_and_its_plain_rule_not_served() {
     let mut w = World::new();
     w.gateway("same-namespace", json!([http("http", "Same")]));
     w.route(INFRA, "plain", "2026-01-02T00:00:00Z", json!({"parentRefs": [{"name": "same-namespace"}], "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "/plain"}}], "backendRefs": [backend("infra-backend-v1")]}]}));
-    w.route(INFRA, "headers", "2026-01-03T00:00:00Z", json!({"parentRefs": [{"name": "same-namespace"}], "rules": [
+    w.route(INFRA, "timeouts", "2026-01-03T00:00:00Z", json!({"parentRefs": [{"name": "same-namespace"}], "rules": [
         {"matches": [{"path": {"type": "PathPrefix", "value": "/also-plain"}}], "backendRefs": [backend("infra-backend-v1")]},
-        {"matches": [{"headers": [{"name": "version", "value": "two"}]}], "backendRefs": [backend("infra-backend-v2")]},
+        {"timeouts": {"request": "10s"}, "backendRefs": [backend("infra-backend-v2")]},
     ]}));
     let mut m = w.model();
-    assert_eq!(route_cond(&m, "headers", "Accepted"), (true, "Accepted"));
+    assert_eq!(route_cond(&m, "timeouts", "Accepted"), (true, "Accepted"));
     let s = served(&mut m, &w.gateways);
     assert_eq!(
-        route_cond(&m, "headers", "Accepted"),
+        route_cond(&m, "timeouts", "Accepted"),
         (false, "UnsupportedValue")
     );
-    let r = m.http_routes.iter().find(|r| r.name == "headers").unwrap();
+    let r = m.http_routes.iter().find(|r| r.name == "timeouts").unwrap();
     assert!(
         find(&r.parents[0].conditions, "Accepted")
             .message
-            .contains("header matches"),
+            .contains("timeouts"),
         "{:?}",
         r.parents[0].conditions
     );
@@ -46,15 +111,13 @@ fn a_route_needing_a_header_match_is_refused_whole_and_its_plain_rule_not_served
         listener.attached_routes, 1,
         "the refused route is not attached"
     );
-    assert_eq!(s.listeners.len(), 1);
-    assert_eq!(s.listeners[0].addr, addr());
     let names: Vec<&str> = s.listeners[0]
         .routes
         .iter()
         .map(|r| r.name.as_str())
         .collect();
     assert_eq!(names, ["httproute/gateway-conformance-infra/plain/0"]);
-    assert!(m.routes.iter().all(|e| !e.name.contains("/headers/")));
+    assert!(m.routes.iter().all(|e| !e.name.contains("/timeouts/")));
 }
 
 #[test]
@@ -73,19 +136,28 @@ fn an_invalid_backend_answers_500_and_a_service_forwards() {
         &l.routes[..],
         [r] if matches!(&r.backend, IngressBackend::Service { .. }) && r.path.to_string() == "prefix /ok"
     ));
-    let mut invalid: Vec<(String, &str)> = l
-        .invalid
+    let mut targets: Vec<(String, Target)> = l
+        .paths
         .iter()
-        .map(|i| (i.path.to_string(), i.reason.as_str()))
+        .map(|p| (p.path.to_string(), p.candidates[0].plain().unwrap().clone()))
         .collect();
-    invalid.sort();
-    assert_eq!(invalid.len(), 2, "{invalid:?}");
-    assert!(invalid[0].0 == "prefix /kind" && !invalid[0].1.is_empty());
+    targets.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(targets.len(), 3, "{targets:?}");
+    assert!(
+        matches!(&targets[0], (p, Target::Invalid(why)) if p == "prefix /kind" && !why.is_empty())
+    );
     assert_eq!(
-        invalid[1],
+        targets[1],
         (
             "prefix /none".to_string(),
-            "the rule has no backendRefs with weight"
+            Target::Invalid("the rule has no backendRefs with weight".into())
+        )
+    );
+    assert_eq!(
+        targets[2],
+        (
+            "prefix /ok".to_string(),
+            Target::Backend("httproute/gateway-conformance-infra/both/0".into())
         )
     );
 }

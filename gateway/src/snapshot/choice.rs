@@ -1,0 +1,244 @@
+//! Gateway API routes as the proxy serves them where a host and path are not enough: the
+//! candidates of one router entry ([`Rules`], the table `k8s::gateway::table` built, in
+//! the spec's precedence order), each with its header, query-parameter and method
+//! matches, the header filters it applies, and what it answers with (a split between
+//! backend routes by weight). The routes front tries them in order (`Route::pick`); the
+//! first whose matches hold serves the request, through one of its backend routes, an
+//! ordinary `Route` (so its upstream, tenant, limits and counting are the Ingress
+//! route's). Generic over that route (`T`), so this file needs nothing of `route`.
+//!
+//! A router entry with one unconditional candidate and one backend holds that backend
+//! route itself, and stays on the HTTP/1.1 fast path; one of these is served by hyper's
+//! path ([`Fast::of`](super::Fast::of)).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use http::{HeaderMap, HeaderName, HeaderValue, Request};
+
+use crate::k8s::gateway::model::HeaderModifier;
+
+/// The candidates of one router entry, in precedence order.
+pub struct Rules<T> {
+    pub choices: Vec<Choice<T>>,
+}
+
+impl<T> Rules<T> {
+    /// The first candidate whose matches `req` satisfies.
+    pub fn choose<B>(&self, req: &Request<B>) -> Option<&Choice<T>> {
+        self.choices.iter().find(|c| c.holds(req))
+    }
+}
+
+/// One candidate: when it holds, and what it does.
+pub struct Choice<T> {
+    /// Lowercase names, exact values (`HeaderMap::get` of a name reads its first value).
+    headers: Vec<(String, String)>,
+    /// Exact names and values, as the query string writes them.
+    query: Vec<(String, String)>,
+    method: Option<String>,
+    pub request_headers: Modifier,
+    pub response_headers: Modifier,
+    pub split: Split<T>,
+}
+
+impl<T> Choice<T> {
+    pub fn new(
+        headers: Vec<(String, String)>,
+        query: Vec<(String, String)>,
+        method: Option<String>,
+        request_headers: &HeaderModifier,
+        response_headers: &HeaderModifier,
+        split: Split<T>,
+    ) -> Self {
+        Choice {
+            headers,
+            query,
+            method,
+            request_headers: Modifier::new(request_headers),
+            response_headers: Modifier::new(response_headers),
+            split,
+        }
+    }
+
+    /// Whether `req` satisfies every match of this candidate.
+    fn holds<B>(&self, req: &Request<B>) -> bool {
+        self.method
+            .as_deref()
+            .is_none_or(|m| req.method().as_str() == m)
+            && self.headers.iter().all(|(name, value)| {
+                req.headers()
+                    .get(name.as_str())
+                    .is_some_and(|v| v.as_bytes() == value.as_bytes())
+            })
+            && self
+                .query
+                .iter()
+                .all(|(name, value)| query_value(req.uri().query(), name) == Some(value.as_str()))
+    }
+}
+
+/// The value of the first parameter `name` of `query` (`a=1&b=2`), as written.
+fn query_value<'q>(query: Option<&'q str>, name: &str) -> Option<&'q str> {
+    query?.split('&').find_map(|pair| {
+        let (n, v) = pair.split_once('=').unwrap_or((pair, ""));
+        (n == name).then_some(v)
+    })
+}
+
+/// Backend routes by weight, each share in proportion to its weight over any run of
+/// requests (never empty).
+pub struct Split<T> {
+    /// Each route with the end of its range in `0..total`.
+    shares: Vec<(u64, T)>,
+    total: u64,
+    next: AtomicU64,
+}
+
+/// 2^64 divided by the golden ratio: the `n`th request's point in the weights' range is
+/// the fractional part of `n` times it, a sequence that spreads over any range evenly
+/// from the first requests on (Weyl's), with no random generator to share.
+const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
+
+impl<T> Split<T> {
+    /// `shares` by weight; a weight of 0 never gets a request (the translation leaves
+    /// those out).
+    pub fn new(shares: Vec<(u32, T)>) -> Self {
+        let mut total = 0u64;
+        let shares = shares
+            .into_iter()
+            .filter(|(w, _)| *w > 0)
+            .map(|(w, r)| {
+                total += u64::from(w);
+                (total, r)
+            })
+            .collect();
+        Split {
+            shares,
+            total,
+            next: AtomicU64::new(0),
+        }
+    }
+
+    /// The route of the next request.
+    pub fn pick(&self) -> &T {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let point = ((u128::from(n.wrapping_mul(GOLDEN)) * u128::from(self.total)) >> 64) as u64;
+        let i = self.shares.partition_point(|(end, _)| *end <= point);
+        &self.shares[i.min(self.shares.len() - 1)].1
+    }
+}
+
+/// `RequestHeaderModifier` / `ResponseHeaderModifier` as header values, ready to apply.
+#[derive(Default)]
+pub struct Modifier {
+    set: Vec<(HeaderName, HeaderValue)>,
+    add: Vec<(HeaderName, HeaderValue)>,
+    remove: Vec<HeaderName>,
+}
+
+impl Modifier {
+    /// The translation checked every name and value (`k8s::gateway::values`); one that
+    /// still does not parse is left out rather than written broken.
+    fn new(m: &HeaderModifier) -> Self {
+        let pairs = |list: &[(String, String)]| {
+            list.iter()
+                .filter_map(|(n, v)| {
+                    Some((
+                        HeaderName::from_bytes(n.as_bytes()).ok()?,
+                        HeaderValue::from_str(v).ok()?,
+                    ))
+                })
+                .collect()
+        };
+        Modifier {
+            set: pairs(&m.set),
+            add: pairs(&m.add),
+            remove: m
+                .remove
+                .iter()
+                .filter_map(|n| HeaderName::from_bytes(n.as_bytes()).ok())
+                .collect(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.set.is_empty() && self.add.is_empty() && self.remove.is_empty()
+    }
+
+    /// Sets (replacing every value of the name), adds (after the values there), then
+    /// removes, as the filter's fields say.
+    pub fn apply(&self, headers: &mut HeaderMap) {
+        for (name, value) in &self.set {
+            headers.insert(name.clone(), value.clone());
+        }
+        for (name, value) in &self.add {
+            headers.append(name.clone(), value.clone());
+        }
+        for name in &self.remove {
+            headers.remove(name);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_split_gives_each_share_its_weight_over_any_run_of_requests() {
+        let split = Split::new(vec![(0, 'z'), (70, 'a'), (30, 'b')]);
+        let counts = |n: usize| {
+            let picks: Vec<char> = (0..n).map(|_| *split.pick()).collect();
+            let a = picks.iter().filter(|&&c| c == 'a').count();
+            (
+                a,
+                picks.iter().filter(|&&c| c == 'b').count(),
+                picks.contains(&'z'),
+            )
+        };
+        // Within one request of the exact share, from the first ten on.
+        let (a, b, z) = counts(10);
+        assert!((6..=8).contains(&a) && a + b == 10 && !z, "{a} {b}");
+        let (a, b, z) = counts(1000);
+        assert!((695..=705).contains(&a) && a + b == 1000 && !z, "{a} {b}");
+    }
+
+    #[test]
+    fn a_query_parameter_is_its_first_value_by_exact_name() {
+        let q = Some("animal=whale&ANIMAL=Whale&animal=dolphin&flag&e=");
+        assert_eq!(query_value(q, "animal"), Some("whale"));
+        assert_eq!(query_value(q, "ANIMAL"), Some("Whale"));
+        assert_eq!(query_value(q, "flag"), Some(""));
+        assert_eq!(query_value(q, "e"), Some(""));
+        assert_eq!(query_value(q, "anim"), None);
+        assert_eq!(query_value(None, "animal"), None);
+    }
+
+    #[test]
+    fn a_modifier_sets_adds_then_removes() {
+        let m = Modifier::new(&HeaderModifier {
+            set: vec![("x-set".into(), "new".into())],
+            add: vec![("x-add".into(), "two".into())],
+            remove: vec!["x-gone".into()],
+        });
+        let mut h = HeaderMap::new();
+        for (n, v) in [
+            ("x-set", "old"),
+            ("x-set", "older"),
+            ("x-add", "one"),
+            ("x-gone", "1"),
+        ] {
+            h.append(n, HeaderValue::from_static(v));
+        }
+        m.apply(&mut h);
+        let all = |n: &str| {
+            h.get_all(n)
+                .iter()
+                .map(|v| v.to_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(all("x-set"), ["new"]);
+        assert_eq!(all("x-add"), ["one", "two"]);
+        assert!(all("x-gone").is_empty());
+    }
+}
