@@ -463,17 +463,17 @@ async fn unserved_paths_and_methods_answer_as_the_api_server() {
     let bed = Bed::start(true).await.with_pods().await;
     let bin = kubesim::kubectl::pinned();
     let me = User::Token(TOKEN_A);
-    let (code, _, err) = bed.kubectl(&bin, me, &["get", "services"], &[], None).await;
+    let (code, _, err) = bed.kubectl(&bin, me, &["get", "secrets"], &[], None).await;
     assert_eq!(code, Some(1));
     assert!(
-        err.contains("the server doesn't have a resource type \"services\""),
+        err.contains("the server doesn't have a resource type \"secrets\""),
         "{err}"
     );
     let (code, _, err) = bed
         .kubectl(
             &bin,
             me,
-            &["get", "--raw", "/apis/apps/v1/deployments"],
+            &["get", "--raw", "/apis/storage.k8s.io/v1/storageclasses"],
             &[],
             None,
         )
@@ -797,7 +797,7 @@ async fn tables_honour_include_object_and_the_version_asked_for() {
     let (code, t) = bed
         .raw(
             Some(TOKEN_A),
-            "/api/v1/namespaces/apps/services",
+            "/api/v1/namespaces/apps/secrets",
             "application/json",
         )
         .await;

@@ -99,6 +99,30 @@ impl Object for RawObject {
     }
 }
 
+/// An object kept with the cells the leaf's own printer gave it: a row of the `Table` the
+/// leaf answered its list or watch with (`includeObject=Object`), so the front prints a
+/// kind leafgate does not interpret exactly as that leaf's kube-apiserver prints it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Printed {
+    pub object: RawObject,
+    /// The row's cells, in the order of the leaf's column definitions.
+    pub cells: Vec<Value>,
+}
+
+impl Object for Printed {
+    fn namespace(&self) -> &str {
+        self.object.namespace()
+    }
+
+    fn name(&self) -> &str {
+        self.object.name()
+    }
+
+    fn resource_version(&self) -> &str {
+        self.object.resource_version()
+    }
+}
+
 /// kube-apiserver's list order: by storage key, `/<resource>/<namespace>/<name>` (a
 /// cluster-scoped object's: `/<resource>/<name>`), compared as bytes. So `team-a-dev/x`
 /// comes before `team-a/y` (`-` sorts before `/`), not after as (namespace, name) would

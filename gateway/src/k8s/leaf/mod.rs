@@ -21,12 +21,15 @@
 //! The leaf's parts, one file each: `tls` (its client config and connector), `auth` (its
 //! credentials, a `tokenFile` re-read when it changes), `version` (its `/version`, kept
 //! current), `pods` (the pod reflector that feeds the index and the leaf's change feed),
-//! `events` and `namespaces` (bounded raw JSON, through `raw`'s reflector).
+//! `events` and `namespaces` (bounded raw JSON, through `raw`'s reflector), `kinds` (the
+//! read-only kinds with the leaf's printed rows, through `printed`'s reflector).
 
 mod auth;
 pub mod events;
+pub mod kinds;
 pub mod namespaces;
 pub mod pods;
+mod printed;
 mod raw;
 pub mod tls;
 pub mod version;
@@ -57,6 +60,7 @@ use crate::workers;
 use self::auth::Credentials;
 pub use self::auth::TokenError;
 use self::events::LeafEvents;
+use self::kinds::LeafKinds;
 use self::namespaces::LeafNamespaces;
 use self::pods::{LeafPods, WatchState};
 use self::tls::LeafConnector;
@@ -102,6 +106,7 @@ pub struct Leaf {
     pods: LeafPods,
     events: LeafEvents,
     namespaces: LeafNamespaces,
+    kinds: LeafKinds,
     version: LeafVersion,
 }
 
@@ -212,6 +217,7 @@ impl Leaf {
         );
         let events = LeafEvents::start(client.clone(), &name, &runtime);
         let namespaces = LeafNamespaces::start(client.clone(), &name, &runtime);
+        let kinds = LeafKinds::start(client.clone(), &name, &runtime);
         let version = LeafVersion::start(client.clone(), transport.watches.subscribe(), &runtime);
         Ok(Leaf {
             config: config.clone(),
@@ -220,6 +226,7 @@ impl Leaf {
             pods,
             events,
             namespaces,
+            kinds,
             version,
         })
     }
@@ -291,6 +298,11 @@ impl Leaf {
     /// The leaf's recent events (its event reflector's bounded store).
     pub fn events(&self) -> &LeafEvents {
         &self.events
+    }
+
+    /// The leaf's read-only kinds (deployments, services, ...), with its printed rows.
+    pub fn kinds(&self) -> &LeafKinds {
+        &self.kinds
     }
 
     /// The leaf's namespaces (its namespace reflector's store).

@@ -16,6 +16,7 @@
 use http::StatusCode;
 use serde_json::{Value, json};
 
+use super::kinds::{self, Declared};
 use crate::config::TenantConfig;
 use crate::k8s::status::Status;
 use crate::listener::reply;
@@ -200,8 +201,40 @@ fn group_doc(name: &str) -> Value {
     json!({ "name": name, "versions": [gv], "preferredVersion": gv })
 }
 
+/// The groups served: the reviews' and events', then the read-only kinds'.
+fn group_names() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = GROUPS.iter().map(|(name, _)| *name).collect();
+    for d in kinds::DECLARED {
+        if !d.gvr.group.is_empty() && !names.contains(&d.gvr.group) {
+            names.push(d.gvr.group);
+        }
+    }
+    names
+}
+
+/// The `APIResource` of a read-only kind.
+fn declared_resource(d: &Declared) -> Value {
+    let mut doc = resource(d.gvr.resource, true, d.gvr.kind, &["get", "list", "watch"]);
+    doc["singularName"] = json!(d.gvr.kind.to_lowercase());
+    if !d.short_names.is_empty() {
+        doc["shortNames"] = json!(d.short_names);
+    }
+    if !d.categories.is_empty() {
+        doc["categories"] = json!(d.categories);
+    }
+    doc
+}
+
+/// The read-only kinds of `group`, as `APIResource`s.
+fn declared_in(group: &str) -> impl Iterator<Item = Value> + '_ {
+    kinds::DECLARED
+        .iter()
+        .filter(move |d| d.gvr.group == group)
+        .map(declared_resource)
+}
+
 pub fn api_groups() -> http::Response<Body> {
-    let groups: Vec<Value> = GROUPS.iter().map(|(name, _)| group_doc(name)).collect();
+    let groups: Vec<Value> = group_names().into_iter().map(group_doc).collect();
     reply::json(
         StatusCode::OK,
         &json!({ "kind": "APIGroupList", "apiVersion": "v1", "groups": groups }),
@@ -210,7 +243,7 @@ pub fn api_groups() -> http::Response<Body> {
 
 /// Whether leafgate serves `group` (at `v1`).
 pub fn serves_group(group: &str) -> bool {
-    GROUPS.iter().any(|(name, _)| *name == group)
+    group_names().contains(&group)
 }
 
 /// `/apis/<group>`: the `APIGroup` (404 for a group not served).
@@ -226,9 +259,13 @@ pub fn api_group(group: &str) -> http::Response<Body> {
 
 /// `/apis/<group>/v1`: its resources (404 if not served).
 pub fn group_resources(group: &str) -> http::Response<Body> {
-    let Some((_, served)) = GROUPS.iter().find(|(name, _)| *name == group) else {
+    if !serves_group(group) {
         return reply::status(&Status::no_such_resource());
-    };
+    }
+    let served = GROUPS
+        .iter()
+        .find(|(name, _)| *name == group)
+        .map_or(&[][..], |(_, served)| *served);
     let resources: Vec<Value> = served
         .iter()
         .map(|r| {
@@ -238,6 +275,7 @@ pub fn group_resources(group: &str) -> http::Response<Body> {
             }
             doc
         })
+        .chain(declared_in(group))
         .collect();
     reply::json(
         StatusCode::OK,
@@ -268,21 +306,28 @@ pub fn resources() -> http::Response<Body> {
     namespaces["shortNames"] = json!(["ns"]);
     let mut events = resource("events", true, "Event", &["get", "list", "watch"]);
     events["shortNames"] = json!(["ev"]);
+    let mut resources = vec![
+        events,
+        namespaces,
+        pods,
+        resource("pods/attach", true, "PodAttachOptions", &["create", "get"]),
+        resource("pods/exec", true, "PodExecOptions", &["create", "get"]),
+        resource("pods/log", true, "Pod", &["get"]),
+        resource(
+            "pods/portforward",
+            true,
+            "PodPortForwardOptions",
+            &["create", "get"],
+        ),
+    ];
+    resources.extend(declared_in(""));
     reply::json(
         StatusCode::OK,
         &json!({
             "kind": "APIResourceList",
             "apiVersion": "v1",
             "groupVersion": "v1",
-            "resources": [
-                events,
-                namespaces,
-                pods,
-                resource("pods/attach", true, "PodAttachOptions", &["create", "get"]),
-                resource("pods/exec", true, "PodExecOptions", &["create", "get"]),
-                resource("pods/log", true, "Pod", &["get"]),
-                resource("pods/portforward", true, "PodPortForwardOptions", &["create", "get"]),
-            ],
+            "resources": resources,
         }),
     )
 }

@@ -128,8 +128,8 @@ impl Resource for Filter {
         names(self.api)
     }
 
-    fn feed(leaf: &Leaf) -> &Arc<Feed<RawObject>> {
-        leaf.events().feed()
+    fn feed<'l>(&self, leaf: &'l Leaf) -> Option<&'l Arc<Feed<RawObject>>> {
+        Some(leaf.events().feed())
     }
 
     fn namespace(&self) -> Option<&str> {

@@ -66,8 +66,21 @@ fn unescape(value: &str) -> Result<String, String> {
 }
 
 impl Fields {
-    /// Parses `text`, accepting only the keys in `supported`.
+    /// Parses `text`, accepting only the keys in `supported` (any other:
+    /// `field label not supported: <key>`, the core kinds' words).
     pub fn parse(text: &str, supported: &[&str]) -> Result<Fields, String> {
+        Fields::parse_refusing(text, supported, |key| {
+            format!("field label not supported: {key}")
+        })
+    }
+
+    /// [`Fields::parse`], `refusal` wording the error for a key not in `supported` (each
+    /// kind's field label conversion words it its own way).
+    pub fn parse_refusing(
+        text: &str,
+        supported: &[&str],
+        refusal: impl Fn(&str) -> String,
+    ) -> Result<Fields, String> {
         let mut terms = Vec::new();
         for part in split_terms(text) {
             if part.is_empty() {
@@ -86,7 +99,7 @@ impl Fields {
                 ));
             };
             if !supported.contains(&key) {
-                return Err(format!("field label not supported: {key}"));
+                return Err(refusal(key));
             }
             terms.push(Term {
                 key: key.to_string(),

@@ -106,8 +106,11 @@ pub fn gather_with<W: Resource>(
         if !caller.config.may_reach(name) || super::stale::hidden(snapshot, name, leaf) {
             continue;
         }
+        let Some(feed) = request.feed(leaf) else {
+            continue;
+        };
         let tag: Arc<str> = name.as_str().into();
-        let view = W::feed(leaf).view(sees);
+        let view = feed.view(sees);
         token.set(name, view.epoch, view.last);
         out.extend(
             view.objects

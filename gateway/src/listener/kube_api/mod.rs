@@ -23,6 +23,7 @@ mod discovery;
 mod event_api;
 mod events;
 mod fields;
+mod kinds;
 mod list;
 mod listed;
 mod namespaces;
@@ -166,8 +167,43 @@ pub async fn serve(
             }
             Err(refusal) => reply::status(&refusal),
         },
+        ["api", "v1", _] | ["apis", _, "v1", _] => match served(&segments) {
+            Some(kind) => kinds::collection(&req, client, snapshot, &caller, None, kind).await,
+            None => reply::status(&Status::no_such_resource()),
+        },
+        ["api", "v1", "namespaces", ns, _] | ["apis", _, "v1", "namespaces", ns, _] => {
+            match (served(&segments), namespace(ns)) {
+                (None, _) => reply::status(&Status::no_such_resource()),
+                (Some(_), Err(refusal)) => reply::status(&refusal),
+                (Some(kind), Ok(ns)) => {
+                    kinds::collection(&req, client, snapshot, &caller, Some(&ns), kind).await
+                }
+            }
+        }
+        ["api", "v1", "namespaces", ns, _, name] | ["apis", _, "v1", "namespaces", ns, _, name] => {
+            match (served(&segments), namespace(ns)) {
+                (None, _) => reply::status(&Status::no_such_resource()),
+                (Some(_), Err(refusal)) => reply::status(&refusal),
+                (Some(kind), Ok(ns)) => kinds::one(&req, snapshot, &caller, (&ns, name), kind),
+            }
+        }
         _ => reply::status(&Status::no_such_resource()),
     }
+}
+
+/// The read-only kind a path of its names (`/api/v1/[namespaces/{ns}/]<resource>[/{name}]`
+/// or `/apis/<group>/v1/...`), if served.
+fn served(segments: &[&str]) -> Option<&'static kinds::Declared> {
+    let (group, rest) = match segments {
+        ["api", "v1", rest @ ..] => ("", rest),
+        ["apis", group, "v1", rest @ ..] => (*group, rest),
+        _ => return None,
+    };
+    let resource = match rest {
+        [resource] | ["namespaces", _, resource] | ["namespaces", _, resource, _] => resource,
+        _ => return None,
+    };
+    kinds::find(group, resource)
 }
 
 /// The API an events path came in by: `/apis/events.k8s.io/...` or core's `/api/v1/...`.

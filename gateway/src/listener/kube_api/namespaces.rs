@@ -125,8 +125,8 @@ impl Resource for Namespaces {
         }
     }
 
-    fn feed(leaf: &Leaf) -> &Arc<Feed<RawObject>> {
-        leaf.namespaces().feed()
+    fn feed<'l>(&self, leaf: &'l Leaf) -> Option<&'l Arc<Feed<RawObject>>> {
+        Some(leaf.namespaces().feed())
     }
 
     fn namespace(&self) -> Option<&str> {

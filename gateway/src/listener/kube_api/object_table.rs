@@ -14,7 +14,7 @@ use super::table::{Include, Wanted};
 /// (`resourceVersion`, `continue`).
 pub fn table(
     wanted: Wanted,
-    columns: &[Column],
+    columns: &(impl serde::Serialize + ?Sized),
     rows: Vec<(Vec<Value>, Value)>,
     metadata: Value,
 ) -> Value {

@@ -52,8 +52,8 @@ impl Resource for PodWatch {
         NAMES
     }
 
-    fn feed(leaf: &Leaf) -> &Arc<Feed<RawPod>> {
-        leaf.feed()
+    fn feed<'l>(&self, leaf: &'l Leaf) -> Option<&'l Arc<Feed<RawPod>>> {
+        Some(leaf.feed())
     }
 
     fn namespace(&self) -> Option<&str> {

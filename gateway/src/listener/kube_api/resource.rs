@@ -30,8 +30,8 @@ pub trait Resource: Send + Sync + 'static {
 
     fn names(&self) -> Names;
 
-    /// The resource's feed in `leaf`.
-    fn feed(leaf: &Leaf) -> &Arc<Feed<Self::Object>>;
+    /// The resource's feed in `leaf` (none when the leaf does not keep the resource).
+    fn feed<'l>(&self, leaf: &'l Leaf) -> Option<&'l Arc<Feed<Self::Object>>>;
 
     /// The request's namespace, if it names one.
     fn namespace(&self) -> Option<&str>;

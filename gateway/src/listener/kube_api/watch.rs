@@ -155,14 +155,14 @@ pub(super) fn watch<W: Resource>(
         .filter(|(name, leaf)| {
             caller.config.may_reach(name) && !super::stale::hidden(&snapshot, name, leaf)
         })
-        .map(|(name, leaf)| {
-            let feed = W::feed(leaf).clone();
-            Source {
+        .filter_map(|(name, leaf)| {
+            let feed = filter.feed(leaf)?.clone();
+            Some(Source {
                 leaf: name.as_str().into(),
                 wake: feed.subscribe(),
                 feed,
                 cursor: 0,
-            }
+            })
         })
         .collect();
     let tenant_config = caller.config.clone();

@@ -1,0 +1,442 @@
+//! The read-only kinds leafgate serves without interpreting them (deployments,
+//! replicasets, statefulsets, daemonsets, services, configmaps, jobs, cronjobs), each a
+//! [`Declared`]: its group, version, resource and kind (`k8s::leaf::kinds`), its short
+//! names and categories (discovery), the fields kube-apiserver selects it by and the words
+//! of its refusal, and which of its printed cells are ages.
+//!
+//! Get, list and watch (anything else: the front's 405), from the leaves' feeds of the
+//! kind, through the one machinery (`list::collection`, `watch`): the tenant's namespaces
+//! only (another namespace: the RBAC 403), merged across its leaves in storage-key order,
+//! each object with the `leafgate.io/leaf` annotation. Tables are the leaves' own: each
+//! leaf's reflector keeps the row its kube-apiserver printed for the object, so the
+//! columns and cells are exactly kube-apiserver's for that leaf's version; the ages in
+//! them are printed again at each read (they were the leaf's at the last change); LEAF
+//! follows. Leaves whose columns differ (another version) have their cells laid out by
+//! column name under the first leaf's (by name) columns.
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use http::{Method, Request, Response, StatusCode};
+use serde_json::{Value, json};
+
+use super::caller::Caller;
+use super::fields::Fields;
+use super::list::{self, Listing};
+use super::listed::Listed;
+use super::object_table::{self, leaf_column};
+use super::query::query_value;
+use super::resource::{self, Names, Resource, Writing};
+use super::select::LabelSelector;
+use super::table::{self, Wanted};
+use crate::k8s::Leaf;
+use crate::k8s::feed::{Feed, Printed};
+use crate::k8s::leaf::kinds::{self as leaf_kinds, Gvr};
+use crate::k8s::names;
+use crate::k8s::status::Status;
+use crate::listener::client::Client;
+use crate::listener::reply;
+use crate::proxy::{Body, InBody};
+use crate::snapshot::Snapshot;
+
+/// A read-only kind, as the front serves it.
+pub struct Declared {
+    pub gvr: Gvr,
+    pub short_names: &'static [&'static str],
+    pub categories: &'static [&'static str],
+    /// The fields it is selected by beside `metadata.name` and `metadata.namespace`: the
+    /// label, where the object holds it, and its value when unset (the strategies read
+    /// the defaulted object).
+    fields: &'static [(&'static str, &'static str, &'static str)],
+    /// kube-apiserver's 400 for a field it does not select by.
+    refusal: fn(&str) -> String,
+    /// Cells that are ages: the column, the time it is the age of, the cell when unset.
+    ages: &'static [(&'static str, &'static str, &'static str)],
+}
+
+/// The words of `runtime.DefaultMetaV1FieldSelectorConversion`, for the kinds that
+/// register no field label conversion of their own.
+fn default_refusal(key: &str) -> String {
+    format!("{key:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\"")
+}
+
+/// The core kinds' conversion (`field label not supported`).
+fn core_refusal(key: &str) -> String {
+    format!("field label not supported: {key}")
+}
+
+/// batch/v1's conversion for `Job`.
+fn job_refusal(key: &str) -> String {
+    format!("field label {key:?} not supported for Job")
+}
+
+const AGE: (&str, &str, &str) = ("Age", "/metadata/creationTimestamp", "<unknown>");
+const ALL: &[&str] = &["all"];
+
+const fn declared(
+    gvr: Gvr,
+    short_names: &'static [&'static str],
+    categories: &'static [&'static str],
+) -> Declared {
+    Declared {
+        gvr,
+        short_names,
+        categories,
+        fields: &[],
+        refusal: default_refusal,
+        ages: &[AGE],
+    }
+}
+
+/// Every kind served this way.
+pub const DECLARED: &[Declared] = &[
+    declared(leaf_kinds::DEPLOYMENTS, &["deploy"], ALL),
+    declared(leaf_kinds::REPLICASETS, &["rs"], ALL),
+    declared(leaf_kinds::STATEFULSETS, &["sts"], ALL),
+    declared(leaf_kinds::DAEMONSETS, &["ds"], ALL),
+    Declared {
+        // `AddFieldLabelConversionsForService` (1.31+).
+        fields: &[
+            ("spec.clusterIP", "/spec/clusterIP", ""),
+            ("spec.type", "/spec/type", "ClusterIP"),
+        ],
+        refusal: core_refusal,
+        ..declared(leaf_kinds::SERVICES, &["svc"], ALL)
+    },
+    Declared {
+        refusal: core_refusal,
+        ..declared(leaf_kinds::CONFIGMAPS, &["cm"], &[])
+    },
+    Declared {
+        // `JobToSelectableFields`: the count as a decimal.
+        fields: &[("status.successful", "/status/succeeded", "0")],
+        refusal: job_refusal,
+        ..declared(leaf_kinds::JOBS, &[], ALL)
+    },
+    Declared {
+        ages: &[AGE, ("Last Schedule", "/status/lastScheduleTime", "<none>")],
+        ..declared(leaf_kinds::CRONJOBS, &["cj"], ALL)
+    },
+];
+
+/// The kind `resource` of `group`, if served this way.
+pub fn find(group: &str, resource: &str) -> Option<&'static Declared> {
+    DECLARED
+        .iter()
+        .find(|d| d.gvr.group == group && d.gvr.resource == resource)
+}
+
+impl Declared {
+    fn names(&self) -> Names {
+        Names {
+            group: self.gvr.group,
+            resource: self.gvr.resource,
+            kind: self.gvr.kind,
+            api_version: self.gvr.api_version,
+        }
+    }
+
+    fn selectable(&self) -> Vec<&'static str> {
+        let mut out = vec!["metadata.name", "metadata.namespace"];
+        out.extend(self.fields.iter().map(|(label, _, _)| *label));
+        out
+    }
+
+    /// The object's value for field selector label `key`.
+    fn field(&self, object: &Value, key: &str) -> String {
+        let (pointer, unset) = match key {
+            "metadata.name" => ("/metadata/name", ""),
+            "metadata.namespace" => ("/metadata/namespace", ""),
+            other => match self.fields.iter().find(|(label, _, _)| *label == other) {
+                Some((_, pointer, unset)) => (*pointer, *unset),
+                None => return String::new(),
+            },
+        };
+        match object.pointer(pointer) {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Number(n)) => n.to_string(),
+            Some(Value::Bool(b)) => b.to_string(),
+            _ => unset.to_string(),
+        }
+    }
+}
+
+/// One leaf's column definitions of the kind.
+type LeafColumns = (Arc<str>, Arc<Vec<Value>>);
+
+/// What a list or watch of a kind selects, and the Table asked for.
+struct Filter {
+    declared: &'static Declared,
+    namespace: Option<String>,
+    labels: LabelSelector,
+    fields: Fields,
+    wanted: Option<Wanted>,
+    /// The Table's columns (the first leaf's, by name, that printed the kind), and each
+    /// reachable leaf's own.
+    columns: Arc<Vec<Value>>,
+    leaf_columns: Vec<LeafColumns>,
+}
+
+impl Filter {
+    fn from_query(
+        query: Option<&str>,
+        namespace: Option<&str>,
+        declared: &'static Declared,
+    ) -> Result<Filter, String> {
+        Ok(Filter {
+            declared,
+            namespace: namespace.map(str::to_string),
+            labels: LabelSelector::parse(&query_value(query, "labelSelector").unwrap_or_default())?,
+            fields: Fields::parse_refusing(
+                &query_value(query, "fieldSelector").unwrap_or_default(),
+                &declared.selectable(),
+                declared.refusal,
+            )?,
+            wanted: None,
+            columns: Arc::default(),
+            leaf_columns: Vec::new(),
+        })
+    }
+
+    /// Reads the columns of the leaves `caller` may reach, for a Table.
+    fn with_columns(mut self, snapshot: &Snapshot, caller: &Caller<'_>) -> Filter {
+        let mut leaves: Vec<LeafColumns> = snapshot
+            .leaves
+            .iter()
+            .filter(|(name, _)| caller.config.may_reach(name))
+            .filter_map(|(name, leaf)| {
+                let kept = leaf.kinds().get(&self.declared.gvr)?;
+                Some((name.as_str().into(), kept.columns()))
+            })
+            .collect();
+        leaves.sort_by(|a, b| a.0.cmp(&b.0));
+        if let Some((_, first)) = leaves.iter().find(|(_, c)| !c.is_empty()) {
+            self.columns = first.clone();
+        }
+        self.leaf_columns = leaves;
+        self
+    }
+
+    /// The Table's column definitions: the leaf's, then LEAF.
+    fn definitions(&self) -> Vec<Value> {
+        let mut out = (*self.columns).clone();
+        let leaf = leaf_column("The leaf cluster the object is in (leafgate).", 0);
+        out.push(serde_json::to_value(leaf).unwrap_or(Value::Null));
+        out
+    }
+
+    /// The row of `copy`: its leaf's cells under the Table's columns, the ages printed
+    /// now, then the leaf.
+    fn cells(&self, copy: &Listed<Printed>, now: i64) -> Vec<Value> {
+        let own = self
+            .leaf_columns
+            .iter()
+            .find(|(leaf, _)| *leaf == copy.leaf)
+            .map(|(_, c)| c.clone())
+            .unwrap_or_default();
+        let name = |c: &Value| c["name"].as_str().unwrap_or("").to_string();
+        let mut cells: Vec<Value> = if Arc::ptr_eq(&own, &self.columns) || *own == *self.columns {
+            copy.object.cells.clone()
+        } else {
+            self.columns
+                .iter()
+                .map(|column| {
+                    let at = own.iter().position(|c| name(c) == name(column));
+                    at.and_then(|i| copy.object.cells.get(i).cloned())
+                        .unwrap_or_else(|| json!(""))
+                })
+                .collect()
+        };
+        cells.resize(self.columns.len(), json!(""));
+        let object = copy.object.object.json();
+        for (column, pointer, unset) in self.declared.ages {
+            if let Some(i) = self.columns.iter().position(|c| name(c) == *column) {
+                cells[i] = match object.pointer(pointer) {
+                    Some(Value::String(_)) => json!(object_table::age(object, pointer, now)),
+                    _ => json!(unset),
+                };
+            }
+        }
+        cells.push(json!(&*copy.leaf));
+        cells
+    }
+
+    /// The Table of `copies`.
+    fn print(&self, copies: &[Listed<Printed>], wanted: Wanted, metadata: Value) -> Value {
+        let now = now();
+        let rows = copies
+            .iter()
+            .map(|c| (self.cells(c, now), c.object.object.json().clone()))
+            .collect();
+        object_table::table(wanted, &self.definitions(), rows, metadata)
+    }
+}
+
+impl Resource for Filter {
+    type Object = Printed;
+
+    fn names(&self) -> Names {
+        self.declared.names()
+    }
+
+    fn feed<'l>(&self, leaf: &'l Leaf) -> Option<&'l Arc<Feed<Printed>>> {
+        Some(&leaf.kinds().get(&self.declared.gvr)?.feed)
+    }
+
+    fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+
+    fn selects(&self, printed: &Printed) -> bool {
+        let object = &printed.object;
+        self.namespace
+            .as_deref()
+            .is_none_or(|want| want == object.text("/metadata/namespace"))
+            && self.labels.matches_with(|k| object.label(k))
+            && self
+                .fields
+                .matches(|k| self.declared.field(object.json(), k))
+    }
+
+    fn write<'a>(
+        &'a self,
+        _caller: &'a Caller<'a>,
+        kind: &'static str,
+        leaf: &'a Arc<str>,
+        printed: &'a Arc<Printed>,
+        rv: &'a str,
+        out: &'a mut Vec<u8>,
+    ) -> Writing<'a> {
+        let copy = Listed {
+            leaf: leaf.clone(),
+            object: printed.clone(),
+        };
+        let object = match self.wanted {
+            Some(wanted) => self.print(
+                std::slice::from_ref(&copy),
+                wanted,
+                json!({ "resourceVersion": rv }),
+            ),
+            None => {
+                let mut v = printed.object.json().clone();
+                v["metadata"]["resourceVersion"] = json!(rv);
+                v
+            }
+        };
+        resource::push_line(out, &json!({ "type": kind, "object": object }));
+        Box::pin(std::future::ready(()))
+    }
+}
+
+/// A collection path of `declared` (in `namespace`, or across the tenant's): a list, or
+/// a watch with `watch=true` (`list::collection`).
+pub async fn collection(
+    req: &Request<InBody>,
+    client: &Client,
+    snapshot: &Arc<Snapshot>,
+    caller: &Caller<'_>,
+    namespace: Option<&str>,
+    declared: &'static Declared,
+) -> Response<Body> {
+    if req.method() != Method::GET {
+        return reply::status(&Status::method_not_allowed());
+    }
+    let parse = || {
+        let mut filter = Filter::from_query(req.uri().query(), namespace, declared)
+            .map_err(|e| Box::new(reply::status(&Status::new(400, e))))?;
+        filter.wanted = table::requested(req).map_err(Box::new)?;
+        if filter.wanted.is_some() {
+            filter = filter.with_columns(snapshot, caller);
+        }
+        Ok(filter)
+    };
+    let answer = async |filter: Filter, listing| list_answer(&filter, listing);
+    let names = (declared.names(), namespace);
+    list::collection(req, client, snapshot, caller, names, false, parse, answer).await
+}
+
+/// A page of the kind as a Table or a `<Kind>List`.
+fn list_answer(filter: &Filter, listing: Listing<Printed>) -> Response<Body> {
+    let mut metadata = json!({ "resourceVersion": listing.token });
+    if let Some((token, remaining)) = listing.next {
+        metadata["continue"] = json!(token);
+        metadata["remainingItemCount"] = json!(remaining);
+    }
+    let gvr = &filter.declared.gvr;
+    let body = match filter.wanted {
+        Some(wanted) => filter.print(&listing.items, wanted, metadata),
+        None => json!({
+            "kind": format!("{}List", gvr.kind),
+            "apiVersion": gvr.api_version,
+            "metadata": metadata,
+            "items": listing.items.iter().map(|c| c.object.object.json()).collect::<Vec<_>>(),
+        }),
+    };
+    reply::json(StatusCode::OK, &body)
+}
+
+/// `GET .../namespaces/{ns}/<resource>/{name}`: the object, from the first leaf (by name)
+/// holding it.
+pub fn one(
+    req: &Request<InBody>,
+    snapshot: &Snapshot,
+    caller: &Caller<'_>,
+    (namespace, raw_name): (&str, &str),
+    declared: &'static Declared,
+) -> Response<Body> {
+    if req.method() != Method::GET {
+        return reply::status(&Status::method_not_allowed());
+    }
+    let gvr = &declared.gvr;
+    let name = names::decode_segment(raw_name).unwrap_or_else(|| raw_name.to_string());
+    let problems = names::path_segment_problems(&name);
+    if !problems.is_empty() {
+        return reply::status(&Status::new(
+            400,
+            format!("Name parameter invalid: {name:?}: {}", problems.join(";")),
+        ));
+    }
+    if !caller.config.owns(namespace) {
+        let (group, resource) = (gvr.group, gvr.resource);
+        return caller.forbidden_in(group, "get", resource, Some(&name), Some(namespace));
+    }
+    let wanted = match table::requested(req) {
+        Ok(t) => t,
+        Err(res) => return res,
+    };
+    let mut leaves: Vec<_> = snapshot
+        .leaves
+        .iter()
+        .filter(|(leaf, _)| caller.config.may_reach(leaf))
+        .collect();
+    leaves.sort_by_key(|(leaf, _)| *leaf);
+    let found = leaves.into_iter().find_map(|(leaf, l)| {
+        Some(Listed {
+            leaf: leaf.as_str().into(),
+            object: l.kinds().get(gvr)?.feed.get(namespace, &name)?,
+        })
+    });
+    let Some(copy) = found else {
+        return reply::status(&Status::not_found_in(gvr.group, gvr.resource, &name));
+    };
+    match wanted {
+        Some(wanted) => {
+            let filter =
+                Filter::from_query(None, None, declared).map(|f| f.with_columns(snapshot, caller));
+            match filter {
+                Ok(filter) => {
+                    let metadata = json!({ "resourceVersion": copy.version() });
+                    reply::json(StatusCode::OK, &filter.print(&[copy], wanted, metadata))
+                }
+                Err(e) => reply::status(&Status::new(400, e)),
+            }
+        }
+        None => reply::json(StatusCode::OK, copy.object.object.json()),
+    }
+}
+
+fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}

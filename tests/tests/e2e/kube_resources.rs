@@ -1,0 +1,551 @@
+//! The read-only kinds through the kube-api front (deployments, replicasets,
+//! statefulsets, daemonsets, services, configmaps, jobs, cronjobs), with the real kubectl
+//! (every binary `kubesim::kubectl::all()` lists) over two simulated leaves. Every
+//! expectation is what kubectl prints straight from the simulator (kube-apiserver's
+//! printers, `tests/kubesim/src/kinds.rs`) for the same objects, never leafgate's output:
+//! `get` of all eight kinds in a namespace, `-o wide`, `-A` (both leaves, in storage-key
+//! order), `-l`, `--field-selector`, a name, `-o json`, `-w` seeing a change. Hostile:
+//! tenant `other` gets the RBAC 403 on acme's namespace and acme on other's; nothing of
+//! `other` appears in acme's lists or `get all -A`; a selector on a field the kind does
+//! not index and a broken label selector get the simulator's own 400 words.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use kubesim::{Credential, KubeSim};
+use leafgate_tests::TestGateway;
+use leafgate_tests::certs::TestCa;
+use leafgate_tests::kube::{self, Following, KubeUser};
+use serde_json::{Value, json};
+use tokio::process::Command;
+
+const TOKEN_A: &str = "acme-resources-token";
+const TOKEN_OTHER: &str = "other-resources-token";
+const KINDS: &str = "deploy,rs,sts,ds,job,cronjob,svc,cm";
+
+fn template(app: &str) -> Value {
+    json!({
+        "metadata": {"labels": {"app": app}},
+        "spec": {"containers": [{"name": "app", "image": format!("registry.example/{app}:1.0")}]},
+    })
+}
+
+/// One object of each kind for `app` in `ns`, and the statuses their controllers write
+/// (api version, kind, name, status).
+fn objects(ns: &str, app: &str) -> (Vec<Value>, Vec<(&'static str, &'static str, Value)>) {
+    let meta = |name: &str| json!({"namespace": ns, "name": name, "labels": {"app": app}});
+    let selector = json!({"matchLabels": {"app": app}});
+    let mut job_template = template(app);
+    job_template["spec"]["restartPolicy"] = json!("Never");
+    let mut ds_template = template(app);
+    ds_template["spec"]["nodeSelector"] = json!({"kubernetes.io/os": "linux"});
+    let created = vec![
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta(app),
+            "spec": {"replicas": 2, "selector": selector, "template": template(app)}}),
+        json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": meta(&format!("{app}-5d4f8b9c6")),
+            "spec": {"replicas": 2, "selector": selector, "template": template(app)}}),
+        json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": meta(&format!("{app}-db")),
+            "spec": {"replicas": 1, "serviceName": app, "selector": selector, "template": template(app)}}),
+        json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": meta(&format!("{app}-agent")),
+            "spec": {"selector": selector, "template": ds_template}}),
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": meta(app),
+            "spec": {"selector": {"app": app}, "clusterIP": "10.96.0.10",
+                "ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}]}}),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(&format!("{app}-settings")),
+            "data": {"a": "1", "b": "2"}}),
+        json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": meta(&format!("{app}-migrate")),
+            "spec": {"completions": 1, "template": job_template}}),
+        json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": meta(&format!("{app}-nightly")),
+            "spec": {"schedule": "*/5 * * * *",
+                "jobTemplate": {"spec": {"template": job_template}}}}),
+    ];
+    let statuses = vec![
+        (
+            "apps/v1",
+            "Deployment",
+            json!({"status": {"replicas": 2, "readyReplicas": 1,
+            "updatedReplicas": 2, "availableReplicas": 1}}),
+        ),
+        (
+            "apps/v1",
+            "ReplicaSet",
+            json!({"status": {"replicas": 2, "readyReplicas": 1}}),
+        ),
+        (
+            "apps/v1",
+            "StatefulSet",
+            json!({"status": {"replicas": 1, "readyReplicas": 1}}),
+        ),
+        (
+            "apps/v1",
+            "DaemonSet",
+            json!({"status": {"desiredNumberScheduled": 3,
+            "currentNumberScheduled": 3, "numberReady": 2, "updatedNumberScheduled": 3,
+            "numberAvailable": 2}}),
+        ),
+        (
+            "batch/v1",
+            "Job",
+            json!({"status": {"succeeded": 1, "startTime": "2024-01-01T00:00:00Z",
+            "completionTime": "2024-01-01T00:00:30Z", "conditions": [
+                {"type": "SuccessCriteriaMet", "status": "True"},
+                {"type": "Complete", "status": "True"}]}}),
+        ),
+        // Long ago: the same age printed at any moment of the test.
+        (
+            "batch/v1",
+            "CronJob",
+            json!({"status": {"lastScheduleTime": "2024-01-01T00:00:00Z"}}),
+        ),
+    ];
+    (created, statuses)
+}
+
+/// Creates `objects(ns, app)` in `sim`, statuses written as their controllers do.
+fn populate(sim: &KubeSim, ns: &str, app: &str) -> usize {
+    let (created, statuses) = objects(ns, app);
+    let n = created.len();
+    for object in created {
+        let made = sim.create(object).unwrap();
+        let (version, kind) = (
+            made["apiVersion"].as_str().unwrap(),
+            made["kind"].as_str().unwrap(),
+        );
+        let name = made["metadata"]["name"].as_str().unwrap();
+        if let Some((_, _, status)) = statuses
+            .iter()
+            .find(|(v, k, _)| *v == version && *k == kind)
+        {
+            sim.patch_status(version, kind, ns, name, status).unwrap();
+        }
+    }
+    n
+}
+
+fn kubectl(bin: &Path, kubeconfig: &Path, cache: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.arg("--kubeconfig")
+        .arg(kubeconfig)
+        .arg("--cache-dir")
+        .arg(cache)
+        .args(args)
+        .kill_on_drop(true);
+    cmd
+}
+
+async fn run(cmd: Command) -> (Option<i32>, String, String) {
+    let done = kubesim::testkit::run(cmd, None).await;
+    (done.code, done.out, done.err)
+}
+
+/// One printed table: its header's column names and each row's cells, cut where the
+/// header's columns start (kubectl's tabwriter aligns every cell with its header, and
+/// pads columns by at least three spaces; `LAST SCHEDULE` is one column).
+#[derive(Debug)]
+struct Printed {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Printed {
+    fn parse(text: &str) -> Printed {
+        let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+        let head = lines.next().unwrap_or("");
+        let b = head.as_bytes();
+        let mut starts = vec![0];
+        starts
+            .extend((2..b.len()).filter(|&i| b[i] != b' ' && b[i - 1] == b' ' && b[i - 2] == b' '));
+        let cut = |line: &str| -> Vec<String> {
+            (0..starts.len())
+                .map(|n| {
+                    let end = starts
+                        .get(n + 1)
+                        .copied()
+                        .unwrap_or(line.len())
+                        .min(line.len());
+                    line.get(starts[n].min(end)..end)
+                        .unwrap_or("")
+                        .trim()
+                        .to_string()
+                })
+                .collect()
+        };
+        Printed {
+            header: cut(head),
+            rows: lines.map(cut).collect(),
+        }
+    }
+
+    /// The header and rows without the columns named in `skip`.
+    fn without(&self, skip: &[&str]) -> Vec<Vec<String>> {
+        let keep: Vec<usize> = (0..self.header.len())
+            .filter(|i| !skip.contains(&self.header[*i].as_str()))
+            .collect();
+        std::iter::once(&self.header)
+            .chain(&self.rows)
+            .map(|r| keep.iter().map(|i| r[*i].clone()).collect())
+            .collect()
+    }
+
+    /// Column `name`'s cells.
+    fn column(&self, name: &str) -> Vec<&str> {
+        let at = self.header.iter().position(|h| h == name).unwrap();
+        self.rows.iter().map(|r| r[at].as_str()).collect()
+    }
+}
+
+/// The tables of a multi-kind `kubectl get`, one per kind.
+fn tables(out: &str) -> Vec<Printed> {
+    out.split("\n\n")
+        .filter(|t| !t.trim().is_empty())
+        .map(Printed::parse)
+        .collect()
+}
+
+/// The columns compared: ages count to the wall clock, LEAF is the front's.
+const SKIP: &[&str] = &["AGE", "LEAF", "NAMESPACE"];
+
+/// Two leaves behind leafgate; tenant acme (`apps`, `apps-*`), tenant other (`other`):
+/// acme's `web` objects in leaf-a's `apps`, its `api` objects in leaf-b's `apps-dev`,
+/// other's `hidden` objects in leaf-a's `other`.
+struct Bed {
+    gw: TestGateway,
+    leaf_a: KubeSim,
+    leaf_b: KubeSim,
+    ca: TestCa,
+    dir: tempfile::TempDir,
+}
+
+impl Bed {
+    async fn start() -> Bed {
+        let kube::TwoLeaves {
+            gw,
+            leaf_a,
+            leaf_b,
+            ca,
+        } = kube::TwoLeaves::start(TOKEN_A, TOKEN_OTHER).await;
+        let bed = Bed {
+            gw,
+            leaf_a,
+            leaf_b,
+            ca,
+            dir: tempfile::tempdir().unwrap(),
+        };
+        let a = populate(&bed.leaf_a, "apps", "web") + populate(&bed.leaf_a, "other", "hidden");
+        let b = populate(&bed.leaf_b, "apps-dev", "api");
+        bed.held("leaf-a", a).await;
+        bed.held("leaf-b", b).await;
+        for (sim, name) in [(&bed.leaf_a, "a"), (&bed.leaf_b, "b")] {
+            sim.kubeconfig(
+                &Credential::ClientCert("admin".into()),
+                &bed.dir.path().join(format!("{name}.kubeconfig")),
+            )
+            .unwrap();
+        }
+        bed
+    }
+
+    /// Waits (up to 10 s) until leaf `leaf` holds `n` objects of the read-only kinds: the
+    /// stores have no signal to wait on from here.
+    async fn held(&self, leaf: &str, n: usize) {
+        let started = Instant::now();
+        loop {
+            let snapshot = self.gw.gateway.snapshot();
+            let counts: Vec<_> = snapshot.leaves[leaf].kinds().counts().collect();
+            if counts.iter().map(|(_, c)| c).sum::<usize>() >= n {
+                return;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "{leaf}: {counts:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// A kubeconfig for `token` through the front.
+    fn kubeconfig(&self, token: &str) -> PathBuf {
+        kube::kubeconfig(
+            self.dir.path(),
+            &self.ca,
+            self.gw.addr("kube"),
+            KubeUser::Token(token),
+            Some("apps"),
+        )
+    }
+
+    fn cache(&self) -> PathBuf {
+        self.dir.path().join("cache")
+    }
+
+    /// kubectl as `token` through the front.
+    async fn front(&self, bin: &Path, token: &str, args: &[&str]) -> (Option<i32>, String, String) {
+        run(kubectl(bin, &self.kubeconfig(token), &self.cache(), args)).await
+    }
+
+    /// kubectl straight at leaf `a` or `b`, as its admin.
+    async fn direct(&self, bin: &Path, leaf: &str, args: &[&str]) -> (Option<i32>, String, String) {
+        let kubeconfig = self.dir.path().join(format!("{leaf}.kubeconfig"));
+        run(kubectl(bin, &kubeconfig, &self.cache(), args)).await
+    }
+}
+
+fn ok((code, out, err): (Option<i32>, String, String), what: &str) -> String {
+    assert_eq!(code, Some(0), "{what}: {err}");
+    out
+}
+
+fn args<'a>(base: &[&'a str], more: &[&'a str]) -> Vec<&'a str> {
+    base.iter().chain(more).copied().collect()
+}
+
+#[tokio::test]
+async fn every_kind_prints_as_the_leaf_prints_it() {
+    let bed = Bed::start().await;
+    for bin in kubesim::kubectl::all() {
+        let b = bin.display().to_string();
+        for extra in [&[][..], &["-o", "wide"][..]] {
+            let mut all_namespaces = Vec::new();
+            for (leaf, name, ns) in [("b", "leaf-b", "apps-dev"), ("a", "leaf-a", "apps")] {
+                let get = args(&["get", KINDS, "-n", ns], extra);
+                let want = tables(&ok(bed.direct(&bin, leaf, &get).await, &b));
+                let got = tables(&ok(bed.front(&bin, TOKEN_A, &get).await, &b));
+                assert_eq!(want.len(), 8, "{b} {get:?}: {want:?}");
+                assert_eq!(got.len(), want.len(), "{b} {get:?}: {got:?}");
+                for (got, want) in got.iter().zip(&want) {
+                    assert_eq!(got.without(SKIP), want.without(SKIP), "{b} {get:?}");
+                    assert_eq!(got.header.last().map(String::as_str), Some("LEAF"), "{b}");
+                    assert!(
+                        got.column("LEAF").iter().all(|l| *l == name),
+                        "{b}: {got:?}"
+                    );
+                    assert!(
+                        got.column("AGE").iter().all(|a| a.ends_with('s')),
+                        "{b}: {got:?}"
+                    );
+                }
+                all_namespaces.push(want);
+            }
+            // Both leaves, in storage-key order (`apps-dev/...` before `apps/...`), other's
+            // `hidden` nowhere.
+            let get = args(&["get", KINDS, "-A"], extra);
+            let got = tables(&ok(bed.front(&bin, TOKEN_A, &get).await, &b));
+            assert_eq!(got.len(), 8, "{b} {get:?}");
+            for (i, got) in got.iter().enumerate() {
+                let mut want = all_namespaces[0][i].without(SKIP);
+                want.extend(all_namespaces[1][i].without(SKIP).into_iter().skip(1));
+                assert_eq!(got.without(SKIP), want, "{b} {get:?}");
+                assert_eq!(got.column("NAMESPACE"), ["apps-dev", "apps"], "{b} {get:?}");
+            }
+        }
+        let out = ok(
+            bed.front(&bin, TOKEN_A, &["get", "deploy,svc", "-A", "-l", "app=web"])
+                .await,
+            &b,
+        );
+        let names: Vec<_> = tables(&out)
+            .iter()
+            .flat_map(|t| {
+                t.column("NAME")
+                    .into_iter()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert_eq!(names, ["deployment.apps/web", "service/web"], "{b}: {out}");
+        let select = [
+            "get",
+            "deploy",
+            "-A",
+            "--field-selector",
+            "metadata.name=api",
+        ];
+        let out = ok(bed.front(&bin, TOKEN_A, &select).await, &b);
+        assert_eq!(Printed::parse(&out).column("NAME"), ["api"], "{b}: {out}");
+        let select = [
+            "get",
+            "svc",
+            "-A",
+            "--field-selector",
+            "spec.type=ClusterIP,metadata.namespace=apps",
+        ];
+        let out = ok(bed.front(&bin, TOKEN_A, &select).await, &b);
+        assert_eq!(Printed::parse(&out).column("NAME"), ["web"], "{b}: {out}");
+        let select = [
+            "get",
+            "job",
+            "-A",
+            "--field-selector",
+            "status.successful=1",
+        ];
+        let out = ok(bed.front(&bin, TOKEN_A, &select).await, &b);
+        assert_eq!(
+            Printed::parse(&out).column("NAME"),
+            ["api-migrate", "web-migrate"],
+            "{b}: {out}"
+        );
+        // One by name, as JSON: the leaf's object with the leaf annotation.
+        let out = ok(
+            bed.front(&bin, TOKEN_A, &["get", "deploy", "web", "-o", "json"])
+                .await,
+            &b,
+        );
+        let web: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            web["metadata"]["annotations"]["leafgate.io/leaf"], "leaf-a",
+            "{b}"
+        );
+        assert_eq!(web["status"]["readyReplicas"], 1, "{b}");
+        assert_eq!(web["kind"], "Deployment", "{b}");
+        // A name no leaf has: the simulator's own words.
+        let missing = ["get", "deploy", "nope", "-n", "apps"];
+        let (code, _, err) = bed.front(&bin, TOKEN_A, &missing).await;
+        let (want_code, _, want_err) = bed.direct(&bin, "a", &missing).await;
+        assert_eq!((code, err), (want_code, want_err), "{b}");
+    }
+}
+
+#[tokio::test]
+async fn a_watch_sees_a_change_of_the_leaf() {
+    let bed = Bed::start().await;
+    let bin = kubesim::kubectl::all().into_iter().next().unwrap();
+    let cmd = kubectl(
+        &bin,
+        &bed.kubeconfig(TOKEN_A),
+        &bed.cache(),
+        &["get", "deploy", "-w"],
+    );
+    let mut watch = Following::spawn(cmd);
+    let header = watch.next().await;
+    assert!(header.starts_with("NAME"), "{header}");
+    let first = watch.next().await;
+    assert_eq!(
+        first.split_whitespace().take(2).collect::<Vec<_>>(),
+        ["web", "1/2"],
+        "{first}"
+    );
+    bed.leaf_a
+        .patch_status(
+            "apps/v1",
+            "Deployment",
+            "apps",
+            "web",
+            &json!({"status": {"readyReplicas": 2}}),
+        )
+        .unwrap();
+    let changed = watch.next().await;
+    assert_eq!(
+        changed.split_whitespace().take(2).collect::<Vec<_>>(),
+        ["web", "2/2"],
+        "{changed}"
+    );
+    watch.stop().await;
+}
+
+#[tokio::test]
+async fn other_tenants_namespaces_are_forbidden_and_nothing_leaks() {
+    let bed = Bed::start().await;
+    for bin in kubesim::kubectl::all() {
+        let b = bin.display().to_string();
+        let (code, _, err) = bed
+            .front(&bin, TOKEN_OTHER, &["get", "deploy", "-n", "apps"])
+            .await;
+        assert_eq!(code, Some(1), "{b}");
+        assert!(
+            err.contains("deployments.apps is forbidden: User \"tenant:other\" cannot list resource \"deployments\" in API group \"apps\" in the namespace \"apps\""),
+            "{b}: {err}"
+        );
+        let (code, _, err) = bed
+            .front(
+                &bin,
+                TOKEN_A,
+                &["get", "cm", "hidden-settings", "-n", "other"],
+            )
+            .await;
+        assert_eq!(code, Some(1), "{b}");
+        assert!(
+            err.contains("configmaps \"hidden-settings\" is forbidden: User \"tenant:acme\" cannot get resource \"configmaps\" in API group \"\" in the namespace \"other\""),
+            "{b}: {err}"
+        );
+        for get in [
+            &["get", KINDS, "-A", "-o", "wide"][..],
+            &["get", "all", "-A"][..],
+        ] {
+            let out = ok(bed.front(&bin, TOKEN_A, get).await, &b);
+            assert!(
+                out.contains("web") && out.contains("api"),
+                "{b} {get:?}: {out}"
+            );
+            assert!(
+                !out.contains("hidden") && !out.contains("other"),
+                "{b} {get:?}: {out}"
+            );
+        }
+        let out = ok(bed.front(&bin, TOKEN_A, &["get", "all", "-A"]).await, &b);
+        let kinds: Vec<String> = tables(&out)
+            .iter()
+            .map(|t| t.column("NAME")[0].split('/').next().unwrap().to_string())
+            .collect();
+        for kind in [
+            "service",
+            "daemonset.apps",
+            "deployment.apps",
+            "replicaset.apps",
+            "statefulset.apps",
+            "cronjob.batch",
+            "job.batch",
+        ] {
+            assert!(kinds.iter().any(|k| k == kind), "{b}: no {kind} in {out}");
+        }
+        // Hostile selectors: the simulator's own 400s.
+        for hostile in [
+            &[
+                "get",
+                "deploy",
+                "-n",
+                "apps",
+                "--field-selector",
+                "spec.replicas=2",
+            ][..],
+            &[
+                "get",
+                "job",
+                "-n",
+                "apps",
+                "--field-selector",
+                "spec.completions=1",
+            ][..],
+            &[
+                "get",
+                "svc",
+                "-n",
+                "apps",
+                "--field-selector",
+                "spec.ports=80",
+            ][..],
+        ] {
+            let (code, out, err) = bed.front(&bin, TOKEN_A, hostile).await;
+            let (want_code, _, want_err) = bed.direct(&bin, "a", hostile).await;
+            assert_eq!(want_code, Some(1), "{b} {hostile:?}: {want_err}");
+            assert_eq!((code, err), (want_code, want_err), "{b} {hostile:?}: {out}");
+        }
+        // A broken label selector: kube-apiserver's 400 (the parser's own words differ).
+        let broken = ["get", "deploy", "-n", "apps", "-l", "app in ((web"];
+        let (code, _, err) = bed.front(&bin, TOKEN_A, &broken).await;
+        assert_eq!(code, Some(1), "{b}");
+        assert!(
+            err.starts_with("Error from server (BadRequest): ")
+                && err.contains("unable to parse requirement"),
+            "{b}: {err}"
+        );
+        // Verbs the front does not serve.
+        let (code, _, err) = bed
+            .front(&bin, TOKEN_A, &["delete", "deploy", "web", "-n", "apps"])
+            .await;
+        assert_eq!(code, Some(1), "{b}");
+        assert!(
+            err.contains("MethodNotAllowed") || err.contains("not allowed"),
+            "{b}: {err}"
+        );
+    }
+}
