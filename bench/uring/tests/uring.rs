@@ -382,3 +382,46 @@ fn the_relay_carries_bytes_unchanged_one_upstream_connection_per_client() {
     assert_eq!(upstream.connections.load(Ordering::SeqCst), 4);
     assert!(relay.stop_by_stdin().success());
 }
+
+/// Descriptors `pid` holds open.
+fn descriptors(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count()
+}
+
+#[test]
+fn connections_that_end_give_their_descriptors_back() {
+    let upstream = Upstream::start();
+    for binary in [
+        env!("CARGO_BIN_EXE_uring-proxy"),
+        env!("CARGO_BIN_EXE_uring-relay"),
+    ] {
+        let running = Running::start(binary, upstream.addr);
+        let pid = running.child.as_ref().unwrap().id();
+        let one = |close: bool| {
+            let mut sock = running.connect();
+            let request = if close {
+                "GET / HTTP/1.1\r\nHost: bench.example\r\nConnection: close\r\n\r\n".to_string()
+            } else {
+                get("/")
+            };
+            sock.write_all(request.as_bytes()).unwrap();
+            let mut buf = Vec::new();
+            assert_eq!(read_answer(&mut sock, &mut buf).status, 200);
+        };
+        one(false);
+        let before = descriptors(pid);
+        // 150 clients that leave after one answer, 150 the proxy closes (`Connection: close`;
+        // the relay leaves it to the upstream, which keeps the connection).
+        for i in 0..300 {
+            one(i % 2 == 0);
+        }
+        one(false);
+        let after = descriptors(pid);
+        assert!(
+            after <= before + 4,
+            "{binary}: {before} descriptors before 300 connections, {after} after"
+        );
+    }
+}

@@ -83,6 +83,8 @@ struct Proxy {
     idle: Vec<u32>,
     /// Recvs that ended for want of a buffer, armed again when one comes back.
     starved: Vec<(u8, u32)>,
+    /// Connections shut down whose slots are not freed yet.
+    closed: Vec<(u8, u32)>,
 }
 
 fn main() -> io::Result<()> {
@@ -92,6 +94,7 @@ fn main() -> io::Result<()> {
         upstreams: Slab::default(),
         idle: Vec::new(),
         starved: Vec::new(),
+        closed: Vec::new(),
     })
 }
 
@@ -143,7 +146,7 @@ impl Handler for Proxy {
             _ if side == CLIENT => self.close_client(slot),
             _ => self.upstream_failed(slot)?,
         }
-        self.free_if_done(side, slot);
+        self.reap();
         Ok(())
     }
 
@@ -170,7 +173,7 @@ impl Handler for Proxy {
                 self.serve(slot)?;
             }
         }
-        self.free_if_done(side, slot);
+        self.reap();
         Ok(())
     }
 }
@@ -337,7 +340,7 @@ impl Proxy {
         let up = self.upstreams.get(u);
         up.client = None;
         up.answered = false;
-        shut(&mut up.conn);
+        shut(&mut up.conn, &mut self.closed, UPSTREAM, u);
         self.idle.retain(|&i| i != u);
     }
 
@@ -345,7 +348,7 @@ impl Proxy {
     /// upstream connection goes too.
     fn close_client(&mut self, c: u32) {
         let client = self.clients.get(c);
-        shut(&mut client.conn);
+        shut(&mut client.conn, &mut self.closed, CLIENT, c);
         if let Some(u) = client.upstream.take() {
             self.close_upstream(u);
         }
@@ -358,26 +361,34 @@ impl Proxy {
         Ok(())
     }
 
-    /// Frees a closing connection's slot (closing its socket) once nothing of it is in
-    /// flight.
-    fn free_if_done(&mut self, side: u8, slot: u32) {
-        let conn = self.conn(side, slot);
-        if !conn.closing || conn.ops > 0 {
-            return;
+    /// Frees the slots of closing connections (closing their sockets) that have nothing
+    /// in flight any more: run after every completion, since closing one connection can
+    /// close another (a client's upstream, an upstream's client).
+    fn reap(&mut self) {
+        let mut i = 0;
+        while i < self.closed.len() {
+            let (side, slot) = self.closed[i];
+            if self.conn(side, slot).ops > 0 {
+                i += 1;
+                continue;
+            }
+            self.closed.swap_remove(i);
+            if side == CLIENT {
+                self.clients.remove(slot);
+            } else {
+                self.upstreams.remove(slot);
+            }
+            self.starved.retain(|&s| s != (side, slot));
         }
-        if side == CLIENT {
-            self.clients.remove(slot);
-        } else {
-            self.upstreams.remove(slot);
-        }
-        self.starved.retain(|&s| s != (side, slot));
     }
 }
 
-/// Starts closing a connection: shutting it down ends its armed recv.
-fn shut(conn: &mut Conn) {
+/// Starts closing a connection: shutting it down ends its armed recv. Its slot goes on
+/// `closed` for [`Proxy::reap`].
+fn shut(conn: &mut Conn, closed: &mut Vec<(u8, u32)>, side: u8, slot: u32) {
     if !conn.closing {
         conn.closing = true;
         let _ = conn.sock.shutdown(Shutdown::Both);
+        closed.push((side, slot));
     }
 }
