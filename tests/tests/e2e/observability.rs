@@ -2,16 +2,20 @@
 //! alert names is one the gateway exports, the PrometheusRule fits prometheus-operator's
 //! CRD schema (vendored in `tests/schemas/prometheus-operator/`), each alert has its
 //! runbook in `docs/operations.md`, and `leafgate_certificate_expiry_seconds` tells the
-//! served certificate's time left.
+//! served certificate's time left. The gateway scraped serves routes, a leaf and a virtual
+//! node of a kubesim root cluster.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use kubesim::KubeSim;
+
+use leafgate_tests::TestGateway;
 use leafgate_tests::certs::TestCa;
 use leafgate_tests::client::get;
-use leafgate_tests::config::{Listener, Route};
-use leafgate_tests::{Config, TestGateway};
+use leafgate_tests::config::{Listener, Route, Tenant, VirtualNode};
+use leafgate_tests::vnodes::{self, gateway_dir, kubernetes, root_sim};
 use serde_json::Value;
 
 fn repo_root() -> PathBuf {
@@ -364,7 +368,11 @@ fn of_a_family(name: &str, families: &BTreeSet<String>) -> bool {
 
 #[tokio::test]
 async fn grafana_panels_and_alerts_name_only_metrics_the_gateway_exports() {
-    let dir = tempfile::tempdir().unwrap();
+    // A root cluster with a virtual node over a kubesim leaf, so the leaf's, the leader's
+    // and the node writes' families have series too.
+    let root = root_sim(KubeSim::builder()).await;
+    let leaf = KubeSim::builder().start().await.unwrap();
+    let dir = gateway_dir(&root, &leaf, "replica-a");
     let ca = TestCa::new("observability-ca");
     let cert = ca.issue(dir.path(), "web", &["web.example"]);
     // A closed port: the route's requests fail upstream.
@@ -372,12 +380,15 @@ async fn grafana_panels_and_alerts_name_only_metrics_the_gateway_exports() {
         .unwrap()
         .local_addr()
         .unwrap();
-    let config = Config::new()
-        .admin()
-        .listener(Listener::new("plain"))
-        .listener(Listener::new("web").tls(&cert.cert, &cert.key))
-        .route(Route::host("ok.example").direct(200, "ok\n"))
-        .route(Route::host("down.example").backend(closed));
+    let config = vnodes::config(
+        kubernetes("replica-a"),
+        Tenant::new("team-a").namespaces(["team-a"]),
+        VirtualNode::own("vn-leaf-1", "leaf-1"),
+    )
+    .listener(Listener::new("plain"))
+    .listener(Listener::new("web").tls(&cert.cert, &cert.key))
+    .route(Route::host("ok.example").direct(200, "ok\n"))
+    .route(Route::host("down.example").backend(closed));
     let gw = TestGateway::start_in(dir, &config).await;
     get(gw.addr("plain"), "ok.example", "/").await;
     get(gw.addr("plain"), "down.example", "/").await;
@@ -390,9 +401,24 @@ async fn grafana_panels_and_alerts_name_only_metrics_the_gateway_exports() {
     std::fs::write(&gw.config, config.to_string()).unwrap();
     gw.gateway.reload().await.unwrap();
 
-    let metrics = get(gw.admin(), "admin", "/metrics").await.text();
+    // Bounded: the election and the first node writes take a few seconds.
+    let started = Instant::now();
+    let metrics = loop {
+        let metrics = get(gw.admin(), "admin", "/metrics").await.text();
+        if metrics.contains("leafgate_leader 1") && metrics.contains("leafgate_root_writes_total{")
+        {
+            break metrics;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no leader or node writes within 20 s: {metrics}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     let exported = exported_names(&metrics);
     for wanted in [
+        "leafgate_leaf_up",
+        "leafgate_leaf_pods",
         "leafgate_requests_total",
         "leafgate_request_duration_seconds_bucket",
         "leafgate_upstream_errors_total",
@@ -460,7 +486,9 @@ async fn grafana_panels_and_alerts_name_only_metrics_the_gateway_exports() {
         .as_secs() as i64;
     let line = metrics
         .lines()
-        .find(|l| l.starts_with("leafgate_certificate_expiry_seconds{"))
+        .find(|l| {
+            l.starts_with("leafgate_certificate_expiry_seconds{") && l.contains(r#"listener="web""#)
+        })
         .unwrap_or_else(|| panic!("no certificate expiry series in {metrics}"));
     assert!(
         line.contains(r#"listener="web""#) && line.contains(r#"hosts="*""#),
