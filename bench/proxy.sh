@@ -29,6 +29,15 @@
 # printed against nginx, leafgate and the epoll relay, and, with SYSCALLS=1, counted with
 # `io_uring_enter` besides the socket calls. They stop when the script's end closes their
 # standard input.
+#
+# HAPROXY=1 adds HAProxy (Debian's `haproxy`, installed when missing) on the same core as
+# the same HTTP/1.1 reverse proxy to the same upstream, set up as close to the nginx proxy
+# as HAProxy allows: one thread, `mode http`, keep-alive to the client, pooled keep-alive
+# upstream connections (`http-reuse always`), X-Forwarded-For (`option forwardfor`) and the
+# same X-Forwarded-Proto and X-Forwarded-Host, no logging, generous timeouts. A curl through
+# it must answer the upstream's body before anything is measured; then it is measured in
+# every run like the others, printed against nginx and leafgate per core, in the CPU per
+# request lines and, with SYSCALLS=1, counted like the others.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -38,10 +47,12 @@ need python3 python3
 need taskset util-linux
 FLOOR=${FLOOR:-0}
 URING=${URING:-0}
+HAPROXY=${HAPROXY:-0}
 stream_module=/usr/lib/nginx/modules/ngx_stream_module.so
 if [ "$FLOOR" = 1 ] && ! [ -f "$stream_module" ]; then
   install_pkg libnginx-mod-stream
 fi
+[ "$HAPROXY" = 1 ] && need haproxy haproxy
 
 PROXY_CPU=${PROXY_CPU:-1}
 LOAD_CPU=${LOAD_CPU:-0}
@@ -134,6 +145,31 @@ bind = "127.0.0.1:$lg"
 host = "*"
 backends = ["127.0.0.1:$up"]
 CONF
+hx=$(free_port)
+# HAProxy's counterpart of proxy.conf: one thread, no logs (no `log` line), keep-alive both
+# ways, idle upstream connections shared by every client (`http-reuse always`, as nginx's
+# `keepalive` pool is), the forwarding headers nginx sets.
+cat >"$work/haproxy.cfg" <<CONF
+global
+  nbthread 1
+  maxconn 4096
+defaults
+  mode http
+  option http-keep-alive
+  option forwardfor
+  http-reuse always
+  timeout connect 10s
+  timeout client 300s
+  timeout server 300s
+  timeout http-keep-alive 300s
+frontend bench
+  bind 127.0.0.1:$hx
+  http-request set-header X-Forwarded-Proto http
+  http-request set-header X-Forwarded-Host %[req.hdr(host)]
+  default_backend upstream
+backend upstream
+  server upstream 127.0.0.1:$up
+CONF
 
 echo "load before: $(uptime)"
 taskset -c "$LOAD_CPU" nginx -p "$work" -c "$work/upstream.conf" -g 'daemon off;' 2>>"$work/logs/upstream-stderr" &
@@ -159,6 +195,20 @@ if [ "$URING" = 1 ]; then
   uh_pid=$!
   uring_pids=("$ur_pid" "$uh_pid")
   wait_port "$ur"; wait_port "$uh"
+fi
+if [ "$HAPROXY" = 1 ]; then
+  # -db: in the foreground, one process (no master): its pid is the one to measure.
+  taskset -c "$PROXY_CPU" haproxy -db -f "$work/haproxy.cfg" >"$work/logs/haproxy.log" 2>&1 &
+  hx_pid=$!
+  wait_port "$hx"
+  # Each answer must be the upstream's, not an error page of HAProxy's.
+  expected=$(curl -sf -H 'Host: bench.example' "http://127.0.0.1:$up/")
+  got=$(curl -sf -H 'Host: bench.example' "http://127.0.0.1:$hx/") || got="(curl failed: $?)"
+  if [ "$got" != "$expected" ]; then
+    echo "HAProxy does not answer the upstream's body (got ${#got} bytes: ${got:0:80}); its log:" >&2
+    cat "$work/logs/haproxy.log" >&2
+    exit 1
+  fi
 fi
 
 # measure NAME URL PID...: one wrk run; stores CPU_S, USER_S and SYSTEM_S (seconds of CPU
@@ -187,7 +237,8 @@ if [ "$URING" = 1 ]; then
   WRK_DURATION=2s wrk_run warmup "http://127.0.0.1:$ur/" >/dev/null
   WRK_DURATION=2s wrk_run warmup "http://127.0.0.1:$uh/" >/dev/null
 fi
-results=(); floor=(); uring=()
+[ "$HAPROXY" = 1 ] && WRK_DURATION=2s wrk_run warmup "http://127.0.0.1:$hx/" >/dev/null
+results=(); floor=(); uring=(); haproxy=()
 for run in $(seq 1 "$RUNS"); do
   echo "run $run"
   measure nginx "http://127.0.0.1:$nx/" "${nginx_pids[@]}"
@@ -203,6 +254,10 @@ for run in $(seq 1 "$RUNS"); do
     uring+=("$REQS $P50_MS $P99_MS $CPU_S $ELAPSED_S $USER_S $SYSTEM_S")
     measure "uring proxy" "http://127.0.0.1:$uh/" "$uh_pid"
     uring+=("$REQS $P50_MS $P99_MS $CPU_S $ELAPSED_S $USER_S $SYSTEM_S")
+  fi
+  if [ "$HAPROXY" = 1 ]; then
+    measure HAProxy "http://127.0.0.1:$hx/" "$hx_pid"
+    haproxy+=("$REQS $P50_MS $P99_MS $CPU_S $ELAPSED_S $USER_S $SYSTEM_S")
   fi
 done
 echo "load after: $(uptime)"
@@ -234,21 +289,25 @@ if [ "${SYSCALLS:-0}" = 1 ]; then
       syscalls "uring-relay" "http://127.0.0.1:$ur/" "$ur_pid"
       syscalls "uring-proxy" "http://127.0.0.1:$uh/" "$uh_pid"
     fi
+    [ "$HAPROXY" = 1 ] && syscalls HAProxy "http://127.0.0.1:$hx/" "$hx_pid"
   else
     echo "syscalls: skipped (perf with the syscall tracepoints is not available here)"
   fi
 fi
 
-python3 - "${results[@]}" -- "${floor[@]}" -- "${uring[@]}" <<'PY'
+python3 - "${results[@]}" -- "${floor[@]}" -- "${uring[@]}" -- "${haproxy[@]}" <<'PY'
 import sys
 args = sys.argv[1:]
 cut = args.index("--")
 cut2 = args.index("--", cut + 1)
+cut3 = args.index("--", cut2 + 1)
 # Each row: req/s, p50, p99, CPU s, elapsed s, user s, kernel s.
 rows = [list(map(float, r.split())) for r in args[:cut]]
 floor = [list(map(float, r.split())) for r in args[cut + 1:cut2]]
 # io_uring rows, two a run: the relay, then the proxy prototype.
-uring = [list(map(float, r.split())) for r in args[cut2 + 1:]]
+uring = [list(map(float, r.split())) for r in args[cut2 + 1:cut3]]
+# HAProxy rows, one a run.
+haproxy = [list(map(float, r.split())) for r in args[cut3 + 1:]]
 
 def per_core(row):
     """req/s for one fully used core: requests served per CPU-second the proxy used."""
@@ -275,7 +334,8 @@ for i in range(0, len(rows), 2):
     line = []
     for name, row in [("nginx", rows[i]), ("leafgate", rows[i + 1])] + (
             [("L4 relay", floor[i // 2])] if floor else []) + (
-            [("uring relay", uring[i]), ("uring proxy", uring[i + 1])] if uring else []):
+            [("uring relay", uring[i]), ("uring proxy", uring[i + 1])] if uring else []) + (
+            [("HAProxy", haproxy[i // 2])] if haproxy else []):
         user, kernel = split_us(row)
         line.append(f"{name} {user:.1f} + {kernel:.1f} us")
     print(f"{i // 2 + 1:>3}  " + ", ".join(line))
@@ -301,4 +361,13 @@ if uring:
               f" {proxy_x[-1]:.2f}x nginx, {per_core(uh) / lg:.2f}x leafgate")
     print(f"io_uring relay per core / nginx per core: {min(relay_x):.2f}x .. {max(relay_x):.2f}x")
     print(f"io_uring proxy per core / nginx per core: {min(proxy_x):.2f}x .. {max(proxy_x):.2f}x")
+if haproxy:
+    # Each run's HAProxy against the same run's nginx and leafgate.
+    haproxy_x = []
+    for i, hx in enumerate(haproxy):
+        ngx, lg = per_core(rows[2 * i]), per_core(rows[2 * i + 1])
+        haproxy_x.append(per_core(hx) / ngx)
+        print(f"{i + 1:>3}  HAProxy {hx[0]:.0f} req/s, {per_core(hx):.0f} per core, p99 {hx[2]:.2f} ms:"
+              f" {haproxy_x[-1]:.2f}x nginx per core; leafgate {lg / per_core(hx):.2f}x HAProxy")
+    print(f"HAProxy per core / nginx per core: {min(haproxy_x):.2f}x .. {max(haproxy_x):.2f}x")
 PY
