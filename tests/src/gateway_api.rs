@@ -14,7 +14,6 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use http::StatusCode;
 use kubesim::KubeSim;
 use serde_json::{Value, json};
 
@@ -331,6 +330,16 @@ pub struct Expect<'a> {
     /// For a 200: the backend Service whose pod must answer (`pod` starts with it).
     pub backend: &'a str,
     pub namespace: &'a str,
+    /// Headers the backend must have received (the values of a name joined by `,`, as the
+    /// harness compares them) and names it must not have (`ExpectedRequest`).
+    pub received: Vec<(&'a str, &'a str)>,
+    pub not_received: Vec<&'a str>,
+    /// Headers the answer must carry (joined by `,`) and names it must not.
+    pub answered: Vec<(&'a str, &'a str)>,
+    pub not_answered: Vec<&'a str>,
+    /// Headers the echo backend is asked to answer with (`BackendSetResponseHeaders`, sent
+    /// as `X-Echo-Set-Header`).
+    pub backend_sets: Vec<(&'a str, &'a str)>,
 }
 
 impl<'a> Expect<'a> {
@@ -344,6 +353,11 @@ impl<'a> Expect<'a> {
             status: 200,
             backend,
             namespace: INFRA,
+            received: Vec::new(),
+            not_received: Vec::new(),
+            answered: Vec::new(),
+            not_answered: Vec::new(),
+            backend_sets: Vec::new(),
         }
     }
 
@@ -367,27 +381,96 @@ impl<'a> Expect<'a> {
         }
     }
 
+    /// The backend must receive `headers` and none of `absent`.
+    pub fn received(self, headers: &[(&'a str, &'a str)], absent: &[&'a str]) -> Self {
+        Expect {
+            received: headers.to_vec(),
+            not_received: absent.to_vec(),
+            ..self
+        }
+    }
+
+    /// The echo backend answers with `sets`; the answer must carry `headers` and none of
+    /// `absent`.
+    pub fn answered(
+        self,
+        sets: &[(&'a str, &'a str)],
+        headers: &[(&'a str, &'a str)],
+        absent: &[&'a str],
+    ) -> Self {
+        Expect {
+            backend_sets: sets.to_vec(),
+            answered: headers.to_vec(),
+            not_answered: absent.to_vec(),
+            ..self
+        }
+    }
+
     /// Sent with `method`.
     pub fn method(self, method: &'a str) -> Self {
         Expect { method, ..self }
     }
 
     /// Whether `answer` is what is expected, and if not why.
-    fn check(&self, status: StatusCode, body: &Value) -> Result<(), String> {
+    fn check(&self, answer: &Answer) -> Result<(), String> {
+        let status = answer.status;
+        let body: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
         if status.as_u16() != self.status {
             return Err(format!("status {status}, body {body}"));
         }
+        let answered = |name: &str| {
+            let values: Vec<&str> = answer
+                .headers
+                .get_all(name)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .collect();
+            (!values.is_empty()).then(|| values.join(","))
+        };
+        headers_are("answer", &self.answered, &self.not_answered, answered)?;
         if self.status != 200 {
             return Ok(());
         }
-        let (ns, pod, path) = crate::echo::read(body);
+        let (ns, pod, path) = crate::echo::read(&body);
         if path != self.path {
             return Err(format!("echoed path {path}"));
         }
         if ns != self.namespace || !pod.starts_with(self.backend) {
             return Err(format!("answered by {ns}/{pod}"));
         }
-        Ok(())
+        let received = |name: &str| {
+            let (_, values) = body["headers"]
+                .as_object()?
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))?;
+            let values: Vec<&str> = values
+                .as_array()?
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            Some(values.join(","))
+        };
+        headers_are("request", &self.received, &self.not_received, received)
+    }
+}
+
+/// Whether `get` (a header's values joined by `,`, `None` when absent) gives each of
+/// `want` and none of `absent`, as the harness compares them.
+fn headers_are(
+    what: &str,
+    want: &[(&str, &str)],
+    absent: &[&str],
+    get: impl Fn(&str) -> Option<String>,
+) -> Result<(), String> {
+    for (name, value) in want {
+        let got = get(name);
+        if got.as_deref() != Some(*value) {
+            return Err(format!("{what} header {name}: {got:?}, not {value:?}"));
+        }
+    }
+    match absent.iter().find(|n| get(n).is_some()) {
+        Some(name) => Err(format!("{what} header {name} is there: {:?}", get(name))),
+        None => Ok(()),
     }
 }
 
@@ -413,14 +496,18 @@ pub async fn expect(addr: SocketAddr, expect: &Expect<'_>) {
             "" => addr.to_string(),
             h => h.to_string(),
         };
-        let sent = send(addr, expect.method, &host, expect.path, &expect.headers).await;
-        let checked = match sent {
-            Ok(answer) => {
-                let body: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
-                expect.check(answer.status, &body)
-            }
-            Err(e) => Err(e),
-        };
+        let sets = expect
+            .backend_sets
+            .iter()
+            .map(|(n, v)| format!("{n}:{v}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut headers = expect.headers.clone();
+        if !sets.is_empty() {
+            headers.push(("X-Echo-Set-Header", &sets));
+        }
+        let sent = send(addr, expect.method, &host, expect.path, &headers).await;
+        let checked = sent.and_then(|answer| expect.check(&answer));
         match checked {
             Ok(()) => in_a_row += 1,
             Err(why) => {

@@ -25,7 +25,7 @@ use super::types::{
     GROUP, HttpHeaderFilter, HttpPathModifier, HttpRequestRedirectFilter, HttpRoute,
     HttpRouteFilter, ReferenceGrant,
 };
-use super::values::{duration, header_invalid, path_invalid, precise_invalid};
+use super::values::{duration, header_invalid, path_invalid, precise_invalid, protected};
 use crate::config::{HostPattern, PathMatch};
 use crate::k8s::ingress::annotations::BackendProtocol;
 use crate::k8s::ingress::backends::Backends;
@@ -341,6 +341,10 @@ fn modifier(f: Option<&HttpHeaderFilter>, what: &str) -> Result<HeaderModifier, 
     }
     for name in &f.remove {
         header(name, None)?;
+    }
+    let names = f.set.iter().chain(&f.add).map(|h| &h.name);
+    if let Some(why) = names.chain(&f.remove).find_map(|n| protected(n)) {
+        return Err(unsupported(why));
     }
     let pairs = |v: &[super::types::HttpHeader]| {
         v.iter()

@@ -6,7 +6,7 @@
 //! into); and the statuses told what it does not serve yet.
 //!
 //! A rule without backends, or the share of an invalid backendRef, answers 500. An
-//! HTTPRoute whose rules need a filter, timeouts or a split between several backends is
+//! HTTPRoute whose rules need a `RequestRedirect` or `URLRewrite` filter or timeouts is
 //! not served at all (never a part of it, never a feature silently dropped) and its
 //! parents get `Accepted=False` with reason `UnsupportedValue`, naming the feature. HTTPS
 //! listeners do not terminate TLS yet: they get `Programmed=False` (reason `Pending`) and
@@ -41,20 +41,12 @@ pub struct Served {
 
 /// The feature of `entry` the proxy does not serve yet, if any.
 fn unserved(entry: &GatewayRoute) -> Option<&'static str> {
-    let forwards = match &entry.action {
-        Action::Redirect(_) => return Some("the RequestRedirect filter"),
-        Action::Forward(b) => b.iter().filter(|b| b.weight > 0).count(),
-    };
-    if !entry.request_headers.is_empty() {
-        Some("the RequestHeaderModifier filter")
-    } else if !entry.response_headers.is_empty() {
-        Some("the ResponseHeaderModifier filter")
+    if let Action::Redirect(_) = &entry.action {
+        Some("the RequestRedirect filter")
     } else if entry.rewrite.is_some() {
         Some("the URLRewrite filter")
     } else if entry.timeouts != Timeouts::default() {
         Some("timeouts")
-    } else if forwards > 1 {
-        Some("a split between several backendRefs")
     } else {
         None
     }

@@ -1216,6 +1216,13 @@ fn values_written_into_heads_cannot_inject_a_line_or_an_authority() {
         modifier(json!({"set": [{"name": "X A", "value": "a"}]})),
         modifier(json!({"set": [{"name": "X-A\r\nX-B", "value": "a"}]})),
         modifier(json!({"remove": ["a:b"]})),
+        // Names the proxy frames the message with or writes for the backend to trust.
+        modifier(json!({"set": [{"name": "Host", "value": "bank.example"}]})),
+        modifier(json!({"add": [{"name": "X-Forwarded-For", "value": "10.0.0.1"}]})),
+        modifier(json!({"set": [{"name": "forwarded", "value": "for=10.0.0.1"}]})),
+        modifier(json!({"remove": ["Connection"]})),
+        modifier(json!({"set": [{"name": "Transfer-Encoding", "value": "chunked"}]})),
+        json!({"filters": [{"type": "ResponseHeaderModifier", "responseHeaderModifier": {"set": [{"name": "Content-Length", "value": "0"}]}}]}),
         json!({"matches": [{"headers": [{"name": "X-A", "value": "a\r\nb"}]}]}),
         json!({"matches": [{"path": {"type": "Exact", "value": "/a b"}}]}),
         json!({"matches": [{"path": {"type": "PathPrefix", "value": "/a\r\nb"}}]}),

@@ -52,6 +52,46 @@ pub fn header_invalid(name: &str, value: Option<&str>) -> Option<String> {
     }
 }
 
+/// The headers no header modifier may set, add or remove: those that frame the message or
+/// describe one connection (`Content-Length`, `Transfer-Encoding` and the hop-by-hop ones
+/// `proxy::headers` strips), `Host` (a rewrite's `hostname` sets it, checked), and those
+/// leafgate writes for the backend to trust (`Via`, `Forwarded`, `X-Forwarded-*`,
+/// `X-Real-IP`): a route author must not forge a client's address, smuggle a second
+/// message or end a connection.
+const PROTECTED: [&str; 15] = [
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "upgrade",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "via",
+    "forwarded",
+    "x-real-ip",
+    "x-forwarded-",
+];
+
+/// Why a header modifier may not touch header `name`, if it may not.
+pub fn protected(name: &str) -> Option<String> {
+    let lower = name.to_ascii_lowercase();
+    PROTECTED
+        .iter()
+        .any(|p| match p.strip_suffix('-') {
+            Some(_) => lower.starts_with(p),
+            None => lower == *p,
+        })
+        .then(|| {
+            format!(
+                "header {name} cannot be modified: it frames the message, describes the connection or is leafgate's to write"
+            )
+        })
+}
+
 /// Why `host` is not a hostname a redirect or a rewrite may set: a Gateway API
 /// `PreciseHostname` (no wildcard).
 pub fn precise_invalid(host: &str) -> Option<String> {

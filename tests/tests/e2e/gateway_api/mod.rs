@@ -3,8 +3,10 @@
 //! (`tests/fixtures/gateway-api`) to a kubesim root with the real kubectl, and checks what
 //! the Go test checks, with the harness's timings (see `leafgate_tests::gateway_api`).
 //! Each test owns one suite and one address range (the number passed to `Suite::start`).
-//! The tests of header, query-parameter and method matches are in `matching`.
+//! The tests of header, query-parameter and method matches are in `matching`; those of
+//! weights and header modifiers in `filters`.
 
+mod filters;
 mod matching;
 
 use leafgate_tests::Config;

@@ -376,3 +376,53 @@ async fn header_matches_that_are_not_one_header_line_are_refused_and_never_serve
         unsupported(&suite, addr, name, &format!("{name}.example"), why).await;
     }
 }
+
+#[tokio::test]
+async fn header_modifiers_that_forge_frame_or_inject_are_refused_and_never_served() {
+    let suite = Suite::start(157, Config::new()).await;
+    let request = |m: Value| json!({"filters": [{"type": "RequestHeaderModifier", "requestHeaderModifier": m}]});
+    let response = |m: Value| json!({"filters": [{"type": "ResponseHeaderModifier", "responseHeaderModifier": m}]});
+    let cases = [
+        (
+            "forged-host",
+            request(json!({"set": [{"name": "Host", "value": "bank.example"}]})),
+            "cannot be modified",
+        ),
+        (
+            "forged-xff",
+            request(json!({"add": [{"name": "X-Forwarded-For", "value": "10.0.0.1"}]})),
+            "cannot be modified",
+        ),
+        (
+            "hop-by-hop",
+            request(json!({"remove": ["Connection"]})),
+            "cannot be modified",
+        ),
+        (
+            "smuggled-length",
+            response(json!({"set": [{"name": "Content-Length", "value": "0"}]})),
+            "cannot be modified",
+        ),
+        (
+            "crlf-value",
+            request(json!({"set": [{"name": "X-A", "value": "a\r\nX-Injected: 1"}]})),
+            "control character",
+        ),
+        (
+            "crlf-name",
+            response(json!({"add": [{"name": "X-A\r\nX-B", "value": "a"}]})),
+            "is not an HTTP token",
+        ),
+    ];
+    for (name, rule, _) in &cases {
+        let host = format!("{name}.example");
+        suite
+            .sim
+            .create(rule_route(name, &host, rule.clone()))
+            .unwrap();
+    }
+    let addr = port_80(&suite, "same-namespace").await;
+    for (name, _, why) in &cases {
+        unsupported(&suite, addr, name, &format!("{name}.example"), why).await;
+    }
+}
