@@ -182,6 +182,13 @@ impl Suite {
         .await
     }
 
+    /// The harness's `HTTPRouteMustHaveResolvedRefsConditionsTrue` for route `ns/name`
+    /// on Gateway `gateway`.
+    pub async fn resolved(&self, ns: &str, route: &str, gateway: &str) {
+        self.route_parent(ns, route, gateway, "ResolvedRefs", true, "ResolvedRefs")
+            .await;
+    }
+
     /// The harness's `GatewayAndHTTPRoutesMustBeAccepted` for one route on
     /// `gateway`: the Gateway's address and port 80.
     pub async fn accepted(&self, gateway: &str, ns: &str, route: &str) -> SocketAddr {

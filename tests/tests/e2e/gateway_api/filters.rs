@@ -10,19 +10,6 @@ use leafgate_tests::gateway_api::{Expect, INFRA, Suite, expect, fixture, request
 
 const V1: &str = "infra-backend-v1";
 
-async fn resolved(suite: &Suite, route: &str) {
-    suite
-        .route_parent(
-            INFRA,
-            route,
-            "same-namespace",
-            "ResolvedRefs",
-            true,
-            "ResolvedRefs",
-        )
-        .await;
-}
-
 /// `weight.TestWeightedDistribution`: 500 requests, 10 at a time, each answered 200 by a
 /// pod of one of `weights`' backends; each backend's share within 0.05 of its weight.
 async fn distribution(addr: SocketAddr, weights: &[(&str, f64)]) -> Result<(), String> {
@@ -68,7 +55,9 @@ async fn http_route_weight() {
     let addr = suite
         .accepted("same-namespace", INFRA, "weighted-backends")
         .await;
-    resolved(&suite, "weighted-backends").await;
+    suite
+        .resolved(INFRA, "weighted-backends", "same-namespace")
+        .await;
     expect(addr, &Expect::ok("", "/", "infra-backend-v")).await;
     let weights = [
         (V1, 0.7),
@@ -95,7 +84,9 @@ async fn http_route_request_header_modifier() {
     let addr = suite
         .accepted("same-namespace", INFRA, "request-header-modifier")
         .await;
-    resolved(&suite, "request-header-modifier").await;
+    suite
+        .resolved(INFRA, "request-header-modifier", "same-namespace")
+        .await;
     let at = |path| Expect::ok("", path, V1);
     for e in [
         at("/set")
@@ -190,7 +181,9 @@ async fn http_route_response_header_modifier() {
     let addr = suite
         .accepted("same-namespace", INFRA, "response-header-modifier")
         .await;
-    resolved(&suite, "response-header-modifier").await;
+    suite
+        .resolved(INFRA, "response-header-modifier", "same-namespace")
+        .await;
     let at = |path| Expect::ok("", path, V1);
     for e in [
         at("/set").answered(

@@ -9,21 +9,6 @@ const V1: &str = "infra-backend-v1";
 const V2: &str = "infra-backend-v2";
 const V3: &str = "infra-backend-v3";
 
-/// `ResolvedRefs=True` on the route's parent `same-namespace`, as the upstream tests ask
-/// (`HTTPRouteMustHaveResolvedRefsConditionsTrue`).
-async fn resolved(suite: &Suite, route: &str) {
-    suite
-        .route_parent(
-            INFRA,
-            route,
-            "same-namespace",
-            "ResolvedRefs",
-            true,
-            "ResolvedRefs",
-        )
-        .await;
-}
-
 #[tokio::test]
 async fn http_route_header_matching() {
     let suite = Suite::start(120, Config::new()).await;
@@ -33,7 +18,9 @@ async fn http_route_header_matching() {
     let addr = suite
         .accepted("same-namespace", INFRA, "header-matching")
         .await;
-    resolved(&suite, "header-matching").await;
+    suite
+        .resolved(INFRA, "header-matching", "same-namespace")
+        .await;
     let ok = |headers: &'static [(&'static str, &'static str)], backend| {
         Expect::ok("", "/", backend).headers(headers)
     };
@@ -62,7 +49,7 @@ async fn http_route_matching() {
     let suite = Suite::start(121, Config::new()).await;
     suite.apply(&fixture("httproute-matching.yaml")).await;
     let addr = suite.accepted("same-namespace", INFRA, "matching").await;
-    resolved(&suite, "matching").await;
+    suite.resolved(INFRA, "matching", "same-namespace").await;
     for e in [
         Expect::ok("", "/", V1),
         Expect::ok("", "/example", V1),
@@ -91,8 +78,12 @@ async fn http_route_matching_across_routes() {
     suite
         .accepted("same-namespace", INFRA, "matching-part2")
         .await;
-    resolved(&suite, "matching-part1").await;
-    resolved(&suite, "matching-part2").await;
+    suite
+        .resolved(INFRA, "matching-part1", "same-namespace")
+        .await;
+    suite
+        .resolved(INFRA, "matching-part2", "same-namespace")
+        .await;
     for e in [
         Expect::ok("example.com", "/", V1),
         Expect::ok("example.com", "/example", V1),
@@ -117,7 +108,9 @@ async fn http_route_query_param_matching() {
     let addr = suite
         .accepted("same-namespace", INFRA, "query-param-matching")
         .await;
-    resolved(&suite, "query-param-matching").await;
+    suite
+        .resolved(INFRA, "query-param-matching", "same-namespace")
+        .await;
     for e in [
         Expect::ok("", "/?animal=whale", V1),
         Expect::ok("", "/?animal=dolphin", V2),
@@ -156,7 +149,9 @@ async fn http_route_method_matching() {
     let addr = suite
         .accepted("same-namespace", INFRA, "method-matching")
         .await;
-    resolved(&suite, "method-matching").await;
+    suite
+        .resolved(INFRA, "method-matching", "same-namespace")
+        .await;
     for e in [
         Expect::ok("", "/", V1).method("POST"),
         Expect::ok("", "/", V2).method("GET"),
