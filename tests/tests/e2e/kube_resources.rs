@@ -55,6 +55,8 @@ fn objects(ns: &str, app: &str) -> (Vec<Value>, Vec<(&'static str, &'static str,
             "data": {"a": "1", "b": "2"}}),
         json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": meta(&format!("{app}-migrate")),
             "spec": {"completions": 1, "template": job_template}}),
+        json!({"apiVersion": "apps/v1", "kind": "ControllerRevision",
+            "metadata": meta(&format!("{app}-db-7f9c5d")), "data": {}, "revision": 1}),
         json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": meta(&format!("{app}-nightly")),
             "spec": {"schedule": "*/5 * * * *",
                 "jobTemplate": {"spec": {"template": job_template}}}}),
@@ -548,4 +550,167 @@ async fn other_tenants_namespaces_are_forbidden_and_nothing_leaks() {
             "{b}: {err}"
         );
     }
+}
+
+/// The other kinds, from the simulator's `shop` fixture (services, endpoints, an
+/// endpointslice, an ingress, a configmap, secrets, a serviceaccount, a limitrange, a
+/// resourcequota, a PVC, a networkpolicy, an HPA, a PDB, ...) applied in leaf-b's
+/// `apps-shop`.
+const OTHER_KINDS: &str =
+    "ep,pvc,sa,limits,quota,endpointslices,ing,netpol,hpa,pdb,controllerrevisions";
+
+#[tokio::test]
+async fn the_other_kinds_print_as_the_leaf_prints_them() {
+    let bed = Bed::start().await;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kube-resources/shop.yaml");
+    let shop = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("shop", "apps-shop");
+    let bin = kubesim::kubectl::pinned();
+    let kubeconfig = bed.dir.path().join("b.kubeconfig");
+    let apply = kubectl(
+        &bin,
+        &kubeconfig,
+        &bed.cache(),
+        &["apply", "--validate=false", "-f", "-"],
+    );
+    let done = kubesim::testkit::run(apply, Some(shop.as_bytes())).await;
+    assert_eq!(done.code, Some(0), "apply: {}", done.err);
+    // The fixture's 16 objects of the kinds kept (not the namespace, not the two
+    // secrets), beside the 9 of `apps-dev`.
+    bed.held("leaf-b", 9 + 16).await;
+    for bin in kubesim::kubectl::all() {
+        let b = bin.display().to_string();
+        for extra in [&[][..], &["-o", "wide"][..]] {
+            let get = args(&["get", OTHER_KINDS, "-n", "apps-shop"], extra);
+            let (code, out, err) = bed.direct(&bin, "b", &get).await;
+            assert_eq!(code, Some(0), "{b} {get:?}: {err}");
+            let want = tables(&out);
+            assert!(want.len() >= 9, "{b} {get:?}: {out}");
+            let (code, out, got_err) = bed.front(&bin, TOKEN_A, &get).await;
+            assert_eq!(code, Some(0), "{b} {get:?}: {got_err}");
+            // The Endpoints' deprecation warning too.
+            assert_eq!(got_err, err, "{b} {get:?}");
+            let got = tables(&out);
+            assert_eq!(got.len(), want.len(), "{b} {get:?}: {out}");
+            for (got, want) in got.iter().zip(&want) {
+                assert_eq!(got.without(SKIP), want.without(SKIP), "{b} {get:?}");
+                assert!(
+                    got.column("LEAF").iter().all(|l| *l == "leaf-b"),
+                    "{b}: {got:?}"
+                );
+            }
+        }
+        // Every kind is in discovery, with its short name and the `all` category.
+        let out = ok(
+            bed.front(&bin, TOKEN_A, &["api-resources", "--no-headers"])
+                .await,
+            &b,
+        );
+        let resources: Vec<Vec<&str>> = out
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        for want in [
+            &["deployments", "deploy", "apps/v1", "true", "Deployment"][..],
+            &[
+                "horizontalpodautoscalers",
+                "hpa",
+                "autoscaling/v2",
+                "true",
+                "HorizontalPodAutoscaler",
+            ][..],
+            &[
+                "endpointslices",
+                "discovery.k8s.io/v1",
+                "true",
+                "EndpointSlice",
+            ][..],
+            &["services", "svc", "v1", "true", "Service"][..],
+        ] {
+            assert!(
+                resources.iter().any(|r| r == want),
+                "{b}: no {want:?} in {out}"
+            );
+        }
+        let out = ok(
+            bed.front(
+                &bin,
+                TOKEN_A,
+                &["api-resources", "--categories", "all", "-o", "name"],
+            )
+            .await,
+            &b,
+        );
+        let mut all: Vec<&str> = out.lines().collect();
+        all.sort();
+        assert_eq!(
+            all,
+            [
+                "cronjobs.batch",
+                "daemonsets.apps",
+                "deployments.apps",
+                "horizontalpodautoscalers.autoscaling",
+                "jobs.batch",
+                "pods",
+                "replicasets.apps",
+                "services",
+                "statefulsets.apps"
+            ],
+            "{b}"
+        );
+    }
+}
+
+/// `s` with its runs of whitespace as single spaces, without the lines naming `skip`.
+fn norm(s: &str, skip: &str) -> String {
+    s.lines()
+        .filter(|l| !l.contains(skip))
+        .flat_map(str::split_whitespace)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[tokio::test]
+async fn describe_and_rollout_status_read_through_the_front() {
+    let bed = Bed::start().await;
+    for bin in kubesim::kubectl::all() {
+        let b = bin.display().to_string();
+        // kubectl's own lookups (the ReplicaSets by selector, the events by object) run
+        // against the front as against the leaf; only the leaf annotation differs.
+        for describe in [
+            &["describe", "deployment", "web", "-n", "apps"][..],
+            &["describe", "service", "web", "-n", "apps"][..],
+        ] {
+            let want = ok(bed.direct(&bin, "a", describe).await, &b);
+            let got = ok(bed.front(&bin, TOKEN_A, describe).await, &b);
+            assert!(got.contains("leafgate.io/leaf: leaf-a"), "{b}: {got}");
+            assert_eq!(
+                norm(&got, "leafgate.io/leaf"),
+                norm(&want, "Annotations:"),
+                "{b} {describe:?}"
+            );
+        }
+    }
+    // `rollout status` watches the deployment until it is available.
+    let bin = kubesim::kubectl::pinned();
+    let args = ["rollout", "status", "deployment/web", "-n", "apps"];
+    let cmd = kubectl(&bin, &bed.kubeconfig(TOKEN_A), &bed.cache(), &args);
+    let mut rollout = Following::spawn(cmd);
+    let waiting = rollout.next().await;
+    // Its status has not observed the spec yet (no observedGeneration).
+    assert_eq!(
+        waiting,
+        "Waiting for deployment spec update to be observed..."
+    );
+    let status = json!({"status": {"observedGeneration": 1, "readyReplicas": 2,
+        "availableReplicas": 2}});
+    bed.leaf_a
+        .patch_status("apps/v1", "Deployment", "apps", "web", &status)
+        .unwrap();
+    let mut last = waiting;
+    while let Some(line) = rollout.next_line().await {
+        last = line;
+    }
+    assert_eq!(last, "deployment \"web\" successfully rolled out");
 }

@@ -1,5 +1,5 @@
-//! One leaf's read-only kinds that leafgate serves without interpreting them (deployments,
-//! services, jobs, ...: [`KINDS`]), each kept in a change [`Feed`] of [`Printed`]
+//! One leaf's read-only kinds that leafgate serves without interpreting them (workloads,
+//! services, config, storage claims, policies, autoscalers: [`KINDS`]), each kept in a change [`Feed`] of [`Printed`]
 //! objects: the object as the leaf sent it and the row the leaf's own printer gave it.
 //!
 //! The reflector (`printed`) lists and watches each kind asking for kube-apiserver's
@@ -15,45 +15,12 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use serde_json::Value;
 use tracing::{debug, warn};
 
-use super::printed;
+pub use super::gvr::Gvr;
+use super::gvr::gvr;
+use super::printed::{self, Kept};
 use crate::errors::{self, Causes};
-use crate::k8s::feed::{Feed, Printed};
-
-/// A kind the front serves read-only: its group, version, resource and kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Gvr {
-    /// `""` for the core group.
-    pub group: &'static str,
-    /// `v1` or `<group>/v1`.
-    pub api_version: &'static str,
-    pub resource: &'static str,
-    pub kind: &'static str,
-}
-
-impl Gvr {
-    /// The path listing the kind across namespaces (`/apis/apps/v1/deployments`).
-    pub fn path(&self) -> String {
-        let root = if self.group.is_empty() { "api" } else { "apis" };
-        format!("/{root}/{}/{}", self.api_version, self.resource)
-    }
-}
-
-const fn gvr(
-    group: &'static str,
-    api_version: &'static str,
-    resource: &'static str,
-    kind: &'static str,
-) -> Gvr {
-    Gvr {
-        group,
-        api_version,
-        resource,
-        kind,
-    }
-}
 
 pub const DEPLOYMENTS: Gvr = gvr("apps", "apps/v1", "deployments", "Deployment");
 pub const REPLICASETS: Gvr = gvr("apps", "apps/v1", "replicasets", "ReplicaSet");
@@ -63,6 +30,48 @@ pub const SERVICES: Gvr = gvr("", "v1", "services", "Service");
 pub const CONFIGMAPS: Gvr = gvr("", "v1", "configmaps", "ConfigMap");
 pub const JOBS: Gvr = gvr("batch", "batch/v1", "jobs", "Job");
 pub const CRONJOBS: Gvr = gvr("batch", "batch/v1", "cronjobs", "CronJob");
+pub const CONTROLLERREVISIONS: Gvr = gvr(
+    "apps",
+    "apps/v1",
+    "controllerrevisions",
+    "ControllerRevision",
+);
+pub const ENDPOINTS: Gvr = gvr("", "v1", "endpoints", "Endpoints");
+pub const PERSISTENTVOLUMECLAIMS: Gvr =
+    gvr("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim");
+pub const SERVICEACCOUNTS: Gvr = gvr("", "v1", "serviceaccounts", "ServiceAccount");
+pub const LIMITRANGES: Gvr = gvr("", "v1", "limitranges", "LimitRange");
+pub const RESOURCEQUOTAS: Gvr = gvr("", "v1", "resourcequotas", "ResourceQuota");
+pub const ENDPOINTSLICES: Gvr = gvr(
+    "discovery.k8s.io",
+    "discovery.k8s.io/v1",
+    "endpointslices",
+    "EndpointSlice",
+);
+pub const INGRESSES: Gvr = gvr(
+    "networking.k8s.io",
+    "networking.k8s.io/v1",
+    "ingresses",
+    "Ingress",
+);
+pub const NETWORKPOLICIES: Gvr = gvr(
+    "networking.k8s.io",
+    "networking.k8s.io/v1",
+    "networkpolicies",
+    "NetworkPolicy",
+);
+pub const HORIZONTALPODAUTOSCALERS: Gvr = gvr(
+    "autoscaling",
+    "autoscaling/v2",
+    "horizontalpodautoscalers",
+    "HorizontalPodAutoscaler",
+);
+pub const PODDISRUPTIONBUDGETS: Gvr = gvr(
+    "policy",
+    "policy/v1",
+    "poddisruptionbudgets",
+    "PodDisruptionBudget",
+);
 
 /// The kinds every leaf keeps (when its discovery has them), grouped by version.
 pub const KINDS: &[Gvr] = &[
@@ -70,44 +79,22 @@ pub const KINDS: &[Gvr] = &[
     REPLICASETS,
     STATEFULSETS,
     DAEMONSETS,
+    CONTROLLERREVISIONS,
     SERVICES,
     CONFIGMAPS,
+    ENDPOINTS,
+    PERSISTENTVOLUMECLAIMS,
+    SERVICEACCOUNTS,
+    LIMITRANGES,
+    RESOURCEQUOTAS,
     JOBS,
     CRONJOBS,
+    ENDPOINTSLICES,
+    INGRESSES,
+    NETWORKPOLICIES,
+    HORIZONTALPODAUTOSCALERS,
+    PODDISRUPTIONBUDGETS,
 ];
-
-/// One kind of one leaf: its objects and the leaf's column definitions for it.
-pub struct Kept {
-    pub gvr: &'static Gvr,
-    pub feed: Arc<Feed<Printed>>,
-    columns: Mutex<Arc<Vec<Value>>>,
-}
-
-impl Kept {
-    fn new(gvr: &'static Gvr) -> Kept {
-        Kept {
-            gvr,
-            feed: Arc::new(Feed::default()),
-            columns: Mutex::new(Arc::new(Vec::new())),
-        }
-    }
-
-    /// The leaf's `columnDefinitions` for the kind (empty until it first listed).
-    pub fn columns(&self) -> Arc<Vec<Value>> {
-        self.columns
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    /// Keeps the column definitions of the leaf's latest Table.
-    pub(super) fn set_columns(&self, columns: Vec<Value>) {
-        let mut held = self.columns.lock().unwrap_or_else(PoisonError::into_inner);
-        if **held != columns {
-            *held = Arc::new(columns);
-        }
-    }
-}
 
 /// A leaf's kinds, and the tasks keeping them. Dropping it stops them.
 pub struct LeafKinds {

@@ -26,6 +26,7 @@
 
 mod auth;
 pub mod events;
+mod gvr;
 pub mod kinds;
 pub mod namespaces;
 pub mod pods;

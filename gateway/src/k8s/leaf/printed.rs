@@ -9,7 +9,7 @@
 //! that fails, or whose version is too old (`410 Gone`), ends in a new list after a
 //! backoff (none after a 410), which the feed turns into the differences.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures_util::TryStreamExt;
@@ -18,9 +18,42 @@ use kube::core::WatchEvent;
 use serde_json::Value;
 use tracing::{debug, warn};
 
-use super::kinds::Kept;
+use super::gvr::Gvr;
 use crate::errors::{self, Causes};
-use crate::k8s::feed::{Printed, RawObject};
+use crate::k8s::feed::{Feed, Printed, RawObject};
+
+/// One kind of one leaf: its objects and the leaf's column definitions for it.
+pub struct Kept {
+    pub gvr: &'static Gvr,
+    pub feed: Arc<Feed<Printed>>,
+    columns: Mutex<Arc<Vec<Value>>>,
+}
+
+impl Kept {
+    pub(super) fn new(gvr: &'static Gvr) -> Kept {
+        Kept {
+            gvr,
+            feed: Arc::new(Feed::default()),
+            columns: Mutex::new(Arc::new(Vec::new())),
+        }
+    }
+
+    /// The leaf's `columnDefinitions` for the kind (empty until it first listed).
+    pub fn columns(&self) -> Arc<Vec<Value>> {
+        self.columns
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Keeps the column definitions of the leaf's latest Table.
+    fn set_columns(&self, columns: Vec<Value>) {
+        let mut held = self.columns.lock().unwrap_or_else(PoisonError::into_inner);
+        if **held != columns {
+            *held = Arc::new(columns);
+        }
+    }
+}
 
 /// What the reflector accepts: a Table (kube-apiserver's print), else the object.
 const ACCEPT: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";

@@ -196,17 +196,21 @@ pub fn api_versions() -> http::Response<Body> {
     )
 }
 
-fn group_doc(name: &str) -> Value {
-    let gv = json!({ "groupVersion": format!("{name}/v1"), "version": "v1" });
+fn group_doc((name, version): (&str, &str)) -> Value {
+    let gv = json!({ "groupVersion": format!("{name}/{version}"), "version": version });
     json!({ "name": name, "versions": [gv], "preferredVersion": gv })
 }
 
-/// The groups served: the reviews' and events', then the read-only kinds'.
-fn group_names() -> Vec<&'static str> {
-    let mut names: Vec<&'static str> = GROUPS.iter().map(|(name, _)| *name).collect();
+/// The groups served and the one version of each: the reviews' and events' (`v1`), then
+/// the read-only kinds'.
+fn group_names() -> Vec<(&'static str, &'static str)> {
+    let mut names: Vec<(&'static str, &'static str)> =
+        GROUPS.iter().map(|(name, _)| (*name, "v1")).collect();
     for d in kinds::DECLARED {
-        if !d.gvr.group.is_empty() && !names.contains(&d.gvr.group) {
-            names.push(d.gvr.group);
+        if let Some((group, version)) = d.gvr.api_version.split_once('/')
+            && !names.iter().any(|(g, _)| *g == group)
+        {
+            names.push((group, version));
         }
     }
     names
@@ -241,27 +245,40 @@ pub fn api_groups() -> http::Response<Body> {
     )
 }
 
-/// Whether leafgate serves `group` (at `v1`).
+/// The version leafgate serves `group` at, if it serves it.
+fn version_of(group: &str) -> Option<&'static str> {
+    group_names()
+        .into_iter()
+        .find(|(g, _)| *g == group)
+        .map(|(_, v)| v)
+}
+
+/// Whether leafgate serves `group` (at any version).
 pub fn serves_group(group: &str) -> bool {
-    group_names().contains(&group)
+    version_of(group).is_some()
+}
+
+/// Whether leafgate serves `group` at `version`.
+pub fn serves(group: &str, version: &str) -> bool {
+    version_of(group) == Some(version)
 }
 
 /// `/apis/<group>`: the `APIGroup` (404 for a group not served).
 pub fn api_group(group: &str) -> http::Response<Body> {
-    if !serves_group(group) {
+    let Some(version) = version_of(group) else {
         return reply::status(&Status::no_such_resource());
-    }
-    let mut doc = group_doc(group);
+    };
+    let mut doc = group_doc((group, version));
     doc["kind"] = json!("APIGroup");
     doc["apiVersion"] = json!("v1");
     reply::json(StatusCode::OK, &doc)
 }
 
-/// `/apis/<group>/v1`: its resources (404 if not served).
+/// `/apis/<group>/<version>`: its resources (404 if not served).
 pub fn group_resources(group: &str) -> http::Response<Body> {
-    if !serves_group(group) {
+    let Some(version) = version_of(group) else {
         return reply::status(&Status::no_such_resource());
-    }
+    };
     let served = GROUPS
         .iter()
         .find(|(name, _)| *name == group)
@@ -282,7 +299,7 @@ pub fn group_resources(group: &str) -> http::Response<Body> {
         &json!({
             "kind": "APIResourceList",
             "apiVersion": "v1",
-            "groupVersion": format!("{group}/v1"),
+            "groupVersion": format!("{group}/{version}"),
             "resources": resources,
         }),
     )

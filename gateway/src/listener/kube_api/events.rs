@@ -34,7 +34,6 @@ use super::select::LabelSelector;
 use super::table::{self, Wanted};
 use crate::k8s::Leaf;
 use crate::k8s::feed::{Feed, Object, RawObject};
-use crate::k8s::names;
 use crate::k8s::status::Status;
 use crate::listener::client::Client;
 use crate::listener::reply;
@@ -231,34 +230,16 @@ pub fn one(
     if req.method() != Method::GET {
         return reply::status(&Status::method_not_allowed());
     }
-    let name = names::decode_segment(raw_name).unwrap_or_else(|| raw_name.to_string());
-    let problems = names::path_segment_problems(&name);
-    if !problems.is_empty() {
-        return reply::status(&Status::new(
-            400,
-            format!("Name parameter invalid: {name:?}: {}", problems.join(";")),
-        ));
-    }
-    if !caller.config.owns(namespace) {
-        return caller.forbidden_in(api.group(), "get", "events", Some(&name), Some(namespace));
-    }
+    let name = match list::named(caller, names(api), namespace, raw_name) {
+        Ok(name) => name,
+        Err(res) => return res,
+    };
     let wanted = match table::requested(req) {
         Ok(t) => t,
         Err(res) => return res,
     };
-    let mut leaves: Vec<_> = snapshot
-        .leaves
-        .iter()
-        .filter(|(leaf, _)| caller.config.may_reach(leaf))
-        .collect();
-    leaves.sort_by_key(|(leaf, _)| *leaf);
-    let found = leaves.into_iter().find_map(|(leaf, l)| {
-        Some(Listed {
-            leaf: leaf.as_str().into(),
-            object: l.events().feed().get(namespace, &name)?,
-        })
-    });
-    let Some(listed) = found else {
+    let feed = |l: &Leaf| Some(l.events().feed()).cloned();
+    let Some(listed) = list::first_copy(snapshot, caller, feed, (namespace, &name)) else {
         return reply::status(&Status::not_found_in(api.group(), "events", &name));
     };
     match wanted {

@@ -17,7 +17,7 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use http::{Method, Request, Response, StatusCode};
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use serde_json::{Value, json};
 
 use super::caller::Caller;
@@ -32,7 +32,6 @@ use super::table::{self, Wanted};
 use crate::k8s::Leaf;
 use crate::k8s::feed::{Feed, Printed};
 use crate::k8s::leaf::kinds::{self as leaf_kinds, Gvr};
-use crate::k8s::names;
 use crate::k8s::status::Status;
 use crate::listener::client::Client;
 use crate::listener::reply;
@@ -52,6 +51,9 @@ pub struct Declared {
     refusal: fn(&str) -> String,
     /// Cells that are ages: the column, the time it is the age of, the cell when unset.
     ages: &'static [(&'static str, &'static str, &'static str)],
+    /// The `Warning` header kube-apiserver adds to every answer about the kind (a
+    /// deprecation).
+    warning: Option<&'static str>,
 }
 
 /// The words of `runtime.DefaultMetaV1FieldSelectorConversion`, for the kinds that
@@ -85,6 +87,7 @@ const fn declared(
         fields: &[],
         refusal: default_refusal,
         ages: &[AGE],
+        warning: None,
     }
 }
 
@@ -103,10 +106,23 @@ pub const DECLARED: &[Declared] = &[
         refusal: core_refusal,
         ..declared(leaf_kinds::SERVICES, &["svc"], ALL)
     },
+    declared(leaf_kinds::CONTROLLERREVISIONS, &[], &[]),
+    declared(leaf_kinds::CONFIGMAPS, &["cm"], &[]),
     Declared {
-        refusal: core_refusal,
-        ..declared(leaf_kinds::CONFIGMAPS, &["cm"], &[])
+        warning: Some(
+            "299 - \"v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice\"",
+        ),
+        ..declared(leaf_kinds::ENDPOINTS, &["ep"], &[])
     },
+    declared(leaf_kinds::PERSISTENTVOLUMECLAIMS, &["pvc"], &[]),
+    declared(leaf_kinds::SERVICEACCOUNTS, &["sa"], &[]),
+    declared(leaf_kinds::LIMITRANGES, &["limits"], &[]),
+    declared(leaf_kinds::RESOURCEQUOTAS, &["quota"], &[]),
+    declared(leaf_kinds::ENDPOINTSLICES, &[], &[]),
+    declared(leaf_kinds::INGRESSES, &["ing"], &[]),
+    declared(leaf_kinds::NETWORKPOLICIES, &["netpol"], &[]),
+    declared(leaf_kinds::HORIZONTALPODAUTOSCALERS, &["hpa"], ALL),
+    declared(leaf_kinds::PODDISRUPTIONBUDGETS, &["pdb"], &[]),
     Declared {
         // `JobToSelectableFields`: the count as a decimal.
         fields: &[("status.successful", "/status/succeeded", "0")],
@@ -134,6 +150,15 @@ impl Declared {
             kind: self.gvr.kind,
             api_version: self.gvr.api_version,
         }
+    }
+
+    /// `res` with the kind's `Warning`, if it has one.
+    fn warn(&self, mut res: Response<Body>) -> Response<Body> {
+        if let Some(warning) = self.warning {
+            res.headers_mut()
+                .append(header::WARNING, HeaderValue::from_static(warning));
+        }
+        res
     }
 
     fn selectable(&self) -> Vec<&'static str> {
@@ -352,7 +377,8 @@ pub async fn collection(
     };
     let answer = async |filter: Filter, listing| list_answer(&filter, listing);
     let names = (declared.names(), namespace);
-    list::collection(req, client, snapshot, caller, names, false, parse, answer).await
+    let res = list::collection(req, client, snapshot, caller, names, false, parse, answer).await;
+    declared.warn(res)
 }
 
 /// A page of the kind as a Table or a `<Kind>List`.
@@ -381,6 +407,16 @@ pub fn one(
     req: &Request<InBody>,
     snapshot: &Snapshot,
     caller: &Caller<'_>,
+    path: (&str, &str),
+    declared: &'static Declared,
+) -> Response<Body> {
+    declared.warn(get(req, snapshot, caller, path, declared))
+}
+
+fn get(
+    req: &Request<InBody>,
+    snapshot: &Snapshot,
+    caller: &Caller<'_>,
     (namespace, raw_name): (&str, &str),
     declared: &'static Declared,
 ) -> Response<Body> {
@@ -388,35 +424,16 @@ pub fn one(
         return reply::status(&Status::method_not_allowed());
     }
     let gvr = &declared.gvr;
-    let name = names::decode_segment(raw_name).unwrap_or_else(|| raw_name.to_string());
-    let problems = names::path_segment_problems(&name);
-    if !problems.is_empty() {
-        return reply::status(&Status::new(
-            400,
-            format!("Name parameter invalid: {name:?}: {}", problems.join(";")),
-        ));
-    }
-    if !caller.config.owns(namespace) {
-        let (group, resource) = (gvr.group, gvr.resource);
-        return caller.forbidden_in(group, "get", resource, Some(&name), Some(namespace));
-    }
+    let name = match list::named(caller, declared.names(), namespace, raw_name) {
+        Ok(name) => name,
+        Err(res) => return res,
+    };
     let wanted = match table::requested(req) {
         Ok(t) => t,
         Err(res) => return res,
     };
-    let mut leaves: Vec<_> = snapshot
-        .leaves
-        .iter()
-        .filter(|(leaf, _)| caller.config.may_reach(leaf))
-        .collect();
-    leaves.sort_by_key(|(leaf, _)| *leaf);
-    let found = leaves.into_iter().find_map(|(leaf, l)| {
-        Some(Listed {
-            leaf: leaf.as_str().into(),
-            object: l.kinds().get(gvr)?.feed.get(namespace, &name)?,
-        })
-    });
-    let Some(copy) = found else {
+    let feed = |l: &Leaf| Some(l.kinds().get(gvr)?.feed.clone());
+    let Some(copy) = list::first_copy(snapshot, caller, feed, (namespace, &name)) else {
         return reply::status(&Status::not_found_in(gvr.group, gvr.resource, &name));
     };
     match wanted {
@@ -439,4 +456,109 @@ fn now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::k8s::feed::RawObject;
+
+    fn column(name: &str) -> Value {
+        json!({ "name": name, "type": "string", "format": "", "description": "", "priority": 0 })
+    }
+
+    fn filter(declared: &'static Declared, leaves: &[(&str, Vec<Value>)]) -> Filter {
+        let mut f = Filter::from_query(None, None, declared).unwrap();
+        f.leaf_columns = leaves
+            .iter()
+            .map(|(l, c)| (Arc::from(*l), Arc::new(c.clone())))
+            .collect();
+        f.columns = f.leaf_columns[0].1.clone();
+        f
+    }
+
+    fn copy(leaf: &str, json: Value, cells: Vec<Value>) -> Listed<Printed> {
+        let object = RawObject::new(json, "batch/v1", "CronJob", leaf);
+        Listed {
+            leaf: leaf.into(),
+            object: Arc::new(Printed { object, cells }),
+        }
+    }
+
+    #[test]
+    fn cells_are_laid_out_by_name_and_ages_printed_now() {
+        let cronjobs = find("batch", "cronjobs").unwrap();
+        let new = vec![
+            column("Name"),
+            column("Schedule"),
+            column("Last Schedule"),
+            column("Age"),
+        ];
+        // An older leaf without `Last Schedule`, its columns in another order.
+        let old = vec![column("Age"), column("Name"), column("Schedule")];
+        let f = filter(cronjobs, &[("leaf-a", new), ("leaf-b", old)]);
+        let now = leafgate_k8s_print::parse_timestamp("2024-01-01T01:00:00Z").unwrap();
+        let meta = json!({ "metadata": { "name": "n", "namespace": "apps",
+            "creationTimestamp": "2024-01-01T00:00:00Z" } });
+        let mut scheduled = meta.clone();
+        scheduled["status"] = json!({ "lastScheduleTime": "2024-01-01T00:55:00Z" });
+        let a = copy(
+            "leaf-a",
+            scheduled,
+            vec![json!("n"), json!("* * * * *"), json!("1s"), json!("2s")],
+        );
+        assert_eq!(
+            f.cells(&a, now),
+            [
+                json!("n"),
+                json!("* * * * *"),
+                json!("5m"),
+                json!("60m"),
+                json!("leaf-a")
+            ]
+        );
+        let b = copy(
+            "leaf-b",
+            meta,
+            vec![json!("9s"), json!("n"), json!("0 * * * *")],
+        );
+        assert_eq!(
+            f.cells(&b, now),
+            [
+                json!("n"),
+                json!("0 * * * *"),
+                json!("<none>"),
+                json!("60m"),
+                json!("leaf-b")
+            ]
+        );
+        assert_eq!(f.definitions().len(), 5);
+    }
+
+    #[test]
+    fn fields_and_refusals_are_each_kinds_own() {
+        let jobs = find("batch", "jobs").unwrap();
+        let f =
+            Filter::from_query(Some("fieldSelector=status.successful%3D0"), None, jobs).unwrap();
+        // An unset count selects as 0, as the defaulted object has it.
+        assert!(f.fields.matches(|k| jobs.field(&json!({}), k)));
+        let refused = |d: &'static Declared, q: &str| Filter::from_query(Some(q), None, d).err();
+        assert_eq!(
+            refused(jobs, "fieldSelector=spec.x%3D1").as_deref(),
+            Some("field label \"spec.x\" not supported for Job")
+        );
+        let deployments = find("apps", "deployments").unwrap();
+        assert_eq!(
+            refused(deployments, "fieldSelector=spec.replicas%3D1").as_deref(),
+            Some(
+                "\"spec.replicas\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+            )
+        );
+        let services = find("", "services").unwrap();
+        assert_eq!(
+            refused(services, "fieldSelector=spec.ports%3D1").as_deref(),
+            Some("field label not supported: spec.ports")
+        );
+        assert!(find("", "secrets").is_none());
+    }
 }

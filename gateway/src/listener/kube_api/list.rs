@@ -6,7 +6,8 @@
 //!
 //! [`collection`] is a collection path's answer for any resource, in kube-apiserver's
 //! order of refusals, then a watch (`watch`) or a page of the list (`page`), which the
-//! resource writes.
+//! resource writes. A get is [`named`] (the name and the tenant's namespace checked) then
+//! [`first_copy`].
 
 use std::sync::Arc;
 
@@ -20,6 +21,9 @@ use super::resource::{self, Names, Resource};
 use super::stale::Stale;
 use super::token::Token;
 use super::watch;
+use crate::k8s::feed::Feed;
+use crate::k8s::status::Status;
+use crate::k8s::{Leaf, names as k8s_names};
 use crate::listener::client::Client;
 use crate::listener::reply;
 use crate::proxy::{Body, InBody};
@@ -124,4 +128,51 @@ pub fn gather_with<W: Resource>(
     }
     listed::sort(&mut out);
     (out, token)
+}
+
+/// The name of a get's path (`.../namespaces/{ns}/<resource>/{raw}`), decoded: kube-
+/// apiserver's 400 for a name no path segment may carry, then its RBAC 403 (verb `get`)
+/// when the tenant does not own `ns`.
+#[allow(clippy::result_large_err)]
+pub fn named(
+    caller: &Caller<'_>,
+    names: Names,
+    ns: &str,
+    raw: &str,
+) -> Result<String, Response<Body>> {
+    let name = k8s_names::decode_segment(raw).unwrap_or_else(|| raw.to_string());
+    let problems = k8s_names::path_segment_problems(&name);
+    if !problems.is_empty() {
+        return Err(reply::status(&Status::new(
+            400,
+            format!("Name parameter invalid: {name:?}: {}", problems.join(";")),
+        )));
+    }
+    if !caller.config.owns(ns) {
+        let (group, resource) = (names.group, names.resource);
+        return Err(caller.forbidden_in(group, "get", resource, Some(&name), Some(ns)));
+    }
+    Ok(name)
+}
+
+/// Object `ns`/`name` from the first leaf (by name) the tenant may reach whose feed
+/// (`feed`) holds it.
+pub fn first_copy<T: crate::k8s::feed::Object>(
+    snapshot: &Snapshot,
+    caller: &Caller<'_>,
+    feed: impl Fn(&Leaf) -> Option<Arc<Feed<T>>>,
+    (ns, name): (&str, &str),
+) -> Option<Listed<T>> {
+    let mut leaves: Vec<_> = snapshot
+        .leaves
+        .iter()
+        .filter(|(leaf, _)| caller.config.may_reach(leaf))
+        .collect();
+    leaves.sort_by_key(|(leaf, _)| *leaf);
+    leaves.into_iter().find_map(|(leaf, l)| {
+        Some(Listed {
+            leaf: leaf.as_str().into(),
+            object: feed(l)?.get(ns, name)?,
+        })
+    })
 }

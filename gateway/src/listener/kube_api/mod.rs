@@ -114,7 +114,7 @@ pub async fn serve(
             let group = group.to_string();
             only_get(&req, || discovery::api_group(&group))
         }
-        ["apis", group, "v1"] if discovery::serves_group(group) => {
+        ["apis", group, version] if discovery::serves(group, version) => {
             let group = group.to_string();
             only_get(&req, || discovery::group_resources(&group))
         }
@@ -167,11 +167,11 @@ pub async fn serve(
             }
             Err(refusal) => reply::status(&refusal),
         },
-        ["api", "v1", _] | ["apis", _, "v1", _] => match served(&segments) {
+        ["api", "v1", _] | ["apis", _, _, _] => match served(&segments) {
             Some(kind) => kinds::collection(&req, client, snapshot, &caller, None, kind).await,
             None => reply::status(&Status::no_such_resource()),
         },
-        ["api", "v1", "namespaces", ns, _] | ["apis", _, "v1", "namespaces", ns, _] => {
+        ["api", "v1", "namespaces", ns, _] | ["apis", _, _, "namespaces", ns, _] => {
             match (served(&segments), namespace(ns)) {
                 (None, _) => reply::status(&Status::no_such_resource()),
                 (Some(_), Err(refusal)) => reply::status(&refusal),
@@ -180,7 +180,7 @@ pub async fn serve(
                 }
             }
         }
-        ["api", "v1", "namespaces", ns, _, name] | ["apis", _, "v1", "namespaces", ns, _, name] => {
+        ["api", "v1", "namespaces", ns, _, name] | ["apis", _, _, "namespaces", ns, _, name] => {
             match (served(&segments), namespace(ns)) {
                 (None, _) => reply::status(&Status::no_such_resource()),
                 (Some(_), Err(refusal)) => reply::status(&refusal),
@@ -192,18 +192,18 @@ pub async fn serve(
 }
 
 /// The read-only kind a path of its names (`/api/v1/[namespaces/{ns}/]<resource>[/{name}]`
-/// or `/apis/<group>/v1/...`), if served.
+/// or `/apis/<group>/<version>/...`), if served at that version.
 fn served(segments: &[&str]) -> Option<&'static kinds::Declared> {
-    let (group, rest) = match segments {
-        ["api", "v1", rest @ ..] => ("", rest),
-        ["apis", group, "v1", rest @ ..] => (*group, rest),
+    let (group, version, rest) = match segments {
+        ["api", "v1", rest @ ..] => ("", "v1", rest),
+        ["apis", group, version, rest @ ..] => (*group, *version, rest),
         _ => return None,
     };
     let resource = match rest {
         [resource] | ["namespaces", _, resource] | ["namespaces", _, resource, _] => resource,
         _ => return None,
     };
-    kinds::find(group, resource)
+    kinds::find(group, resource).filter(|d| d.gvr.version() == version)
 }
 
 /// The API an events path came in by: `/apis/events.k8s.io/...` or core's `/api/v1/...`.
