@@ -174,6 +174,14 @@ fn gatewayclass_observed_generation_bump() {
     sorted.sort();
     assert_eq!(sorted, m.classes[0].supported_features);
     assert!(sorted.contains(&"HTTPRoute") && sorted.contains(&"ReferenceGrant"));
+    // Refused routes' features are not claimed: the suite would test them and fail.
+    for unserved in [
+        "HTTPRouteSchemeRedirect",
+        "HTTPRoutePathRewrite",
+        "HTTPRouteRequestTimeout",
+    ] {
+        assert!(!sorted.contains(&unserved), "{unserved} is claimed");
+    }
 }
 
 #[test]
