@@ -359,7 +359,7 @@ fn the_python_and_js_pages_commands_run_as_written() {
     );
     for (page, want) in [
         (Lang::Python.dir().join("README.md"), "\"leaf\": \"leaf-1\""),
-        (Lang::Js.dir().join("README.md"), "\"PODS\""),
+        (Lang::Js.dir().join("README.md"), "\"Running\""),
     ] {
         // Each page ends with `leafgate check` on a config that loads the plugin.
         let checked = "(start-up outside it): fits\nleafgate.toml: ok";
