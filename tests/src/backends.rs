@@ -41,17 +41,10 @@ pub async fn websocket_echo(name: &'static str) -> Backend {
                     res.headers_mut().insert("x-backend", name.parse().unwrap());
                     Ok(res)
                 };
-                let Ok(mut ws) = tokio_tungstenite::accept_hdr_async(stream, callback).await else {
+                let Ok(ws) = tokio_tungstenite::accept_hdr_async(stream, callback).await else {
                     return;
                 };
-                while let Some(Ok(msg)) = ws.next().await {
-                    if msg.is_close() {
-                        break;
-                    }
-                    if (msg.is_binary() || msg.is_text()) && ws.send(msg).await.is_err() {
-                        break;
-                    }
-                }
+                echo_messages(ws).await;
             });
         }
     });
@@ -59,6 +52,21 @@ pub async fn websocket_echo(name: &'static str) -> Backend {
         addr,
         heads: Arc::default(),
         task,
+    }
+}
+
+/// Sends every text and binary message of `ws` back, until it closes.
+pub async fn echo_messages<S>(mut ws: tokio_tungstenite::WebSocketStream<S>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    while let Some(Ok(msg)) = ws.next().await {
+        if msg.is_close() {
+            break;
+        }
+        if (msg.is_binary() || msg.is_text()) && ws.send(msg).await.is_err() {
+            break;
+        }
     }
 }
 

@@ -5,7 +5,8 @@
 //! path as the request line wrote it, query included; header names in Go's canonical form,
 //! each with its list of values; `Host` not among them, as Go takes it out), with
 //! `Content-Type: application/json` and `X-Content-Type-Options: nosniff`;
-//! `X-Echo-Set-Header: Name:value,...` sets response headers.
+//! `X-Echo-Set-Header: Name:value,...` sets response headers; `?delay=1s` (or `500ms`)
+//! waits that long before answering; `/ws` is a WebSocket echo.
 //!
 //! One server per "pod", each on its own loopback address at the container port (3000), so
 //! a Service's EndpointSlice lists one address per pod as a cluster's does.
@@ -13,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Request, Response};
@@ -113,6 +115,56 @@ fn answer(req: &Request<Incoming>, namespace: &str, pod: &str) -> Response<Full<
     response
 }
 
+/// The `delay` query parameter, as Go's `time.ParseDuration` reads the values the tests
+/// send (`1s`, `500ms`).
+fn delay(query: Option<&str>) -> Option<Duration> {
+    let value = query?
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("delay="))?;
+    let digits = value.bytes().take_while(u8::is_ascii_digit).count();
+    let n: u64 = value[..digits].parse().ok()?;
+    match &value[digits..] {
+        "ms" => Some(Duration::from_millis(n)),
+        "s" => Some(Duration::from_secs(n)),
+        "m" => Some(Duration::from_secs(n * 60)),
+        _ => None,
+    }
+}
+
+/// The answer to a WebSocket handshake at `/ws` (101, then an echo of every message on
+/// the upgraded connection), or `None` for any other request.
+fn websocket(req: &mut Request<Incoming>) -> Option<Response<Full<Bytes>>> {
+    let upgrade = req.headers().get(http::header::UPGRADE)?;
+    if req.uri().path() != "/ws" || !upgrade.as_bytes().eq_ignore_ascii_case(b"websocket") {
+        return None;
+    }
+    let key = req.headers().get(http::header::SEC_WEBSOCKET_KEY)?;
+    let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
+    let upgraded = hyper::upgrade::on(req);
+    tokio::spawn(async move {
+        let Ok(io) = upgraded.await else {
+            return;
+        };
+        let role = tokio_tungstenite::tungstenite::protocol::Role::Server;
+        let ws =
+            tokio_tungstenite::WebSocketStream::from_raw_socket(TokioIo::new(io), role, None).await;
+        crate::backends::echo_messages(ws).await;
+    });
+    let mut res = Response::new(Full::new(Bytes::new()));
+    *res.status_mut() = http::StatusCode::SWITCHING_PROTOCOLS;
+    let h = res.headers_mut();
+    h.insert(http::header::UPGRADE, HeaderValue::from_static("websocket"));
+    h.insert(
+        http::header::CONNECTION,
+        HeaderValue::from_static("Upgrade"),
+    );
+    h.insert(
+        http::header::SEC_WEBSOCKET_ACCEPT,
+        HeaderValue::from_str(&accept).ok()?,
+    );
+    Some(res)
+}
+
 impl EchoPod {
     /// Starts pod `namespace/name` on `ip`:[`HTTP_PORT`].
     pub async fn start(namespace: &str, name: &str, ip: IpAddr) -> EchoPod {
@@ -128,12 +180,18 @@ impl EchoPod {
                 };
                 let (ns, pod) = (ns.clone(), pod.clone());
                 tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
-                        let r = answer(&req, &ns, &pod);
-                        async move { Ok::<_, Infallible>(r) }
+                    let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
+                        let r = websocket(&mut req).unwrap_or_else(|| answer(&req, &ns, &pod));
+                        let delay = delay(req.uri().query());
+                        async move {
+                            if let Some(d) = delay {
+                                tokio::time::sleep(d).await;
+                            }
+                            Ok::<_, Infallible>(r)
+                        }
                     });
                     let _ = auto::Builder::new(TokioExecutor::new())
-                        .serve_connection(TokioIo::new(stream), service)
+                        .serve_connection_with_upgrades(TokioIo::new(stream), service)
                         .await;
                 });
             }

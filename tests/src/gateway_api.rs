@@ -347,6 +347,64 @@ pub struct Expect<'a> {
     /// Headers the echo backend is asked to answer with (`BackendSetResponseHeaders`, sent
     /// as `X-Echo-Set-Header`).
     pub backend_sets: Vec<(&'a str, &'a str)>,
+    /// For a 200: the host and path the backend must have been sent when they are not the
+    /// request's (`ExpectedRequest`, after a rewrite).
+    pub sent_host: Option<&'a str>,
+    pub sent_path: Option<&'a str>,
+    /// For a redirect: the `Location` it must give (`RedirectRequest`).
+    pub redirect: Option<Redirected<'a>>,
+}
+
+/// The harness's `RedirectRequest`: what a redirect's `Location` must say. An empty field
+/// is what the harness makes of it: any host, the request's scheme (`http`) and path, and
+/// no port or the scheme's own.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Redirected<'a> {
+    pub scheme: &'a str,
+    pub host: &'a str,
+    pub port: &'a str,
+    pub path: &'a str,
+}
+
+impl Redirected<'_> {
+    /// Whether `location` is this, for a request to `path`, as `http.go` compares them.
+    fn check(&self, location: Option<&str>, path: &str) -> Result<(), String> {
+        let location = location.ok_or("no Location")?;
+        let uri: http::Uri = location
+            .parse()
+            .map_err(|e| format!("Location {location}: {e}"))?;
+        let scheme = uri.scheme_str().unwrap_or("");
+        let host = uri.host().unwrap_or("");
+        let port = uri.port().map(|p| p.to_string()).unwrap_or_default();
+        let request_path = path.split('?').next().unwrap_or(path);
+        // The expected value of `field`, else `default`, is what the Location gives.
+        let want = |field: &str, want: &str, default: &str, got: &str| {
+            let want = if want.is_empty() { default } else { want };
+            match want == got {
+                true => Ok(()),
+                false => Err(format!(
+                    "Location {location}: {field} {got:?}, not {want:?}"
+                )),
+            }
+        };
+        if !self.host.is_empty() {
+            want("host", self.host, "", host)?;
+        }
+        let well_known = match scheme {
+            "http" => "80",
+            "https" => "443",
+            _ => "",
+        };
+        if self.port.is_empty() {
+            if !port.is_empty() && port != well_known {
+                return Err(format!("Location {location}: port {port} for {scheme}"));
+            }
+        } else {
+            want("port", self.port, "", &port)?;
+        }
+        want("scheme", self.scheme, "http", scheme)?;
+        want("path", self.path, request_path, uri.path())
+    }
 }
 
 impl<'a> Expect<'a> {
@@ -365,6 +423,27 @@ impl<'a> Expect<'a> {
             answered: Vec::new(),
             not_answered: Vec::new(),
             backend_sets: Vec::new(),
+            sent_host: None,
+            sent_path: None,
+            redirect: None,
+        }
+    }
+
+    /// `path` on `host` answered `status` by leafgate with a `Location` as `redirect`
+    /// says.
+    pub fn redirect(host: &'a str, path: &'a str, status: u16, redirect: Redirected<'a>) -> Self {
+        Expect {
+            redirect: Some(redirect),
+            ..Expect::status(host, path, status)
+        }
+    }
+
+    /// The backend must be sent `host` (if not empty) and `path` (`ExpectedRequest`).
+    pub fn sent(self, host: &'a str, path: &'a str) -> Self {
+        Expect {
+            sent_host: (!host.is_empty()).then_some(host),
+            sent_path: Some(path),
+            ..self
         }
     }
 
@@ -435,12 +514,18 @@ impl<'a> Expect<'a> {
             (!values.is_empty()).then(|| values.join(","))
         };
         headers_are("answer", &self.answered, &self.not_answered, answered)?;
+        if let Some(r) = &self.redirect {
+            r.check(answered("location").as_deref(), self.path)?;
+        }
         if self.status != 200 {
             return Ok(());
         }
         let (ns, pod, path) = crate::echo::read(&body);
-        if path != self.path {
+        if path != self.sent_path.unwrap_or(self.path) {
             return Err(format!("echoed path {path}"));
+        }
+        if let Some(host) = self.sent_host.filter(|h| body["host"] != *h) {
+            return Err(format!("echoed host {}, not {host}", body["host"]));
         }
         if ns != self.namespace || !pod.starts_with(self.backend) {
             return Err(format!("answered by {ns}/{pod}"));

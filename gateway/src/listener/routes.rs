@@ -1,6 +1,10 @@
 //! The routes front: find the route for the request's host and path, and answer from the
-//! route itself (`direct`), from its upstream (`proxy::forward`), or, when the request
-//! switches protocols, through the hijack path (`proxy::upgrade`).
+//! route itself (`direct`, with a Gateway API redirect's `Location`), from its upstream
+//! (`proxy::forward`), or, when the request switches protocols, through the hijack path
+//! (`proxy::upgrade`). A Gateway API candidate's filters apply to the request before
+//! (`Choice::apply`) and to the answer after; its request timeout bounds the exchange.
+
+use std::time::Duration;
 
 use http::{Request, Response, StatusCode, header};
 use hyper::body::Incoming;
@@ -10,6 +14,7 @@ use super::client::Client;
 use crate::proxy::headers::{self, ClientSide};
 use crate::proxy::upgrade::{self, SpliceJob};
 use crate::proxy::{self, Body, Exchange, error_response, full, own_answer};
+use crate::snapshot::choice::Applied;
 use crate::snapshot::{Action, ListenerState, Route};
 
 /// The host a request is for: the URI's authority (HTTP/2, absolute-form) or `Host`.
@@ -55,15 +60,24 @@ pub async fn serve(
         return res;
     };
     tracing::Span::current().record("route", route.name.as_str());
-    if let Some(c) = choice {
-        c.request_headers.apply(req.headers_mut());
-    }
+    let applied = match choice.map(|c| c.apply(&mut req, host.as_deref())) {
+        Some(Err(why)) => {
+            let res = own_answer(error_response(StatusCode::BAD_REQUEST, &why), unread);
+            client.record(&route.name, &res, started);
+            return res;
+        }
+        Some(Ok(applied)) => applied,
+        None => Applied::default(),
+    };
 
     let mut res = match &route.action {
         Action::Direct(d) => {
             let mut res = Response::new(full(d.body.clone()));
             *res.status_mut() = d.status;
             *res.headers_mut() = d.headers.clone();
+            if let Some(location) = applied.location {
+                res.headers_mut().insert(header::LOCATION, location);
+            }
             own_answer(res, unread)
         }
         Action::Proxy(upstream) => {
@@ -72,7 +86,7 @@ pub async fn serve(
                 client: ClientSide {
                     peer: &client.forwarded_peer,
                     tls: client.tls,
-                    host: host.as_deref(),
+                    host: applied.host.or(host.as_deref()),
                     trusted,
                 },
                 conn: client.conn(),
@@ -80,13 +94,20 @@ pub async fn serve(
             };
             let upgrade =
                 headers::is_upgrade(req.headers()) && req.version() <= http::Version::HTTP_11;
-            if upgrade {
-                let job = splice_job(client, &route);
-                Box::pin(upgrade::forward(req, upstream, &exchange, job))
-                    .await
-                    .unwrap_or_else(|e| own_answer(e.response(), unread))
-            } else {
-                proxy::forward(req, upstream, &exchange).await
+            let forwarded = async {
+                if upgrade {
+                    let job = splice_job(client, &route);
+                    Box::pin(upgrade::forward(req, upstream, &exchange, job))
+                        .await
+                        .unwrap_or_else(|e| own_answer(e.response(), unread))
+                } else {
+                    let attempt = choice.and_then(|c| c.backend_timeout);
+                    proxy::forward(req, upstream, &exchange, attempt).await
+                }
+            };
+            match choice.and_then(|c| c.request_timeout) {
+                Some(within) => within_request_timeout(forwarded, started, within).await,
+                None => forwarded.await,
             }
         }
         // A backend route is never a choice itself (`snapshot::gateway`).
@@ -100,6 +121,23 @@ pub async fn serve(
     }
     client.record(&route.name, &res, started);
     res
+}
+
+/// The answer of `forwarded`, or a 504 once the route's request timeout `within` has
+/// passed since the request arrived (`started`). The request's body may be half read
+/// then: the answer ends the connection.
+async fn within_request_timeout(
+    forwarded: impl Future<Output = Response<Body>>,
+    started: Instant,
+    within: Duration,
+) -> Response<Body> {
+    match tokio::time::timeout_at(started + within, forwarded).await {
+        Ok(res) => res,
+        Err(_) => {
+            let reason = format!("the route's request timeout of {within:?} passed");
+            own_answer(error_response(StatusCode::GATEWAY_TIMEOUT, &reason), true)
+        }
+    }
 }
 
 fn splice_job(client: &Client, route: &Route) -> SpliceJob {

@@ -73,11 +73,14 @@ pub fn own_answer(mut res: Response<Body>, body_unread: bool) -> Response<Body> 
 
 /// Sends an ordinary (non-upgrade) request to `upstream` and returns its response, or the
 /// failure's answer. That answer ends the connection when the client's body was not read
-/// to its end (see `body::unread`).
+/// to its end (see `body::unread`). `bound` bounds each attempt, from its start to the
+/// response head, in place of the upstream's `response_header` timing (a Gateway API
+/// rule's `timeouts.backendRequest`).
 pub async fn forward(
     req: Request<Incoming>,
     upstream: &Upstream,
     exchange: &Exchange<'_>,
+    bound: Option<Duration>,
 ) -> Response<Body> {
     let (mut parts, body) = req.into_parts();
     let replayable = http_body::Body::is_end_stream(&body);
@@ -102,7 +105,14 @@ pub async fn forward(
             std::mem::take(&mut parts.headers)
         };
         let host = exchange.client.host;
-        let err = match exchange_head(upstream, backend, req, host, &mut sent).await {
+        let head = match bound {
+            Some(bound) => {
+                let head = upstream.send(backend, req, host);
+                tokio::time::timeout(bound, head).await.map_err(|_| bound)
+            }
+            None => exchange_head(upstream, backend, req, host, &mut sent).await,
+        };
+        let err = match head {
             // An answer that came before the client's body was all read (a backend's
             // early 413) ends the connection, as on the fast path: the rest of the body
             // is not read for another request.

@@ -1,21 +1,25 @@
 //! Gateway API routes as the proxy serves them where a host and path are not enough: the
 //! candidates of one router entry ([`Rules`], the table `k8s::gateway::table` built, in
 //! the spec's precedence order), each with its header, query-parameter and method
-//! matches, the header filters it applies, and what it answers with (a split between
-//! backend routes by weight). The routes front tries them in order (`Route::pick`); the
-//! first whose matches hold serves the request, through one of its backend routes, an
-//! ordinary `Route` (so its upstream, tenant, limits and counting are the Ingress
-//! route's). Generic over that route (`T`), so this file needs nothing of `route`.
+//! matches, the filters it applies, its timeouts, and what it answers with (a split
+//! between backend routes by weight, or a redirect). The routes front tries them in order
+//! (`Route::pick`); the first whose matches hold serves the request, through one of its
+//! backend routes, an ordinary `Route` (so its upstream, tenant, limits and counting are
+//! the Ingress route's; a redirect's is a direct answer, its `Location` made here per
+//! request). Generic over that route (`T`), so this file needs nothing of `route`.
 //!
 //! A router entry with one unconditional candidate and one backend holds that backend
 //! route itself, and stays on the HTTP/1.1 fast path; one of these is served by hyper's
 //! path ([`Fast::of`](super::Fast::of)).
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use http::{HeaderMap, HeaderName, HeaderValue, Request};
 
-use crate::k8s::gateway::model::HeaderModifier;
+use super::rewrite::{location, rewritten};
+use crate::k8s::gateway::model::{HeaderModifier, Redirect, Rewrite, Timeouts};
+use crate::k8s::gateway::table::{Answer, Candidate};
 
 /// The candidates of one router entry, in precedence order.
 pub struct Rules<T> {
@@ -38,26 +42,79 @@ pub struct Choice<T> {
     method: Option<String>,
     pub request_headers: Modifier,
     pub response_headers: Modifier,
+    /// `URLRewrite`.
+    rewrite: Option<Rewrite>,
+    /// `RequestRedirect`: the split's one route is then its direct answer (the status),
+    /// and this its `Location`.
+    redirect: Option<Redirect>,
+    /// `timeouts.request`: the exchange, from the request's arrival to the answer's head,
+    /// within this (`0s`: none).
+    pub request_timeout: Option<Duration>,
+    /// `timeouts.backendRequest`: each attempt at a backend within this, from its start
+    /// to its answer's head (`0s`: `Duration::MAX`, no bound); `None`: leafgate's own
+    /// `[timeouts]`.
+    pub backend_timeout: Option<Duration>,
     pub split: Split<T>,
 }
 
+/// What the chosen candidate made of a request before it is answered.
+#[derive(Default)]
+pub struct Applied<'c> {
+    /// The `Host` to send: a rewrite's hostname.
+    pub host: Option<&'c str>,
+    /// A redirect's `Location`.
+    pub location: Option<HeaderValue>,
+}
+
 impl<T> Choice<T> {
-    pub fn new(
-        headers: Vec<(String, String)>,
-        query: Vec<(String, String)>,
-        method: Option<String>,
-        request_headers: &HeaderModifier,
-        response_headers: &HeaderModifier,
-        split: Split<T>,
-    ) -> Self {
+    /// Candidate `c`, answering through `split`.
+    pub fn new(c: &Candidate, split: Split<T>) -> Self {
+        let Timeouts {
+            request,
+            backend_request,
+        } = c.timeouts;
         Choice {
-            headers,
-            query,
-            method,
-            request_headers: Modifier::new(request_headers),
-            response_headers: Modifier::new(response_headers),
+            headers: c.headers.clone(),
+            query: c.query.clone(),
+            method: c.method.clone(),
+            request_headers: Modifier::new(&c.request_headers),
+            response_headers: Modifier::new(&c.response_headers),
+            rewrite: c.rewrite.clone(),
+            redirect: match &c.answer {
+                Answer::Redirect(r) => Some(r.clone()),
+                Answer::Split(_) => None,
+            },
+            request_timeout: request.filter(|d| !d.is_zero()),
+            backend_timeout: backend_request.map(|d| match d.is_zero() {
+                true => Duration::MAX,
+                false => d,
+            }),
             split,
         }
+    }
+
+    /// Applies this candidate's request filters to `req` (sent for `host`): its header
+    /// modifier, its rewrite's path; and makes what the answer needs (a rewrite's `Host`, a
+    /// redirect's `Location`). `Err`: why the request cannot be served as the rule says
+    /// (a 400).
+    pub fn apply<B>(
+        &self,
+        req: &mut Request<B>,
+        host: Option<&str>,
+    ) -> Result<Applied<'_>, String> {
+        self.request_headers.apply(req.headers_mut());
+        let mut applied = Applied::default();
+        if let Some(r) = &self.redirect {
+            let uri = req.uri();
+            applied.location = Some(location(r, host, uri.path(), uri.query())?);
+        }
+        if let Some(r) = &self.rewrite {
+            if let Some(path) = &r.path {
+                *req.uri_mut() = rewritten(req.uri(), path)?;
+            }
+            applied.host = r.hostname.as_deref();
+        }
+        Ok(applied)
     }
 
     /// Whether `req` satisfies every match of this candidate.
@@ -201,6 +258,41 @@ mod tests {
         assert!((6..=8).contains(&a) && a + b == 10 && !z, "{a} {b}");
         let (a, b, z) = counts(1000);
         assert!((695..=705).contains(&a) && a + b == 1000 && !z, "{a} {b}");
+    }
+
+    /// `0s` disables: no request deadline, and attempts bounded by nothing of the route's
+    /// (not by leafgate's `response_header` either).
+    #[test]
+    fn timeouts_of_zero_are_none() {
+        let choice = |request, backend_request| {
+            let c = Candidate {
+                name: "r".into(),
+                tenant: None,
+                headers: vec![],
+                query: vec![],
+                method: None,
+                request_headers: HeaderModifier::default(),
+                response_headers: HeaderModifier::default(),
+                rewrite: None,
+                timeouts: Timeouts {
+                    request,
+                    backend_request,
+                },
+                answer: Answer::Split(vec![]),
+            };
+            let c = Choice::new(&c, Split::new(vec![(1, ())]));
+            (c.request_timeout, c.backend_timeout)
+        };
+        let ms = Duration::from_millis;
+        assert_eq!(
+            choice(Some(ms(500)), Some(ms(200))),
+            (Some(ms(500)), Some(ms(200)))
+        );
+        assert_eq!(
+            choice(Some(Duration::ZERO), Some(Duration::ZERO)),
+            (None, Some(Duration::MAX))
+        );
+        assert_eq!(choice(None, None), (None, None));
     }
 
     #[test]

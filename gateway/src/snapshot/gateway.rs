@@ -158,22 +158,25 @@ impl Targets<'_> {
         })
     }
 
+    /// Candidate `c` as the proxy tries it: its backend routes by weight, or a redirect's
+    /// direct answer (its status; the choice adds the `Location`).
     fn choice(&self, c: &Candidate) -> Choice<Arc<Route>> {
         let shares = match &c.answer {
             Answer::Split(shares) => shares
                 .iter()
                 .map(|s| (s.weight, self.target(c, &s.target)))
                 .collect(),
-            Answer::Redirect(_) => unreachable!("redirects are not served (`serve::unserved`)"),
+            Answer::Redirect(r) => {
+                let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::FOUND);
+                let answer = Action::Direct(crate::config::DirectResponse {
+                    status,
+                    headers: http::HeaderMap::new(),
+                    body: bytes::Bytes::new(),
+                });
+                vec![(1, self.answer(c, answer))]
+            }
         };
-        Choice::new(
-            c.headers.clone(),
-            c.query.clone(),
-            c.method.clone(),
-            &c.request_headers,
-            &c.response_headers,
-            Split::new(shares),
-        )
+        Choice::new(c, Split::new(shares))
     }
 
     /// The backend route of `target`, or a 500 with its reason, counted under the
@@ -186,7 +189,11 @@ impl Targets<'_> {
             },
             Target::Invalid(reason) => reason.as_str(),
         };
-        let action = direct(StatusCode::INTERNAL_SERVER_ERROR, reason);
+        self.answer(c, direct(StatusCode::INTERNAL_SERVER_ERROR, reason))
+    }
+
+    /// A route of candidate `c` that answers with `action` itself.
+    fn answer(&self, c: &Candidate, action: Action) -> Arc<Route> {
         Arc::new(Route {
             name: c.name.clone(),
             source: None,

@@ -18,6 +18,7 @@
 pub mod choice;
 pub mod gateway;
 pub mod ingress;
+mod rewrite;
 mod route;
 pub mod tls;
 

@@ -25,11 +25,13 @@ use super::types::{
     GROUP, HttpHeaderFilter, HttpPathModifier, HttpRequestRedirectFilter, HttpRoute,
     HttpRouteFilter, ReferenceGrant,
 };
-use super::values::{duration, header_invalid, path_invalid, precise_invalid, protected};
+use super::values::{
+    dot_segment, duration, header_invalid, path_invalid, precise_invalid, protected,
+};
 use crate::config::{HostPattern, PathMatch};
 use crate::k8s::ingress::annotations::BackendProtocol;
 use crate::k8s::ingress::backends::Backends;
-use crate::k8s::ingress::model::BackendPolicy;
+use crate::k8s::ingress::model::{BackendPolicy, TenantBounds, may_claim_only};
 
 /// The CRD's `maxItems` and `maximum` (gateway-api v1.6.1 `httproute_types.go`,
 /// `shared_types.go`). The API server refuses more; a route past one is refused whole
@@ -129,11 +131,14 @@ fn bounded_hostnames(route: &HttpRoute) -> Result<Vec<HostPattern>, Why> {
         .collect()
 }
 
+/// The rules of `route`, read; a `tenant` with `hosts` bounds the hostnames its
+/// rewrites may send.
 pub fn read(
     route: &HttpRoute,
     backends: &Backends<'_>,
     grants: &[Arc<ReferenceGrant>],
     policy: &BackendPolicy,
+    tenant: Option<&TenantBounds>,
 ) -> Read {
     let namespace = route.metadata.namespace.as_deref().unwrap_or("");
     let hostnames = match bounded_hostnames(route) {
@@ -177,6 +182,7 @@ pub fn read(
             for f in &r.filters {
                 filter(f, &mut rule)?;
             }
+            rewrite_within(&rule, tenant)?;
             let prefix_modifier = rule
                 .redirect
                 .as_ref()
@@ -358,20 +364,22 @@ fn modifier(f: Option<&HttpHeaderFilter>, what: &str) -> Result<HeaderModifier, 
     })
 }
 
+/// A path modifier's value is one absolute path of URL characters, without a dot
+/// segment: the path it writes is the one sent or redirected to, never another authority.
 fn path_modifier(p: &HttpPathModifier) -> Result<(), Why> {
+    let written = |path: &str| match path_invalid(path).or_else(|| dot_segment(path)) {
+        Some(why) => Err(unsupported(why)),
+        None => Ok(()),
+    };
     match (
         p.type_.as_str(),
         &p.replace_full_path,
         &p.replace_prefix_match,
     ) {
-        ("ReplaceFullPath", Some(path), _) => {
-            path_invalid(path).map_or(Ok(()), |w| Err(unsupported(w)))
-        }
+        ("ReplaceFullPath", Some(path), _) => written(path),
         // An empty replacement takes the prefix away.
         ("ReplacePrefixMatch", _, Some(path)) if path.is_empty() => Ok(()),
-        ("ReplacePrefixMatch", _, Some(path)) => {
-            path_invalid(path).map_or(Ok(()), |w| Err(unsupported(w)))
-        }
+        ("ReplacePrefixMatch", _, Some(path)) => written(path),
         (t, _, _) => Err(unsupported(format!(
             "path modifier type {t} without its value is not supported: use ReplaceFullPath or ReplacePrefixMatch"
         ))),
@@ -436,6 +444,28 @@ fn filter(f: &HttpRouteFilter, rule: &mut Rule) -> Result<(), Why> {
     Ok(())
 }
 
+/// A rewrite's hostname is the `Host` the tenant's backends are sent: one of the names
+/// the tenant may claim (its `hosts`), as the route's own hostnames are, so a route
+/// cannot speak to a backend in another tenant's name. (A redirect's hostname is where
+/// the client is sent, which leafgate does not serve for it: not bounded.)
+fn rewrite_within(rule: &Rule, tenant: Option<&TenantBounds>) -> Result<(), Why> {
+    let Some((Some(host), _)) = &rule.rewrite else {
+        return Ok(());
+    };
+    match tenant.filter(|t| !t.may_claim(&hostnames::pattern(host))) {
+        Some(t) => {
+            let hosts: Vec<String> = t.hosts.iter().flatten().map(ToString::to_string).collect();
+            Err(unsupported(format!(
+                "rule {}: URLRewrite hostname {host} is not allowed (tenant {} {})",
+                rule.name,
+                t.name,
+                may_claim_only(&hosts)
+            )))
+        }
+        None => Ok(()),
+    }
+}
+
 fn timeouts(t: Option<&super::types::HttpRouteTimeouts>) -> Result<Timeouts, Why> {
     let Some(t) = t else {
         return Ok(Timeouts::default());
@@ -449,9 +479,11 @@ fn timeouts(t: Option<&super::types::HttpRouteTimeouts>) -> Result<Timeouts, Why
         request: parse(&t.request, "request")?,
         backend_request: parse(&t.backend_request, "backendRequest")?,
     };
+    // As the CRD's rule: `0s` is no timeout, so a request timeout of `0s` bounds nothing
+    // and a backendRequest of `0s` is bounded by the request timeout.
     if let (Some(r), Some(b)) = (out.request, out.backend_request)
         && r != Duration::ZERO
-        && (b > r || b == Duration::ZERO)
+        && b > r
     {
         return Err(unsupported(
             "timeouts.backendRequest must not be longer than timeouts.request".into(),

@@ -5,8 +5,9 @@
 //! routes of the Ingress model ([`IngressRoute`], the one route model both sources compile
 //! into); and the statuses told what it does not serve yet.
 //!
-//! A rule without backends, or the share of an invalid backendRef, answers 500. An
-//! HTTPRoute whose rules need a `RequestRedirect` or `URLRewrite` filter or timeouts is
+//! A rule without backends, or the share of an invalid backendRef, answers 500; a
+//! `RequestRedirect` is answered by leafgate itself. An
+//! HTTPRoute whose rules need a `URLRewrite` filter or timeouts is
 //! not served at all (never a part of it, never a feature silently dropped) and its
 //! parents get `Accepted=False` with reason `UnsupportedValue`, naming the feature. HTTPS
 //! listeners do not terminate TLS yet: they get `Programmed=False` (reason `Pending`) and
@@ -41,9 +42,7 @@ pub struct Served {
 
 /// The feature of `entry` the proxy does not serve yet, if any.
 fn unserved(entry: &GatewayRoute) -> Option<&'static str> {
-    if let Action::Redirect(_) = &entry.action {
-        Some("the RequestRedirect filter")
-    } else if entry.rewrite.is_some() {
+    if entry.rewrite.is_some() {
         Some("the URLRewrite filter")
     } else if entry.timeouts != Timeouts::default() {
         Some("timeouts")
@@ -113,6 +112,8 @@ fn candidate(
         method: entry.method.clone(),
         request_headers: entry.request_headers.clone(),
         response_headers: entry.response_headers.clone(),
+        rewrite: entry.rewrite.clone(),
+        timeouts: entry.timeouts,
         answer,
     }
 }

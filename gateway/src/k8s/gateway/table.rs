@@ -10,7 +10,7 @@ use std::cmp::Reverse;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::model::{HeaderModifier, Redirect};
+use super::model::{HeaderModifier, Redirect, Rewrite, Timeouts};
 use crate::config::{HostPattern, PathMatch};
 use crate::routing::prefix_matches;
 
@@ -27,16 +27,22 @@ pub struct Candidate {
     pub method: Option<String>,
     pub request_headers: HeaderModifier,
     pub response_headers: HeaderModifier,
+    pub rewrite: Option<Rewrite>,
+    pub timeouts: Timeouts,
     pub answer: Answer,
 }
 
 impl Candidate {
     /// The one target of a candidate that needs nothing of a request beyond its host and
-    /// path and changes nothing of it: the router may hold that target itself.
+    /// path and changes nothing of it, with no timeouts of its own: the router may hold
+    /// that target itself.
     pub fn plain(&self) -> Option<&Target> {
         let unconditional =
             self.headers.is_empty() && self.query.is_empty() && self.method.is_none();
-        let unfiltered = self.request_headers.is_empty() && self.response_headers.is_empty();
+        let unfiltered = self.request_headers.is_empty()
+            && self.response_headers.is_empty()
+            && self.rewrite.is_none()
+            && self.timeouts == Timeouts::default();
         match &self.answer {
             Answer::Split(shares) if unconditional && unfiltered => match &shares[..] {
                 [one] => Some(&one.target),

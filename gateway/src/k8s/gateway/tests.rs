@@ -174,11 +174,20 @@ fn gatewayclass_observed_generation_bump() {
     sorted.sort();
     assert_eq!(sorted, m.classes[0].supported_features);
     assert!(sorted.contains(&"HTTPRoute") && sorted.contains(&"ReferenceGrant"));
-    // Refused routes' features are not claimed: the suite would test them and fail.
-    for unserved in [
+    // What is served and tested is claimed; refused routes' features are not: the suite
+    // would test them and fail.
+    for served in [
         "HTTPRouteSchemeRedirect",
+        "HTTPRoutePathRedirect",
+        "HTTPRoutePortRedirect",
+        "HTTPRoute303RedirectStatusCode",
+    ] {
+        assert!(sorted.contains(&served), "{served} is not claimed");
+    }
+    for unserved in [
         "HTTPRoutePathRewrite",
         "HTTPRouteRequestTimeout",
+        "HTTPRouteRequestMirror",
     ] {
         assert!(!sorted.contains(&unserved), "{unserved} is claimed");
     }
@@ -978,6 +987,52 @@ fn tenant_hosts_bound_route_hostnames() {
     let hosts: Vec<String> = m.routes.iter().map(|r| r.host.to_string()).collect();
     assert_eq!(hosts, ["app.team-web.example"]);
     assert_eq!(m.routes[0].tenant.as_deref(), Some("team-web"));
+}
+
+/// A rewrite's hostname is the `Host` the tenant's backend is sent: within its `hosts`,
+/// as the route's own hostnames; a redirect's is where the client goes, not bounded.
+#[test]
+fn tenant_hosts_bound_rewrite_hostnames_not_redirect_ones() {
+    let mut w = World::new();
+    let mut t = TenantBounds::new("team-web", &[WEB]);
+    t.hosts = Some(vec![HostPattern::parse("*.team-web.example").unwrap()]);
+    w.settings.tenants = vec![t];
+    w.gateway("all-namespaces", json!([http("http", "All")]));
+    let rule = |filter: Value| json!({"parentRefs": [{"name": "all-namespaces", "namespace": INFRA}], "hostnames": ["app.team-web.example"], "rules": [{"filters": [filter]}]});
+    let rewrite = |h: &str| json!({"type": "URLRewrite", "urlRewrite": {"hostname": h}});
+    w.route(
+        WEB,
+        "outside",
+        "2026-01-02T00:00:00Z",
+        rule(rewrite("bank.example")),
+    );
+    w.route(
+        WEB,
+        "inside",
+        "2026-01-02T00:00:00Z",
+        rule(rewrite("api.team-web.example")),
+    );
+    w.route(
+        WEB,
+        "redirect",
+        "2026-01-02T00:00:00Z",
+        rule(json!({"type": "RequestRedirect", "requestRedirect": {"hostname": "bank.example"}})),
+    );
+    let m = w.model();
+    assert_eq!(
+        route_cond(&m, "outside", "Accepted"),
+        (false, "UnsupportedValue")
+    );
+    let r = m.http_routes.iter().find(|r| r.name == "outside").unwrap();
+    assert!(
+        find(&r.parents[0].conditions, "Accepted").message.contains(
+            "URLRewrite hostname bank.example is not allowed (tenant team-web may claim only hosts matching *.team-web.example)"
+        ),
+        "{:?}",
+        r.parents[0].conditions
+    );
+    assert_eq!(route_cond(&m, "inside", "Accepted"), (true, "Accepted"));
+    assert_eq!(route_cond(&m, "redirect", "Accepted"), (true, "Accepted"));
 }
 
 #[test]

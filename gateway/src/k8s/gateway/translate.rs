@@ -25,15 +25,21 @@ use crate::k8s::ingress::certs::Certs;
 use crate::k8s::ingress::model::may_claim_only;
 
 /// The features `status.supportedFeatures` names, sorted: what leafgate serves of the
-/// GATEWAY-HTTP profile, each held by its ported conformance test. Redirects, rewrites,
-/// timeouts and WebSocket backends join the list when they are served and tested; a class
-/// must not claim a feature the suite would then test and fail.
-pub const SUPPORTED_FEATURES: [&str; 6] = [
+/// GATEWAY-HTTP profile, each held by its ported conformance test. Rewrites, timeouts and
+/// WebSocket backends join the list when they are served and tested; a class must not
+/// claim a feature the suite would then test and fail.
+pub const SUPPORTED_FEATURES: [&str; 12] = [
     "Gateway",
     "HTTPRoute",
+    "HTTPRoute303RedirectStatusCode",
+    "HTTPRoute307RedirectStatusCode",
+    "HTTPRoute308RedirectStatusCode",
     "HTTPRouteMethodMatching",
+    "HTTPRoutePathRedirect",
+    "HTTPRoutePortRedirect",
     "HTTPRouteQueryParamMatching",
     "HTTPRouteResponseHeaderModification",
+    "HTTPRouteSchemeRedirect",
     "ReferenceGrant",
 ];
 
@@ -269,8 +275,8 @@ pub fn translate(objects: &Objects<'_>, settings: &Settings) -> Model {
     for (order, route) in routes.iter().enumerate() {
         let namespace = route.metadata.namespace.as_deref().unwrap_or("");
         let name = route.metadata.name.as_deref().unwrap_or("");
-        let read = rules::read(route, &backends, objects.grants, &settings.backends);
         let tenant = settings.tenants.iter().find(|t| t.owns(namespace));
+        let read = rules::read(route, &backends, objects.grants, &settings.backends, tenant);
         let generation = generation(&route.metadata);
         let mut parents = Vec::new();
         // At most the CRD's bound get a status; more refuse the route (`rules::read`).

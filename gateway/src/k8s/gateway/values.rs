@@ -35,6 +35,23 @@ pub fn path_invalid(value: &str) -> Option<String> {
     })
 }
 
+/// Why `value` may not be what a path modifier writes: it holds a `.` or `..` segment
+/// (`%2e` counted as `.`), which the backend or the redirected client would resolve to
+/// another path than the one routed (the front normalises every request path, so a
+/// routed path never holds one).
+pub fn dot_segment(value: &str) -> Option<String> {
+    let dots = value.split('/').any(|segment| {
+        let segment = segment.replace("%2e", ".").replace("%2E", ".");
+        segment == "." || segment == ".."
+    });
+    dots.then(|| {
+        format!(
+            "path `{}` holds a `.` or `..` segment",
+            value.escape_debug()
+        )
+    })
+}
+
 /// Why `name` (and `value`) cannot be written as one header line: the name must be an
 /// HTTP token, the value without control characters but tab.
 pub fn header_invalid(name: &str, value: Option<&str>) -> Option<String> {

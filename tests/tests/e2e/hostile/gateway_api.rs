@@ -426,3 +426,103 @@ async fn header_modifiers_that_forge_frame_or_inject_are_refused_and_never_serve
         unsupported(&suite, addr, name, &format!("{name}.example"), why).await;
     }
 }
+
+/// [`rule_route`] for a rule that answers itself (a redirect): no backendRefs, which a
+/// redirect may not have.
+fn answering_route(name: &str, host: &str, rule: Value) -> Value {
+    let mut r = rule_route(name, host, rule);
+    if let Some(rule) = r["spec"]["rules"][0].as_object_mut() {
+        rule.remove("backendRefs");
+    }
+    r
+}
+
+#[tokio::test]
+async fn redirects_that_inject_or_leave_the_authority_are_refused_and_never_served() {
+    let suite = Suite::start(160, Config::new()).await;
+    let redirect =
+        |r: Value| json!({"filters": [{"type": "RequestRedirect", "requestRedirect": r}]});
+    let full = |p: &str| json!({"type": "ReplaceFullPath", "replaceFullPath": p});
+    let cases = [
+        (
+            "crlf-host",
+            redirect(json!({"hostname": "evil.example\r\nSet-Cookie: a=b"})),
+            "is not a lowercase RFC 1123 name",
+        ),
+        (
+            "control-host",
+            redirect(json!({"hostname": "evil\u{7}.example"})),
+            "is not a lowercase RFC 1123 name",
+        ),
+        (
+            "crlf-path",
+            redirect(json!({"path": full("/a\r\nSet-Cookie: a=b")})),
+            "is not an absolute path of URL characters",
+        ),
+        (
+            "scheme-relative",
+            redirect(json!({"path": full("//evil.example/x")})),
+            "is not an absolute path of URL characters",
+        ),
+        (
+            "dot-segments",
+            redirect(json!({"path": full("/a/../../admin")})),
+            "holds a `.` or `..` segment",
+        ),
+        (
+            "other-scheme",
+            redirect(json!({"scheme": "javascript"})),
+            "redirect scheme javascript is not supported",
+        ),
+    ];
+    for (name, rule, _) in &cases {
+        let host = format!("{name}.example");
+        suite
+            .sim
+            .create(answering_route(name, &host, rule.clone()))
+            .unwrap();
+    }
+    let addr = port_80(&suite, "same-namespace").await;
+    for (name, _, why) in &cases {
+        unsupported(&suite, addr, name, &format!("{name}.example"), why).await;
+    }
+}
+
+#[tokio::test]
+async fn timeouts_out_of_range_are_refused_and_never_served() {
+    let suite = Suite::start(162, Config::new()).await;
+    let timeouts = |t: Value| json!({"timeouts": t});
+    let cases = [
+        (
+            "negative",
+            timeouts(json!({"request": "-1s"})),
+            "timeouts.request `-1s` is not a Gateway API duration",
+        ),
+        (
+            "huge",
+            timeouts(json!({"backendRequest": "1000000h"})),
+            "timeouts.backendRequest `1000000h` is not a Gateway API duration",
+        ),
+        (
+            "no-unit",
+            timeouts(json!({"request": "10"})),
+            "timeouts.request `10` is not a Gateway API duration",
+        ),
+        (
+            "backend-longer",
+            timeouts(json!({"request": "1s", "backendRequest": "2s"})),
+            "timeouts.backendRequest must not be longer than timeouts.request",
+        ),
+    ];
+    for (name, rule, _) in &cases {
+        let host = format!("{name}.example");
+        suite
+            .sim
+            .create(rule_route(name, &host, rule.clone()))
+            .unwrap();
+    }
+    let addr = port_80(&suite, "same-namespace").await;
+    for (name, _, why) in &cases {
+        unsupported(&suite, addr, name, &format!("{name}.example"), why).await;
+    }
+}
