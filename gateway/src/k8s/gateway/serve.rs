@@ -6,10 +6,8 @@
 //! into); and the statuses told what it does not serve yet.
 //!
 //! A rule without backends, or the share of an invalid backendRef, answers 500; a
-//! `RequestRedirect` is answered by leafgate itself. An
-//! HTTPRoute whose rules need a `URLRewrite` filter or timeouts is
-//! not served at all (never a part of it, never a feature silently dropped) and its
-//! parents get `Accepted=False` with reason `UnsupportedValue`, naming the feature. HTTPS
+//! `RequestRedirect` is answered by leafgate itself; a `URLRewrite` and `timeouts` go with
+//! the candidate to the proxy. HTTPS
 //! listeners do not terminate TLS yet: they get `Programmed=False` (reason `Pending`) and
 //! serve nothing.
 
@@ -17,7 +15,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use super::model::{Action, Backend, Cond, GatewayRoute, ListenerKey, Model, Timeouts};
+use super::model::{Action, Backend, Cond, GatewayRoute, Model};
 use super::table::{Answer, Candidate, Placed, ServedPath, Share, Target, table};
 use super::types::Gateway;
 use crate::k8s::ingress::model::{IngressRef, IngressRoute};
@@ -38,17 +36,6 @@ pub struct ServedListener {
 #[derive(Debug, Default)]
 pub struct Served {
     pub listeners: Vec<ServedListener>,
-}
-
-/// The feature of `entry` the proxy does not serve yet, if any.
-fn unserved(entry: &GatewayRoute) -> Option<&'static str> {
-    if entry.rewrite.is_some() {
-        Some("the URLRewrite filter")
-    } else if entry.timeouts != Timeouts::default() {
-        Some("timeouts")
-    } else {
-        None
-    }
 }
 
 /// `entry` as the proxy tries it; the Service backends it forwards to are added to
@@ -149,30 +136,16 @@ pub fn served(model: &mut Model, gateways: &[Arc<Gateway>]) -> Served {
             ))
         })
         .collect();
-    // Routes refused whole, with the feature, and the listeners they attached to.
-    let mut refused: BTreeMap<(String, String), (&'static str, HashSet<ListenerKey>)> =
-        BTreeMap::new();
-    for e in &model.routes {
-        if let Some(feature) = unserved(e) {
-            let (ns, name) = route_of(e);
-            let entry = refused
-                .entry((ns.to_string(), name.to_string()))
-                .or_insert((feature, HashSet::new()));
-            entry.1.insert(e.listener.clone());
-        }
-    }
     type Address = (BTreeMap<String, Arc<IngressRoute>>, Vec<Placed>);
     let mut by_addr: BTreeMap<SocketAddr, Address> = BTreeMap::new();
     for (index, e) in model.routes.iter().enumerate() {
         let (ns, name) = route_of(e);
         let l = &e.listener;
-        if refused.contains_key(&(ns.to_string(), name.to_string()))
-            || https.contains(&(
-                l.namespace.as_str(),
-                l.gateway.as_str(),
-                l.listener.as_str(),
-            ))
-        {
+        if https.contains(&(
+            l.namespace.as_str(),
+            l.gateway.as_str(),
+            l.listener.as_str(),
+        )) {
             continue;
         }
         let Some(ip) = addresses.get(&(l.namespace.as_str(), l.gateway.as_str())) else {
@@ -201,12 +174,7 @@ pub fn served(model: &mut Model, gateways: &[Arc<Gateway>]) -> Served {
             }
         }
     }
-    refuse(model, &refused);
     pend_https(model, &https);
-    model.routes.retain(|e| {
-        let (ns, name) = route_of(e);
-        !refused.contains_key(&(ns.to_string(), name.to_string()))
-    });
     Served {
         listeners: by_addr
             .into_iter()
@@ -231,44 +199,6 @@ fn port_of(gateways: &[Arc<Gateway>], ns: &str, gateway: &str, listener: &str) -
     })?;
     let l = g.spec.listeners.iter().find(|l| l.name == listener)?;
     u16::try_from(l.port).ok()
-}
-
-/// The refused routes' parents: `Accepted=False`, `UnsupportedValue`; they no longer count
-/// as attached to the listeners they were on.
-fn refuse(
-    model: &mut Model,
-    refused: &BTreeMap<(String, String), (&'static str, HashSet<ListenerKey>)>,
-) {
-    for r in &mut model.http_routes {
-        let Some((feature, _)) = refused.get(&(r.namespace.clone(), r.name.clone())) else {
-            continue;
-        };
-        for p in &mut r.parents {
-            for c in p.conditions.iter_mut().filter(|c| c.type_ == "Accepted") {
-                if c.status {
-                    c.status = false;
-                    c.reason = "UnsupportedValue";
-                    c.message = format!("leafgate does not serve {feature} yet");
-                }
-            }
-        }
-    }
-    let mut detached: HashMap<ListenerKey, i32> = HashMap::new();
-    for (_, listeners) in refused.values() {
-        for l in listeners {
-            *detached.entry(l.clone()).or_default() += 1;
-        }
-    }
-    for g in &mut model.gateways {
-        for l in &mut g.listeners {
-            let key = detached.iter().find(|(k, _)| {
-                k.namespace == g.namespace && k.gateway == g.name && k.listener == l.name
-            });
-            if let Some((_, n)) = key {
-                l.attached_routes = (l.attached_routes - n).max(0);
-            }
-        }
-    }
 }
 
 /// HTTPS listeners: `Programmed=False`, `Pending` (they serve nothing yet); so is a

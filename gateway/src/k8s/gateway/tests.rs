@@ -181,14 +181,15 @@ fn gatewayclass_observed_generation_bump() {
         "HTTPRoutePathRedirect",
         "HTTPRoutePortRedirect",
         "HTTPRoute303RedirectStatusCode",
+        "HTTPRouteHostRewrite",
+        "HTTPRoutePathRewrite",
+        "HTTPRouteRequestTimeout",
+        "HTTPRouteBackendTimeout",
+        "HTTPRouteBackendProtocolWebSocket",
     ] {
         assert!(sorted.contains(&served), "{served} is not claimed");
     }
-    for unserved in [
-        "HTTPRoutePathRewrite",
-        "HTTPRouteRequestTimeout",
-        "HTTPRouteRequestMirror",
-    ] {
+    for unserved in ["HTTPRouteRequestMirror", "HTTPRouteBackendProtocolH2C"] {
         assert!(!sorted.contains(&unserved), "{unserved} is claimed");
     }
 }

@@ -25,19 +25,23 @@ use crate::k8s::ingress::certs::Certs;
 use crate::k8s::ingress::model::may_claim_only;
 
 /// The features `status.supportedFeatures` names, sorted: what leafgate serves of the
-/// GATEWAY-HTTP profile, each held by its ported conformance test. Rewrites, timeouts and
-/// WebSocket backends join the list when they are served and tested; a class must not
-/// claim a feature the suite would then test and fail.
-pub const SUPPORTED_FEATURES: [&str; 12] = [
+/// GATEWAY-HTTP profile, each held by its ported conformance test: a class must not claim
+/// a feature the suite would then test and fail.
+pub const SUPPORTED_FEATURES: [&str; 17] = [
     "Gateway",
     "HTTPRoute",
     "HTTPRoute303RedirectStatusCode",
     "HTTPRoute307RedirectStatusCode",
     "HTTPRoute308RedirectStatusCode",
+    "HTTPRouteBackendProtocolWebSocket",
+    "HTTPRouteBackendTimeout",
+    "HTTPRouteHostRewrite",
     "HTTPRouteMethodMatching",
     "HTTPRoutePathRedirect",
+    "HTTPRoutePathRewrite",
     "HTTPRoutePortRedirect",
     "HTTPRouteQueryParamMatching",
+    "HTTPRouteRequestTimeout",
     "HTTPRouteResponseHeaderModification",
     "HTTPRouteSchemeRedirect",
     "ReferenceGrant",

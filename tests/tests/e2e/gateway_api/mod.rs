@@ -4,11 +4,15 @@
 //! the Go test checks, with the harness's timings (see `leafgate_tests::gateway_api`).
 //! Each test owns one suite and one address range (the number passed to `Suite::start`).
 //! The tests of header, query-parameter and method matches are in `matching`; those of
-//! weights and header modifiers in `filters`; those of redirects in `redirect`.
+//! weights and header modifiers in `filters`; those of redirects, rewrites, timeouts and
+//! WebSocket backends in `redirect`, `rewrite`, `timeouts` and `websocket`.
 
 mod filters;
 mod matching;
 mod redirect;
+mod rewrite;
+mod timeouts;
+mod websocket;
 
 use leafgate_tests::Config;
 use leafgate_tests::gateway_api::{

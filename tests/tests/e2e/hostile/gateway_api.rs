@@ -489,6 +489,79 @@ async fn redirects_that_inject_or_leave_the_authority_are_refused_and_never_serv
 }
 
 #[tokio::test]
+async fn rewrites_that_leave_the_path_or_the_tenant_are_refused_and_never_served() {
+    let tenant = Tenant::new("infra")
+        .namespaces([INFRA])
+        .hosts(["*.infra.example"]);
+    let suite = Suite::start(161, Config::new().tenant(tenant)).await;
+    let rewrite = |r: Value| json!({"filters": [{"type": "URLRewrite", "urlRewrite": r}]});
+    let full = |p: &str| json!({"type": "ReplaceFullPath", "replaceFullPath": p});
+    let prefix = |p: &str| json!({"matches": [{"path": {"type": "PathPrefix", "value": "/p"}}], "filters": [{"type": "URLRewrite", "urlRewrite": {"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": p}}}]});
+    let admin = suite.gateway.admin().ip().to_string();
+    let cases = [
+        (
+            "dot-segments",
+            rewrite(json!({"path": full("/a/../../admin")})),
+            "holds a `.` or `..` segment".to_string(),
+        ),
+        (
+            "encoded-dots",
+            prefix("/%2e%2E"),
+            "holds a `.` or `..` segment".to_string(),
+        ),
+        (
+            "absolute-url",
+            rewrite(json!({"path": full("http://evil.example/x")})),
+            "is not an absolute path of URL characters".to_string(),
+        ),
+        (
+            "admin-address",
+            rewrite(json!({"hostname": admin})),
+            "is an IP address".to_string(),
+        ),
+        (
+            "other-tenant",
+            rewrite(json!({"hostname": "bank.example"})),
+            "URLRewrite hostname bank.example is not allowed (tenant infra may claim only hosts matching *.infra.example)".to_string(),
+        ),
+    ];
+    for (name, rule, _) in &cases {
+        let host = format!("{name}.infra.example");
+        suite
+            .sim
+            .create(rule_route(name, &host, rule.clone()))
+            .unwrap();
+    }
+    // Served: a prefix taken away, whose request would leave `//` in front.
+    let mut strip = rule_route(
+        "strip",
+        "strip.infra.example",
+        json!({"matches": [{"path": {"type": "PathPrefix", "value": "/strip"}}], "filters": [{"type": "URLRewrite", "urlRewrite": {"hostname": "b.infra.example", "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": ""}}}]}),
+    );
+    strip["spec"]["rules"][0]["backendRefs"] = json!([{"name": "infra-backend-v1", "port": 8080}]);
+    suite.sim.create(strip).unwrap();
+    let addr = port_80(&suite, "same-namespace").await;
+    for (name, _, why) in &cases {
+        unsupported(&suite, addr, name, &format!("{name}.infra.example"), why).await;
+    }
+    let host = "strip.infra.example";
+    expect(
+        addr,
+        &Expect::ok(host, "/strip/x", "infra-backend-v1").sent("b.infra.example", "/x"),
+    )
+    .await;
+    let answer = request(addr, host, "/strip//evil.example/x", &[])
+        .await
+        .unwrap();
+    assert_eq!(answer.status, 400, "{}", answer.text());
+    assert!(
+        answer.text().contains("starts with `//`"),
+        "{}",
+        answer.text()
+    );
+}
+
+#[tokio::test]
 async fn timeouts_out_of_range_are_refused_and_never_served() {
     let suite = Suite::start(162, Config::new()).await;
     let timeouts = |t: Value| json!({"timeouts": t});

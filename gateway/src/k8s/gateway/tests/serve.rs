@@ -82,42 +82,54 @@ fn header_matches_are_served_in_precedence_order_and_fall_to_less_specific_paths
 }
 
 #[test]
-fn a_route_needing_timeouts_is_refused_whole_and_its_plain_rule_not_served() {
+fn rewrites_and_timeouts_are_served_with_their_candidates_never_as_plain_routes() {
     let mut w = World::new();
     w.gateway("same-namespace", json!([http("http", "Same")]));
     w.route(INFRA, "plain", "2026-01-02T00:00:00Z", json!({"parentRefs": [{"name": "same-namespace"}], "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "/plain"}}], "backendRefs": [backend("infra-backend-v1")]}]}));
-    w.route(INFRA, "timeouts", "2026-01-03T00:00:00Z", json!({"parentRefs": [{"name": "same-namespace"}], "rules": [
-        {"matches": [{"path": {"type": "PathPrefix", "value": "/also-plain"}}], "backendRefs": [backend("infra-backend-v1")]},
-        {"timeouts": {"request": "10s"}, "backendRefs": [backend("infra-backend-v2")]},
+    w.route(INFRA, "filtered", "2026-01-03T00:00:00Z", json!({"parentRefs": [{"name": "same-namespace"}], "rules": [
+        {"matches": [{"path": {"type": "PathPrefix", "value": "/timed"}}], "timeouts": {"request": "10s", "backendRequest": "0s"}, "backendRefs": [backend("infra-backend-v2")]},
+        {"matches": [{"path": {"type": "PathPrefix", "value": "/rewritten"}}], "filters": [{"type": "URLRewrite", "urlRewrite": {"hostname": "one.example.org"}}], "backendRefs": [backend("infra-backend-v2")]},
     ]}));
     let mut m = w.model();
-    assert_eq!(route_cond(&m, "timeouts", "Accepted"), (true, "Accepted"));
     let s = served(&mut m, &w.gateways);
-    assert_eq!(
-        route_cond(&m, "timeouts", "Accepted"),
-        (false, "UnsupportedValue")
-    );
-    let r = m.http_routes.iter().find(|r| r.name == "timeouts").unwrap();
+    assert_eq!(route_cond(&m, "filtered", "Accepted"), (true, "Accepted"));
+    assert_eq!(m.gateways[0].listeners[0].attached_routes, 2);
+    let candidate = |path: &str| {
+        let p = s.listeners[0]
+            .paths
+            .iter()
+            .find(|p| p.path.to_string() == path)
+            .unwrap();
+        p.candidates[0].clone()
+    };
     assert!(
-        find(&r.parents[0].conditions, "Accepted")
-            .message
-            .contains("timeouts"),
-        "{:?}",
-        r.parents[0].conditions
+        candidate("prefix /plain").plain().is_some(),
+        "a plain rule stays one"
     );
-    assert_eq!(route_cond(&m, "plain", "Accepted"), (true, "Accepted"));
-    let listener = &m.gateways[0].listeners[0];
+    let timed = candidate("prefix /timed");
+    assert!(
+        timed.plain().is_none(),
+        "a rule with timeouts goes to hyper's path"
+    );
     assert_eq!(
-        listener.attached_routes, 1,
-        "the refused route is not attached"
+        (timed.timeouts.request, timed.timeouts.backend_request),
+        (
+            Some(std::time::Duration::from_secs(10)),
+            Some(std::time::Duration::ZERO)
+        )
     );
-    let names: Vec<&str> = s.listeners[0]
-        .routes
-        .iter()
-        .map(|r| r.name.as_str())
-        .collect();
-    assert_eq!(names, ["httproute/gateway-conformance-infra/plain/0"]);
-    assert!(m.routes.iter().all(|e| !e.name.contains("/timeouts/")));
+    let rewritten = candidate("prefix /rewritten");
+    assert!(
+        rewritten.plain().is_none(),
+        "a rewrite goes to hyper's path"
+    );
+    assert_eq!(
+        rewritten
+            .rewrite
+            .as_ref()
+            .and_then(|r| r.hostname.as_deref()),
+        Some("one.example.org")
+    );
 }
 
 #[test]
