@@ -1,7 +1,9 @@
 //! Route authors against leafgate as a Gateway API implementation: a route in a namespace
 //! the listener does not take, a hostname outside the tenant's `hosts`, a backend in
-//! another namespace without a ReferenceGrant, one at the gateway's admin port, and a route
-//! naming 5,000 hostnames. Each gets its refusal (in the route's status, or the backend's
+//! another namespace without a ReferenceGrant, one at the gateway's admin port, a route
+//! naming 5,000 hostnames, and filters and timeouts that would inject a line, leave the
+//! authority or the path, speak in another tenant's name or are out of range. Each gets
+//! its refusal (in the route's status, or the backend's
 //! answer) and is never served. Each test owns one suite and address range (150..).
 
 use std::net::SocketAddr;
