@@ -350,6 +350,25 @@ async fn unsupported(suite: &Suite, addr: SocketAddr, name: &str, host: &str, wh
     expect(addr, &Expect::status(host, "/", 404)).await;
 }
 
+/// Creates `make(name, host, rule)` on `same-namespace` for each case, its host
+/// `<name>.<domain>`; then each is refused with `UnsupportedValue` whose message holds its
+/// words, and never served ([`unsupported`]).
+async fn all_refused<W: AsRef<str>>(
+    suite: &Suite,
+    domain: &str,
+    cases: &[(&str, Value, W)],
+    make: fn(&str, &str, Value) -> Value,
+) {
+    for (name, rule, _) in cases {
+        let host = format!("{name}.{domain}");
+        suite.sim.create(make(name, &host, rule.clone())).unwrap();
+    }
+    let addr = port_80(suite, "same-namespace").await;
+    for (name, _, why) in cases {
+        unsupported(suite, addr, name, &format!("{name}.{domain}"), why.as_ref()).await;
+    }
+}
+
 #[tokio::test]
 async fn header_matches_that_are_not_one_header_line_are_refused_and_never_served() {
     let suite = Suite::start(156, Config::new()).await;
@@ -416,17 +435,7 @@ async fn header_modifiers_that_forge_frame_or_inject_are_refused_and_never_serve
             "is not an HTTP token",
         ),
     ];
-    for (name, rule, _) in &cases {
-        let host = format!("{name}.example");
-        suite
-            .sim
-            .create(rule_route(name, &host, rule.clone()))
-            .unwrap();
-    }
-    let addr = port_80(&suite, "same-namespace").await;
-    for (name, _, why) in &cases {
-        unsupported(&suite, addr, name, &format!("{name}.example"), why).await;
-    }
+    all_refused(&suite, "example", &cases, rule_route).await;
 }
 
 /// [`rule_route`] for a rule that answers itself (a redirect): no backendRefs, which a
@@ -477,17 +486,7 @@ async fn redirects_that_inject_or_leave_the_authority_are_refused_and_never_serv
             "redirect scheme javascript is not supported",
         ),
     ];
-    for (name, rule, _) in &cases {
-        let host = format!("{name}.example");
-        suite
-            .sim
-            .create(answering_route(name, &host, rule.clone()))
-            .unwrap();
-    }
-    let addr = port_80(&suite, "same-namespace").await;
-    for (name, _, why) in &cases {
-        unsupported(&suite, addr, name, &format!("{name}.example"), why).await;
-    }
+    all_refused(&suite, "example", &cases, answering_route).await;
 }
 
 #[tokio::test]
@@ -527,13 +526,6 @@ async fn rewrites_that_leave_the_path_or_the_tenant_are_refused_and_never_served
             "URLRewrite hostname bank.example is not allowed (tenant infra may claim only hosts matching *.infra.example)".to_string(),
         ),
     ];
-    for (name, rule, _) in &cases {
-        let host = format!("{name}.infra.example");
-        suite
-            .sim
-            .create(rule_route(name, &host, rule.clone()))
-            .unwrap();
-    }
     // Served: a prefix taken away, whose request would leave `//` in front.
     let mut strip = rule_route(
         "strip",
@@ -542,10 +534,8 @@ async fn rewrites_that_leave_the_path_or_the_tenant_are_refused_and_never_served
     );
     strip["spec"]["rules"][0]["backendRefs"] = json!([{"name": "infra-backend-v1", "port": 8080}]);
     suite.sim.create(strip).unwrap();
+    all_refused(&suite, "infra.example", &cases, rule_route).await;
     let addr = port_80(&suite, "same-namespace").await;
-    for (name, _, why) in &cases {
-        unsupported(&suite, addr, name, &format!("{name}.infra.example"), why).await;
-    }
     let host = "strip.infra.example";
     expect(
         addr,
@@ -589,15 +579,5 @@ async fn timeouts_out_of_range_are_refused_and_never_served() {
             "timeouts.backendRequest must not be longer than timeouts.request",
         ),
     ];
-    for (name, rule, _) in &cases {
-        let host = format!("{name}.example");
-        suite
-            .sim
-            .create(rule_route(name, &host, rule.clone()))
-            .unwrap();
-    }
-    let addr = port_80(&suite, "same-namespace").await;
-    for (name, _, why) in &cases {
-        unsupported(&suite, addr, name, &format!("{name}.example"), why).await;
-    }
+    all_refused(&suite, "example", &cases, rule_route).await;
 }
