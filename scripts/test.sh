@@ -37,6 +37,11 @@ done
 # The pinned kubectl for the kubesim tests (into target/tools).
 scripts/tools.sh
 
+# Debian's nginx, which the access log's `combined` lines are compared with byte for byte
+# (tests/tests/e2e/access_log.rs), as bench/ installs it.
+source bench/lib.sh
+need nginx nginx-light
+
 echo "==> cargo test --workspace"
 cargo test --workspace
 

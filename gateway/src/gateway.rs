@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{error, info, warn};
 
+use crate::access_log::Logs;
 use crate::config::{Config, ParseCache};
 use crate::control::{
     ApplyFuture, Control, GatewayApplyFuture, ListenerAddr, ReloadError, ReloadFuture, ReloadRecord,
@@ -79,6 +80,7 @@ impl Gateway {
         let parse_cache = Arc::new(Mutex::new(ParseCache::new()));
         let config = load_blocking(path.clone(), parse_cache.clone()).await?;
         let metrics = Arc::new(Metrics::new());
+        let access_log_dropped = metrics.access_log_dropped.clone();
         let built = metrics.clone();
         let snapshot =
             tokio::task::spawn_blocking(move || Snapshot::build(Arc::new(config), 1, None, &built))
@@ -94,7 +96,11 @@ impl Gateway {
             kill: CancellationToken::new(),
             killed: Default::default(),
             sessions: Default::default(),
+            access_log: Logs::new(access_log_dropped, workers::count()),
         });
+        shared
+            .access_log
+            .configure(&shared.snapshot.load().config.access_log);
         let stop = CancellationToken::new();
 
         let admin = match admin_bind {
@@ -167,6 +173,11 @@ impl Gateway {
 
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.shared.snapshot.load_full()
+    }
+
+    /// Reopens the access log files (SIGUSR1, after logrotate moved them away).
+    pub fn reopen_access_logs(&self) {
+        self.shared.access_log.reopen();
     }
 
     pub fn config_path(&self) -> &Path {
@@ -337,6 +348,9 @@ impl Gateway {
 
         let snapshot = Arc::new(snapshot);
         self.shared.snapshot.store(snapshot.clone());
+        self.shared
+            .access_log
+            .configure(&snapshot.config.access_log);
         // Revocation reaches open connections: what the new tenants no longer allow ends
         // now, not when the client hangs up.
         self.shared

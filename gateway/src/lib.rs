@@ -14,7 +14,7 @@
 //! | config, compiled | `snapshot` | what reload swaps: routes, tenants, leaves, plugin instances |
 //! | data paths | `proxy`, `k8s` | forward, upgrade, splice; leaf clients, the pod index, the kubelet URL grammar, log filtering, the Ingress model, Kubernetes `Status` |
 //! | counting | `metrics` | the one registry everything records into |
-//! | policy and parts | `plugins`, `routing`, `limit` | the WebAssembly runtime, the router, the rate limiters |
+//! | policy and parts | `plugins`, `routing`, `limit`, `access_log` | the WebAssembly runtime, the router, the rate limiters, the access log's lines and writer |
 //! | config, typed | `config` | TOML -> raw -> validate -> model |
 //! | bottom | `tls`, `errors`, `workers` | dialling servers, printing error chains, the serving threads |
 //!
@@ -27,6 +27,7 @@
 
 #![deny(unsafe_code)]
 
+mod access_log;
 mod admin;
 mod config;
 mod control;

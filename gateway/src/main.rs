@@ -159,6 +159,7 @@ struct Signals {
     term: tokio::signal::unix::Signal,
     int: tokio::signal::unix::Signal,
     hup: tokio::signal::unix::Signal,
+    usr1: tokio::signal::unix::Signal,
 }
 
 impl Signals {
@@ -169,10 +170,11 @@ impl Signals {
             term: listen(SignalKind::terminate())?,
             int: listen(SignalKind::interrupt())?,
             hup: listen(SignalKind::hangup())?,
+            usr1: listen(SignalKind::user_defined1())?,
         })
     }
 
-    /// Returns on SIGTERM or SIGINT; reloads on SIGHUP.
+    /// Returns on SIGTERM or SIGINT; reloads on SIGHUP; reopens the access logs on SIGUSR1.
     async fn wait(mut self, gateway: &Gateway) {
         loop {
             tokio::select! {
@@ -182,6 +184,10 @@ impl Signals {
                     info!("SIGHUP: reloading");
                     // The outcome is logged and recorded in /status by `reload` itself.
                     let _ = gateway.reload().await;
+                }
+                _ = self.usr1.recv() => {
+                    info!("SIGUSR1: reopening the access logs");
+                    gateway.reopen_access_logs();
                 }
             }
         }

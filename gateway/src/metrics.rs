@@ -172,6 +172,9 @@ pub struct Metrics {
     pub ingress: IngressMetrics,
     /// Revoked and capped long-lived calls.
     pub sessions: SessionMetrics,
+    /// Access log lines dropped because a serving thread's buffer was full (the writer
+    /// could not keep up) or the file could not be written.
+    pub access_log_dropped: Counter,
     /// Seconds until each served certificate's `notAfter`: refreshed from the snapshot at
     /// each scrape ([`Metrics::encode_with_certificates`]), since it counts down between
     /// reloads and a reload or Secret change adds and removes certificates.
@@ -271,6 +274,7 @@ impl Metrics {
             root_writes: Family::default(),
             ingress: IngressMetrics::default(),
             sessions: SessionMetrics::default(),
+            access_log_dropped: Counter::default(),
             certificate_expiry: Family::default(),
             scrape: std::sync::Mutex::new(()),
             registry: Registry::with_prefix("leafgate"),
@@ -347,6 +351,11 @@ impl Metrics {
             m.throttled_seconds.clone(),
         );
         registry.register("reloads", "Successful config reloads", m.reloads.clone());
+        registry.register(
+            "access_log_dropped",
+            "Access log lines dropped, never waited for: a serving thread's buffer was full or the log could not be written",
+            m.access_log_dropped.clone(),
+        );
         m.plugins.register(registry);
         m.sessions.register(registry);
         registry.register(

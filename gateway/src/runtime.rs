@@ -14,6 +14,7 @@ use arc_swap::ArcSwap;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::access_log::Logs;
 use crate::metrics::Metrics;
 use crate::snapshot::Snapshot;
 
@@ -34,6 +35,8 @@ pub struct Shared {
     /// Open watches, streams and log follows: capped per tenant and connection, and
     /// revoked after a reload that no longer allows them.
     pub sessions: Sessions,
+    /// The access logs every listener writes, reconfigured at each reload.
+    pub access_log: Logs,
 }
 
 impl Shared {

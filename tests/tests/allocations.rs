@@ -1,5 +1,6 @@
 //! What leafgate allocates, counted by a counting global allocator (hence a test binary of
-//! its own): the HTTP/1.1 fast path allocates nothing per request in the steady state, and
+//! its own): the HTTP/1.1 fast path allocates nothing per request in the steady state (with
+//! its access log on too: a JSON line per request to a file), and
 //! an idle upgraded (spliced) connection holds at most [`IDLE_UPGRADED_MOST`] of heap.
 //!
 //! leafgate runs in-process; the client and the backend are plain threads on blocking
@@ -159,17 +160,35 @@ fn the_fast_path_allocates_nothing_per_request() {
         .build()
         .unwrap();
     let backend = backend();
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("access.log");
     let gw = rt.block_on(TestGateway::start(
         Config::new()
             .listener(Listener::new("fast").set("http1_fast_path", true))
             .listener(Listener::new("hyper").set("http1_fast_path", false))
+            // The fast path with its access log on: a JSON line per request, to a file.
+            .listener(Listener::new("logged").set("http1_fast_path", true).set(
+                "access_log",
+                serde_json::json!({ "path": log.display().to_string() }),
+            ))
             .route(Route::host("*").backend(backend)),
     ));
-    let (fast, hyper) = (gw.addr("fast"), gw.addr("hyper"));
+    let (fast, hyper, logged) = (gw.addr("fast"), gw.addr("hyper"), gw.addr("logged"));
     // The control runtime stays idle while the serving threads work.
     let fast = allocations_per_request(fast, 10_000);
     let hyper = allocations_per_request(hyper, 2_000);
-    println!("allocations per request: fast path {fast:.4}, hyper's path {hyper:.2}");
+    let logged = allocations_per_request(logged, 10_000);
+    println!(
+        "allocations per request: fast path {fast:.4}, with its access log {logged:.4}, hyper's path {hyper:.2}"
+    );
+    assert!(
+        logged < 0.01,
+        "the fast path allocated {logged} times per request with its access log on"
+    );
+    assert!(
+        written_lines(&log) > 0,
+        "the logged listener wrote no line, so its allocations were not counted"
+    );
     assert!(
         hyper >= 1.0,
         "hyper's path must show allocations, or nothing is counted: {hyper}"
@@ -179,6 +198,18 @@ fn the_fast_path_allocates_nothing_per_request() {
         "the fast path allocated {fast} times per request"
     );
     drop(gw);
+}
+
+/// The lines in the access log at `path` once the writer has caught up (bounded).
+fn written_lines(path: &std::path::Path) -> usize {
+    let started = Instant::now();
+    loop {
+        let n = std::fs::read(path).map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count());
+        if n > 0 || started.elapsed() > Duration::from_secs(10) {
+            return n;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// The most heap one idle upgraded connection may hold in the gateway (both of its

@@ -29,11 +29,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tracing::debug;
 
+use super::access::{self, Facts};
 use super::client::Client;
 use super::conn::HEADER_READ_TIMEOUT;
+use crate::access_log::ListenerLog;
 use crate::config::ListenerKind;
 use crate::metrics::{ListenerLabels, Metrics};
 use crate::proxy::error::error_text;
@@ -69,6 +73,8 @@ where
     let metrics = &client.shared.metrics;
     let served = metrics.fast_path_requests.get_or_create(&labels).clone();
     let mut conn = FastConn::new(client, served);
+    // The access log's facts of the request being served, when its listener writes one.
+    let mut facts = Facts::default();
     // Some request was served: hyper's server takes an HTTP/2 preface only as a
     // connection's first bytes.
     let mut exchanged = false;
@@ -81,7 +87,7 @@ where
                     Some(Step::Preface)
                 }
                 request::Read::Other(why) => Some(Step::Hyper(why)),
-                request::Read::Fast(head) => Some(plan(client, &head, &mut conn.head)),
+                request::Read::Fast(head) => Some(plan(client, &head, &mut conn.head, &mut facts)),
             }
         };
         match step {
@@ -131,7 +137,21 @@ where
                     idempotent: plan.idempotent,
                 };
                 exchanged = true;
-                if let Next::Close = conn.exchange(io, request, &|| stop.is_fired()).await {
+                let began = plan.log.as_ref().map(|_| Instant::now());
+                let next = conn.exchange(io, request, &|| stop.is_fired()).await;
+                if let (Some(log), Some(began)) = (&plan.log, began) {
+                    let (route, upstream) = (&plan.route, &plan.upstream);
+                    access::fast_line(
+                        log,
+                        client,
+                        route,
+                        upstream,
+                        &facts,
+                        &conn.outcome,
+                        began.elapsed(),
+                    );
+                }
+                if let Next::Close = next {
                     if conn.body_unread() {
                         return Ended::Unread;
                     }
@@ -143,8 +163,14 @@ where
     }
 }
 
-/// Routes `head` as the routes front would, and writes the backend's head.
-fn plan(client: &Client, head: &Head<'_, '_>, upstream_head: &mut Vec<u8>) -> Step {
+/// Routes `head` as the routes front would, and writes the backend's head; when the
+/// listener writes an access log, copies the head's facts for its line.
+fn plan(
+    client: &Client,
+    head: &Head<'_, '_>,
+    upstream_head: &mut Vec<u8>,
+    facts: &mut Facts,
+) -> Step {
     let snapshot = client.shared.snapshot.load();
     let Some(listener) = snapshot.listeners.get(&*client.listener) else {
         return Step::Hyper("the listener was removed");
@@ -177,7 +203,12 @@ fn plan(client: &Client, head: &Head<'_, '_>, upstream_head: &mut Vec<u8>) -> St
             trusted,
         },
     );
+    let log = client.shared.access_log.of(&client.listener);
+    if log.is_some() {
+        facts.capture(head);
+    }
     Step::Go(Plan {
+        log,
         route: route.clone(),
         upstream: upstream.clone(),
         head_len: head.len,
@@ -212,6 +243,8 @@ const PREFACE: &[u8] = b"PRI * HTTP/2.0";
 /// A request the fast path takes, and the route it keeps alive while it is served; its
 /// backend head is written in `FastConn::head`.
 struct Plan {
+    /// The listener's access log, when it writes one.
+    log: Option<Arc<ListenerLog>>,
     route: Arc<Route>,
     upstream: Arc<Upstream>,
     head_len: usize,

@@ -17,6 +17,7 @@ use hyper::body::Incoming;
 use tokio::time::Instant;
 use tracing::{Instrument, debug_span};
 
+use super::access::Pending;
 use super::client::{Client, Front};
 use super::{kube_api, node_api, routes};
 use crate::proxy::body::ReadToEnd;
@@ -87,9 +88,13 @@ where
 
 /// The request's answer, noted on its connection (`Client::answering`) before hyper
 /// writes it.
-async fn dispatch(req: Request<Incoming>, client: Arc<Client>) -> Response<Body> {
+async fn dispatch(mut req: Request<Incoming>, client: Arc<Client>) -> Response<Body> {
+    let line = Pending::of(&client, &mut req);
     let res = answer(req, &client).await;
     client.answering(&res);
+    if let Some(line) = line {
+        line.write(&client, &res);
+    }
     res
 }
 

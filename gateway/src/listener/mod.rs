@@ -14,7 +14,8 @@
 //! on 101 its connection goes to the splice without hyper; any other answer is hyper's to
 //! write, and the connection hyper's from there on.
 //!
-//! The files: `client` (a connection's client end and its front), `conn` (what the accept
+//! The files: `access` (the access log's HTTP lines, from both paths), `client` (a
+//! connection's client end and its front), `conn` (what the accept
 //! loop, the fast path and the admin listener share: the head timeout, the first-byte wait,
 //! requests in flight and the idle wait), `fast` (the HTTP/1.1 fast path), `upgrades` (a node-API upgrade read in place), `rewind` (a stream with read
 //! bytes put back), `front` (a request's
@@ -35,6 +36,7 @@
 //! closes the socket and asks every connection to finish gracefully: in-flight requests
 //! complete, keep-alive ends. `kill` (the grace period ran out) drops whatever is left.
 
+pub mod access;
 pub mod client;
 pub mod conn;
 pub mod fast;

@@ -10,6 +10,7 @@ use http::{Request, Response, StatusCode, header};
 use hyper::body::Incoming;
 use tokio::time::Instant;
 
+use super::access;
 use super::client::Client;
 use crate::proxy::headers::{self, ClientSide};
 use crate::proxy::upgrade::{self, SpliceJob};
@@ -119,6 +120,7 @@ pub async fn serve(
     if let Some(c) = choice {
         c.response_headers.apply(res.headers_mut());
     }
+    access::routed(client, &mut res, &route);
     client.record(&route.name, &res, started);
     res
 }

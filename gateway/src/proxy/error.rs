@@ -95,6 +95,10 @@ impl ProxyError {
     }
 }
 
+/// On leafgate's own error answer: its reason, for the access log's `refusal`.
+#[derive(Clone)]
+pub struct Refused(pub String);
+
 /// A plain-text error answer from leafgate itself.
 pub fn error_response(status: StatusCode, reason: &str) -> Response<Body> {
     let text = error_text(status, reason);
@@ -102,6 +106,7 @@ pub fn error_response(status: StatusCode, reason: &str) -> Response<Body> {
         .status(status)
         .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
         .header(header::CACHE_CONTROL, "no-store")
+        .extension(Refused(reason.to_string()))
         .body(full(text))
         .expect("static parts make a valid response")
 }

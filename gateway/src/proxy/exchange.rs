@@ -28,6 +28,20 @@ pub struct Conn<'a> {
     pub peer: SocketAddr,
 }
 
+/// On a request: the access log writes its line, so the backend's answer carries an
+/// [`Upstreamed`] (`proxy::forward`).
+#[derive(Clone, Copy)]
+pub struct NoteUpstream;
+
+/// On an answer from a backend, for the access log: which backend, what it answered
+/// (`None`: leafgate answered for it) and when its head came.
+#[derive(Clone)]
+pub struct Upstreamed {
+    pub backend: String,
+    pub status: Option<u16>,
+    pub first_byte: std::time::Duration,
+}
+
 impl Exchange<'_> {
     pub fn count_error(&self, err: &ProxyError) {
         self.metrics

@@ -53,6 +53,7 @@ pub use self::prepare::{Hops, prepare, prepare_response};
 
 use self::body::{BodySent, IdleTimeout, SignalSent};
 use self::error::{SendError, classify};
+use self::exchange::{NoteUpstream, Upstreamed};
 use self::http1::PooledBody;
 use self::upstream::{BackendState, Upstream};
 
@@ -83,6 +84,8 @@ pub async fn forward(
     bound: Option<Duration>,
 ) -> Response<Body> {
     let (mut parts, body) = req.into_parts();
+    // The access log writes this request's line: its backend's answer is noted.
+    let began = (parts.extensions.get::<NoteUpstream>()).map(|_| std::time::Instant::now());
     let replayable = http_body::Body::is_end_stream(&body);
     prepare(&mut parts, Hops::DropAll, Some(&exchange.client));
     let timeouts = upstream.timeouts;
@@ -116,7 +119,11 @@ pub async fn forward(
             // An answer that came before the client's body was all read (a backend's
             // early 413) ends the connection, as on the fast path: the rest of the body
             // is not read for another request.
-            Ok(Ok(res)) => return own_answer(respond(res, timeouts.idle), !sent.sent_whole()),
+            Ok(Ok(res)) => {
+                let status = Some(res.status().as_u16());
+                let res = noted(respond(res, timeouts.idle), began, backend, status);
+                return own_answer(res, !sent.sent_whole());
+            }
             // The client's body, not the backend, failed: its framing is broken (RFC 9112
             // §7.1), and the backend is not marked failed for it.
             Ok(Err(e)) if client_body_malformed(&e) => {
@@ -132,8 +139,27 @@ pub async fn forward(
         if upstream.failed(backend, &err, exchange, attempt < attempts) {
             continue;
         }
-        return own_answer(err.response(), !sent.sent_whole());
+        let res = noted(err.response(), began, backend, None);
+        return own_answer(res, !sent.sent_whole());
     }
+}
+
+/// `res` with the backend that answered it (`status`; `None`: leafgate answered for it)
+/// and when, for the access log, when the request asked (`began`, see `NoteUpstream`).
+fn noted(
+    mut res: Response<Body>,
+    began: Option<std::time::Instant>,
+    backend: &BackendState,
+    status: Option<u16>,
+) -> Response<Body> {
+    if let Some(began) = began {
+        res.extensions_mut().insert(Upstreamed {
+            backend: backend.label.clone(),
+            status,
+            first_byte: began.elapsed(),
+        });
+    }
+    res
 }
 
 /// Sends `req` and waits for the response head. The response-header timer starts once the

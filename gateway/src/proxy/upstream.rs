@@ -209,6 +209,11 @@ impl Upstream {
         self.raw.as_ref()
     }
 
+    /// The backend at `index` (`BackendState::index`).
+    pub fn backend(&self, index: usize) -> Option<&BackendState> {
+        self.backends.get(index)
+    }
+
     pub fn len(&self) -> usize {
         self.backends.len()
     }

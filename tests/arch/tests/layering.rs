@@ -19,7 +19,7 @@ runtime
 snapshot
 proxy, k8s
 metrics
-plugins, routing, limit
+plugins, routing, limit, access_log
 config
 tls, errors, workers
 ";

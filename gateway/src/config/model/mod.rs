@@ -6,6 +6,7 @@
 //! tenants, leaves, routes, the root cluster, plugins, timeouts), and the value types the
 //! sections share (`units`, `cidr`, `tls`). Each file imports only its siblings.
 
+mod access_log;
 pub mod cidr;
 mod host;
 mod kubernetes;
@@ -23,6 +24,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+pub use access_log::*;
 pub use host::*;
 pub use kubernetes::*;
 pub use leaf::*;
@@ -48,6 +50,8 @@ pub struct Config {
     /// `[kubernetes]`: the root cluster virtual nodes are published in.
     pub kubernetes: Option<KubernetesConfig>,
     pub virtual_nodes: Vec<VirtualNodeConfig>,
+    /// `[access_log]` and the listeners' own.
+    pub access_log: AccessLogs,
     /// Every file the config names (certificates, keys, kubeconfigs): reload watches them.
     pub files: BTreeSet<PathBuf>,
     /// What validation found risky but not wrong (short tokens), each as

@@ -42,6 +42,20 @@ pub struct RawConfig {
     pub kubernetes: Option<Spanned<kubernetes::RawKubernetes>>,
     #[serde(default, rename = "virtual_node")]
     pub virtual_nodes: Vec<Spanned<kubernetes::RawVirtualNode>>,
+    pub access_log: Option<RawAccessLog>,
+}
+
+/// `[access_log]`, and a listener's `access_log` table: each key left out is the
+/// top-level table's (or the default).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAccessLog {
+    pub format: Option<Spanned<String>>,
+    pub template: Option<Spanned<String>>,
+    pub path: Option<Spanned<String>>,
+    pub sample: Option<Spanned<f64>>,
+    pub exclude_paths: Option<Vec<Spanned<String>>>,
+    pub query: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -84,6 +98,8 @@ pub struct RawListener {
     pub allowed_clients: Vec<Spanned<String>>,
     /// kube-api: the version `/version` reports (`v1.33.4`) instead of the leaves' oldest.
     pub kubernetes_version: Option<Spanned<String>>,
+    /// This listener's access log, over `[access_log]`.
+    pub access_log: Option<RawAccessLog>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -38,10 +38,12 @@ impl Validator<'_, '_> {
             )
         });
         let virtual_nodes = self.virtual_nodes(raw, &tenants);
+        let access_log = self.access_logs(raw);
         let config = Config {
             path: path.to_path_buf(),
             kubernetes,
             virtual_nodes,
+            access_log,
             admin,
             timeouts,
             listeners,

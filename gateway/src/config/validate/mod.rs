@@ -9,8 +9,10 @@
 //!   `route` (routes and their upstreams); `kubernetes` (the root cluster, Ingress,
 //!   virtual nodes);
 //! - `names`: names that must be unique and routes that must not overlap;
+//! - `access_log`: `[access_log]` and the listeners' own tables over it;
 //! - `validator` (what every section shares) and `pem` (the PEM files a section names).
 
+mod access_log;
 mod config;
 mod kubeconfig;
 mod kubernetes;

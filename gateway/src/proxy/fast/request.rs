@@ -126,6 +126,14 @@ pub fn parse<'h, 'b>(
 }
 
 impl Head<'_, '_> {
+    /// The first value of the header `name` (lowercase), for the access log.
+    pub fn header(&self, name: &str) -> Option<&[u8]> {
+        self.headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| h.value)
+    }
+
     /// Whether this request can go as it is for a peer `trusted` or not: a trusted proxy's
     /// forwarding headers are appended to, which hyper's path does.
     pub fn fits(&self, trusted: bool) -> bool {

@@ -79,6 +79,7 @@ impl<C: Caller> FastConn<'_, C> {
                     }
                 };
                 if let Some(data) = piece.data {
+                    self.outcome.bytes_out += data.len() as u64;
                     chunked::encode(&mut self.out, &bytes[data]);
                 }
                 self.answer.consume(piece.used);
@@ -107,6 +108,7 @@ impl<C: Caller> FastConn<'_, C> {
         S: AsyncWrite + Unpin,
     {
         loop {
+            self.outcome.bytes_out += self.answer.len() as u64;
             chunked::encode(&mut self.out, self.answer.bytes());
             self.answer.clear();
             io.write_all(&self.out).await.map_err(|_| Failed::Client)?;

@@ -65,6 +65,23 @@ pub struct Request<'p> {
     pub idempotent: bool,
 }
 
+/// How the last exchange ended, for the access log's line (read by the listener).
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// The status the client got; 0 when no answer went out (the client went away).
+    pub status: u16,
+    /// The backend answered with `status`; false: leafgate's own error answer.
+    pub upstream_answered: bool,
+    /// The backend tried last, by its index in the upstream (`Upstream::backend`).
+    pub backend: Option<usize>,
+    /// Leafgate's own answer's reason (empty when the backend answered).
+    pub refusal: String,
+    /// From the exchange's start to the backend's answer head.
+    pub first_byte: Option<Duration>,
+    /// Body bytes sent to the client.
+    pub bytes_out: u64,
+}
+
 /// What the connection does after an exchange.
 pub enum Next {
     /// Reads the next request.
@@ -108,6 +125,8 @@ pub struct FastConn<'a, C> {
     backend_timer: Timer,
     /// When the last answer's head went out, while nothing has been waited for since.
     answered: Option<Instant>,
+    /// How the last exchange ended.
+    pub outcome: Outcome,
 }
 
 impl<'a, C: Caller> FastConn<'a, C> {
@@ -124,6 +143,7 @@ impl<'a, C: Caller> FastConn<'a, C> {
             client_timer: Timer::new(),
             backend_timer: Timer::new(),
             answered: None,
+            outcome: Outcome::default(),
         }
     }
 
@@ -162,6 +182,8 @@ impl<'a, C: Caller> FastConn<'a, C> {
     {
         let started = Instant::now();
         self.answered = None;
+        self.outcome.status = 0;
+        self.outcome.refusal.clear();
         self.served.inc();
         self.input.consume(plan.head_len);
         self.body_left = plan.body;
@@ -202,6 +224,7 @@ impl<'a, C: Caller> FastConn<'a, C> {
             if upstream.failed(backend, &err, &exchange, attempt < attempts) {
                 continue;
             }
+            self.outcome.backend = Some(backend.index());
             return self.fail(io, &plan, &err, started, stopping).await;
         };
         self.answer_back(io, &plan, tcp, backend, raw, started, stopping)
@@ -404,6 +427,17 @@ impl<'a, C: Caller> FastConn<'a, C> {
         self.client
             .count_elapsed(plan.route, status, answered - started);
         self.answered = Some(answered);
+        self.outcome = Outcome {
+            status,
+            upstream_answered: true,
+            backend: Some(backend.index()),
+            refusal: std::mem::take(&mut self.outcome.refusal),
+            first_byte: Some(answered - started),
+            bytes_out: match framing {
+                Framing::Length(n) => n,
+                _ => 0,
+            },
+        };
         if self.long_head.is_empty() {
             self.answer.consume(len);
         } else if !self.behind_long_head(len).await {
@@ -450,7 +484,12 @@ impl<'a, C: Caller> FastConn<'a, C> {
             .count_elapsed(plan.route, status.as_u16(), started.elapsed());
         // A body left unread cannot be skipped safely: the connection ends with the answer.
         let last = plan.close || stopping() || self.body_left > 0;
-        let text = error_text(status, &err.to_string());
+        self.outcome.status = status.as_u16();
+        self.outcome.upstream_answered = false;
+        self.outcome.first_byte = None;
+        self.outcome.refusal = err.to_string();
+        let text = error_text(status, &self.outcome.refusal);
+        self.outcome.bytes_out = text.len() as u64;
         response::write_error(&mut self.out, status, &text, last);
         if io.write_all(&self.out).await.is_err() || last {
             return Next::Close;

@@ -1,0 +1,207 @@
+//! The three line formats, as pure functions of a record: JSON (one object a line, the
+//! fields that apply in a fixed order), nginx's `combined`, and the operator's template.
+
+use std::fmt::Write;
+
+use super::out::Out;
+use super::record::{Record, Value};
+use super::time::Civil;
+use crate::config::{AccessLogFormat, LogField, TemplatePiece};
+
+/// Writes `record` as one line (ending in `\n`) in `format`. The path keeps its query
+/// only with `query`. On return `out.full` says whether the line fit.
+pub fn line(format: &AccessLogFormat, query: bool, record: &Record<'_>, out: &mut Out<'_>) {
+    match format {
+        AccessLogFormat::Json => json(record, query, out),
+        AccessLogFormat::Combined => combined(record, query, out),
+        AccessLogFormat::Template(pieces) => template(pieces, record, query, out),
+    }
+    out.byte(b'\n');
+}
+
+fn json(record: &Record<'_>, query: bool, out: &mut Out<'_>) {
+    out.byte(b'{');
+    let mut first = true;
+    for field in LogField::ALL {
+        let Some(value) = record.value(field, query) else {
+            continue;
+        };
+        if !first {
+            out.byte(b',');
+        }
+        first = false;
+        out.byte(b'"');
+        out.bytes(field.name().as_bytes());
+        out.bytes(b"\":");
+        match value {
+            Value::Number(_) | Value::Millis(_) => plain(value, out),
+            _ => {
+                out.byte(b'"');
+                match value {
+                    Value::Text(t) => out.json(t),
+                    _ => plain(value, out),
+                }
+                out.byte(b'"');
+            }
+        }
+    }
+    out.byte(b'}');
+}
+
+/// A value that needs no escaping: a number, a time, an address.
+fn plain(value: Value<'_>, out: &mut Out<'_>) {
+    let _ = match value {
+        Value::Number(n) => write!(out, "{n}"),
+        Value::Millis(d) => write!(out, "{:.3}", d.as_secs_f64() * 1000.0),
+        Value::Time(t) => Civil::of(t).rfc3339(out),
+        Value::Addr(a) => write!(out, "{a}"),
+        Value::Text(t) => {
+            out.bytes(t);
+            Ok(())
+        }
+    };
+}
+
+/// nginx's `log_format combined`: `$remote_addr - $remote_user [$time_local] "$request"
+/// $status $body_bytes_sent "$http_referer" "$http_user_agent"`, each variable escaped as
+/// nginx escapes it and `-` when empty. `$remote_user` is always `-` (leafgate does no
+/// basic authentication), `$request` is the request line as the method, path and protocol.
+fn combined(record: &Record<'_>, query: bool, out: &mut Out<'_>) {
+    match record.client {
+        Some(a) => {
+            let _ = write!(out, "{}", a.ip());
+        }
+        None => out.byte(b'-'),
+    }
+    out.bytes(b" - - [");
+    let _ = Civil::of(record.time).nginx_local(out);
+    out.bytes(b"] \"");
+    let start = out.len();
+    if let (Some(method), Some(path)) = (record.method, record.path(query)) {
+        out.nginx(method.as_bytes());
+        out.byte(b' ');
+        out.nginx(path);
+        if let Some(protocol) = record.protocol {
+            out.byte(b' ');
+            out.nginx(protocol.as_bytes());
+        }
+    }
+    if out.len() == start {
+        out.byte(b'-');
+    }
+    let _ = write!(
+        out,
+        "\" {} {} \"",
+        record.status.unwrap_or(0),
+        record.bytes_out.unwrap_or(0)
+    );
+    out.nginx(record.referer.unwrap_or_default());
+    out.bytes(b"\" \"");
+    out.nginx(record.user_agent.unwrap_or_default());
+    out.byte(b'"');
+}
+
+/// The operator's template: its text as written, each field's value as a JSON string's
+/// contents (so no value can end the line or forge another), `-` where it does not apply.
+fn template(pieces: &[TemplatePiece], record: &Record<'_>, query: bool, out: &mut Out<'_>) {
+    for piece in pieces {
+        match piece {
+            TemplatePiece::Text(t) => out.bytes(t.as_bytes()),
+            TemplatePiece::Field(f) => match record.value(*f, query) {
+                Some(Value::Text(t)) => out.json(t),
+                Some(v) => plain(v, out),
+                None => out.byte(b'-'),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use super::line;
+    use crate::access_log::out::Out;
+    use crate::access_log::record::{Kind, Record};
+    use crate::config::{AccessLogFormat, TemplatePiece};
+
+    fn record() -> Record<'static> {
+        let mut r = Record::new(Kind::Http, "web");
+        r.time = UNIX_EPOCH + Duration::from_millis(1_796_198_317_123);
+        r.client = Some("192.0.2.7:51234".parse().unwrap());
+        r.method = Some("GET");
+        r.target = Some(b"/a\"b?token=secret");
+        r.protocol = Some("HTTP/1.1");
+        r.host = Some(b"a.example");
+        r.status = Some(200);
+        r.bytes_out = Some(5);
+        r.route = Some("site");
+        r.duration = Some(Duration::from_micros(1500));
+        r.served_by = Some("fast");
+        r.user_agent = Some(b"curl/8.5.0");
+        r
+    }
+
+    fn text(format: &AccessLogFormat, query: bool, r: &Record<'_>) -> String {
+        let mut buf = Vec::with_capacity(4096);
+        let mut out = Out::new(&mut buf);
+        line(format, query, r, &mut out);
+        assert!(!out.full);
+        String::from_utf8(buf).unwrap()
+    }
+
+    #[test]
+    fn json_lines_hold_the_fields_that_apply_and_no_query() {
+        let line = text(&AccessLogFormat::Json, false, &record());
+        assert!(line.ends_with("}\n"), "{line}");
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["time"], "2026-12-02T07:58:37.123Z");
+        assert_eq!(v["kind"], "http");
+        assert_eq!(v["client"], "192.0.2.7:51234");
+        assert_eq!(v["path"], "/a\"b");
+        assert_eq!(v["status"], 200);
+        assert_eq!(v["duration_ms"], 1.5);
+        assert_eq!(v["served_by"], "fast");
+        assert!(v.get("upstream").is_none(), "{line}");
+        assert!(!line.contains("secret"));
+        let with_query = text(&AccessLogFormat::Json, true, &record());
+        let v: serde_json::Value = serde_json::from_str(&with_query).unwrap();
+        assert_eq!(v["path"], "/a\"b?token=secret");
+    }
+
+    #[test]
+    fn combined_is_nginx_s_line() {
+        assert_eq!(
+            text(&AccessLogFormat::Combined, false, &record()),
+            "192.0.2.7 - - [02/Dec/2026:07:58:37 +0000] \"GET /a\\x22b HTTP/1.1\" 200 5 \"-\" \"curl/8.5.0\"\n"
+        );
+        let mut bare = Record::new(Kind::Http, "web");
+        bare.time = UNIX_EPOCH;
+        assert_eq!(
+            text(&AccessLogFormat::Combined, false, &bare),
+            "- - - [01/Jan/1970:00:00:00 +0000] \"-\" 0 0 \"-\" \"-\"\n"
+        );
+    }
+
+    #[test]
+    fn templates_write_their_fields_and_a_dash_for_the_others() {
+        let pieces = TemplatePiece::parse_template(
+            "{client} {method} {path} {status} {upstream} {duration_ms}",
+        )
+        .unwrap();
+        let mut r = record();
+        r.target = Some(b"/x\ny");
+        assert_eq!(
+            text(&AccessLogFormat::Template(pieces), false, &r),
+            "192.0.2.7:51234 GET /x\\ny 200 - 1.500\n"
+        );
+    }
+
+    #[test]
+    fn a_line_too_long_for_the_buffer_says_so() {
+        let mut buf = Vec::with_capacity(64);
+        let mut out = Out::new(&mut buf);
+        line(&AccessLogFormat::Json, false, &record(), &mut out);
+        assert!(out.full);
+    }
+}

@@ -1,0 +1,112 @@
+//! A line's time, written without a time library or an allocation: RFC 3339 in UTC with
+//! milliseconds (`2026-12-02T07:58:37.123Z`, JSON and templates) and nginx's
+//! `$time_local` (`02/Dec/2026:07:58:37 +0000`, `combined`; leafgate writes UTC).
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// A time split into its calendar parts, in UTC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Civil {
+    pub year: i64,
+    pub month: u32,
+    pub day: u32,
+    pub hour: u32,
+    pub minute: u32,
+    pub second: u32,
+    pub millis: u32,
+}
+
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
+
+impl Civil {
+    /// `t` in UTC (a time before 1970 is written as 1970's start).
+    pub fn of(t: SystemTime) -> Civil {
+        let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+        let secs = i64::try_from(since.as_secs()).unwrap_or(i64::MAX);
+        let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+        let (year, month, day) = civil_from_days(days);
+        let rest = u32::try_from(rest).unwrap_or(0);
+        Civil {
+            year,
+            month,
+            day,
+            hour: rest / 3600,
+            minute: rest / 60 % 60,
+            second: rest % 60,
+            millis: since.subsec_millis(),
+        }
+    }
+
+    /// Writes `2026-12-02T07:58:37.123Z`.
+    pub fn rfc3339(&self, out: &mut impl std::fmt::Write) -> std::fmt::Result {
+        write!(
+            out,
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+            self.year, self.month, self.day, self.hour, self.minute, self.second, self.millis
+        )
+    }
+
+    /// Writes nginx's `$time_local` in UTC: `02/Dec/2026:07:58:37 +0000`.
+    pub fn nginx_local(&self, out: &mut impl std::fmt::Write) -> std::fmt::Result {
+        let month = MONTHS[(self.month as usize).saturating_sub(1) % 12];
+        write!(
+            out,
+            "{:02}/{month}/{:04}:{:02}:{:02}:{:02} +0000",
+            self.day, self.year, self.hour, self.minute, self.second
+        )
+    }
+}
+
+/// The proleptic Gregorian date `days` after 1970-01-01 (Howard Hinnant's
+/// `civil_from_days`, from his paper on date algorithms).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = u32::try_from(doy - (153 * mp + 2) / 5 + 1).unwrap_or(1);
+    let month = u32::try_from(if mp < 10 { mp + 3 } else { mp - 9 }).unwrap_or(1);
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use super::Civil;
+
+    fn both(secs: u64, millis: u64) -> (String, String) {
+        let c = Civil::of(UNIX_EPOCH + Duration::from_millis(secs * 1000 + millis));
+        let (mut a, mut b) = (String::new(), String::new());
+        c.rfc3339(&mut a).unwrap();
+        c.nginx_local(&mut b).unwrap();
+        (a, b)
+    }
+
+    #[test]
+    fn times_read_as_rfc3339_and_as_nginx_writes_them() {
+        assert_eq!(
+            both(0, 0),
+            (
+                "1970-01-01T00:00:00.000Z".into(),
+                "01/Jan/1970:00:00:00 +0000".into()
+            )
+        );
+        // `date -u -d @1796198317`: Wed Dec  2 07:58:37 UTC 2026.
+        assert_eq!(
+            both(1_796_198_317, 123),
+            (
+                "2026-12-02T07:58:37.123Z".into(),
+                "02/Dec/2026:07:58:37 +0000".into()
+            )
+        );
+        // A leap day, and the last second of a year.
+        assert_eq!(both(951_782_400, 5).0, "2000-02-29T00:00:00.005Z");
+        assert_eq!(both(1_704_067_199, 999).0, "2023-12-31T23:59:59.999Z");
+    }
+}

@@ -1,0 +1,505 @@
+//! The access log over real sockets: one gateway with a fast-path listener and a hyper
+//! one on the same routes, each request sent to both, and the lines read back from the
+//! log file. JSON lines parse with every field that applies to a proxied request, a
+//! direct answer, a 404 and a 502; no `Authorization` or `Cookie` value and no query
+//! string ever appears; the file is reopened when it is moved away or on a reopen
+//! (SIGUSR1's handler); and a log nobody can write (a FIFO nobody reads) drops and counts
+//! lines while every request is still answered.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use leafgate_tests::config::{Listener, Route, Tenant};
+use leafgate_tests::upstream::closed_port;
+use leafgate_tests::{Config, TestGateway, TestUpstream};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// The longest a line may take to reach the file (the writer flushes every 50 ms).
+const WITHIN: Duration = Duration::from_secs(10);
+
+/// Secrets every request carries; none may reach a line.
+const SECRETS: [&str; 3] = ["hunter2-token", "session-cookie-value", "query-secret"];
+
+/// The lines of `path` once it holds at least `n`, parsed (bounded by [`WITHIN`]).
+async fn lines(path: &Path, n: usize) -> Vec<String> {
+    let started = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let lines: Vec<String> = text.lines().map(str::to_string).collect();
+        if lines.len() >= n {
+            return lines;
+        }
+        assert!(
+            started.elapsed() < WITHIN,
+            "{} holds {} lines, not {n}:\n{text}",
+            path.display(),
+            lines.len()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Sends one request with the secrets in its `Authorization`, `Cookie` and query, and
+/// returns the answer's status.
+async fn send(addr: std::net::SocketAddr, host: &str, path: &str) -> u16 {
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "GET {path}?token=query-secret HTTP/1.1\r\nHost: {host}\r\n\
+         Authorization: Bearer hunter2-token\r\nCookie: session=session-cookie-value\r\n\
+         Referer: https://ref.example/\"quoted\"\r\nUser-Agent: e2e/1.0\r\n\
+         Connection: close\r\n\r\n"
+    );
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(WITHIN, tcp.read_to_end(&mut answer))
+        .await
+        .expect("the answer in time")
+        .unwrap();
+    let text = String::from_utf8_lossy(&answer);
+    text.split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {text:?}"))
+}
+
+struct Bed {
+    gw: TestGateway,
+    log: PathBuf,
+    backend: TestUpstream,
+    down: std::net::SocketAddr,
+}
+
+impl Bed {
+    async fn start(access_log: Value) -> Bed {
+        let backend = TestUpstream::start("b").await;
+        let down = closed_port();
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("access.log");
+        let mut table = access_log;
+        table["path"] = json!(log.display().to_string());
+        let gw = TestGateway::start_in(
+            dir,
+            Config::new()
+                .admin()
+                .set("access_log", table)
+                .tenant(Tenant::new("shop"))
+                .listener(Listener::new("fast").set("http1_fast_path", true))
+                .listener(Listener::new("hyper").set("http1_fast_path", false))
+                .route(
+                    Route::host("site.example")
+                        .name("site")
+                        .tenant("shop")
+                        .backend(backend.addr),
+                )
+                .route(
+                    Route::host("direct.example")
+                        .name("hello")
+                        .direct(203, "hi"),
+                )
+                .route(Route::host("down.example").name("down").backend(down)),
+        )
+        .await;
+        Bed {
+            gw,
+            log,
+            backend,
+            down,
+        }
+    }
+}
+
+fn parsed(line: &str) -> Value {
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"))
+}
+
+/// The line for `host` on `listener` (exactly one).
+fn line_of<'a>(lines: &'a [Value], listener: &str, host: &str) -> &'a Value {
+    let found: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["listener"] == listener && l["host"] == host)
+        .collect();
+    assert_eq!(found.len(), 1, "{listener} {host}: {lines:#?}");
+    found[0]
+}
+
+#[tokio::test]
+async fn json_lines_hold_every_field_that_applies_on_both_paths_and_no_secret() {
+    let bed = Bed::start(json!({ "format": "json" })).await;
+    let cases = [
+        ("site.example", 200),
+        ("direct.example", 203),
+        ("nowhere.example", 404),
+        ("down.example", 502),
+    ];
+    for listener in ["fast", "hyper"] {
+        for (host, status) in cases {
+            assert_eq!(
+                send(bed.gw.addr(listener), host, "/a/b").await,
+                status,
+                "{listener} {host}"
+            );
+        }
+    }
+    let text = lines(&bed.log, 2 * cases.len()).await;
+    for secret in SECRETS {
+        assert!(
+            !text.iter().any(|l| l.contains(secret)),
+            "{secret} in:\n{text:#?}"
+        );
+    }
+    let lines: Vec<Value> = text.iter().map(|l| parsed(l)).collect();
+    for l in &lines {
+        for field in [
+            "time",
+            "kind",
+            "listener",
+            "client",
+            "method",
+            "host",
+            "path",
+            "protocol",
+            "status",
+            "bytes_out",
+            "duration_ms",
+            "served_by",
+        ] {
+            assert!(l.get(field).is_some(), "no {field} in {l}");
+        }
+        assert_eq!(l["kind"], "http");
+        assert_eq!(l["method"], "GET");
+        assert_eq!(l["path"], "/a/b", "the query is left out");
+        assert_eq!(l["protocol"], "HTTP/1.1");
+        assert_eq!(l["user_agent"], "e2e/1.0");
+        assert_eq!(l["referer"], "https://ref.example/\"quoted\"");
+        assert!(l["time"].as_str().unwrap().ends_with('Z'), "{l}");
+        assert!(
+            l["client"].as_str().unwrap().starts_with("127.0.0.1:"),
+            "{l}"
+        );
+    }
+    let backend = bed.backend.addr.to_string();
+    for listener in ["fast", "hyper"] {
+        // Proxied: by the fast path on its listener.
+        let site = line_of(&lines, listener, "site.example");
+        let served_by = if listener == "fast" { "fast" } else { "hyper" };
+        assert_eq!(site["served_by"], served_by, "{site}");
+        assert_eq!(site["route"], "site");
+        assert_eq!(site["tenant"], "shop");
+        assert_eq!(site["status"], 200);
+        assert_eq!(site["upstream_status"], 200);
+        assert!(
+            site["upstream"].as_str().unwrap().contains(&backend),
+            "{site}"
+        );
+        assert!(site["upstream_first_byte_ms"].as_f64().is_some(), "{site}");
+        assert!(site["bytes_out"].as_u64().unwrap() > 0, "{site}");
+        assert!(site.get("refusal").is_none(), "{site}");
+        // A direct answer and a 404 are hyper's on both listeners.
+        let direct = line_of(&lines, listener, "direct.example");
+        assert_eq!(
+            (
+                &direct["route"],
+                &direct["status"],
+                &direct["served_by"],
+                &direct["bytes_out"]
+            ),
+            (&json!("hello"), &json!(203), &json!("hyper"), &json!(2)),
+            "{direct}"
+        );
+        assert!(direct.get("upstream").is_none(), "{direct}");
+        let missing = line_of(&lines, listener, "nowhere.example");
+        assert_eq!(missing["status"], 404);
+        assert!(missing.get("route").is_none(), "{missing}");
+        assert!(
+            missing["refusal"].as_str().unwrap().contains("no route"),
+            "{missing}"
+        );
+        // A 502: leafgate's own answer for the backend, with the backend tried.
+        let down = line_of(&lines, listener, "down.example");
+        assert_eq!(
+            (&down["status"], &down["served_by"]),
+            (&json!(502), &json!(served_by)),
+            "{down}"
+        );
+        assert!(
+            down["upstream"]
+                .as_str()
+                .unwrap()
+                .contains(&bed.down.to_string()),
+            "{down}"
+        );
+        assert!(down.get("upstream_status").is_none(), "{down}");
+        assert!(!down["refusal"].as_str().unwrap().is_empty(), "{down}");
+    }
+}
+
+#[tokio::test]
+async fn the_query_is_written_only_when_asked_and_excluded_paths_are_not() {
+    let bed = Bed::start(json!({ "query": true, "exclude_paths": ["/healthz"] })).await;
+    for listener in ["fast", "hyper"] {
+        let addr = bed.gw.addr(listener);
+        assert_eq!(send(addr, "site.example", "/healthz").await, 200);
+        assert_eq!(send(addr, "site.example", "/q").await, 200);
+        // An error on an excluded path is still written.
+        assert_eq!(send(addr, "down.example", "/healthz").await, 502);
+    }
+    let text = lines(&bed.log, 4).await;
+    let lines: Vec<Value> = text.iter().map(|l| parsed(l)).collect();
+    let paths: Vec<(&str, &str)> = lines
+        .iter()
+        .map(|l| (l["host"].as_str().unwrap(), l["path"].as_str().unwrap()))
+        .collect();
+    for listener in ["fast", "hyper"] {
+        let on: Vec<&Value> = lines.iter().filter(|l| l["listener"] == listener).collect();
+        assert_eq!(on.len(), 2, "{listener}: {paths:?}");
+    }
+    assert_eq!(
+        paths
+            .iter()
+            .filter(|p| **p == ("site.example", "/q?token=query-secret"))
+            .count(),
+        2,
+        "{paths:?}"
+    );
+    assert_eq!(
+        paths
+            .iter()
+            .filter(|p| **p == ("down.example", "/healthz?token=query-secret"))
+            .count(),
+        2,
+        "{paths:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_log_is_reopened_when_moved_away_and_on_reopen() {
+    let bed = Bed::start(json!({ "format": "combined" })).await;
+    let addr = bed.gw.addr("fast");
+    assert_eq!(send(addr, "site.example", "/one").await, 200);
+    lines(&bed.log, 1).await;
+    // logrotate's `create`: the file moved away, the next lines go to a new one.
+    let rotated = bed.log.with_extension("log.1");
+    std::fs::rename(&bed.log, &rotated).unwrap();
+    assert_eq!(send(addr, "site.example", "/two").await, 200);
+    let now = lines(&bed.log, 1).await;
+    assert!(now[0].contains("\"GET /two HTTP/1.1\" 200 "), "{now:?}");
+    let old = std::fs::read_to_string(&rotated).unwrap();
+    assert!(old.contains("GET /one ") && !old.contains("/two"), "{old}");
+    // SIGUSR1 (`leafgate run` calls this on it): the file is opened again by its path,
+    // so lines follow a file moved back over it.
+    std::fs::rename(&rotated, &bed.log).unwrap();
+    bed.gw.gateway.reopen_access_logs();
+    assert_eq!(send(addr, "site.example", "/three").await, 200);
+    let back = lines(&bed.log, 2).await;
+    assert!(
+        back[0].contains("GET /one ") && back[1].contains("GET /three "),
+        "{back:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_log_nobody_reads_drops_and_counts_lines_and_never_holds_a_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("access.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let backend = TestUpstream::start("b").await;
+    let gw = TestGateway::start_in(
+        dir,
+        Config::new()
+            .admin()
+            .set("access_log", json!({ "path": fifo.display().to_string() }))
+            .listener(Listener::new("fast").set("http1_fast_path", true))
+            .route(Route::host("*").backend(backend.addr)),
+    )
+    .await;
+    // Enough lines to fill every serving thread's buffer (256 KiB each) many times over,
+    // on one keep-alive connection, each answered in time.
+    let mut tcp = TcpStream::connect(gw.addr("fast")).await.unwrap();
+    let padding = "p".repeat(1500);
+    let started = Instant::now();
+    let mut buf = vec![0u8; 64 * 1024];
+    for i in 0..2000 {
+        let head = format!("GET /{i}/{padding} HTTP/1.1\r\nHost: a.example\r\n\r\n");
+        tcp.write_all(head.as_bytes()).await.unwrap();
+        let mut have = 0;
+        loop {
+            let n = tokio::time::timeout(WITHIN, tcp.read(&mut buf[have..]))
+                .await
+                .expect("an answer while the log is stuck")
+                .unwrap();
+            assert!(n > 0, "the gateway closed the connection");
+            have += n;
+            if complete(&buf[..have]) {
+                break;
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the requests were held up"
+        );
+    }
+    let metrics = leafgate_tests::client::get(gw.admin(), "admin", "/metrics")
+        .await
+        .text();
+    let dropped: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("leafgate_access_log_dropped_total "))
+        .unwrap_or_else(|| panic!("no drop counter in:\n{metrics}"))
+        .parse()
+        .unwrap();
+    assert!(dropped > 0.0, "nothing dropped");
+}
+
+/// Whether `bytes` hold a whole answer with a `content-length` body.
+fn complete(bytes: &[u8]) -> bool {
+    let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return false;
+    };
+    let head = String::from_utf8_lossy(&bytes[..end]).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length: "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    bytes.len() >= end + 4 + length
+}
+
+/// nginx (the Debian package's, as `bench/` runs it) on a port that was free a moment ago,
+/// answering `hello` and writing its default `combined` log to `log`; killed on drop.
+struct Nginx {
+    addr: std::net::SocketAddr,
+    log: PathBuf,
+    child: std::process::Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Nginx {
+    fn start() -> Nginx {
+        let dir = tempfile::tempdir().unwrap();
+        let addr = closed_port();
+        let log = dir.path().join("nginx-access.log");
+        let conf = format!(
+            "daemon off;\nmaster_process off;\npid {dir}/nginx.pid;\nerror_log {dir}/error.log;\n\
+             events {{}}\nhttp {{\n  access_log {log} combined;\n  server {{\n    listen {addr};\n\
+             location / {{ return 200 \"hello\"; }}\n  }}\n}}\n",
+            dir = dir.path().display(),
+            log = log.display(),
+        );
+        std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
+        let child = std::process::Command::new("/usr/sbin/nginx")
+            .arg("-p")
+            .arg(dir.path())
+            .arg("-c")
+            .arg(dir.path().join("nginx.conf"))
+            .arg("-e")
+            .arg(dir.path().join("error.log"))
+            .spawn()
+            .expect("nginx from the Debian package (scripts/test.sh installs nginx-light)");
+        Nginx {
+            addr,
+            log,
+            child,
+            _dir: dir,
+        }
+    }
+
+    /// Waits (bounded) until nginx accepts connections.
+    async fn ready(&self) {
+        let started = Instant::now();
+        while TcpStream::connect(self.addr).await.is_err() {
+            assert!(started.elapsed() < WITHIN, "nginx did not start");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `line` with its `[$time_local]` masked.
+fn timeless(line: &str) -> String {
+    match (line.find('['), line.find(']')) {
+        (Some(a), Some(b)) if a < b => format!("{}[TIME]{}", &line[..a], &line[b + 1..]),
+        _ => line.to_string(),
+    }
+}
+
+#[tokio::test]
+async fn combined_lines_are_nginx_s_byte_for_byte() {
+    let nginx = Nginx::start();
+    nginx.ready().await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let gw = TestGateway::start_in(
+        dir,
+        Config::new()
+            .set(
+                "access_log",
+                json!({ "format": "combined", "path": log.display().to_string() }),
+            )
+            .listener(Listener::new("fast").set("http1_fast_path", true))
+            .listener(Listener::new("hyper").set("http1_fast_path", false))
+            .route(Route::host("proxied.example").backend(nginx.addr))
+            .route(Route::host("direct.example").direct(200, "hello")),
+    )
+    .await;
+    // The same request (client 127.0.0.1, path, referer, user agent with what nginx
+    // escapes) to nginx itself, and through each path of leafgate: proxied to nginx (whose
+    // own line for it is compared too) and answered directly.
+    let head = |host: &str| {
+        let mut h = format!(
+            "GET /shop/item-7 HTTP/1.1\r\nHost: {host}\r\nReferer: https://ref.example/a?b=1\r\n\
+             User-Agent: Mozilla/5.0 \"quoted\" back\\slash "
+        )
+        .into_bytes();
+        h.extend_from_slice(b"caf\xc3\xa9\r\nConnection: close\r\n\r\n");
+        h
+    };
+    let send_raw = |addr, bytes: Vec<u8>| async move {
+        let mut tcp = TcpStream::connect(addr).await.unwrap();
+        tcp.write_all(&bytes).await.unwrap();
+        let mut answer = Vec::new();
+        tokio::time::timeout(WITHIN, tcp.read_to_end(&mut answer))
+            .await
+            .expect("an answer in time")
+            .unwrap();
+        assert!(
+            answer.starts_with(b"HTTP/1.1 200 "),
+            "{}",
+            String::from_utf8_lossy(&answer)
+        );
+    };
+    send_raw(nginx.addr, head("nginx.example")).await;
+    let expected = timeless(&lines(&nginx.log, 1).await[0]);
+    for listener in ["fast", "hyper"] {
+        send_raw(gw.addr(listener), head("proxied.example")).await;
+        send_raw(gw.addr(listener), head("direct.example")).await;
+    }
+    let ours = lines(&log, 4).await;
+    for line in &ours {
+        assert_eq!(timeless(line), expected, "leafgate's line against nginx's");
+    }
+    // nginx's lines for the requests leafgate proxied to it: the same request reached it.
+    let theirs = lines(&nginx.log, 3).await;
+    for line in &theirs[1..] {
+        assert_eq!(
+            timeless(line),
+            expected,
+            "nginx's line for a request leafgate proxied"
+        );
+    }
+    assert!(
+        expected.contains(r#"\x22quoted\x22 back\x5Cslash caf\xC3\xA9"#),
+        "{expected}"
+    );
+}
