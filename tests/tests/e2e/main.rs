@@ -2,6 +2,7 @@
 //! wasmtime once rather than once per file. `plugins.rs` stays its own binary: it counts
 //! the sockets its process holds, which other tests in the same process would disturb.
 
+mod access_log;
 mod connections;
 mod dashboard;
 mod docs;
