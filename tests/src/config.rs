@@ -325,6 +325,12 @@ impl Tenant {
         self.put("client_names", strings(names))
     }
 
+    /// `resources`: the read-only kinds the kube-api front serves it (`"default"`,
+    /// `"secrets"`, `"deployments.apps"`, ...).
+    pub fn resources<T: fmt::Display>(self, entries: impl IntoIterator<Item = T>) -> Tenant {
+        self.put("resources", strings(entries))
+    }
+
     /// `hosts`: the host patterns the tenant's Ingresses may claim.
     pub fn hosts<T: fmt::Display>(self, patterns: impl IntoIterator<Item = T>) -> Tenant {
         self.put("hosts", strings(patterns))

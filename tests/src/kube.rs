@@ -106,6 +106,16 @@ impl TwoLeaves {
         other_token: &str,
         acme: impl FnOnce(crate::config::Tenant) -> crate::config::Tenant,
     ) -> TwoLeaves {
+        TwoLeaves::start_tenants(acme_token, other_token, acme, |other| other).await
+    }
+
+    /// [`TwoLeaves::start_with`], tenant `other` as `other` makes it too.
+    pub async fn start_tenants(
+        acme_token: &str,
+        other_token: &str,
+        acme: impl FnOnce(crate::config::Tenant) -> crate::config::Tenant,
+        other: impl FnOnce(crate::config::Tenant) -> crate::config::Tenant,
+    ) -> TwoLeaves {
         use crate::config::{Leaf, Tenant};
         let leaf_a = KubeSim::builder().start().await.unwrap();
         let leaf_b = KubeSim::builder().start().await.unwrap();
@@ -127,11 +137,11 @@ impl TwoLeaves {
                     .namespaces(["apps", "apps-*"])
                     .tokens_file("acme.tokens"),
             ))
-            .tenant(
+            .tenant(other(
                 Tenant::new("other")
                     .namespaces(["other"])
                     .tokens_file("other.tokens"),
-            );
+            ));
         let gw = crate::TestGateway::start_in(gw_dir, config).await;
         TwoLeaves {
             gw,

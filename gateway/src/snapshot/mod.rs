@@ -244,6 +244,10 @@ impl Snapshot {
                 Ok((l.name.clone(), leaf))
             })
             .collect::<Result<HashMap<_, _>, BuildError>>()?;
+        // Once every leaf is built: a failed build leaves the running leaves' kinds alone.
+        for leaf in leaves.values() {
+            leaf.serve_kinds(&config.tenants);
+        }
         let reviewed = config.listeners.iter().any(|l| {
             l.kind == crate::config::ListenerKind::NodeApi && l.allowed_clients.is_empty()
         });

@@ -797,7 +797,7 @@ async fn tables_honour_include_object_and_the_version_asked_for() {
     let (code, t) = bed
         .raw(
             Some(TOKEN_A),
-            "/api/v1/namespaces/apps/secrets",
+            "/api/v1/namespaces/apps/podtemplates",
             "application/json",
         )
         .await;

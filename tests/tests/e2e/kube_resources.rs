@@ -15,12 +15,13 @@ use std::time::{Duration, Instant};
 use kubesim::{Credential, KubeSim};
 use leafgate_tests::TestGateway;
 use leafgate_tests::certs::TestCa;
+use leafgate_tests::config::Tenant;
 use leafgate_tests::kube::{self, Following, KubeUser};
 use serde_json::{Value, json};
 use tokio::process::Command;
 
-const TOKEN_A: &str = "acme-resources-token";
-const TOKEN_OTHER: &str = "other-resources-token";
+pub(super) const TOKEN_A: &str = "acme-resources-token";
+pub(super) const TOKEN_OTHER: &str = "other-resources-token";
 const KINDS: &str = "deploy,rs,sts,ds,job,cronjob,svc,cm";
 
 fn template(app: &str) -> Value {
@@ -124,7 +125,7 @@ fn populate(sim: &KubeSim, ns: &str, app: &str) -> usize {
     n
 }
 
-fn kubectl(bin: &Path, kubeconfig: &Path, cache: &Path, args: &[&str]) -> Command {
+pub(super) fn kubectl(bin: &Path, kubeconfig: &Path, cache: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(bin);
     cmd.arg("--kubeconfig")
         .arg(kubeconfig)
@@ -135,7 +136,7 @@ fn kubectl(bin: &Path, kubeconfig: &Path, cache: &Path, args: &[&str]) -> Comman
     cmd
 }
 
-async fn run(cmd: Command) -> (Option<i32>, String, String) {
+pub(super) async fn run(cmd: Command) -> (Option<i32>, String, String) {
     let done = kubesim::testkit::run(cmd, None).await;
     (done.code, done.out, done.err)
 }
@@ -144,7 +145,7 @@ async fn run(cmd: Command) -> (Option<i32>, String, String) {
 /// header's columns start (kubectl's tabwriter aligns every cell with its header, and
 /// pads columns by at least three spaces; `LAST SCHEDULE` is one column).
 #[derive(Debug)]
-struct Printed {
+pub(super) struct Printed {
     header: Vec<String>,
     rows: Vec<Vec<String>>,
 }
@@ -179,7 +180,7 @@ impl Printed {
     }
 
     /// The header and rows without the columns named in `skip`.
-    fn without(&self, skip: &[&str]) -> Vec<Vec<String>> {
+    pub(super) fn without(&self, skip: &[&str]) -> Vec<Vec<String>> {
         let keep: Vec<usize> = (0..self.header.len())
             .filter(|i| !skip.contains(&self.header[*i].as_str()))
             .collect();
@@ -190,14 +191,14 @@ impl Printed {
     }
 
     /// Column `name`'s cells.
-    fn column(&self, name: &str) -> Vec<&str> {
+    pub(super) fn column(&self, name: &str) -> Vec<&str> {
         let at = self.header.iter().position(|h| h == name).unwrap();
         self.rows.iter().map(|r| r[at].as_str()).collect()
     }
 }
 
 /// The tables of a multi-kind `kubectl get`, one per kind.
-fn tables(out: &str) -> Vec<Printed> {
+pub(super) fn tables(out: &str) -> Vec<Printed> {
     out.split("\n\n")
         .filter(|t| !t.trim().is_empty())
         .map(Printed::parse)
@@ -205,27 +206,36 @@ fn tables(out: &str) -> Vec<Printed> {
 }
 
 /// The columns compared: ages count to the wall clock, LEAF is the front's.
-const SKIP: &[&str] = &["AGE", "LEAF", "NAMESPACE"];
+pub(super) const SKIP: &[&str] = &["AGE", "LEAF", "NAMESPACE"];
 
 /// Two leaves behind leafgate; tenant acme (`apps`, `apps-*`), tenant other (`other`):
 /// acme's `web` objects in leaf-a's `apps`, its `api` objects in leaf-b's `apps-dev`,
 /// other's `hidden` objects in leaf-a's `other`.
-struct Bed {
-    gw: TestGateway,
-    leaf_a: KubeSim,
-    leaf_b: KubeSim,
-    ca: TestCa,
-    dir: tempfile::TempDir,
+pub(super) struct Bed {
+    pub(super) gw: TestGateway,
+    pub(super) leaf_a: KubeSim,
+    pub(super) leaf_b: KubeSim,
+    pub(super) ca: TestCa,
+    pub(super) dir: tempfile::TempDir,
 }
 
 impl Bed {
     async fn start() -> Bed {
+        Bed::start_tenants(|acme| acme, |other| other).await
+    }
+
+    /// [`Bed::start`] with tenants `acme` and `other` as the two functions make them
+    /// (their `resources`, say).
+    pub(super) async fn start_tenants(
+        acme: impl FnOnce(Tenant) -> Tenant,
+        other: impl FnOnce(Tenant) -> Tenant,
+    ) -> Bed {
         let kube::TwoLeaves {
             gw,
             leaf_a,
             leaf_b,
             ca,
-        } = kube::TwoLeaves::start(TOKEN_A, TOKEN_OTHER).await;
+        } = kube::TwoLeaves::start_tenants(TOKEN_A, TOKEN_OTHER, acme, other).await;
         let bed = Bed {
             gw,
             leaf_a,
@@ -249,7 +259,7 @@ impl Bed {
 
     /// Waits (up to 10 s) until leaf `leaf` holds `n` objects of the read-only kinds: the
     /// stores have no signal to wait on from here.
-    async fn held(&self, leaf: &str, n: usize) {
+    pub(super) async fn held(&self, leaf: &str, n: usize) {
         let started = Instant::now();
         loop {
             let snapshot = self.gw.gateway.snapshot();
@@ -280,19 +290,46 @@ impl Bed {
         self.dir.path().join("cache")
     }
 
+    /// kubectl's cache for calls as `token` through the front: discovery is each tenant's
+    /// own (its `resources`), and kubectl keys its discovery cache by server alone.
+    fn front_cache(&self, token: &str) -> PathBuf {
+        let id: String = token
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .take(24)
+            .collect();
+        self.dir.path().join(format!("cache-{id}"))
+    }
+
     /// kubectl as `token` through the front.
-    async fn front(&self, bin: &Path, token: &str, args: &[&str]) -> (Option<i32>, String, String) {
-        run(kubectl(bin, &self.kubeconfig(token), &self.cache(), args)).await
+    pub(super) async fn front(
+        &self,
+        bin: &Path,
+        token: &str,
+        args: &[&str],
+    ) -> (Option<i32>, String, String) {
+        run(kubectl(
+            bin,
+            &self.kubeconfig(token),
+            &self.front_cache(token),
+            args,
+        ))
+        .await
     }
 
     /// kubectl straight at leaf `a` or `b`, as its admin.
-    async fn direct(&self, bin: &Path, leaf: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    pub(super) async fn direct(
+        &self,
+        bin: &Path,
+        leaf: &str,
+        args: &[&str],
+    ) -> (Option<i32>, String, String) {
         let kubeconfig = self.dir.path().join(format!("{leaf}.kubeconfig"));
         run(kubectl(bin, &kubeconfig, &self.cache(), args)).await
     }
 }
 
-fn ok((code, out, err): (Option<i32>, String, String), what: &str) -> String {
+pub(super) fn ok((code, out, err): (Option<i32>, String, String), what: &str) -> String {
     assert_eq!(code, Some(0), "{what}: {err}");
     out
 }

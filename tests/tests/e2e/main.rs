@@ -20,6 +20,7 @@ mod kube_auth;
 mod kube_events;
 mod kube_resources;
 mod kube_tables;
+mod kube_tenant_resources;
 mod kube_watch;
 mod leaves;
 mod log_stream;

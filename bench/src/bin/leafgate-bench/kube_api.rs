@@ -30,6 +30,7 @@ use serde_json::{Value, json};
 
 use super::exec::{Gateway, free_port, round, wait_synced};
 
+const PODS_PATH: &str = "/api/v1/pods";
 const ACCEPT_TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
 
 fn pod(i: usize, leaf: usize) -> Value {
@@ -136,7 +137,7 @@ tokens_file = "bench.tokens"
     // Every pod indexed: the list holds them all.
     let started = Instant::now();
     loop {
-        let (_, body) = table_once(addr, &via_tls, Some("bench-token"), 1).await;
+        let (_, body) = table_once(addr, &via_tls, Some("bench-token"), PODS_PATH, 1).await;
         if body.1 == pods {
             break;
         }
@@ -177,7 +178,7 @@ tokens_file = "bench.tokens"
             }
             out["pods_table_limits"] = json!(tried);
         }
-        let (lat, (bytes, rows)) = table_once(addr, &via_tls, Some(token), rounds).await;
+        let (lat, (bytes, rows)) = table_once(addr, &via_tls, Some(token), PODS_PATH, rounds).await;
         assert_eq!(rows, pods);
         out[format!("raw_table_{label}")] = json!({"ms": lat, "bytes": bytes});
         let kubeconfig = dir.path().join(format!("{label}.kubeconfig"));
@@ -192,7 +193,8 @@ tokens_file = "bench.tokens"
         out[format!("kubectl_get_pods_all_{label}_ms")] =
             json!(kubectl_rounds(&kubectl, &kubeconfig, &cache, rounds, pods));
     }
-    let (lat, (bytes, rows)) = table_once(single.addr(), &single_tls, None, rounds).await;
+    let (lat, (bytes, rows)) =
+        table_once(single.addr(), &single_tls, None, PODS_PATH, rounds).await;
     assert_eq!(rows, pods);
     out["raw_table_single_kubesim"] = json!({"ms": lat, "bytes": bytes});
     let single_config = dir.path().join("single.kubeconfig");
@@ -212,7 +214,7 @@ tokens_file = "bench.tokens"
 
 /// `POST /reload` on the admin listener (from 127.0.0.1: no token needed); panics unless
 /// the new config took.
-async fn reload(admin: u16) {
+pub(super) async fn reload(admin: u16) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut conn = tokio::net::TcpStream::connect(("127.0.0.1", admin))
         .await
@@ -230,12 +232,13 @@ async fn reload(admin: u16) {
     );
 }
 
-/// `rounds` raw Table lists of `/api/v1/pods` on one connection: p50/p99 ms, and the last
-/// answer's (bytes, rows).
-async fn table_once(
+/// `rounds` raw Table lists of `path` (`/api/v1/pods`) on one connection: p50/p99 ms, and
+/// the last answer's (bytes, rows).
+pub(super) async fn table_once(
     addr: SocketAddr,
     tls: &Arc<rustls::ClientConfig>,
     token: Option<&str>,
+    path: &str,
     rounds: usize,
 ) -> (Value, (usize, usize)) {
     let mut tls = rustls::ClientConfig::clone(tls);
@@ -256,7 +259,7 @@ async fn table_once(
     let mut took = Vec::with_capacity(rounds);
     let mut last = (0, 0);
     for _ in 0..rounds {
-        let mut req = http::Request::get("/api/v1/pods")
+        let mut req = http::Request::get(path)
             .header("host", addr.to_string())
             .header("accept", ACCEPT_TABLE);
         if let Some(t) = token {

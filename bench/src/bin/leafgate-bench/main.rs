@@ -22,6 +22,9 @@
 //!   with TLS ended on both sides, over spare connections to TARGET (see `exec.rs`).
 //! - `kube-api LEAFGATE PODS_TABLE_WASM PODS LEAVES ROUNDS`: `kubectl get pods -A` and the
 //!   raw Table list through the kube-api front (see `kube_api.rs`).
+//! - `kube-api-kinds LEAFGATE DEPLOYMENTS LEAVES ROUNDS`: the Table of DEPLOYMENTS
+//!   deployments over LEAVES leaves through the kube-api front, and the memory keeping them
+//!   costs (see `kube_kinds.rs`).
 //! - `kube-api-watch LEAFGATE LEAVES WATCHERS SECONDS CHANGES`: what idle pod watches and
 //!   watches beside another tenant's churn cost leafgate, and how fast one change reaches
 //!   every watcher (see `kube_watch.rs`).
@@ -36,6 +39,7 @@ mod conns;
 mod exec;
 mod ingress;
 mod kube_api;
+mod kube_kinds;
 mod kube_watch;
 mod phases;
 mod soak;
@@ -91,6 +95,15 @@ async fn main() {
             )
             .await
         }
+        Some("kube-api-kinds") => {
+            kube_kinds::run(
+                &args[1],
+                args[2].parse().unwrap(),
+                args[3].parse().unwrap(),
+                args[4].parse().unwrap(),
+            )
+            .await
+        }
         Some("kube-api-watch") => {
             kube_watch::run(
                 &args[1],
@@ -138,7 +151,7 @@ async fn main() {
         }
         _ => {
             eprintln!(
-                "usage: leafgate-bench serve | push ADDR HOST SECONDS | echo | conns ADDR HOST N PID... | reload-config ADDR ROUTES | reload CONFIG ADDR ROUTES ROUNDS | reload-phases ROUTES ROUNDS | exec LEAFGATE SIZE_MIB ROUNDS | relay PORT TARGET | tls-relay PORT TARGET CERT KEY CLIENT_CA TARGET_CA TARGET_CERT TARGET_KEY | kube-api LEAFGATE PODS_TABLE_WASM PODS LEAVES ROUNDS | kube-api-watch LEAFGATE LEAVES WATCHERS SECONDS CHANGES | ingress LEAFGATE INGRESSES ROUNDS | soak LEAFGATE FAULTY_ROUTER_WASM SECONDS OUT_DIR"
+                "usage: leafgate-bench serve | push ADDR HOST SECONDS | echo | conns ADDR HOST N PID... | reload-config ADDR ROUTES | reload CONFIG ADDR ROUTES ROUNDS | reload-phases ROUTES ROUNDS | exec LEAFGATE SIZE_MIB ROUNDS | relay PORT TARGET | tls-relay PORT TARGET CERT KEY CLIENT_CA TARGET_CA TARGET_CERT TARGET_KEY | kube-api LEAFGATE PODS_TABLE_WASM PODS LEAVES ROUNDS | kube-api-kinds LEAFGATE DEPLOYMENTS LEAVES ROUNDS | kube-api-watch LEAFGATE LEAVES WATCHERS SECONDS CHANGES | ingress LEAFGATE INGRESSES ROUNDS | soak LEAFGATE FAULTY_ROUTER_WASM SECONDS OUT_DIR"
             );
             std::process::exit(2);
         }

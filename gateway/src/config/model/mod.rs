@@ -9,6 +9,7 @@
 mod access_log;
 pub mod cidr;
 mod host;
+pub mod kinds;
 mod kubernetes;
 mod leaf;
 mod listener;

@@ -5,6 +5,7 @@
 use sha2::{Digest, Sha256};
 
 use super::host::HostPattern;
+use super::kinds::Gvr;
 use super::plugins;
 use super::units::RateLimit;
 
@@ -27,6 +28,10 @@ pub struct TenantConfig {
     /// The hosts its namespaces' Ingresses may claim (`hosts`, as route hosts match);
     /// `None`: any host nobody else owns.
     pub hosts: Option<Vec<HostPattern>>,
+    /// kube-api front: the built-in read-only kinds it is served (`resources`; absent: the
+    /// default ones, never secrets). Any other is kube-apiserver's RBAC 403 to it, and
+    /// absent from its discovery.
+    pub resources: Vec<&'static Gvr>,
 }
 
 /// How many long-lived calls of each kind a tenant may hold open at once. Past a cap the
@@ -165,6 +170,11 @@ impl TenantConfig {
     /// True when one of the tenant's `namespaces` patterns matches `namespace`.
     pub fn owns(&self, namespace: &str) -> bool {
         self.namespaces.iter().any(|p| glob_matches(p, namespace))
+    }
+
+    /// True when the kube-api front serves the tenant kind `gvr`.
+    pub fn serves(&self, gvr: &Gvr) -> bool {
+        self.resources.contains(&gvr)
     }
 
     /// True when the tenant may reach `leaf`.

@@ -139,6 +139,9 @@ pub struct RawTenant {
     pub concurrent: RawConcurrent,
     /// The host patterns its namespaces' Ingresses may claim; absent: any host.
     pub hosts: Option<Spanned<Vec<Spanned<String>>>>,
+    /// kube-api front: the read-only kinds it is served (`"default"`, `"secrets"`,
+    /// `"deployments.apps"`, ...); absent: `["default"]`.
+    pub resources: Option<Vec<Spanned<String>>>,
 }
 
 /// `[tenant.concurrent]`: how many long-lived calls of each kind the tenant may hold open.

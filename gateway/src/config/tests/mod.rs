@@ -154,6 +154,32 @@ fn tenant_caps_default_and_refuse_zero_or_a_connection_above_the_total() {
 }
 
 #[test]
+fn tenant_resources_default_add_secrets_and_refuse_unknown_entries_at_their_place() {
+    use super::kinds;
+    let c = parse("[[tenant]]\nname = \"a\"\n").unwrap();
+    assert_eq!(
+        c.tenants[0].resources,
+        kinds::DEFAULT.iter().collect::<Vec<_>>()
+    );
+    assert!(!c.tenants[0].serves(&kinds::SECRETS));
+    let c =
+        parse("[[tenant]]\nname = \"a\"\nresources = [\"default\", \"secrets\", \"services\"]\n")
+            .unwrap();
+    assert_eq!(c.tenants[0].resources.len(), 20, "services once");
+    assert!(c.tenants[0].serves(&kinds::SECRETS));
+    let c = parse("[[tenant]]\nname = \"a\"\nresources = [\"deployments.apps\"]\n").unwrap();
+    assert_eq!(c.tenants[0].resources, [&kinds::DEPLOYMENTS]);
+    assert!(!c.tenants[0].serves(&kinds::SERVICES));
+    let e = first_error("[[tenant]]\nname = \"a\"\nresources = [\"default\", \"deployments\"]\n");
+    assert!(
+        e.starts_with("test.toml:3:25: tenant[0].resources[1]: `deployments` is no resource leafgate serves (did you mean `deployments.apps`?)"),
+        "{e}"
+    );
+    let e = first_error("[[tenant]]\nname = \"a\"\nresources = \"secrets\"\n");
+    assert!(e.contains("3:13"), "{e}");
+}
+
+#[test]
 fn tenant_hosts_are_host_patterns_and_overlaps_between_tenants_are_warnings() {
     let c = parse("[[tenant]]\nname = \"a\"\n").unwrap();
     assert_eq!(c.tenants[0].hosts, None, "absent: no restriction");

@@ -16,7 +16,8 @@ use std::path::Path;
 use toml::Spanned;
 
 use crate::config::model::{
-    Cap, Concurrency, HostPattern, LeafConfig, TenantConfig, TokenDigest, Tokens, token_lines,
+    Cap, Concurrency, HostPattern, LeafConfig, TenantConfig, TokenDigest, Tokens, kinds,
+    token_lines,
 };
 use crate::config::raw::{RawCap, RawConfig, RawLeaf, RawTenant};
 
@@ -248,6 +249,7 @@ impl Validator<'_, '_> {
             client_names: t.client_names.iter().map(|c| c.get_ref().clone()).collect(),
             concurrent: self.concurrent(t, &format!("tenant[{i}].concurrent")),
             hosts: self.hosts(t, i),
+            resources: self.resources(t, i),
             bandwidth: bandwidth(&t.bandwidth),
             plugins: plugins::validate(
                 self.report,
@@ -260,6 +262,30 @@ impl Validator<'_, '_> {
             ),
         };
         (tenant, lines)
+    }
+
+    /// Tenant `i`'s `resources`: the kinds its entries name (absent: the default ones),
+    /// each once; an entry naming none is an error at it.
+    fn resources(&mut self, t: &RawTenant, i: usize) -> Vec<&'static kinds::Gvr> {
+        let Some(entries) = &t.resources else {
+            return kinds::DEFAULT.iter().collect();
+        };
+        let mut out: Vec<&'static kinds::Gvr> = Vec::new();
+        for (j, e) in entries.iter().enumerate() {
+            match kinds::entry(e.get_ref()) {
+                Ok(named) => {
+                    for gvr in named {
+                        if !out.contains(&gvr) {
+                            out.push(gvr);
+                        }
+                    }
+                }
+                Err(m) => self
+                    .report
+                    .error(e.span(), format!("tenant[{i}].resources[{j}]"), m),
+            }
+        }
+        out
     }
 
     /// `[tenant.concurrent]`: each kind's cap, its defaults where left out.

@@ -1,13 +1,19 @@
 //! One leaf's read-only kinds that leafgate serves without interpreting them (workloads,
-//! services, config, storage claims, policies, autoscalers: [`KINDS`]), each kept in a change [`Feed`] of [`Printed`]
-//! objects: the object as the leaf sent it and the row the leaf's own printer gave it.
+//! services, config, secrets, storage claims, policies, autoscalers: the config's
+//! [`BUILTIN`] catalogue), each kept in a change [`Feed`](crate::k8s::feed::Feed) of
+//! `Printed` objects: the object as the leaf sent it and the row the leaf's own printer
+//! gave it.
 //!
 //! The reflector (`printed`) lists and watches each kind asking for kube-apiserver's
 //! `Table` with `includeObject=Object`, so the front prints a row exactly as the leaf's
-//! kube-apiserver prints it, whatever its version, without a printer of its own. Only the
-//! kinds the leaf's discovery lists (with `list` and `watch`) are watched: a leaf without
-//! one is no error, its feed stays empty. Discovery is asked once the leaf answers
-//! (retried with backoff until it does).
+//! kube-apiserver prints it, whatever its version, without a printer of its own.
+//!
+//! A kind is watched only when both hold: some tenant that may reach the leaf is served it
+//! ([`LeafKinds::want`], from each config's tenants' `resources`), and the leaf's
+//! discovery lists it with `list` and `watch` (a leaf without it is no error, its feed
+//! stays empty). Discovery is asked once the leaf answers (retried with backoff until it
+//! does). A reload that stops serving a kind stops its reflector and empties its feed
+//! (watchers get the `DELETED`s); one that starts serving it starts the reflector.
 //!
 //! It keeps and hands out objects only; which of them a tenant sees is the front's.
 
@@ -15,118 +21,128 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use tokio::task::AbortHandle;
 use tracing::{debug, warn};
 
-pub use super::gvr::Gvr;
-use super::gvr::gvr;
 use super::printed::{self, Kept};
+pub use crate::config::kinds::*;
 use crate::errors::{self, Causes};
-
-pub const DEPLOYMENTS: Gvr = gvr("apps", "apps/v1", "deployments", "Deployment");
-pub const REPLICASETS: Gvr = gvr("apps", "apps/v1", "replicasets", "ReplicaSet");
-pub const STATEFULSETS: Gvr = gvr("apps", "apps/v1", "statefulsets", "StatefulSet");
-pub const DAEMONSETS: Gvr = gvr("apps", "apps/v1", "daemonsets", "DaemonSet");
-pub const SERVICES: Gvr = gvr("", "v1", "services", "Service");
-pub const CONFIGMAPS: Gvr = gvr("", "v1", "configmaps", "ConfigMap");
-pub const JOBS: Gvr = gvr("batch", "batch/v1", "jobs", "Job");
-pub const CRONJOBS: Gvr = gvr("batch", "batch/v1", "cronjobs", "CronJob");
-pub const CONTROLLERREVISIONS: Gvr = gvr(
-    "apps",
-    "apps/v1",
-    "controllerrevisions",
-    "ControllerRevision",
-);
-pub const ENDPOINTS: Gvr = gvr("", "v1", "endpoints", "Endpoints");
-pub const PERSISTENTVOLUMECLAIMS: Gvr =
-    gvr("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim");
-pub const SERVICEACCOUNTS: Gvr = gvr("", "v1", "serviceaccounts", "ServiceAccount");
-pub const LIMITRANGES: Gvr = gvr("", "v1", "limitranges", "LimitRange");
-pub const RESOURCEQUOTAS: Gvr = gvr("", "v1", "resourcequotas", "ResourceQuota");
-pub const ENDPOINTSLICES: Gvr = gvr(
-    "discovery.k8s.io",
-    "discovery.k8s.io/v1",
-    "endpointslices",
-    "EndpointSlice",
-);
-pub const INGRESSES: Gvr = gvr(
-    "networking.k8s.io",
-    "networking.k8s.io/v1",
-    "ingresses",
-    "Ingress",
-);
-pub const NETWORKPOLICIES: Gvr = gvr(
-    "networking.k8s.io",
-    "networking.k8s.io/v1",
-    "networkpolicies",
-    "NetworkPolicy",
-);
-pub const HORIZONTALPODAUTOSCALERS: Gvr = gvr(
-    "autoscaling",
-    "autoscaling/v2",
-    "horizontalpodautoscalers",
-    "HorizontalPodAutoscaler",
-);
-pub const PODDISRUPTIONBUDGETS: Gvr = gvr(
-    "policy",
-    "policy/v1",
-    "poddisruptionbudgets",
-    "PodDisruptionBudget",
-);
-
-/// The kinds every leaf keeps (when its discovery has them), grouped by version.
-pub const KINDS: &[Gvr] = &[
-    DEPLOYMENTS,
-    REPLICASETS,
-    STATEFULSETS,
-    DAEMONSETS,
-    CONTROLLERREVISIONS,
-    SERVICES,
-    CONFIGMAPS,
-    ENDPOINTS,
-    PERSISTENTVOLUMECLAIMS,
-    SERVICEACCOUNTS,
-    LIMITRANGES,
-    RESOURCEQUOTAS,
-    JOBS,
-    CRONJOBS,
-    ENDPOINTSLICES,
-    INGRESSES,
-    NETWORKPOLICIES,
-    HORIZONTALPODAUTOSCALERS,
-    PODDISRUPTIONBUDGETS,
-];
 
 /// A leaf's kinds, and the tasks keeping them. Dropping it stops them.
 pub struct LeafKinds {
+    inner: Arc<Inner>,
+}
+
+/// What the discovery task and [`LeafKinds::want`] share.
+struct Inner {
+    client: kube::Client,
+    leaf: String,
+    runtime: tokio::runtime::Handle,
+    /// One per kind of [`BUILTIN`], in its order.
     kept: Vec<Arc<Kept>>,
-    tasks: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// The (version, resource) pairs the leaf lists and watches; `None` until its
+    /// discovery answered.
+    served: Option<HashSet<(&'static str, &'static str)>>,
+    /// Per kind of `kept`: whether a tenant reaching the leaf is served it.
+    wanted: Vec<bool>,
+    /// Per kind of `kept`: its running reflector.
+    running: Vec<Option<AbortHandle>>,
+    discovering: Option<AbortHandle>,
 }
 
 impl LeafKinds {
-    /// Asks `client`'s discovery on `runtime`, then starts a reflector per kind it has.
+    /// Asks `client`'s discovery on `runtime`; no kind is watched until [`LeafKinds::want`]
+    /// says which.
     pub fn start(client: kube::Client, leaf: &str, runtime: &tokio::runtime::Handle) -> Self {
-        let kept: Vec<Arc<Kept>> = KINDS.iter().map(|g| Arc::new(Kept::new(g))).collect();
-        let tasks = Arc::new(Mutex::new(Vec::new()));
-        let start = discover(client, kept.clone(), leaf.to_string(), tasks.clone());
-        let discovering = runtime.spawn(start).abort_handle();
-        lock(&tasks).push(discovering);
-        LeafKinds { kept, tasks }
+        let kept: Vec<Arc<Kept>> = BUILTIN.iter().map(|g| Arc::new(Kept::new(g))).collect();
+        let state = State {
+            wanted: vec![false; kept.len()],
+            running: vec![None; kept.len()],
+            ..State::default()
+        };
+        let inner = Arc::new(Inner {
+            client,
+            leaf: leaf.to_string(),
+            runtime: runtime.clone(),
+            kept,
+            state: Mutex::new(state),
+        });
+        let discovering = runtime.spawn(discover(inner.clone())).abort_handle();
+        lock(&inner.state).discovering = Some(discovering);
+        LeafKinds { inner }
     }
 
-    /// Kind `gvr` of the leaf (every kind of [`KINDS`] has one, empty when not served).
+    /// Watches exactly the kinds of `wanted` the leaf serves: starts the reflectors of
+    /// those not running yet, stops the others' and empties their feeds.
+    pub fn want<'g>(&self, wanted: impl IntoIterator<Item = &'g Gvr>) {
+        let wanted: HashSet<&Gvr> = wanted.into_iter().collect();
+        let mut state = lock(&self.inner.state);
+        for (i, kept) in self.inner.kept.iter().enumerate() {
+            state.wanted[i] = wanted.contains(kept.gvr);
+        }
+        self.inner.sync(&mut state);
+    }
+
+    /// Kind `gvr` of the leaf (every kind of [`BUILTIN`] has one, empty when not watched).
     pub fn get(&self, gvr: &Gvr) -> Option<&Arc<Kept>> {
-        self.kept.iter().find(|k| k.gvr == gvr)
+        self.inner.kept.iter().find(|k| k.gvr == gvr)
     }
 
     /// How many objects the leaf holds of each kind.
     pub fn counts(&self) -> impl Iterator<Item = (&'static Gvr, usize)> + '_ {
-        self.kept.iter().map(|k| (k.gvr, k.feed.len()))
+        self.inner.kept.iter().map(|k| (k.gvr, k.feed.len()))
+    }
+
+    /// The kinds whose reflector runs (wanted, and served by the leaf).
+    pub fn watched(&self) -> Vec<&'static Gvr> {
+        let state = lock(&self.inner.state);
+        let running = state.running.iter().zip(&self.inner.kept);
+        running
+            .filter(|(task, _)| task.is_some())
+            .map(|(_, k)| k.gvr)
+            .collect()
+    }
+}
+
+impl Inner {
+    /// Starts the reflector of each kind wanted and served, stops each other's.
+    fn sync(&self, state: &mut State) {
+        let Some(served) = &state.served else {
+            return;
+        };
+        for (i, kept) in self.kept.iter().enumerate() {
+            let watch =
+                state.wanted[i] && served.contains(&(kept.gvr.api_version, kept.gvr.resource));
+            match (&state.running[i], watch) {
+                (None, true) => {
+                    let reflect =
+                        printed::reflect(self.client.clone(), kept.clone(), self.leaf.clone());
+                    state.running[i] = Some(self.runtime.spawn(reflect).abort_handle());
+                }
+                (Some(task), false) => {
+                    task.abort();
+                    state.running[i] = None;
+                    kept.feed.replace(Vec::new());
+                    debug!(leaf = %self.leaf, resource = kept.gvr.resource, "no tenant reaching the leaf is served it; stopped");
+                }
+                _ => {}
+            }
+        }
     }
 }
 
 impl Drop for LeafKinds {
     fn drop(&mut self) {
-        for task in lock(&self.tasks).drain(..) {
+        let mut guard = lock(&self.inner.state);
+        let state = &mut *guard;
+        let running = state.running.iter_mut().filter_map(Option::take);
+        let tasks: Vec<AbortHandle> = running.chain(state.discovering.take()).collect();
+        for task in tasks {
             task.abort();
         }
     }
@@ -139,42 +155,33 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// The longest wait between two attempts at the leaf's discovery.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
-/// Asks the leaf which of [`KINDS`] it serves (until it answers), then starts their
-/// reflectors, their handles in `tasks`.
-async fn discover(
-    client: kube::Client,
-    kept: Vec<Arc<Kept>>,
-    leaf: String,
-    tasks: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
-) {
+/// Asks the leaf which of [`BUILTIN`] it serves (until it answers), then starts the
+/// reflectors of those wanted.
+async fn discover(inner: Arc<Inner>) {
     let mut delay = Duration::from_secs(1);
     let served = loop {
-        match served(&client).await {
+        match served(&inner.client).await {
             Ok(served) => break served,
             Err(e) => {
                 let reason = errors::describe(&e, Causes::All);
-                warn!(leaf = %leaf, error = %reason, "leaf discovery failed; retrying after backoff");
+                warn!(leaf = %inner.leaf, error = %reason, "leaf discovery failed; retrying after backoff");
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(MAX_BACKOFF);
             }
         }
     };
-    for kind in kept {
-        if !served.contains(&(kind.gvr.api_version, kind.gvr.resource)) {
-            debug!(leaf = %leaf, resource = kind.gvr.resource, "not served by the leaf");
-            continue;
-        }
-        let task = tokio::spawn(printed::reflect(client.clone(), kind, leaf.clone()));
-        lock(&tasks).push(task.abort_handle());
-    }
+    let mut state = lock(&inner.state);
+    state.served = Some(served);
+    inner.sync(&mut state);
 }
 
-/// The (version, resource) pairs of [`KINDS`] the leaf lists and watches. A group version
-/// it does not have (404) is none of them, not a failure.
+/// The (version, resource) pairs of [`BUILTIN`] the leaf lists and watches. A group
+/// version it does not have (404) is none of them, not a failure.
 async fn served(
     client: &kube::Client,
 ) -> Result<HashSet<(&'static str, &'static str)>, kube::Error> {
-    let mut versions: Vec<&'static str> = KINDS.iter().map(|g| g.api_version).collect();
+    let mut versions: Vec<&'static str> = BUILTIN.iter().map(|g| g.api_version).collect();
+    versions.sort_unstable();
     versions.dedup();
     let mut out = HashSet::new();
     for version in versions {
@@ -192,7 +199,7 @@ async fn served(
             let watchable = ["list", "watch"]
                 .iter()
                 .all(|v| r.verbs.iter().any(|have| have == v));
-            let kind = KINDS
+            let kind = BUILTIN
                 .iter()
                 .find(|g| g.api_version == version && g.resource == r.name);
             if let (true, Some(kind)) = (watchable, kind) {

@@ -26,7 +26,6 @@
 
 mod auth;
 pub mod events;
-mod gvr;
 pub mod kinds;
 pub mod namespaces;
 pub mod pods;
@@ -53,7 +52,7 @@ use hyper_util::client::legacy::connect::Connect;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tracing::warn;
 
-use crate::config::{LeafAuth, LeafConfig};
+use crate::config::{LeafAuth, LeafConfig, TenantConfig};
 use crate::errors::{self, Causes};
 use crate::metrics::LeafMetrics;
 use crate::workers;
@@ -304,6 +303,14 @@ impl Leaf {
     /// The leaf's read-only kinds (deployments, services, ...), with its printed rows.
     pub fn kinds(&self) -> &LeafKinds {
         &self.kinds
+    }
+
+    /// Watches the read-only kinds that `tenants` who may reach the leaf are served (each
+    /// config's tenants, as a snapshot is built from it), and no other.
+    pub fn serve_kinds(&self, tenants: &[TenantConfig]) {
+        let reaching = tenants.iter().filter(|t| t.may_reach(self.name()));
+        self.kinds
+            .want(reaching.flat_map(|t| t.resources.iter().copied()));
     }
 
     /// The leaf's namespaces (its namespace reflector's store).

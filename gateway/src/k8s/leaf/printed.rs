@@ -18,7 +18,7 @@ use kube::core::WatchEvent;
 use serde_json::Value;
 use tracing::{debug, warn};
 
-use super::gvr::Gvr;
+use crate::config::kinds::Gvr;
 use crate::errors::{self, Causes};
 use crate::k8s::feed::{Feed, Printed, RawObject};
 

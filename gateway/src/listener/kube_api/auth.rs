@@ -531,6 +531,7 @@ mod tests {
             client_names: Vec::new(),
             concurrent: Default::default(),
             hosts: None,
+            resources: crate::config::kinds::DEFAULT.iter().collect(),
         }
     }
 

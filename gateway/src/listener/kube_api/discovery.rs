@@ -1,8 +1,9 @@
 //! Discovery: what kubectl asks before anything else (`/version`, `/api`, `/api/v1`,
 //! `/apis`, `/apis/<group>/v1`), answered so it finds pods (with `exec`, `attach`, `log`,
-//! `portforward`), namespaces, events (core/v1 and `events.k8s.io/v1`) and the review APIs
-//! (`auth`), and nothing leafgate
-//! does not serve; and the health checks (`/healthz`, `/livez`, `/readyz`) as
+//! `portforward`), namespaces, events (core/v1 and `events.k8s.io/v1`), the review APIs
+//! (`auth`) and the read-only kinds the calling tenant is served (its `resources`; a
+//! group none of whose kinds it is served is not listed), and nothing leafgate does not
+//! serve it; and the health checks (`/healthz`, `/livez`, `/readyz`) as
 //! kube-apiserver words them.
 //!
 //! `/version` is the oldest version among the tenant's synced leaves (so kubectl's skew
@@ -201,12 +202,17 @@ fn group_doc((name, version): (&str, &str)) -> Value {
     json!({ "name": name, "versions": [gv], "preferredVersion": gv })
 }
 
-/// The groups served and the one version of each: the reviews' and events' (`v1`), then
-/// the read-only kinds'.
-fn group_names() -> Vec<(&'static str, &'static str)> {
+/// The read-only kinds `tenant` is served.
+fn declared_for(tenant: &TenantConfig) -> impl Iterator<Item = &'static Declared> + '_ {
+    kinds::DECLARED.iter().filter(|d| tenant.serves(&d.gvr))
+}
+
+/// The groups served to `tenant` and the one version of each: the reviews' and events'
+/// (`v1`), then its read-only kinds'.
+fn group_names(tenant: &TenantConfig) -> Vec<(&'static str, &'static str)> {
     let mut names: Vec<(&'static str, &'static str)> =
         GROUPS.iter().map(|(name, _)| (*name, "v1")).collect();
-    for d in kinds::DECLARED {
+    for d in declared_for(tenant) {
         if let Some((group, version)) = d.gvr.api_version.split_once('/')
             && !names.iter().any(|(g, _)| *g == group)
         {
@@ -229,43 +235,42 @@ fn declared_resource(d: &Declared) -> Value {
     doc
 }
 
-/// The read-only kinds of `group`, as `APIResource`s.
-fn declared_in(group: &str) -> impl Iterator<Item = Value> + '_ {
-    kinds::DECLARED
-        .iter()
+/// The read-only kinds of `group` served to `tenant`, as `APIResource`s.
+fn declared_in<'a>(tenant: &'a TenantConfig, group: &'a str) -> impl Iterator<Item = Value> + 'a {
+    declared_for(tenant)
         .filter(move |d| d.gvr.group == group)
         .map(declared_resource)
 }
 
-pub fn api_groups() -> http::Response<Body> {
-    let groups: Vec<Value> = group_names().into_iter().map(group_doc).collect();
+pub fn api_groups(tenant: &TenantConfig) -> http::Response<Body> {
+    let groups: Vec<Value> = group_names(tenant).into_iter().map(group_doc).collect();
     reply::json(
         StatusCode::OK,
         &json!({ "kind": "APIGroupList", "apiVersion": "v1", "groups": groups }),
     )
 }
 
-/// The version leafgate serves `group` at, if it serves it.
-fn version_of(group: &str) -> Option<&'static str> {
-    group_names()
+/// The version leafgate serves `group` at to `tenant`, if it serves it.
+fn version_of(tenant: &TenantConfig, group: &str) -> Option<&'static str> {
+    group_names(tenant)
         .into_iter()
         .find(|(g, _)| *g == group)
         .map(|(_, v)| v)
 }
 
-/// Whether leafgate serves `group` (at any version).
-pub fn serves_group(group: &str) -> bool {
-    version_of(group).is_some()
+/// Whether leafgate serves `tenant` `group` (at any version).
+pub fn serves_group(tenant: &TenantConfig, group: &str) -> bool {
+    version_of(tenant, group).is_some()
 }
 
-/// Whether leafgate serves `group` at `version`.
-pub fn serves(group: &str, version: &str) -> bool {
-    version_of(group) == Some(version)
+/// Whether leafgate serves `tenant` `group` at `version`.
+pub fn serves(tenant: &TenantConfig, group: &str, version: &str) -> bool {
+    version_of(tenant, group) == Some(version)
 }
 
 /// `/apis/<group>`: the `APIGroup` (404 for a group not served).
-pub fn api_group(group: &str) -> http::Response<Body> {
-    let Some(version) = version_of(group) else {
+pub fn api_group(tenant: &TenantConfig, group: &str) -> http::Response<Body> {
+    let Some(version) = version_of(tenant, group) else {
         return reply::status(&Status::no_such_resource());
     };
     let mut doc = group_doc((group, version));
@@ -274,9 +279,9 @@ pub fn api_group(group: &str) -> http::Response<Body> {
     reply::json(StatusCode::OK, &doc)
 }
 
-/// `/apis/<group>/<version>`: its resources (404 if not served).
-pub fn group_resources(group: &str) -> http::Response<Body> {
-    let Some(version) = version_of(group) else {
+/// `/apis/<group>/<version>`: its resources served to `tenant` (404 if none is).
+pub fn group_resources(tenant: &TenantConfig, group: &str) -> http::Response<Body> {
+    let Some(version) = version_of(tenant, group) else {
         return reply::status(&Status::no_such_resource());
     };
     let served = GROUPS
@@ -292,7 +297,7 @@ pub fn group_resources(group: &str) -> http::Response<Body> {
             }
             doc
         })
-        .chain(declared_in(group))
+        .chain(declared_in(tenant, group))
         .collect();
     reply::json(
         StatusCode::OK,
@@ -315,7 +320,8 @@ fn resource(name: &str, namespaced: bool, kind: &str, verbs: &[&str]) -> Value {
     })
 }
 
-pub fn resources() -> http::Response<Body> {
+/// `/api/v1`: pods, namespaces, events and the core kinds served to `tenant`.
+pub fn resources(tenant: &TenantConfig) -> http::Response<Body> {
     let mut pods = resource("pods", true, "Pod", &["get", "list", "watch"]);
     pods["shortNames"] = json!(["po"]);
     pods["categories"] = json!(["all"]);
@@ -337,7 +343,7 @@ pub fn resources() -> http::Response<Body> {
             &["create", "get"],
         ),
     ];
-    resources.extend(declared_in(""));
+    resources.extend(declared_in(tenant, ""));
     reply::json(
         StatusCode::OK,
         &json!({

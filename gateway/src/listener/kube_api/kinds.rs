@@ -1,8 +1,13 @@
 //! The read-only kinds leafgate serves without interpreting them (deployments,
-//! replicasets, statefulsets, daemonsets, services, configmaps, jobs, cronjobs), each a
-//! [`Declared`]: its group, version, resource and kind (`k8s::leaf::kinds`), its short
-//! names and categories (discovery), the fields kube-apiserver selects it by and the words
-//! of its refusal, and which of its printed cells are ages.
+//! replicasets, statefulsets, daemonsets, services, configmaps, jobs, cronjobs, secrets,
+//! ...), each a [`Declared`]: its group, version, resource and kind (the config's
+//! catalogue, `config::kinds`), its short names and categories (discovery), the fields
+//! kube-apiserver selects it by and the words of its refusal, and which of its printed
+//! cells are ages.
+//!
+//! Only to a tenant whose `resources` name the kind: any other gets kube-apiserver's RBAC
+//! 403 for whatever it asks (any verb, any namespace, a Table or a watch alike), before
+//! anything of the request is read.
 //!
 //! Get, list and watch (anything else: the front's 405), from the leaves' feeds of the
 //! kind, through the one machinery (`list::collection`, `watch`): the tenant's namespaces
@@ -29,10 +34,10 @@ use super::query::query_value;
 use super::resource::{self, Names, Resource, Writing};
 use super::select::LabelSelector;
 use super::table::{self, Wanted};
-use crate::k8s::Leaf;
 use crate::k8s::feed::{Feed, Printed};
 use crate::k8s::leaf::kinds::{self as leaf_kinds, Gvr};
 use crate::k8s::status::Status;
+use crate::k8s::{Leaf, names};
 use crate::listener::client::Client;
 use crate::listener::reply;
 use crate::proxy::{Body, InBody};
@@ -123,6 +128,12 @@ pub const DECLARED: &[Declared] = &[
     declared(leaf_kinds::NETWORKPOLICIES, &["netpol"], &[]),
     declared(leaf_kinds::HORIZONTALPODAUTOSCALERS, &["hpa"], ALL),
     declared(leaf_kinds::PODDISRUPTIONBUDGETS, &["pdb"], &[]),
+    Declared {
+        // core/v1's conversion for `Secret`; `type` defaults to `Opaque`.
+        fields: &[("type", "/type", "Opaque")],
+        refusal: core_refusal,
+        ..declared(leaf_kinds::SECRETS, &[], &[])
+    },
     Declared {
         // `JobToSelectableFields`: the count as a decimal.
         fields: &[("status.successful", "/status/succeeded", "0")],
@@ -363,6 +374,9 @@ pub async fn collection(
     namespace: Option<&str>,
     declared: &'static Declared,
 ) -> Response<Body> {
+    if let Some(refusal) = unserved(req, caller, declared, namespace, None) {
+        return refusal;
+    }
     if req.method() != Method::GET {
         return reply::status(&Status::method_not_allowed());
     }
@@ -379,6 +393,36 @@ pub async fn collection(
     let names = (declared.names(), namespace);
     let res = list::collection(req, client, snapshot, caller, names, false, parse, answer).await;
     declared.warn(res)
+}
+
+/// kube-apiserver's RBAC 403 when `caller`'s tenant is not served `declared`, for the
+/// verb its authorizer reads from `req` (on the object `raw_name`, or the collection).
+fn unserved(
+    req: &Request<InBody>,
+    caller: &Caller<'_>,
+    declared: &'static Declared,
+    namespace: Option<&str>,
+    raw_name: Option<&str>,
+) -> Option<Response<Body>> {
+    if caller.config.serves(&declared.gvr) {
+        return None;
+    }
+    let name = raw_name.map(|n| names::decode_segment(n).unwrap_or_else(|| n.to_string()));
+    let watching = matches!(
+        query_value(req.uri().query(), "watch").as_deref(),
+        Some("true" | "1")
+    );
+    let verb = match (req.method().as_str(), name.is_some()) {
+        ("GET" | "HEAD", _) if watching => "watch".to_string(),
+        ("GET" | "HEAD", true) => "get".to_string(),
+        ("GET" | "HEAD", false) => "list".to_string(),
+        ("POST", _) => "create".to_string(),
+        ("PUT", _) => "update".to_string(),
+        ("DELETE", false) => "deletecollection".to_string(),
+        (other, _) => other.to_lowercase(),
+    };
+    let gvr = &declared.gvr;
+    Some(caller.forbidden_in(gvr.group, &verb, gvr.resource, name.as_deref(), namespace))
 }
 
 /// A page of the kind as a Table or a `<Kind>List`.
@@ -420,6 +464,9 @@ fn get(
     (namespace, raw_name): (&str, &str),
     declared: &'static Declared,
 ) -> Response<Body> {
+    if let Some(refusal) = unserved(req, caller, declared, Some(namespace), Some(raw_name)) {
+        return refusal;
+    }
     if req.method() != Method::GET {
         return reply::status(&Status::method_not_allowed());
     }
@@ -559,6 +606,12 @@ mod tests {
             refused(services, "fieldSelector=spec.ports%3D1").as_deref(),
             Some("field label not supported: spec.ports")
         );
-        assert!(find("", "secrets").is_none());
+        let secrets = find("", "secrets").unwrap();
+        assert_eq!(
+            refused(secrets, "fieldSelector=data.x%3D1").as_deref(),
+            Some("field label not supported: data.x")
+        );
+        let f = Filter::from_query(Some("fieldSelector=type%3DOpaque"), None, secrets).unwrap();
+        assert!(f.fields.matches(|k| secrets.field(&json!({}), k)));
     }
 }

@@ -94,7 +94,7 @@ pub async fn serve(
             openapi::serve(&rest.join("/"), req.uri().query(), none_match)
         }),
         ["api"] => only_get(&req, discovery::api_versions),
-        ["apis"] => only_get(&req, discovery::api_groups),
+        ["apis"] => only_get(&req, || discovery::api_groups(caller.config)),
         [
             "apis",
             "authorization.k8s.io",
@@ -110,15 +110,15 @@ pub async fn serve(
         ["apis", "authentication.k8s.io", "v1", "selfsubjectreviews"] => {
             auth::self_review(req, client, &caller).await
         }
-        ["apis", group] if discovery::serves_group(group) => {
+        ["apis", group] if discovery::serves_group(caller.config, group) => {
             let group = group.to_string();
-            only_get(&req, || discovery::api_group(&group))
+            only_get(&req, || discovery::api_group(caller.config, &group))
         }
-        ["apis", group, version] if discovery::serves(group, version) => {
+        ["apis", group, version] if discovery::serves(caller.config, group, version) => {
             let group = group.to_string();
-            only_get(&req, || discovery::group_resources(&group))
+            only_get(&req, || discovery::group_resources(caller.config, &group))
         }
-        ["api", "v1"] => only_get(&req, discovery::resources),
+        ["api", "v1"] => only_get(&req, || discovery::resources(caller.config)),
         ["api", "v1", "namespaces"] => namespaces::collection(&req, client, snapshot, &caller),
         ["api", "v1", "namespaces", ns] => match namespace(ns) {
             Ok(ns) => namespaces::one(&req, snapshot, &caller, &ns),
