@@ -245,8 +245,14 @@ impl Snapshot {
             })
             .collect::<Result<HashMap<_, _>, BuildError>>()?;
         // Once every leaf is built: a failed build leaves the running leaves' kinds alone.
+        // Without a kube-api listener no tenant is served any, and no leaf watches them.
+        let fronted = config
+            .listeners
+            .iter()
+            .any(|l| l.kind == crate::config::ListenerKind::KubeApi);
+        let served: &[crate::config::TenantConfig] = if fronted { &config.tenants } else { &[] };
         for leaf in leaves.values() {
-            leaf.serve_kinds(&config.tenants);
+            leaf.serve_kinds(served);
         }
         let reviewed = config.listeners.iter().any(|l| {
             l.kind == crate::config::ListenerKind::NodeApi && l.allowed_clients.is_empty()

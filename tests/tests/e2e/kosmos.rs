@@ -3,6 +3,7 @@
 //! as the pod's leaf cluster. Also SPDY exec straight from a client shaped like the root
 //! API server, and port-forward sessions that must leave no descriptor behind.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -304,16 +305,12 @@ async fn spdy_exec_from_an_apiserver_shaped_client_runs_in_the_leaf() {
 
 /// The sockets the gateway holds open for this chain, from `/proc/net/tcp{,6}` (the gateway
 /// runs inside this test process beside other tests, so its descriptors are told apart by
-/// port): accepted node-api connections (local port `node_api`) and its connections to the
-/// leaf (remote port `leaf`), established or half-closed by the peer (`CLOSE_WAIT`: a
-/// descriptor nobody closed).
-fn gateway_sockets(node_api: u16, leaf: u16) -> usize {
-    let port = |field: &str| {
-        field
-            .rsplit(':')
-            .next()
-            .and_then(|p| u16::from_str_radix(p, 16).ok())
-    };
+/// address): accepted node-api connections (local address `node_api`) and its connections
+/// to the leaf (remote address `leaf`), established or half-closed by the peer
+/// (`CLOSE_WAIT`: a descriptor nobody closed). By the whole address, not the port alone:
+/// tests running beside this one bind the same port numbers on other loopback addresses.
+fn gateway_sockets(node_api: SocketAddr, leaf: SocketAddr) -> usize {
+    let (node_api, leaf) = (proc_net_address(node_api), proc_net_address(leaf));
     ["/proc/net/tcp", "/proc/net/tcp6"]
         .iter()
         .filter_map(|f| std::fs::read_to_string(f).ok())
@@ -330,10 +327,35 @@ fn gateway_sockets(node_api: u16, leaf: u16) -> usize {
             else {
                 return false;
             };
-            matches!(*state, "01" | "08")
-                && (port(local) == Some(node_api) || port(remote) == Some(leaf))
+            matches!(*state, "01" | "08") && (*local == node_api || *remote == leaf)
         })
         .count()
+}
+
+/// `addr` as `/proc/net/tcp{,6}` writes it: the address's 32-bit words in host (little
+/// endian) order, in hex, then `:` and the port.
+fn proc_net_address(addr: SocketAddr) -> String {
+    let octets: Vec<u8> = match addr.ip() {
+        std::net::IpAddr::V4(ip) => ip.octets().to_vec(),
+        std::net::IpAddr::V6(ip) => ip.octets().to_vec(),
+    };
+    let words: String = octets
+        .chunks(4)
+        .map(|w| format!("{:08X}", u32::from_le_bytes([w[0], w[1], w[2], w[3]])))
+        .collect();
+    format!("{words}:{:04X}", addr.port())
+}
+
+#[test]
+fn proc_net_addresses_are_written_as_the_kernel_writes_them() {
+    assert_eq!(
+        proc_net_address("127.0.0.1:8080".parse().unwrap()),
+        "0100007F:1F90"
+    );
+    assert_eq!(
+        proc_net_address("[::1]:443".parse().unwrap()),
+        "00000000000000000000000001000000:01BB"
+    );
 }
 
 /// Port-forward sessions opened and closed leave no descriptor open in the gateway.
@@ -364,13 +386,16 @@ async fn five_hundred_port_forward_sessions_leave_no_descriptor_behind() {
     };
     // Warm up: pooled connections, lazily built state.
     session(0).await;
-    let (node_api, leaf) = (addr.port(), c.leaf.addr().port());
+    let (node_api, leaf) = (addr, c.leaf.addr());
     // The leaf's spare connections are kept on purpose (bounded, closed a minute after the
     // last stream): they are not counted as left behind.
     let gateway_fds = || {
         let spares = c.gw.gateway.snapshot().leaves["leaf-1"].spares().held();
         gateway_sockets(node_api, leaf).saturating_sub(spares)
     };
+    // Without a kube-api listener the leaf watches none of the front's read-only kinds.
+    let leaf_1 = c.gw.gateway.snapshot().leaves["leaf-1"].clone();
+    assert!(leaf_1.kinds().watched().is_empty(), "{:?}", leaf_1.kinds().watched());
     let before = gateway_fds();
     for round in 0..50 {
         let sessions: Vec<_> = (0..10).map(|i| session(round * 10 + i)).collect();
