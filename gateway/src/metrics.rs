@@ -65,6 +65,14 @@ pub struct LeafLabels {
     pub leaf: String,
 }
 
+/// A read-only kind a leaf keeps for the kube-api front: the leaf, and the kind as a
+/// tenant's `resources` names it (`deployments.apps`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LeafKindLabels {
+    pub leaf: String,
+    pub resource: String,
+}
+
 /// Per leaf cluster: its pod watch's health and size. Kept by the leaf's reflector task;
 /// a leaf's series go when the leaf leaves the config.
 /// A pod call (node-api or kube-api): which tenant's pod, in which leaf, what it did, how
@@ -176,10 +184,14 @@ pub struct Metrics {
     /// could not keep up) or the file could not be written.
     pub access_log_dropped: Counter,
     /// Seconds until each served certificate's `notAfter`: refreshed from the snapshot at
-    /// each scrape ([`Metrics::encode_with_certificates`]), since it counts down between
+    /// each scrape ([`Metrics::encode_scrape`]), since it counts down between
     /// reloads and a reload or Secret change adds and removes certificates.
     certificate_expiry: Family<CertificateLabels, Gauge>,
-    /// Serialises a scrape's refresh of `certificate_expiry` with its encoding, so two
+    /// Objects each leaf keeps of each read-only kind, and their size as JSON text:
+    /// refreshed from the snapshot at each scrape, as a reload starts and stops kinds.
+    leaf_objects: Family<LeafKindLabels, Gauge>,
+    leaf_object_bytes: Family<LeafKindLabels, Gauge>,
+    /// Serialises a scrape's refresh of the families above with its encoding, so two
     /// scrapes at once never see each other's half-cleared family.
     scrape: std::sync::Mutex<()>,
 }
@@ -276,6 +288,8 @@ impl Metrics {
             sessions: SessionMetrics::default(),
             access_log_dropped: Counter::default(),
             certificate_expiry: Family::default(),
+            leaf_objects: Family::default(),
+            leaf_object_bytes: Family::default(),
             scrape: std::sync::Mutex::new(()),
             registry: Registry::with_prefix("leafgate"),
         };
@@ -423,6 +437,16 @@ impl Metrics {
             "Seconds until a served certificate's notAfter (negative once expired), by listener and the hosts it is chosen for (* for the default)",
             m.certificate_expiry.clone(),
         );
+        registry.register(
+            "leaf_objects",
+            "Objects a leaf's reflector keeps of a read-only kind the kube-api front serves, by leaf and resource",
+            m.leaf_objects.clone(),
+        );
+        registry.register(
+            "leaf_object_bytes",
+            "The size as JSON text of the objects (and their printed cells) a leaf keeps of a read-only kind, by leaf and resource",
+            m.leaf_object_bytes.clone(),
+        );
         m
     }
 
@@ -458,15 +482,24 @@ impl Metrics {
     }
 
     /// [`Metrics::encode`], with `leafgate_certificate_expiry_seconds` set to exactly
-    /// `certificates` (seconds left each): certificates no longer served lose their series.
-    pub fn encode_with_certificates(
+    /// `certificates` (seconds left each), and `leafgate_leaf_objects` and
+    /// `leafgate_leaf_object_bytes` to exactly `kinds` (objects and bytes each): what is no
+    /// longer served or kept loses its series.
+    pub fn encode_scrape(
         &self,
         certificates: impl IntoIterator<Item = (CertificateLabels, i64)>,
+        kinds: impl IntoIterator<Item = (LeafKindLabels, i64, i64)>,
     ) -> String {
         let _scrape = self.scrape.lock().unwrap_or_else(|e| e.into_inner());
         self.certificate_expiry.clear();
         for (labels, seconds) in certificates {
             self.certificate_expiry.get_or_create(&labels).set(seconds);
+        }
+        self.leaf_objects.clear();
+        self.leaf_object_bytes.clear();
+        for (labels, objects, bytes) in kinds {
+            self.leaf_objects.get_or_create(&labels).set(objects);
+            self.leaf_object_bytes.get_or_create(&labels).set(bytes);
         }
         self.encode()
     }

@@ -46,6 +46,7 @@ use tracing::{debug, info, warn};
 use crate::config::{RouteAction, Tokens, UpstreamProtocol};
 use crate::control::Control;
 use crate::listener::conn::{self, InFlight};
+use crate::metrics::LeafKindLabels;
 use crate::proxy::{Body, full};
 
 pub async fn serve(socket: TcpListener, gateway: Arc<dyn Control>, stop: CancellationToken) {
@@ -146,9 +147,13 @@ async fn handle(req: Request<Incoming>, peer: SocketAddr, gateway: &dyn Control)
                 header::CONTENT_TYPE,
                 "application/openmetrics-text; version=1.0.0; charset=utf-8",
             )
-            .body(full(gateway.metrics().encode_with_certificates(
-                certs::expiries(&gateway.snapshot(), SystemTime::now()),
-            )))
+            .body(full({
+                let snapshot = gateway.snapshot();
+                gateway.metrics().encode_scrape(
+                    certs::expiries(&snapshot, SystemTime::now()),
+                    kinds_kept(&snapshot),
+                )
+            }))
             .expect("static parts make a valid response"),
         (&Method::POST, "/reload") => match gateway.reload().await {
             Ok(generation) => json_response(
@@ -236,6 +241,23 @@ fn rfc3339(t: SystemTime) -> String {
 }
 
 /// The `/status` document.
+/// Each leaf's read-only kinds as it keeps them, for `leafgate_leaf_objects` and
+/// `leafgate_leaf_object_bytes`.
+fn kinds_kept(snapshot: &crate::snapshot::Snapshot) -> Vec<(LeafKindLabels, i64, i64)> {
+    let mut out = Vec::new();
+    for (name, leaf) in &snapshot.leaves {
+        for k in leaf.kinds().footprint() {
+            let labels = LeafKindLabels {
+                leaf: name.clone(),
+                resource: k.gvr.entry(),
+            };
+            let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+            out.push((labels, count(k.objects), count(k.bytes)));
+        }
+    }
+    out
+}
+
 pub fn status(gateway: &dyn Control) -> Value {
     let snapshot = gateway.snapshot();
     let config = &snapshot.config;
@@ -309,6 +331,12 @@ pub fn status(gateway: &dyn Control) -> Value {
                 "synced": watch.synced,
                 "pods": watch.pods,
                 "watch_restarts": watch.restarts,
+                "kinds": leaf.kinds().footprint().iter().map(|k| json!({
+                    "resource": k.gvr.entry(),
+                    "watched": k.watched,
+                    "objects": k.objects,
+                    "json_bytes": k.bytes,
+                })).collect::<Vec<_>>(),
                 "last_error": watch.last_error.as_ref().map(|(_, e)| e),
                 "last_error_at": watch.last_error.as_ref().map(|(at, _)| rfc3339(*at)),
             })

@@ -71,6 +71,31 @@ async fn secrets_held(bed: &Bed, leaf: &str, n: usize) {
     }
 }
 
+/// Leaf `leaf`'s secrets as `/status` reports them (its `kinds` entry), and the values of
+/// `leafgate_leaf_objects` and `leafgate_leaf_object_bytes` for them.
+async fn secrets_reported(bed: &Bed, leaf: &str) -> (Option<Value>, (Option<u64>, Option<u64>)) {
+    let status: Value = client::get(bed.gw.admin(), "admin", "/status").await.json();
+    let leaves = status["leaves"].as_array().unwrap();
+    let this = leaves.iter().find(|l| l["name"] == leaf).unwrap();
+    let kinds = this["kinds"].as_array().unwrap();
+    let entry = kinds.iter().find(|k| k["resource"] == "secrets").cloned();
+    let metrics = client::get(bed.gw.admin(), "admin", "/metrics")
+        .await
+        .text();
+    let value = |name: &str| {
+        let series = format!("{name}{{leaf=\"{leaf}\",resource=\"secrets\"}}");
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(series.as_str()))
+            .and_then(|rest| rest.trim().parse().ok())
+    };
+    let series = (
+        value("leafgate_leaf_objects"),
+        value("leafgate_leaf_object_bytes"),
+    );
+    (entry, series)
+}
+
 /// One request as `token` with `method` and `accept`, over TLS: the whole answer as text.
 async fn raw(bed: &Bed, token: &str, method: &str, path: &str, accept: &str) -> String {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -407,6 +432,18 @@ async fn a_tenants_resources_bound_its_discovery_and_a_reload_starts_and_stops_r
         assert!(secrets_of(&bed, leaf).1, "{leaf}");
     }
     secrets_held(&bed, "leaf-a", 2).await;
+    // What keeping them costs, in /status and the metrics.
+    let (status, series) = secrets_reported(&bed, "leaf-a").await;
+    let status = status.expect("leaf-a's secrets in /status");
+    assert_eq!(
+        (&status["watched"], &status["objects"]),
+        (&json!(true), &json!(2)),
+        "{status}"
+    );
+    let bytes = status["json_bytes"].as_u64().unwrap();
+    // Two small secrets: each at least its password and name, well under a kilobyte.
+    assert!(bytes > 2 * 40 && bytes < 4096, "{status}");
+    assert_eq!(series, (Some(2), Some(bytes)));
     let get = ["get", "secrets", "-n", "other"];
     let want = tables(&ok(bed.direct(&bin, "a", &get).await, &b));
     let got = tables(&ok(bed.front(&bin, TOKEN_OTHER, &get).await, &b));
@@ -452,6 +489,7 @@ async fn a_tenants_resources_bound_its_discovery_and_a_reload_starts_and_stops_r
     for leaf in ["leaf-a", "leaf-b"] {
         assert_eq!(secrets_of(&bed, leaf), (0, false), "{leaf}");
     }
+    assert_eq!(secrets_reported(&bed, "leaf-a").await, (None, (None, None)));
     let answer = raw(
         &bed,
         TOKEN_OTHER,

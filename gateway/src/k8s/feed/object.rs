@@ -45,6 +45,8 @@ impl Object for RawPod {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RawObject {
     json: Value,
+    /// Its size as JSON text ([`json_size`]), counted once as it arrives.
+    bytes: usize,
 }
 
 fn text<'a>(v: &'a Value, pointer: &str) -> &'a str {
@@ -66,7 +68,14 @@ impl RawObject {
             json["metadata"]["annotations"] = Value::Object(Map::new());
         }
         json["metadata"]["annotations"][LEAF_ANNOTATION] = Value::from(leaf);
-        RawObject { json }
+        let bytes = json_size(&json);
+        RawObject { json, bytes }
+    }
+
+    /// Its size as JSON text: what the leaf sent for it, near enough to count what a kind
+    /// costs to keep (`/status`, `leafgate_leaf_object_bytes`).
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// The object whole.
@@ -83,6 +92,33 @@ impl RawObject {
     pub fn label(&self, key: &str) -> Option<&str> {
         self.json["metadata"]["labels"].get(key)?.as_str()
     }
+}
+
+/// The length of `v` written as compact JSON, without writing it: exact but for the
+/// escapes a string would need and the digits of a fraction (counted as 16).
+pub fn json_size(v: &Value) -> usize {
+    match v {
+        Value::Null => 4,
+        Value::Bool(true) => 4,
+        Value::Bool(false) => 5,
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => digits(u),
+            (None, Some(i)) => 1 + digits(i.unsigned_abs()),
+            _ => 16,
+        },
+        Value::String(s) => s.len() + 2,
+        Value::Array(items) => {
+            2 + items.iter().map(json_size).sum::<usize>() + items.len().saturating_sub(1)
+        }
+        Value::Object(fields) => {
+            let each = fields.iter().map(|(k, v)| k.len() + 3 + json_size(v));
+            2 + each.sum::<usize>() + fields.len().saturating_sub(1)
+        }
+    }
+}
+
+fn digits(n: u64) -> usize {
+    n.checked_ilog10().map_or(1, |l| l as usize + 1)
 }
 
 impl Object for RawObject {
@@ -139,6 +175,26 @@ pub fn storage_order(a: (&str, &str), b: (&str, &str)) -> Ordering {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_objects_size_is_its_compact_json_length() {
+        for v in [
+            json!(null),
+            json!({}),
+            json!([]),
+            json!({"a": [1, 22, -333, true, false, null], "b": {"c": "dé", "d": 0}}),
+            json!([u64::MAX, i64::MIN, 10, 9, 100]),
+        ] {
+            assert_eq!(json_size(&v), serde_json::to_vec(&v).unwrap().len(), "{v}");
+        }
+        let o = RawObject::new(
+            json!({"metadata": {"name": "x"}}),
+            "v1",
+            "ConfigMap",
+            "leaf-1",
+        );
+        assert_eq!(o.bytes(), serde_json::to_vec(o.json()).unwrap().len());
+    }
 
     #[test]
     fn the_storage_key_orders_a_namespace_before_its_name_plus_dash() {

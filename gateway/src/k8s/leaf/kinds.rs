@@ -33,6 +33,17 @@ pub struct LeafKinds {
     inner: Arc<Inner>,
 }
 
+/// One kind as a leaf keeps it ([`LeafKinds::footprint`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Footprint {
+    pub gvr: &'static Gvr,
+    /// Whether its reflector runs.
+    pub watched: bool,
+    pub objects: usize,
+    /// The objects' size as JSON text, with their printed cells.
+    pub bytes: usize,
+}
+
 /// What the discovery task and [`LeafKinds::want`] share.
 struct Inner {
     client: kube::Client,
@@ -96,6 +107,28 @@ impl LeafKinds {
     /// How many objects the leaf holds of each kind.
     pub fn counts(&self) -> impl Iterator<Item = (&'static Gvr, usize)> + '_ {
         self.inner.kept.iter().map(|k| (k.gvr, k.feed.len()))
+    }
+
+    /// What the leaf keeps of each kind it watches or still holds objects of: the kind,
+    /// whether its reflector runs, its objects and their size as JSON text.
+    pub fn footprint(&self) -> Vec<Footprint> {
+        let running: Vec<bool> = lock(&self.inner.state)
+            .running
+            .iter()
+            .map(Option::is_some)
+            .collect();
+        let kinds = self.inner.kept.iter().zip(running);
+        kinds
+            .filter_map(|(kept, watched)| {
+                let (objects, bytes) = kept.footprint();
+                (watched || objects > 0).then_some(Footprint {
+                    gvr: kept.gvr,
+                    watched,
+                    objects,
+                    bytes,
+                })
+            })
+            .collect()
     }
 
     /// The kinds whose reflector runs (wanted, and served by the leaf).

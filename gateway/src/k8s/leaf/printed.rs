@@ -20,7 +20,7 @@ use tracing::{debug, warn};
 
 use crate::config::kinds::Gvr;
 use crate::errors::{self, Causes};
-use crate::k8s::feed::{Feed, Printed, RawObject};
+use crate::k8s::feed::{Feed, Printed, RawObject, json_size};
 
 /// One kind of one leaf: its objects and the leaf's column definitions for it.
 pub struct Kept {
@@ -44,6 +44,15 @@ impl Kept {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// How many objects it holds, and their size as JSON text (each object and the cells
+    /// printed for it): what keeping the kind costs, for `/status` and the metrics.
+    pub fn footprint(&self) -> (usize, usize) {
+        let all = self.feed.list();
+        let cells = |p: &Printed| p.cells.iter().map(json_size).sum::<usize>() + p.cells.len() + 1;
+        let bytes = all.iter().map(|p| p.object.bytes() + cells(p)).sum();
+        (all.len(), bytes)
     }
 
     /// Keeps the column definitions of the leaf's latest Table.
