@@ -728,6 +728,26 @@ async fn describe_and_rollout_status_read_through_the_front() {
                 "{b} {describe:?}"
             );
         }
+        // `rollout history` reads the deployment's ReplicaSets, as against the leaf.
+        let history = ["rollout", "history", "deployment/web", "-n", "apps"];
+        let want = ok(bed.direct(&bin, "a", &history).await, &b);
+        let got = ok(bed.front(&bin, TOKEN_A, &history).await, &b);
+        assert_eq!(got, want, "{b}");
+        // `explain` finds the kind in the front's OpenAPI v3 documents, with the upstream
+        // field documentation.
+        let explain = ["explain", "deployment.spec.strategy"];
+        let got = ok(bed.front(&bin, TOKEN_A, &explain).await, &b);
+        for want in [
+            "KIND:",
+            "Deployment",
+            "apps",
+            "FIELD: strategy <DeploymentStrategy>",
+            "The deployment strategy to use to replace existing pods with new ones.",
+            "rollingUpdate",
+            "Rolling update config params.",
+        ] {
+            assert!(got.contains(want), "{b}: {want:?} in {got}");
+        }
     }
     // `rollout status` watches the deployment until it is available.
     let bin = kubesim::kubectl::pinned();

@@ -14,6 +14,12 @@
 //!   the front's clear 405.
 //! - `apis/authorization.k8s.io/v1` and `apis/authentication.k8s.io/v1`: the reviews;
 //!   `apis/events.k8s.io/v1`: its events (read only).
+//! - The read-only kinds (`config::kinds::BUILTIN`), each in its group-version's document
+//!   (core ones in `api/v1`; `apis/apps/v1`, `apis/batch/v1`, ...): the list across
+//!   namespaces, the list in one and the object by name, each `get` only, and the kind's
+//!   schema, so `kubectl explain deployment.spec.strategy` works. The documents are the
+//!   same for every tenant; which kinds a tenant reaches is discovery's (kubectl resolves
+//!   a kind there before it reads a schema).
 //!
 //! The schemas are generated from the `k8s-openapi` types leafgate decodes pods with (its
 //! `schemars` feature, which carries the upstream field documentation), once, at first use:
@@ -25,10 +31,21 @@ use std::sync::LazyLock;
 
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
+use k8s_openapi::api::apps::v1::{
+    ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet,
+};
 use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use k8s_openapi::api::authorization::v1::{SelfSubjectAccessReview, SelfSubjectRulesReview};
-use k8s_openapi::api::core::v1::{Event, Namespace, Pod};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Endpoints, Event, LimitRange, Namespace, PersistentVolumeClaim, Pod, ResourceQuota,
+    Secret, Service, ServiceAccount,
+};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::events::v1::Event as EventV1;
+use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, Status as MetaStatus};
 use k8s_openapi::schemars::JsonSchema;
 use k8s_openapi::schemars::generate::{SchemaGenerator, SchemaSettings};
@@ -36,6 +53,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha512};
 
 use super::query::query_value;
+use crate::config::kinds::{self, Gvr};
 use crate::k8s::status::Status;
 use crate::listener::reply;
 use crate::proxy::{Body, full};
@@ -117,6 +135,36 @@ fn build() -> Documents {
         ("apis/authorization.k8s.io/v1", authorization_v1()),
         ("apis/authentication.k8s.io/v1", authentication_v1()),
         ("apis/events.k8s.io/v1", events_v1()),
+        ("apis/apps/v1", apps_v1()),
+        ("apis/batch/v1", batch_v1()),
+        (
+            "apis/discovery.k8s.io/v1",
+            read_only_document("discovery.k8s.io/v1", |s| {
+                read_only::<EndpointSlice>(&kinds::ENDPOINTSLICES, s)
+            }),
+        ),
+        (
+            "apis/networking.k8s.io/v1",
+            read_only_document("networking.k8s.io/v1", |s| {
+                [
+                    read_only::<Ingress>(&kinds::INGRESSES, s),
+                    read_only::<NetworkPolicy>(&kinds::NETWORKPOLICIES, s),
+                ]
+                .concat()
+            }),
+        ),
+        (
+            "apis/autoscaling/v2",
+            read_only_document("autoscaling/v2", |s| {
+                read_only::<HorizontalPodAutoscaler>(&kinds::HORIZONTALPODAUTOSCALERS, s)
+            }),
+        ),
+        (
+            "apis/policy/v1",
+            read_only_document("policy/v1", |s| {
+                read_only::<PodDisruptionBudget>(&kinds::PODDISRUPTIONBUDGETS, s)
+            }),
+        ),
     ]
     .into_iter()
     .map(|(path, doc)| {
@@ -175,7 +223,12 @@ impl Schemas {
     /// schema): `items` of `T` and the list metadata, as kube-apiserver's documents write
     /// every list; returns its `$ref`.
     fn add_list<T: JsonSchema>(&mut self, group: &str, kind: &str) -> Value {
-        let item = self.add::<T>(Some(gvk(group, "v1", kind)));
+        self.add_list_at::<T>(group, "v1", kind)
+    }
+
+    /// [`Schemas::add_list`] for a kind of `group` at `version`.
+    fn add_list_at<T: JsonSchema>(&mut self, group: &str, version: &str, kind: &str) -> Value {
+        let item = self.add::<T>(Some(gvk(group, version, kind)));
         let meta = self.add::<ListMeta>(None);
         let name = format!("{}List", T::schema_name());
         let list_kind = format!("{kind}List");
@@ -194,7 +247,7 @@ impl Schemas {
             .definitions_mut()
             .insert(name.clone(), schema);
         self.kinds
-            .push((name.clone(), gvk(group, "v1", &list_kind)));
+            .push((name.clone(), gvk(group, version, &list_kind)));
         json!({ "$ref": format!("#/components/schemas/{name}") })
     }
 
@@ -455,7 +508,116 @@ fn core_v1() -> Value {
             "parameters": [name_param("Event"), ns_param],
         },
     });
+    let mut paths = paths;
+    let core_kinds = [
+        read_only::<Service>(&kinds::SERVICES, &mut s),
+        read_only::<ConfigMap>(&kinds::CONFIGMAPS, &mut s),
+        read_only::<Endpoints>(&kinds::ENDPOINTS, &mut s),
+        read_only::<PersistentVolumeClaim>(&kinds::PERSISTENTVOLUMECLAIMS, &mut s),
+        read_only::<ServiceAccount>(&kinds::SERVICEACCOUNTS, &mut s),
+        read_only::<LimitRange>(&kinds::LIMITRANGES, &mut s),
+        read_only::<ResourceQuota>(&kinds::RESOURCEQUOTAS, &mut s),
+        read_only::<Secret>(&kinds::SECRETS, &mut s),
+    ];
+    for (path, item) in core_kinds.into_iter().flatten() {
+        paths[path] = item;
+    }
     document("v1", paths, s.finish())
+}
+
+fn apps_v1() -> Value {
+    read_only_document("apps/v1", |s| {
+        [
+            read_only::<Deployment>(&kinds::DEPLOYMENTS, s),
+            read_only::<ReplicaSet>(&kinds::REPLICASETS, s),
+            read_only::<StatefulSet>(&kinds::STATEFULSETS, s),
+            read_only::<DaemonSet>(&kinds::DAEMONSETS, s),
+            read_only::<ControllerRevision>(&kinds::CONTROLLERREVISIONS, s),
+        ]
+        .concat()
+    })
+}
+
+fn batch_v1() -> Value {
+    read_only_document("batch/v1", |s| {
+        [
+            read_only::<Job>(&kinds::JOBS, s),
+            read_only::<CronJob>(&kinds::CRONJOBS, s),
+        ]
+        .concat()
+    })
+}
+
+/// The paths of read-only kind `gvr` (of type `T`) as kube-apiserver's documents write
+/// them: the list across namespaces, the list in one, and the object by name (get, list
+/// and watch: all the front serves of it), with `T`'s schema and its list's in `s`.
+fn read_only<T: JsonSchema>(gvr: &Gvr, s: &mut Schemas) -> Vec<(String, Value)> {
+    let version = gvr.version();
+    let kind_gvk = gvk(gvr.group, version, gvr.kind);
+    let one = s.add::<T>(Some(kind_gvk.clone()));
+    let list = s.add_list_at::<T>(gvr.group, version, gvr.kind);
+    let id = |verb: &str, rest: &str| format!("{verb}{}{rest}", operation_prefix(gvr));
+    let tag = json!([format!(
+        "{}_{version}",
+        gvr.group
+            .split('.')
+            .next()
+            .filter(|g| !g.is_empty())
+            .unwrap_or("core")
+    )]);
+    let tagged = |mut o: Value| {
+        o["tags"] = tag.clone();
+        o
+    };
+    let ns_param = path_param(
+        "namespace",
+        "object name and auth scope, such as for teams and projects",
+    );
+    let listed = format!("list or watch objects of kind {}", gvr.kind);
+    let root = gvr.path();
+    let (prefix, resource) = root.rsplit_once('/').unwrap_or((&root, gvr.resource));
+    vec![
+        (
+            root.clone(),
+            json!({ "get": tagged(op(&id("list", &format!("{}ForAllNamespaces", gvr.kind)), &listed, "list", &kind_gvk, list_params(), ok(&list))) }),
+        ),
+        (
+            format!("{prefix}/namespaces/{{namespace}}/{resource}"),
+            json!({
+                "get": tagged(op(&id("list", &format!("Namespaced{}", gvr.kind)), &listed, "list", &kind_gvk, list_params(), ok(&list))),
+                "parameters": [ns_param.clone()],
+            }),
+        ),
+        (
+            format!("{prefix}/namespaces/{{namespace}}/{resource}/{{name}}"),
+            json!({
+                "get": tagged(op(&id("read", &format!("Namespaced{}", gvr.kind)), &format!("read the specified {}", gvr.kind), "get", &kind_gvk, vec![], ok(&one))),
+                "parameters": [path_param("name", &format!("name of the {}", gvr.kind)), ns_param],
+            }),
+        ),
+    ]
+}
+
+/// kube-apiserver's operation id infix of `gvr`'s group-version: `CoreV1`, `AppsV1`,
+/// `NetworkingV1`, `AutoscalingV2`.
+fn operation_prefix(gvr: &Gvr) -> String {
+    let group = gvr
+        .group
+        .split('.')
+        .next()
+        .filter(|g| !g.is_empty())
+        .unwrap_or("core");
+    format!("{}{}", capitalized(group), capitalized(gvr.version()))
+}
+
+/// A group-version's document of read-only kinds: the paths `kinds` give.
+fn read_only_document(
+    group_version: &str,
+    kinds: impl FnOnce(&mut Schemas) -> Vec<(String, Value)>,
+) -> Value {
+    let mut s = Schemas::new();
+    let paths: Map<String, Value> = kinds(&mut s).into_iter().collect();
+    document(group_version, Value::Object(paths), s.finish())
 }
 
 /// A review group's document: one `create` (POST) per review.
@@ -623,7 +785,64 @@ mod tests {
         );
         let etag = HeaderValue::from_str(&format!("\"{hash}\"")).unwrap();
         assert_eq!(serve("api/v1", None, Some(&etag)).status(), 304);
-        assert_eq!(serve("apis/apps/v1", None, None).status(), 404);
+        assert_eq!(serve("apis/storage.k8s.io/v1", None, None).status(), 404);
+    }
+
+    #[tokio::test]
+    async fn every_read_only_kind_has_its_paths_and_a_tagged_schema() {
+        let root = body(serve("", None, None)).await;
+        for gvr in kinds::BUILTIN {
+            let at = gvr.path();
+            let (prefix, resource) = at.rsplit_once('/').unwrap();
+            let document = prefix.trim_start_matches('/');
+            let url = root["paths"][document]["serverRelativeURL"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{document} in {root}"));
+            let (path, query) = url
+                .trim_start_matches("/openapi/v3/")
+                .split_once('?')
+                .unwrap();
+            let doc = body(serve(path, Some(query), None)).await;
+            let paths = &doc["paths"];
+            let want = json!({"group": gvr.group, "version": gvr.version(), "kind": gvr.kind});
+            for (path, verb) in [
+                (at.clone(), "list"),
+                (
+                    format!("{prefix}/namespaces/{{namespace}}/{resource}"),
+                    "list",
+                ),
+                (
+                    format!("{prefix}/namespaces/{{namespace}}/{resource}/{{name}}"),
+                    "get",
+                ),
+            ] {
+                let get = &paths[&path]["get"];
+                assert_eq!(get["x-kubernetes-action"], verb, "{path}");
+                assert_eq!(get["x-kubernetes-group-version-kind"], want, "{path}");
+                // Read only: no write is declared.
+                for write in ["post", "put", "patch", "delete"] {
+                    assert!(paths[&path][write].is_null(), "{path} {write}");
+                }
+            }
+            let tagged = doc["components"]["schemas"]
+                .as_object()
+                .unwrap()
+                .values()
+                .filter(|s| s["x-kubernetes-group-version-kind"] == json!([want.clone()]))
+                .count();
+            assert_eq!(tagged, 1, "{}", gvr.kind);
+        }
+        let apps = body(serve("apis/apps/v1", None, None)).await;
+        let read = &apps["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["get"];
+        assert_eq!(read["operationId"], "readAppsV1NamespacedDeployment");
+        let strategy = &apps["components"]["schemas"]["io.k8s.api.apps.v1.DeploymentStrategy"];
+        assert!(
+            strategy["properties"]["rollingUpdate"]["description"]
+                .as_str()
+                .unwrap()
+                .contains("Rolling update config params"),
+            "{strategy}"
+        );
     }
 
     #[tokio::test]
