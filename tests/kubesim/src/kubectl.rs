@@ -1,6 +1,6 @@
 //! Finding the real kubectl binaries tests run against: the pinned one (env `KUBECTL`, then
-//! `<workspace>/target/tools/bin/kubectl`, installed by `scripts/tools.sh`) and
-//! `/usr/bin/kubectl` when it is the 1.32 client. Owns discovery of binaries only.
+//! `<workspace>/target/tools/bin/kubectl`, installed by `scripts/tools.sh`) and a 1.32
+//! client where the machine has one ([`all`]). Owns discovery of binaries only.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -36,12 +36,24 @@ pub fn pinned() -> PathBuf {
     p
 }
 
-/// Every kubectl to run the tests with: the pinned one, plus /usr/bin/kubectl at 1.32.
+/// Where a kubectl 1.32 may be on the machine: the Google Cloud SDK's own 1.32 binary,
+/// then `/usr/bin/kubectl`.
+const KUBECTL_1_32: [&str; 2] = [
+    "/usr/lib/google-cloud-sdk/bin/kubectl.1.32",
+    "/usr/bin/kubectl",
+];
+
+/// Every kubectl to run the tests with: the pinned one, plus a 1.32 client when the
+/// machine has one. The Cloud SDK's `/usr/bin/kubectl` is a dispatcher (its version
+/// `v1.32.4-dispatcher`) that runs whichever of its binaries suits the server's version,
+/// so it is taken only when no real 1.32 binary is there, and never as the dispatcher.
 pub fn all() -> Vec<PathBuf> {
     let mut bins = vec![pinned()];
-    let system = Path::new("/usr/bin/kubectl");
-    if system.is_file() && client_version(system).is_some_and(|v| v.starts_with("1.32.")) {
-        bins.push(system.to_path_buf());
-    }
+    let real_1_32 = KUBECTL_1_32.iter().map(Path::new).find(|bin| {
+        bin.is_file()
+            && client_version(bin)
+                .is_some_and(|v| v.starts_with("1.32.") && !v.contains("dispatcher"))
+    });
+    bins.extend(real_1_32.map(Path::to_path_buf));
     bins
 }
