@@ -162,9 +162,9 @@ resources = [{resources}]
         .into_iter()
         .flatten()
         .flat_map(|l| l["kinds"].as_array().cloned().unwrap_or_default())
-        .filter(|k| k["kind"] == "deployments.apps")
+        .filter(|k| k["resource"] == "deployments.apps")
         .collect();
-    let counted_bytes: u64 = counted.iter().filter_map(|k| k["bytes"].as_u64()).sum();
+    let counted_bytes: u64 = counted.iter().filter_map(|k| k["json_bytes"].as_u64()).sum();
     let counted_objects: u64 = counted.iter().filter_map(|k| k["objects"].as_u64()).sum();
     assert_eq!(counted_objects, deployments as u64, "{counted:?}");
 
