@@ -1,7 +1,8 @@
 //! What leafgate allocates, counted by a counting global allocator (hence a test binary of
 //! its own): the HTTP/1.1 fast path allocates nothing per request in the steady state (with
-//! its access log on too: a JSON line per request to a file), and
-//! an idle upgraded (spliced) connection holds at most [`IDLE_UPGRADED_MOST`] of heap.
+//! its access log on too: a JSON line per request to a file), an HTTP/2 request costs at
+//! most [`H2_ALLOCATIONS_MOST`], and an idle upgraded (spliced) connection holds at most
+//! [`IDLE_UPGRADED_MOST`] of heap.
 //!
 //! leafgate runs in-process; the client and the backend are plain threads on blocking
 //! sockets with fixed buffers, which allocate nothing while they loop, so every
@@ -418,6 +419,153 @@ fn an_idle_upgraded_connection_holds_at_most_16_kib_of_heap() {
         over.is_empty(),
         "an idle upgraded connection holds over {} KiB: {over:?}",
         IDLE_UPGRADED_MOST / 1024.0
+    );
+    drop(gw);
+}
+
+/// The most allocations one HTTP/2 request may cost the gateway in the steady state
+/// (hyper's h2 server and the proxy's exchange to a pooled HTTP/1.1 backend): 17.0 on
+/// 2026-12-02 in [`an_h2_request_allocates_at_most_its_bound`] (the same in every run),
+/// with room for three more, so a change that adds allocations per stream fails here and
+/// one that removes some lowers this bound.
+const H2_ALLOCATIONS_MOST: f64 = 20.0;
+
+/// Writes one HTTP/2 frame header (`len` bytes of payload follow).
+fn frame_head(out: &mut [u8], len: usize, kind: u8, flags: u8, stream: u32) {
+    let len = u32::try_from(len).unwrap().to_be_bytes();
+    out[..3].copy_from_slice(&len[1..]);
+    out[3] = kind;
+    out[4] = flags;
+    out[5..9].copy_from_slice(&stream.to_be_bytes());
+}
+
+/// A prior-knowledge h2c client over a blocking socket with fixed buffers: it allocates
+/// nothing per request, so every allocation counted is the gateway's. Each request is one
+/// HEADERS frame (END_STREAM), its header block the same bytes every time: HPACK's
+/// indexed `:method GET` and `:scheme http`, and `:path` and `:authority` as literals
+/// without indexing, so no dynamic table entry is ever made.
+struct H2Client {
+    tcp: TcpStream,
+    next_stream: u32,
+    buf: [u8; 16384],
+    have: usize,
+}
+
+impl H2Client {
+    fn connect(addr: SocketAddr) -> H2Client {
+        let mut tcp = TcpStream::connect(addr).unwrap();
+        tcp.set_nodelay(true).unwrap();
+        let mut hello = [0u8; 24 + 9 + 9 + 4];
+        hello[..24].copy_from_slice(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+        frame_head(&mut hello[24..], 0, 0x4, 0, 0); // SETTINGS, empty
+        // The connection's receive window to its maximum: the answers' DATA never stalls.
+        frame_head(&mut hello[33..], 4, 0x8, 0, 0);
+        hello[42..].copy_from_slice(&(0x7fff_ffffu32 - 65_535).to_be_bytes());
+        tcp.write_all(&hello).unwrap();
+        H2Client {
+            tcp,
+            next_stream: 1,
+            buf: [0u8; 16384],
+            have: 0,
+        }
+    }
+
+    /// One GET /x, read until its stream ends with a 200 and its 5-byte body.
+    fn request(&mut self) {
+        const BLOCK: &[u8] = b"\x82\x86\x04\x02/x\x01\x09a.example";
+        let mut out = [0u8; 9 + BLOCK.len()];
+        let stream = self.next_stream;
+        self.next_stream += 2;
+        frame_head(&mut out, BLOCK.len(), 0x1, 0x5, stream); // END_STREAM | END_HEADERS
+        out[9..].copy_from_slice(BLOCK);
+        self.tcp.write_all(&out).unwrap();
+        let (mut status_ok, mut body) = (false, 0usize);
+        loop {
+            let (kind, flags, id, payload) = self.frame();
+            match kind {
+                // SETTINGS from the server: acknowledged.
+                0x4 if flags & 0x1 == 0 => {
+                    let mut ack = [0u8; 9];
+                    frame_head(&mut ack, 0, 0x4, 0x1, 0);
+                    self.tcp.write_all(&ack).unwrap();
+                }
+                0x6 if flags & 0x1 == 0 => {
+                    let mut pong = [0u8; 17];
+                    frame_head(&mut pong, 8, 0x6, 0x1, 0);
+                    pong[9..].copy_from_slice(&self.buf[9..17]);
+                    self.tcp.write_all(&pong).unwrap();
+                }
+                0x7 => panic!("the gateway sent GOAWAY"),
+                0x3 if id == stream => panic!("the gateway reset stream {stream}"),
+                // HEADERS: `:status 200` is HPACK's static entry 8 (0x88).
+                0x1 if id == stream => status_ok |= self.buf[9..9 + payload].contains(&0x88),
+                0x0 if id == stream => body += payload,
+                _ => {}
+            }
+            self.consume(9 + payload);
+            if id == stream && matches!(kind, 0x0 | 0x1) && flags & 0x1 != 0 {
+                assert!(status_ok, "stream {stream} did not answer 200");
+                assert_eq!(body, 5, "stream {stream}'s body");
+                return;
+            }
+        }
+    }
+
+    /// The next whole frame at the front of the buffer: its type, flags, stream and
+    /// payload length (the payload at `buf[9..]`).
+    fn frame(&mut self) -> (u8, u8, u32, usize) {
+        loop {
+            if self.have >= 9 {
+                let b = &self.buf;
+                let len = usize::from(b[0]) << 16 | usize::from(b[1]) << 8 | usize::from(b[2]);
+                assert!(9 + len <= b.len(), "a frame of {len} bytes");
+                if self.have >= 9 + len {
+                    let id = u32::from_be_bytes([b[5], b[6], b[7], b[8]]) & 0x7fff_ffff;
+                    return (b[3], b[4], id, len);
+                }
+            }
+            let got = self.tcp.read(&mut self.buf[self.have..]).unwrap();
+            assert!(got > 0, "the gateway closed the connection");
+            self.have += got;
+        }
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.buf.copy_within(n..self.have, 0);
+        self.have -= n;
+    }
+}
+
+#[test]
+fn an_h2_request_allocates_at_most_its_bound() {
+    let _serial = serial();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let backend = backend();
+    let gw = rt.block_on(TestGateway::start(
+        Config::new()
+            .listener(Listener::new("h2c"))
+            .route(Route::host("*").backend(backend)),
+    ));
+    let mut client = H2Client::connect(gw.addr("h2c"));
+    for _ in 0..1_000 {
+        client.request();
+    }
+    let n = 5_000;
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    for _ in 0..n {
+        client.request();
+    }
+    let per_request = (ALLOCATIONS.load(Ordering::Relaxed) - before) as f64 / f64::from(n);
+    println!("allocations per h2 request (h2c, pooled HTTP/1.1 backend): {per_request:.1}");
+    // It must count something (hyper's h2 server allocates per stream), and no more than
+    // the bound.
+    assert!(per_request >= 1.0, "nothing counted: {per_request}");
+    assert!(
+        per_request <= H2_ALLOCATIONS_MOST,
+        "an h2 request allocated {per_request:.1} times, over {H2_ALLOCATIONS_MOST}"
     );
     drop(gw);
 }
