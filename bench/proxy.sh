@@ -38,6 +38,15 @@
 # it must answer the upstream's body before anything is measured; then it is measured in
 # every run like the others, printed against nginx and leafgate per core, in the CPU per
 # request lines and, with SYSCALLS=1, counted like the others.
+#
+# H2=1 adds the HTTP/2 rows (issue 47) after them: h2load (Debian's `nghttp2-client`,
+# installed when missing) on LOAD_CPU against nginx and leafgate on PROXY_CPU, over
+# prior-knowledge h2c and over TLS with ALPN `h2` (the same self-signed P-256 certificate
+# for both, TLS 1.3 with TLS_AES_128_GCM_SHA256 asked of both), each proxy forwarding to
+# the same upstream over pooled keep-alive HTTP/1.1, at H2_LOADS connections x streams
+# (default "16x16 64x1"), H2_REQUESTS requests a run (default 200000), RUNS runs. For each
+# row: requests per CPU-second of the proxy, p50/p99 from h2load's per-request log, user
+# and kernel µs per request, and leafgate's ratio to nginx in the same run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -53,6 +62,8 @@ if [ "$FLOOR" = 1 ] && ! [ -f "$stream_module" ]; then
   install_pkg libnginx-mod-stream
 fi
 [ "$HAPROXY" = 1 ] && need haproxy haproxy
+H2=${H2:-0}
+[ "$H2" = 1 ] && need h2load nghttp2-client
 
 PROXY_CPU=${PROXY_CPU:-1}
 LOAD_CPU=${LOAD_CPU:-0}
@@ -170,6 +181,50 @@ frontend bench
 backend upstream
   server upstream 127.0.0.1:$up
 CONF
+
+if [ "$H2" = 1 ]; then
+  # The h2 listeners: nginx's h2c and TLS servers beside its HTTP/1.1 one, leafgate's TLS
+  # listener beside its plain one (which takes prior-knowledge h2c as it is).
+  nx2=$(free_port); nxs=$(free_port); lgs=$(free_port)
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+    -subj /CN=bench.example -addext subjectAltName=DNS:bench.example \
+    -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
+  chmod 644 "$work/key.pem" "$work/cert.pem"
+  h2_location="location / {
+      proxy_pass http://backend;
+      proxy_http_version 1.1;
+      proxy_set_header Connection \"\";
+      proxy_set_header Host \$host;
+      proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Proto \$scheme;
+      proxy_set_header X-Forwarded-Host \$host;
+    }"
+  # Into proxy.conf's http block, before its closing brace.
+  sed -i '$d' "$work/proxy.conf"
+  cat >>"$work/proxy.conf" <<CONF
+  server {
+    listen 127.0.0.1:$nx2 http2;
+    keepalive_requests 1000000;
+    http2_max_requests 1000000;
+    $h2_location
+  }
+  server {
+    listen 127.0.0.1:$nxs ssl http2;
+    ssl_certificate $work/cert.pem;
+    ssl_certificate_key $work/key.pem;
+    keepalive_requests 1000000;
+    http2_max_requests 1000000;
+    $h2_location
+  }
+}
+CONF
+  cat >>"$work/leafgate.toml" <<CONF
+[[listener]]
+name = "bench-tls"
+bind = "127.0.0.1:$lgs"
+tls = { cert = "$work/cert.pem", key = "$work/key.pem" }
+CONF
+fi
 
 echo "load before: $(uptime)"
 taskset -c "$LOAD_CPU" nginx -p "$work" -c "$work/upstream.conf" -g 'daemon off;' 2>>"$work/logs/upstream-stderr" &
@@ -370,4 +425,69 @@ if haproxy:
         print(f"{i + 1:>3}  HAProxy {hx[0]:.0f} req/s, {per_core(hx):.0f} per core, p99 {hx[2]:.2f} ms:"
               f" {haproxy_x[-1]:.2f}x nginx per core; leafgate {lg / per_core(hx):.2f}x HAProxy")
     print(f"HAProxy per core / nginx per core: {min(haproxy_x):.2f}x .. {max(haproxy_x):.2f}x")
+PY
+
+[ "$H2" = 1 ] || exit 0
+# h2_measure NAME URL LOAD PID...: one h2load run of H2_REQUESTS requests at LOAD
+# (connections x streams); stores the row "req/s p50 p99 cpu elapsed user kernel" in ROW.
+h2_measure() {
+  local name=$1 url=$2 load=$3; shift 3
+  local c=${load%x*} m=${load#*x} hz c0 c1 out log=$work/h2-$name.log
+  hz=$(getconf CLK_TCK)
+  c0=$(cpu_ticks_split "$@")
+  out=$(timeout 300 taskset -c "$LOAD_CPU" h2load -t1 -c"$c" -m"$m" -n"$H2_REQUESTS" \
+    --tls13-ciphers=TLS_AES_128_GCM_SHA256 --log-file="$log" "$url")
+  c1=$(cpu_ticks_split "$@")
+  printf '%s\n' "$out" >"$work/h2-$name.out"
+  ROW=$(python3 - "$log" "$work/h2-$name.out" "${c0% *}" "${c1% *}" "${c0#* }" "${c1#* }" "$hz" <<'PY'
+import re, sys
+log, report = sys.argv[1], sys.argv[2]
+u0, u1, s0, s1, hz = map(float, sys.argv[3:])
+out = open(report).read()
+done = re.search(r"finished in ([0-9.]+)(m?s), ([0-9.]+) req/s", out)
+ok = re.search(r"requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded", out)
+status = re.search(r"status codes: (\d+) 2xx", out)
+if not (done and ok and status) or ok.group(1) != ok.group(2) or status.group(1) != ok.group(1):
+    sys.exit("h2load did not finish every request with a 2xx:\n" + out)
+elapsed = float(done.group(1)) / (1000 if done.group(2) == "ms" else 1)
+times = sorted(int(l.split("\t")[2]) for l in open(log) if l.count("\t") == 2)
+pct = lambda p: times[min(len(times) - 1, int(p * len(times)))] / 1000
+user, kernel = (u1 - u0) / hz, (s1 - s0) / hz
+print(float(done.group(3)), pct(0.50), pct(0.99), user + kernel, elapsed, user, kernel)
+PY
+)
+  printf '%-16s %-6s %s\n' "$name" "$load" "$ROW"
+}
+
+H2_LOADS=${H2_LOADS:-16x16 64x1}
+H2_REQUESTS=${H2_REQUESTS:-200000}
+echo "h2load -t1 -n$H2_REQUESTS on CPU $LOAD_CPU; each proxy on CPU $PROXY_CPU (columns: req/s p50 p99 ms, CPU elapsed user kernel s)"
+H2_REQUESTS=20000 h2_measure warmup-nginx "http://127.0.0.1:$nx2/" 16x16 "${nginx_pids[@]}" >/dev/null
+H2_REQUESTS=20000 h2_measure warmup-leafgate "http://127.0.0.1:$lg/" 16x16 "$lg_pid" >/dev/null
+h2rows=()
+for load in $H2_LOADS; do
+  for run in $(seq 1 "$RUNS"); do
+    h2_measure "nginx-h2c" "http://127.0.0.1:$nx2/" "$load" "${nginx_pids[@]}"; h2rows+=("h2c $load $run nginx $ROW")
+    h2_measure "leafgate-h2c" "http://127.0.0.1:$lg/" "$load" "$lg_pid"; h2rows+=("h2c $load $run leafgate $ROW")
+    h2_measure "nginx-tls" "https://127.0.0.1:$nxs/" "$load" "${nginx_pids[@]}"; h2rows+=("tls $load $run nginx $ROW")
+    h2_measure "leafgate-tls" "https://127.0.0.1:$lgs/" "$load" "$lg_pid"; h2rows+=("tls $load $run leafgate $ROW")
+  done
+done
+echo "load after h2: $(uptime)"
+python3 - "${h2rows[@]}" <<'PY'
+import sys
+rows = {}
+for r in sys.argv[1:]:
+    proto, load, run, proxy, *v = r.split()
+    rows[(proto, load, run, proxy)] = list(map(float, v))
+print("h2 rows: proto load run | per core nginx leafgate ratio | p50 ms nginx leafgate | p99 ms nginx leafgate | user+kernel us nginx, leafgate")
+for (proto, load, run, proxy), v in rows.items():
+    if proxy != "nginx":
+        continue
+    n, l = v, rows[(proto, load, run, "leafgate")]
+    core = lambda x: x[0] * x[4] / x[3]
+    us = lambda x: f"{x[5] / (x[0] * x[4]) * 1e6:.1f} + {x[6] / (x[0] * x[4]) * 1e6:.1f}"
+    worse = "worse" if l[2] > n[2] else "no worse"
+    print(f"{proto:4} {load:6} {run:>3} | {core(n):8.0f} {core(l):8.0f} {core(l) / core(n):5.2f}x"
+          f" | {n[1]:6.2f} {l[1]:6.2f} | {n[2]:6.2f} {l[2]:6.2f} ({worse}) | {us(n)}, {us(l)}")
 PY
