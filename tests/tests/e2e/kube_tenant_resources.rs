@@ -161,6 +161,29 @@ async fn secrets_are_served_only_to_a_tenant_that_opts_in() {
     secrets_held(&bed, "leaf-b", 1).await;
     for bin in kubesim::kubectl::all() {
         let b = bin.display().to_string();
+        // `auth can-i` answers as the front serves: secrets to acme, who opted in, not to
+        // other; deployments to both, read only.
+        for (token, ns, args, want) in [
+            (TOKEN_A, "apps", &["list", "secrets"][..], "yes"),
+            (TOKEN_A, "apps", &["get", "deployments.apps"][..], "yes"),
+            (TOKEN_A, "apps", &["delete", "deployments.apps"][..], "no"),
+            (TOKEN_A, "other", &["list", "secrets"][..], "no"),
+            (TOKEN_OTHER, "other", &["list", "secrets"][..], "no"),
+            (
+                TOKEN_OTHER,
+                "other",
+                &["watch", "deployments.apps"][..],
+                "yes",
+            ),
+        ] {
+            let mut can_i = vec!["auth", "can-i"];
+            can_i.extend_from_slice(args);
+            can_i.extend_from_slice(&["-n", ns]);
+            let (_, out, err) = bed.front(&bin, token, &can_i).await;
+            // `no` is followed by the front's reason (`no - leafgate serves ...`).
+            let answer = out.split_whitespace().next().unwrap_or_default();
+            assert_eq!(answer, want, "{b} {can_i:?}: {out} {err}");
+        }
         let get = ["get", "secrets", "-n", "apps"];
         let want = tables(&ok(bed.direct(&bin, "a", &get).await, &b));
         let got = tables(&ok(bed.front(&bin, TOKEN_A, &get).await, &b));

@@ -109,7 +109,7 @@ const NON_RESOURCE: &[&str] = &[
 ];
 
 /// What leafgate serves, for the reason of a denial.
-const SERVED: &str = "leafgate serves get, list and watch on pods and events (core and events.k8s.io), get, list and watch on namespaces, create on pods/exec, pods/attach and pods/portforward, and get on pods/log, in the tenant's namespaces";
+const SERVED: &str = "leafgate serves get, list and watch on pods and events (core and events.k8s.io), get, list and watch on namespaces and on the read-only kinds of the tenant's resources, create on pods/exec, pods/attach and pods/portforward, and get on pods/log, in the tenant's namespaces";
 
 /// `spec.resourceAttributes`.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -472,7 +472,14 @@ fn decide(tenant: &TenantConfig, asked: &Asked) -> Decision {
             ))
         };
     }
-    if !NAMESPACED.iter().any(|r| grants(r, verb, group, &resource)) {
+    // A read-only kind the tenant's `resources` name: read, in its namespaces.
+    let kind_served = a.subresource.is_empty()
+        && READ.contains(&verb)
+        && tenant
+            .resources
+            .iter()
+            .any(|g| g.group == group && g.resource == a.resource);
+    if !kind_served && !NAMESPACED.iter().any(|r| grants(r, verb, group, &resource)) {
         return Decision::no(format!("{SERVED}; nothing else"));
     }
     if a.namespace.is_empty() {
@@ -506,6 +513,19 @@ fn rules(tenant: &TenantConfig, namespace: &str) -> (Vec<Value>, Vec<Value>) {
     let mut resource_rules: Vec<Value> = CLUSTER.iter().map(rule).collect();
     if !namespace.is_empty() && tenant.owns(namespace) {
         resource_rules.extend(NAMESPACED.iter().map(rule));
+        // The read-only kinds it is served, one rule per group, as RBAC writes a role.
+        let mut groups: Vec<&str> = tenant.resources.iter().map(|g| g.group).collect();
+        groups.dedup();
+        for group in groups {
+            let resources: Vec<&str> = tenant
+                .resources
+                .iter()
+                .filter(|g| g.group == group)
+                .map(|g| g.resource)
+                .collect();
+            resource_rules
+                .push(json!({ "verbs": READ, "apiGroups": [group], "resources": resources }));
+        }
         resource_rules.push(json!({
             "verbs": ["get"], "apiGroups": [""], "resources": ["namespaces"],
             "resourceNames": [namespace],
@@ -603,7 +623,8 @@ mod tests {
             ("create", "", "pods", ""),
             ("patch", "", "pods", ""),
             ("get", "", "secrets", ""),
-            ("get", "apps", "deployments", ""),
+            ("delete", "apps", "deployments", ""),
+            ("get", "storage.k8s.io", "storageclasses", ""),
             ("*", "", "pods", ""),
             ("get", "*", "*", ""),
             ("create", "", "pods", "eviction"),
@@ -634,6 +655,27 @@ mod tests {
         );
         assert!(!can("", "get", "", "namespaces", "", "other").allowed);
         assert!(!can("other", "create", "", "pods", "exec", "").allowed);
+    }
+
+    #[test]
+    fn the_read_only_kinds_are_readable_as_the_tenants_resources_say() {
+        assert!(can("apps", "list", "apps", "deployments", "", "").allowed);
+        assert!(can("", "watch", "apps", "deployments", "", "").allowed);
+        assert!(can("apps", "get", "", "services", "", "web").allowed);
+        assert!(!can("apps", "delete", "apps", "deployments", "", "web").allowed);
+        assert!(!can("apps", "get", "apps", "deployments", "scale", "web").allowed);
+        assert!(!can("other", "list", "apps", "deployments", "", "").allowed);
+        // Secrets: only named in `resources`.
+        assert!(!can("apps", "list", "", "secrets", "", "").allowed);
+        let mut opted = tenant();
+        opted.resources.push(&crate::config::kinds::SECRETS);
+        let asked = Asked::Resource(ResourceAttributes {
+            namespace: "apps".into(),
+            verb: "list".into(),
+            resource: "secrets".into(),
+            ..ResourceAttributes::default()
+        });
+        assert!(decide(&opted, &asked).allowed);
     }
 
     #[test]
@@ -668,7 +710,25 @@ mod tests {
         let (owned, non) = rules(&tenant(), "apps");
         let (foreign, _) = rules(&tenant(), "other");
         assert_eq!(foreign.len(), CLUSTER.len());
-        assert_eq!(owned.len(), CLUSTER.len() + NAMESPACED.len() + 1);
+        // The default kinds' groups: core, apps, batch, discovery.k8s.io,
+        // networking.k8s.io, autoscaling, policy.
+        assert_eq!(owned.len(), CLUSTER.len() + NAMESPACED.len() + 1 + 7);
+        let apps = owned
+            .iter()
+            .find(|r| r["apiGroups"] == json!(["apps"]))
+            .unwrap();
+        assert!(
+            apps["resources"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("deployments"))
+        );
+        assert!(!owned.iter().any(|r| {
+            r["resources"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("secrets"))
+        }));
         assert!(owned.iter().any(|r| r["resourceNames"] == json!(["apps"])));
         assert_eq!(non[0]["nonResourceURLs"][0], "/api");
     }
