@@ -39,6 +39,11 @@
 # every run like the others, printed against nginx and leafgate per core, in the CPU per
 # request lines and, with SYSCALLS=1, counted like the others.
 #
+# ACCESS_LOG=1 adds a second leafgate on the same core, the same config plus
+# `[access_log] format = "json"` to a file, measured in every run right after the first:
+# what the access log costs per core (issue 44's goal: at most 10%, so >= 0.90x), with the
+# lines it wrote counted so a run that logged nothing cannot pass for a cheap one.
+#
 # H2=1 adds the HTTP/2 rows (issue 47) after them: h2load (Debian's `nghttp2-client`,
 # installed when missing) on LOAD_CPU against nginx and leafgate on PROXY_CPU, over
 # prior-knowledge h2c and over TLS with ALPN `h2` (the same self-signed P-256 certificate
@@ -63,6 +68,7 @@ if [ "$FLOOR" = 1 ] && ! [ -f "$stream_module" ]; then
 fi
 [ "$HAPROXY" = 1 ] && need haproxy haproxy
 H2=${H2:-0}
+ACCESS_LOG=${ACCESS_LOG:-0}
 [ "$H2" = 1 ] && need h2load nghttp2-client
 
 PROXY_CPU=${PROXY_CPU:-1}
@@ -182,6 +188,12 @@ backend upstream
   server upstream 127.0.0.1:$up
 CONF
 
+if [ "$ACCESS_LOG" = 1 ]; then
+  lgl=$(free_port); admin_l=$(free_port)
+  sed -e "s/127.0.0.1:$admin\"/127.0.0.1:$admin_l\"/" -e "s/127.0.0.1:$lg\"/127.0.0.1:$lgl\"/" \
+    "$work/leafgate.toml" >"$work/leafgate-logged.toml"
+  printf '[access_log]\nformat = "json"\npath = "%s"\n' "$work/access.log" >>"$work/leafgate-logged.toml"
+fi
 if [ "$H2" = 1 ]; then
   # The h2 listeners: nginx's h2c and TLS servers beside its HTTP/1.1 one, leafgate's TLS
   # listener beside its plain one (which takes prior-knowledge h2c as it is).
@@ -233,6 +245,11 @@ nginx_pid=$!
 RUST_LOG=warn taskset -c "$PROXY_CPU" "$LEAFGATE_BIN" run --config "$work/leafgate.toml" 2>"$work/logs/leafgate.log" &
 lg_pid=$!
 wait_port "$up"; wait_port "$nx"; wait_port "$lg"
+if [ "$ACCESS_LOG" = 1 ]; then
+  RUST_LOG=warn taskset -c "$PROXY_CPU" "$LEAFGATE_BIN" run --config "$work/leafgate-logged.toml" 2>"$work/logs/leafgate-logged.log" &
+  lgl_pid=$!
+  wait_port "$lgl"
+fi
 # The nginx proxy's CPU is its master's and its worker's.
 nginx_pids=("$nginx_pid" $(pgrep -P "$nginx_pid"))
 if [ "$FLOOR" = 1 ]; then
@@ -293,13 +310,21 @@ if [ "$URING" = 1 ]; then
   WRK_DURATION=2s wrk_run warmup "http://127.0.0.1:$uh/" >/dev/null
 fi
 [ "$HAPROXY" = 1 ] && WRK_DURATION=2s wrk_run warmup "http://127.0.0.1:$hx/" >/dev/null
-results=(); floor=(); uring=(); haproxy=()
+[ "$ACCESS_LOG" = 1 ] && WRK_DURATION=2s wrk_run warmup "http://127.0.0.1:$lgl/" >/dev/null
+results=(); floor=(); uring=(); haproxy=(); logged=()
 for run in $(seq 1 "$RUNS"); do
   echo "run $run"
   measure nginx "http://127.0.0.1:$nx/" "${nginx_pids[@]}"
   results+=("$REQS $P50_MS $P99_MS $CPU_S $ELAPSED_S $USER_S $SYSTEM_S")
   measure leafgate "http://127.0.0.1:$lg/" "$lg_pid"
   results+=("$REQS $P50_MS $P99_MS $CPU_S $ELAPSED_S $USER_S $SYSTEM_S")
+  if [ "$ACCESS_LOG" = 1 ]; then
+    lines0=$(wc -l <"$work/access.log" 2>/dev/null || echo 0)
+    measure "leafgate+log" "http://127.0.0.1:$lgl/" "$lgl_pid"
+    sleep 0.2 # the writer flushes every 50 ms
+    lines1=$(wc -l <"$work/access.log")
+    logged+=("$REQS $P50_MS $P99_MS $CPU_S $ELAPSED_S $USER_S $SYSTEM_S $((lines1 - lines0))")
+  fi
   if [ "$FLOOR" = 1 ]; then
     measure "L4 relay" "http://127.0.0.1:$l4/" "${relay_pids[@]}"
     floor+=("$REQS $P50_MS $P99_MS $CPU_S $ELAPSED_S $USER_S $SYSTEM_S")
@@ -350,12 +375,16 @@ if [ "${SYSCALLS:-0}" = 1 ]; then
   fi
 fi
 
-python3 - "${results[@]}" -- "${floor[@]}" -- "${uring[@]}" -- "${haproxy[@]}" <<'PY'
+python3 - "${results[@]}" -- "${floor[@]}" -- "${uring[@]}" -- "${haproxy[@]}" -- "${logged[@]}" <<'PY'
 import sys
 args = sys.argv[1:]
 cut = args.index("--")
 cut2 = args.index("--", cut + 1)
 cut3 = args.index("--", cut2 + 1)
+cut4 = args.index("--", cut3 + 1)
+# ACCESS_LOG=1 rows, one a run: leafgate with its JSON access log, and the lines written.
+logged = [list(map(float, r.split())) for r in args[cut4 + 1:]]
+args = args[:cut4]
 # Each row: req/s, p50, p99, CPU s, elapsed s, user s, kernel s.
 rows = [list(map(float, r.split())) for r in args[:cut]]
 floor = [list(map(float, r.split())) for r in args[cut + 1:cut2]]
@@ -425,6 +454,18 @@ if haproxy:
         print(f"{i + 1:>3}  HAProxy {hx[0]:.0f} req/s, {per_core(hx):.0f} per core, p99 {hx[2]:.2f} ms:"
               f" {haproxy_x[-1]:.2f}x nginx per core; leafgate {lg / per_core(hx):.2f}x HAProxy")
     print(f"HAProxy per core / nginx per core: {min(haproxy_x):.2f}x .. {max(haproxy_x):.2f}x")
+if logged:
+    # Each run's logged leafgate against the same run's leafgate without a log.
+    log_x = []
+    for i, row in enumerate(logged):
+        lg = rows[2 * i + 1]
+        log_x.append(per_core(row[:7]) / per_core(lg))
+        user, kernel = split_us(row[:7])
+        served = row[0] * row[4]
+        print(f"{i + 1:>3}  leafgate+log {row[0]:.0f} req/s, {per_core(row[:7]):.0f} per core, p99 {row[2]:.2f} ms,"
+              f" {user:.1f} + {kernel:.1f} us: {log_x[-1]:.2f}x leafgate without the log;"
+              f" {row[7]:.0f} lines for about {served:.0f} requests")
+    print(f"access log on / off per core: {min(log_x):.2f}x .. {max(log_x):.2f}x (goal >= 0.90x)")
 PY
 
 [ "$H2" = 1 ] || exit 0
