@@ -395,7 +395,11 @@ async fn five_hundred_port_forward_sessions_leave_no_descriptor_behind() {
     };
     // Without a kube-api listener the leaf watches none of the front's read-only kinds.
     let leaf_1 = c.gw.gateway.snapshot().leaves["leaf-1"].clone();
-    assert!(leaf_1.kinds().watched().is_empty(), "{:?}", leaf_1.kinds().watched());
+    assert!(
+        leaf_1.kinds().watched().is_empty(),
+        "{:?}",
+        leaf_1.kinds().watched()
+    );
     let before = gateway_fds();
     for round in 0..50 {
         let sessions: Vec<_> = (0..10).map(|i| session(round * 10 + i)).collect();

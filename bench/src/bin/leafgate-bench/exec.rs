@@ -95,15 +95,7 @@ bandwidth = {{ per_connection = "1MiB/s" }}
     )
     .unwrap();
     let cpus = std::env::var("LEAFGATE_CPUS").unwrap_or_else(|_| "1".into());
-    let mut gateway = Gateway(
-        Command::new("taskset")
-            .args(["-c", &cpus, leafgate, "run", "--config"])
-            .arg(&config)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("taskset and leafgate run"),
-    );
+    let mut gateway = Gateway::pinned(leafgate, &config);
     wait_synced(admin, &mut gateway).await;
 
     let direct_tls = {
@@ -437,6 +429,24 @@ pub fn free_port() -> u16 {
 
 /// The gateway process, stopped when the benchmark ends however it ends.
 pub struct Gateway(pub Child);
+
+impl Gateway {
+    /// `leafgate run --config config`, pinned by `taskset` to the CPUs in
+    /// `LEAFGATE_CPUS` (default `1`), its output dropped. taskset execs leafgate: the
+    /// child's pid is leafgate's.
+    pub fn pinned(leafgate: &str, config: &std::path::Path) -> Gateway {
+        let cpus = std::env::var("LEAFGATE_CPUS").unwrap_or_else(|_| "1".into());
+        Gateway(
+            Command::new("taskset")
+                .args(["-c", &cpus, leafgate, "run", "--config"])
+                .arg(config)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("taskset and leafgate run"),
+        )
+    }
+}
 
 impl Drop for Gateway {
     fn drop(&mut self) {

@@ -16,7 +16,7 @@
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -45,31 +45,40 @@ fn pod(i: usize, leaf: usize) -> Value {
     })
 }
 
-pub async fn run(leafgate: &str, wasm: &str, pods: usize, leaves: usize, rounds: usize) {
-    let dir = tempfile::tempdir().unwrap();
+/// `leaves` simulated leaves holding `total` objects between them (object `i`, made by
+/// `object(i, leaf)`, in leaf `i % leaves`), their kubeconfigs written in `dir`, and their
+/// `[[leaf]]` tables; and the peer: one simulator holding every object.
+pub(super) async fn simulated_leaves(
+    dir: &std::path::Path,
+    leaves: usize,
+    total: usize,
+    object: impl Fn(usize, usize) -> Value,
+) -> (Vec<KubeSim>, String, KubeSim) {
     let mut sims = Vec::new();
     let mut leaf_toml = String::new();
     for l in 0..leaves {
         let sim = KubeSim::builder().start().await.unwrap();
-        for i in (l..pods).step_by(leaves) {
-            sim.create(pod(i, l)).unwrap();
+        for i in (l..total).step_by(leaves) {
+            sim.create(object(i, l)).unwrap();
         }
         let file = format!("leaf-{l}.kubeconfig");
-        sim.kubeconfig(
-            &Credential::ClientCert("leafgate".into()),
-            &dir.path().join(&file),
-        )
-        .unwrap();
+        sim.kubeconfig(&Credential::ClientCert("leafgate".into()), &dir.join(&file))
+            .unwrap();
         leaf_toml.push_str(&format!(
             "[[leaf]]\nname = \"leaf-{l}\"\nkubeconfig = \"{file}\"\n"
         ));
         sims.push(sim);
     }
-    // The peer: one simulator holding every pod.
     let single = KubeSim::builder().start().await.unwrap();
-    for i in 0..pods {
-        single.create(pod(i, 0)).unwrap();
+    for i in 0..total {
+        single.create(object(i, 0)).unwrap();
     }
+    (sims, leaf_toml, single)
+}
+
+pub async fn run(leafgate: &str, wasm: &str, pods: usize, leaves: usize, rounds: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let (sims, leaf_toml, single) = simulated_leaves(dir.path(), leaves, pods, pod).await;
 
     let ca = TestCa::new("bench CA");
     let ca_path = ca.write(dir.path(), "ca.pem");
@@ -111,16 +120,7 @@ tokens_file = "bench.tokens"
         )
     };
     std::fs::write(&config, config_text(None)).unwrap();
-    let cpus = std::env::var("LEAFGATE_CPUS").unwrap_or_else(|_| "1".into());
-    let mut gateway = Gateway(
-        Command::new("taskset")
-            .args(["-c", &cpus, leafgate, "run", "--config"])
-            .arg(&config)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("taskset and leafgate run"),
-    );
+    let mut gateway = Gateway::pinned(leafgate, &config);
     wait_synced(admin, &mut gateway).await;
     let addr: SocketAddr = format!("127.0.0.1:{kube}").parse().unwrap();
     let via_tls = {

@@ -14,16 +14,14 @@
 //! deployment (a simulator, not kube-apiserver). Prints one JSON object.
 
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kubesim::{Credential, KubeSim};
 use leafgate_tests::certs::TestCa;
 use serde_json::{Value, json};
 
 use super::exec::{Gateway, free_port, wait_synced};
-use super::kube_api::{reload, table_once};
+use super::kube_api::{reload, simulated_leaves, table_once};
 
 const PATH: &str = "/apis/apps/v1/deployments";
 
@@ -66,28 +64,8 @@ async fn status(admin: u16) -> Value {
 
 pub async fn run(leafgate: &str, deployments: usize, leaves: usize, rounds: usize) {
     let dir = tempfile::tempdir().unwrap();
-    let mut sims = Vec::new();
-    let mut leaf_toml = String::new();
-    for l in 0..leaves {
-        let sim = KubeSim::builder().start().await.unwrap();
-        for i in (l..deployments).step_by(leaves) {
-            sim.create(deployment(i, l)).unwrap();
-        }
-        let file = format!("leaf-{l}.kubeconfig");
-        sim.kubeconfig(
-            &Credential::ClientCert("leafgate".into()),
-            &dir.path().join(&file),
-        )
-        .unwrap();
-        leaf_toml.push_str(&format!(
-            "[[leaf]]\nname = \"leaf-{l}\"\nkubeconfig = \"{file}\"\n"
-        ));
-        sims.push(sim);
-    }
-    let single = KubeSim::builder().start().await.unwrap();
-    for i in 0..deployments {
-        single.create(deployment(i, 0)).unwrap();
-    }
+    let (sims, leaf_toml, single) =
+        simulated_leaves(dir.path(), leaves, deployments, deployment).await;
 
     let ca = TestCa::new("bench CA");
     let ca_path = ca.write(dir.path(), "ca.pem");
@@ -115,16 +93,7 @@ resources = [{resources}]
         )
     };
     std::fs::write(&config, config_text("")).unwrap();
-    let cpus = std::env::var("LEAFGATE_CPUS").unwrap_or_else(|_| "1".into());
-    let mut gateway = Gateway(
-        Command::new("taskset")
-            .args(["-c", &cpus, leafgate, "run", "--config"])
-            .arg(&config)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("taskset and leafgate run"),
-    );
+    let mut gateway = Gateway::pinned(leafgate, &config);
     wait_synced(admin, &mut gateway).await;
     // taskset execs leafgate: the same process.
     let pid = gateway.0.id();
@@ -164,7 +133,10 @@ resources = [{resources}]
         .flat_map(|l| l["kinds"].as_array().cloned().unwrap_or_default())
         .filter(|k| k["resource"] == "deployments.apps")
         .collect();
-    let counted_bytes: u64 = counted.iter().filter_map(|k| k["json_bytes"].as_u64()).sum();
+    let counted_bytes: u64 = counted
+        .iter()
+        .filter_map(|k| k["json_bytes"].as_u64())
+        .sum();
     let counted_objects: u64 = counted.iter().filter_map(|k| k["objects"].as_u64()).sum();
     assert_eq!(counted_objects, deployments as u64, "{counted:?}");
 

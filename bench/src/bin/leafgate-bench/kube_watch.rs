@@ -25,7 +25,6 @@
 //! object.
 
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -127,16 +126,7 @@ pub async fn run(leafgate: &str, leaves: usize, watchers: usize, seconds: u64, c
         ),
     )
     .unwrap();
-    let cpus = std::env::var("LEAFGATE_CPUS").unwrap_or_else(|_| "1".into());
-    let mut gateway = Gateway(
-        Command::new("taskset")
-            .args(["-c", &cpus, leafgate, "run", "--config"])
-            .arg(&config)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("taskset and leafgate run"),
-    );
+    let mut gateway = Gateway::pinned(leafgate, &config);
     // taskset execs leafgate: the child's pid is leafgate's.
     let pid = gateway.0.id();
     wait_synced(admin, &mut gateway).await;
