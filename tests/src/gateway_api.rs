@@ -68,6 +68,11 @@ impl Suite {
     /// The root with leafgate's namespace, the GatewayClass and the base, the backends,
     /// and leafgate on range `n` (`extra` adds to its config: tenants...).
     pub async fn start(n: u8, extra: Config) -> Suite {
+        Suite::start_with(n, extra, json!({})).await
+    }
+
+    /// [`Suite::start`] with more keys of `[kubernetes.gateway]` (`gateway`, an object).
+    pub async fn start_with(n: u8, extra: Config, gateway: Value) -> Suite {
         assert!((100..=199).contains(&n), "a suite's range is 100..=199");
         let sim = KubeSim::builder().start().await.unwrap();
         sim.create(
@@ -82,17 +87,18 @@ impl Suite {
         for (ns, service, replicas) in BACKENDS {
             pods.extend(backend(&sim, n, ns, service, replicas, pods.len()).await);
         }
+        let mut table = json!({
+            "addresses": [format!("127.0.{n}.0/24")],
+            // The pods' loopback range only: the gateway's own 127.0.0.1 stays refused.
+            "allow_backends": [format!("127.{n}.0.0/16")],
+        });
+        for (key, value) in gateway.as_object().expect("an object of keys") {
+            table[key] = value.clone();
+        }
         let kubernetes = crate::config::Kubernetes::new("root.kubeconfig")
             .identity("gw")
             .election("2s", "1s", "200ms")
-            .set(
-                "gateway",
-                json!({
-                    "addresses": [format!("127.0.{n}.0/24")],
-                    // The pods' loopback range only: the gateway's own 127.0.0.1 stays refused.
-                    "allow_backends": [format!("127.{n}.0.0/16")],
-                }),
-            );
+            .set("gateway", table);
         let gateway = TestGateway::start_in(dir, extra.admin().kubernetes(kubernetes)).await;
         Suite { sim, gateway, pods }
     }

@@ -7,6 +7,7 @@
 //! weights and header modifiers in `filters`; those of redirects, rewrites, timeouts and
 //! WebSocket backends in `redirect`, `rewrite`, `timeouts` and `websocket`.
 
+mod core;
 mod filters;
 mod matching;
 mod redirect;
