@@ -14,6 +14,8 @@
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -33,6 +35,7 @@ pub struct EchoPod {
     pub name: String,
     pub namespace: String,
     pub addr: SocketAddr,
+    served: Arc<AtomicU64>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -173,14 +176,17 @@ impl EchoPod {
             .unwrap_or_else(|e| panic!("echo pod {name} on {ip}: {e}"));
         let addr = socket.local_addr().unwrap();
         let (ns, pod) = (namespace.to_string(), name.to_string());
+        let served = Arc::new(AtomicU64::new(0));
+        let count = served.clone();
         let task = tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = socket.accept().await else {
                     return;
                 };
-                let (ns, pod) = (ns.clone(), pod.clone());
+                let (ns, pod, count) = (ns.clone(), pod.clone(), count.clone());
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
+                        count.fetch_add(1, Ordering::Relaxed);
                         let r = websocket(&mut req).unwrap_or_else(|| answer(&req, &ns, &pod));
                         let delay = delay(req.uri().query());
                         async move {
@@ -200,8 +206,14 @@ impl EchoPod {
             name: name.to_string(),
             namespace: namespace.to_string(),
             addr,
+            served,
             task,
         }
+    }
+
+    /// The requests this pod has been sent.
+    pub fn served(&self) -> u64 {
+        self.served.load(Ordering::Relaxed)
     }
 }
 

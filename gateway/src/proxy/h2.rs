@@ -49,7 +49,7 @@ impl H2Dialer {
         let tcp = tokio::time::timeout(
             self.connect,
             TcpStream::connect((
-                backend.authority.host(),
+                backend.dial_host(),
                 backend.authority.port_u16().unwrap_or(80),
             )),
         )
@@ -60,7 +60,7 @@ impl H2Dialer {
             (Some(tls), true) => {
                 let name = match &self.server_name {
                     Some(n) => n.clone(),
-                    None => ServerName::try_from(backend.authority.host().to_string())
+                    None => ServerName::try_from(backend.dial_host().to_string())
                         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?,
                 };
                 let stream = tokio::time::timeout(

@@ -86,6 +86,17 @@ pub struct Backend {
     pub authority: http::uri::Authority,
 }
 
+impl Backend {
+    /// The host to dial: the authority's host, an IPv6 address without its brackets
+    /// (`[::1]:3000` dials `::1`, which a resolver reads as an address).
+    pub fn dial_host(&self) -> &str {
+        let host = self.authority.host();
+        host.strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host)
+    }
+}
+
 impl std::fmt::Display for Backend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -110,4 +121,29 @@ pub struct UpstreamTls {
     /// verification). Never set from TOML: Ingress https backends only, as ingress-nginx's
     /// default `proxy-ssl-verify off`, since pod certificates rarely name what we dial.
     pub insecure_skip_verify: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Backend;
+
+    fn host(authority: &str) -> String {
+        Backend {
+            tls: false,
+            authority: authority.parse().unwrap(),
+        }
+        .dial_host()
+        .to_string()
+    }
+
+    #[test]
+    fn ipv6_hosts_are_dialled_without_brackets() {
+        assert_eq!(host("[::1]:3000"), "::1");
+        assert_eq!(host("[fd00::1]:8080"), "fd00::1");
+        assert_eq!(host("10.0.0.1:8080"), "10.0.0.1");
+        assert_eq!(host("app.example.com:80"), "app.example.com");
+        // What a resolver reads as an address, as connect gets it.
+        let addr: std::net::IpAddr = host("[fd00::1]:8080").parse().unwrap();
+        assert!(addr.is_ipv6());
+    }
 }

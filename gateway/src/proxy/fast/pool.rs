@@ -61,7 +61,7 @@ impl RawPool {
 /// bodies are written whole).
 pub async fn connect(backend: &Backend, timeout: Duration) -> Result<TcpStream, DialError> {
     let address = (
-        backend.authority.host(),
+        backend.dial_host(),
         backend.authority.port_u16().unwrap_or(80),
     );
     let tcp = tokio::time::timeout(timeout, TcpStream::connect(address))

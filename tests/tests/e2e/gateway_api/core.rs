@@ -5,10 +5,13 @@
 //! 170..=179.
 
 use leafgate_tests::Config;
+use leafgate_tests::echo::EchoPod;
 use leafgate_tests::gateway_api::{
-    APP, Expect, GROUP, INFRA, Suite, WEB, condition, expect, fixture, kubectl, latest,
+    APP, Expect, GROUP, INFRA, Suite, WEB, condition, expect, fixture, kubectl, latest, request,
+    until,
 };
 use serde_json::{Value, json};
+use std::net::Ipv6Addr;
 
 /// A listener as `GatewayStatusMustHaveListeners` expects it: its name, the kinds that
 /// must be in `supportedKinds` (none: the list must be empty), conditions by type, status
@@ -280,16 +283,20 @@ async fn http_route_multiple_gateways() {
 /// The Services of `httproute-service-types.yaml` get what a cluster would give them: the
 /// headless one with a selector its EndpointSlice as the EndpointSlice controller writes
 /// it, and the selector-less ones' slices the pods' addresses, patched in as upstream's
-/// `setupEndpointSlices` does (each address family's slice the pods of that family; the
-/// pods have IPv4 addresses only, so the `-ip6` slices stay empty, as upstream leaves them
-/// on a single-stack cluster).
+/// `setupEndpointSlices` does (each address family's slice the pods' addresses of that
+/// family). The first pod is dual-stack: IPv6 loopback is `::1` alone, so its IPv6 address
+/// is `::1` (an echo server of the same pod on `[::1]:3000`; no other test binds it), and
+/// the `-ip6` slices list it. Beyond upstream: with the IPv4 slice of
+/// `manual-endpointslices` emptied, its requests are still served, by the IPv6 endpoint.
 #[tokio::test]
 async fn http_route_service_types() {
     let suite = Suite::start_with(
         176,
         Config::new(),
         // The manual slices are not the EndpointSlice controller's.
-        json!({"allow_unmanaged_endpointslices": true}),
+        // The pods' IPv6 address (`::1`) besides their range.
+        json!({"allow_unmanaged_endpointslices": true,
+               "allow_backends": ["127.176.0.0/16", "::1/128"]}),
     )
     .await;
     suite.apply(&fixture("httproute-service-types.yaml")).await;
@@ -302,8 +309,11 @@ async fn http_route_service_types() {
         .filter(|p| p.namespace == INFRA && p.name.starts_with("infra-backend-v1-"))
         .collect();
     assert!(!pods.is_empty(), "infra-backend-v1 has pods");
+    let v6 = EchoPod::start(INFRA, &pods[0].name, Ipv6Addr::LOCALHOST.into()).await;
+    let addresses: Vec<&EchoPod> = pods.iter().copied().chain([&v6]).collect();
     let endpoints = |v4: bool| -> Vec<Value> {
-        pods.iter()
+        addresses
+            .iter()
             .filter(|p| p.addr.ip().is_ipv4() == v4)
             .map(|p| {
                 json!({
@@ -358,6 +368,36 @@ async fn http_route_service_types() {
     ] {
         expect(addr, &Expect::ok("", path, "infra-backend-v1")).await;
     }
+    kubectl(
+        suite.dir(),
+        &[
+            "patch",
+            "endpointslice",
+            "manual-endpointslices-ip4",
+            "-n",
+            INFRA,
+            "--type=json",
+            "-p",
+            r#"[{"op":"remove","path":"/endpoints"}]"#,
+        ],
+        None,
+    )
+    .await;
+    // Until three requests in a row are each answered by the IPv6 endpoint (the change
+    // of the slice takes effect, and nothing else is left to answer).
+    until("the IPv6 endpoint alone serving", || async {
+        for _ in 0..3 {
+            let before = v6.served();
+            let answered = request(addr, &addr.to_string(), "/manual-endpointslices", &[])
+                .await
+                .is_ok_and(|a| a.status == 200 && a.json()["pod"] == v6.name.as_str());
+            if !answered || v6.served() != before + 1 {
+                return false;
+            }
+        }
+        true
+    })
+    .await;
 }
 
 #[tokio::test]
