@@ -26,7 +26,9 @@
 //! - PersistentVolumeClaim: `volumeMode` Filesystem.
 //! - Namespace: `status.phase` Active (not a default: the namespace strategy's
 //!   `PrepareForCreate` sets it; kubesim deletes a namespace at once, so it never reads
-//!   Terminating).
+//!   Terminating); the label `kubernetes.io/metadata.name` set to the name on every write,
+//!   a value given for it replaced (`SetDefaults_Namespace`, which selectors on namespaces,
+//!   as a Gateway listener's `allowedRoutes`, rely on).
 //! - HorizontalPodAutoscaler (v2): `minReplicas` 1; no metrics means CPU at 80%
 //!   utilization. (A given `behavior`'s missing scale-up and scale-down rules, which
 //!   `SetDefaults_HorizontalPodAutoscalerBehavior` fills, are not filled here.)
@@ -83,7 +85,17 @@ pub fn apply(res: &Resource, obj: &mut Value) {
             or_set(obj, &["spec", "progressDeadlineSeconds"], json!(600));
         }
         "replicasets" => or_set(obj, &["spec", "replicas"], json!(1)),
-        "namespaces" => or_set(obj, &["status", "phase"], json!("Active")),
+        "namespaces" => {
+            or_set(obj, &["status", "phase"], json!("Active"));
+            // SetDefaults_Namespace: the label is the name, whatever was written there.
+            if let Some(name) = obj.pointer("/metadata/name").and_then(Value::as_str) {
+                let name = json!(name);
+                if !obj["metadata"]["labels"].is_object() {
+                    obj["metadata"]["labels"] = json!({});
+                }
+                obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = name;
+            }
+        }
         "statefulsets" => {
             or_set(obj, &["spec", "replicas"], json!(1));
             or_set(obj, &["spec", "podManagementPolicy"], json!("OrderedReady"));

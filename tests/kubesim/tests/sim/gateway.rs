@@ -897,3 +897,71 @@ async fn server_side_apply() {
         assert_eq!(gw["spec"]["listeners"][0]["port"], 8080);
     }
 }
+
+/// kube-apiserver labels every Namespace `kubernetes.io/metadata.name: <name>`
+/// (`SetDefaults_Namespace`), on create and on every update, a written value replaced; a
+/// selector on that label (as a listener's `allowedRoutes.namespaces.selector`) finds it.
+#[tokio::test]
+async fn namespaces_are_labelled_with_their_name() {
+    const LABEL: &str = "kubernetes.io/metadata.name";
+    for bin in kubesim::kubectl::all() {
+        let f = applied(&bin).await;
+        let dir = f.dir.path();
+        let label = |ns: Value| ns["metadata"]["labels"][LABEL].clone();
+        // From the base: its own labels kept, the name's added.
+        let infra = json_of(&bin, dir, &["get", "namespace", INFRA]).await;
+        assert_eq!(label(infra.clone()), INFRA);
+        assert_eq!(infra["metadata"]["labels"]["gateway-conformance"], "infra");
+        ok(
+            &bin,
+            dir,
+            &APPLY,
+            Some(b"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: plain\n"),
+        )
+        .await;
+        assert_eq!(
+            label(json_of(&bin, dir, &["get", "namespace", "plain"]).await),
+            "plain"
+        );
+        // A value written for it does not stay, by label or by patch.
+        ok(
+            &bin,
+            dir,
+            &[
+                "label",
+                "namespace",
+                "plain",
+                &format!("{LABEL}=other"),
+                "--overwrite",
+            ],
+            None,
+        )
+        .await;
+        patch(
+            &bin,
+            dir,
+            &["namespace", "plain"],
+            MERGE,
+            &json!({"metadata": {"labels": {LABEL: "forged", "team": "a"}}}).to_string(),
+        )
+        .await;
+        let plain = json_of(&bin, dir, &["get", "namespace", "plain"]).await;
+        assert_eq!(label(plain.clone()), "plain");
+        assert_eq!(plain["metadata"]["labels"]["team"], "a");
+        let out = ok(
+            &bin,
+            dir,
+            &[
+                "get",
+                "namespaces",
+                "-l",
+                &format!("{LABEL}=plain"),
+                "-o",
+                "name",
+            ],
+            None,
+        )
+        .await;
+        assert_eq!(out.trim(), "namespace/plain", "{out}");
+    }
+}
