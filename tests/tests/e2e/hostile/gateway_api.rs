@@ -581,3 +581,162 @@ async fn timeouts_out_of_range_are_refused_and_never_served() {
     ];
     all_refused(&suite, "example", &cases, rule_route).await;
 }
+
+/// What the core ports opened (range 180): a listener whose `allowedRoutes.kinds` names
+/// `HTTPRoute` of another group takes no route (`InvalidRouteKinds`, no `supportedKinds`);
+/// routes naming `same-namespace` by another kind (`ListenerSet`) or another group's
+/// `Gateway` attach to nothing; and IPv6 endpoints at `::1` and `fe80::1` (loopback and
+/// link-local, not in `allow_backends`) of a selector-less Service are refused, answered
+/// 503 saying so, never dialled (a dialled one would be 502: nothing listens there).
+#[tokio::test]
+async fn route_kinds_parent_kinds_and_ipv6_endpoints_outside_the_spec_are_refused() {
+    let suite = Suite::start_with(
+        180,
+        Config::new(),
+        json!({"allow_unmanaged_endpointslices": true}),
+    )
+    .await;
+    let v1 = json!({"name": "infra-backend-v1", "port": 8080});
+    suite
+        .sim
+        .create(json!({
+            "apiVersion": V1, "kind": "Gateway",
+            "metadata": {"name": "kinds-elsewhere", "namespace": INFRA},
+            "spec": {"gatewayClassName": "leafgate", "listeners": [{
+                "name": "http", "port": 80, "protocol": "HTTP",
+                "allowedRoutes": {"namespaces": {"from": "All"},
+                                  "kinds": [{"group": "evil.example", "kind": "HTTPRoute"}]}
+            }]}
+        }))
+        .unwrap();
+    suite
+        .sim
+        .create(route(
+            INFRA,
+            "via-elsewhere",
+            "kinds-elsewhere",
+            &hosts(&["elsewhere.example"]),
+            v1.clone(),
+        ))
+        .unwrap();
+    for (name, group, kind) in [
+        ("as-listenerset", "gateway.networking.k8s.io", "ListenerSet"),
+        ("as-evil-gateway", "evil.example", "Gateway"),
+    ] {
+        let mut r = route(
+            INFRA,
+            name,
+            "same-namespace",
+            &hosts(&[&format!("{name}.example")]),
+            v1.clone(),
+        );
+        r["spec"]["parentRefs"][0]["group"] = json!(group);
+        r["spec"]["parentRefs"][0]["kind"] = json!(kind);
+        suite.sim.create(r).unwrap();
+    }
+    suite
+        .sim
+        .create(json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "v6-local", "namespace": INFRA},
+            "spec": {"ports": [{"name": "first-port", "port": 8080, "targetPort": 3000}]}
+        }))
+        .unwrap();
+    suite
+        .sim
+        .create(json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "v6-local-ip6", "namespace": INFRA,
+                         "labels": {"kubernetes.io/service-name": "v6-local"}},
+            "addressType": "IPv6",
+            "ports": [{"name": "first-port", "port": 3000, "protocol": "TCP"}],
+            "endpoints": [
+                {"addresses": ["::1"], "conditions": {"ready": true}},
+                {"addresses": ["fe80::1"], "conditions": {"ready": true}},
+            ]
+        }))
+        .unwrap();
+    suite
+        .sim
+        .create(route(
+            INFRA,
+            "v6-local",
+            "same-namespace",
+            &hosts(&["v6.example"]),
+            json!({"name": "v6-local", "port": 8080}),
+        ))
+        .unwrap();
+
+    let g = suite
+        .until(
+            "InvalidRouteKinds",
+            "Gateway",
+            INFRA,
+            "kinds-elsewhere",
+            |g| {
+                let l = &g["status"]["listeners"][0];
+                condition(&l["conditions"], "ResolvedRefs").is_some_and(|c| {
+                    c["status"] == "False"
+                        && c["reason"] == "InvalidRouteKinds"
+                        && c["observedGeneration"] == g["metadata"]["generation"]
+                })
+            },
+        )
+        .await;
+    let l = &g["status"]["listeners"][0];
+    assert_eq!(l["supportedKinds"], json!([]), "{g:#}");
+    assert_eq!(l["attachedRoutes"], 0, "{g:#}");
+    let via = suite
+        .until(
+            "the route's parent written",
+            "HTTPRoute",
+            INFRA,
+            "via-elsewhere",
+            |r| parents(r, "kinds-elsewhere").next().is_some(),
+        )
+        .await;
+    assert!(
+        parents(&via, "kinds-elsewhere").all(
+            |p| condition(&p["conditions"], "Accepted").is_some_and(|c| c["status"] == "False")
+        ),
+        "{via:#}"
+    );
+    if let Some(ip) = g["status"]["addresses"][0]["value"].as_str() {
+        let addr = SocketAddr::new(ip.parse().unwrap(), 80);
+        if let Ok(a) = request(addr, "elsewhere.example", "/", &[]).await {
+            assert_eq!(a.status, 404, "never served: {}", a.text());
+        }
+    }
+
+    let addr = port_80(&suite, "same-namespace").await;
+    suite
+        .route_parent(
+            INFRA,
+            "v6-local",
+            "same-namespace",
+            "Accepted",
+            true,
+            "Accepted",
+        )
+        .await;
+    expect(addr, &Expect::status("v6.example", "/", 503)).await;
+    let body = request(addr, "v6.example", "/", &[]).await.unwrap().text();
+    assert!(
+        body.contains("endpoint ::1 port 3000 is a loopback address")
+            && body.contains("endpoint fe80::1 port 3000 is a link-local address"),
+        "{body}"
+    );
+    for name in ["as-listenerset", "as-evil-gateway"] {
+        expect(addr, &Expect::status(&format!("{name}.example"), "/", 404)).await;
+        let r = suite.object("HTTPRoute", INFRA, name).unwrap();
+        assert!(
+            !parents(&r, "same-namespace")
+                .any(|p| condition(&p["conditions"], "Accepted")
+                    .is_some_and(|c| c["status"] == "True")),
+            "{r:#}"
+        );
+    }
+    let g = suite.object("Gateway", INFRA, "same-namespace").unwrap();
+    // The one route it takes is v6-local.
+    assert_eq!(g["status"]["listeners"][0]["attachedRoutes"], 1, "{g:#}");
+}
