@@ -165,6 +165,8 @@ fn the_fast_path_allocates_nothing_per_request() {
     let log = logs.path().join("access.log");
     let gw = rt.block_on(TestGateway::start(
         Config::new()
+            // Every request gets an ID: made, written into the backend's head, returned.
+            .set("request_id", serde_json::json!({ "response": true }))
             .listener(Listener::new("fast").set("http1_fast_path", true))
             .listener(Listener::new("hyper").set("http1_fast_path", false))
             // The fast path with its access log on: a JSON line per request, to a file.
@@ -189,6 +191,12 @@ fn the_fast_path_allocates_nothing_per_request() {
     assert!(
         written_lines(&log) > 0,
         "the logged listener wrote no line, so its allocations were not counted"
+    );
+    let first = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        first.contains("\"request_id\":\""),
+        "the lines carry no request ID, so making one was not counted: {}",
+        first.lines().next().unwrap_or_default()
     );
     assert!(
         hyper >= 1.0,

@@ -48,17 +48,20 @@ pub struct Facts {
     host: Range<usize>,
     referer: Option<Range<usize>>,
     user_agent: Option<Range<usize>>,
+    request_id: Option<Range<usize>>,
 }
 
 impl Facts {
-    /// Copies `head`'s method, target, host, referer and user agent.
-    pub fn capture(&mut self, head: &Head<'_, '_>) {
+    /// Copies `head`'s method, target, host, referer and user agent, and the request's
+    /// ID.
+    pub fn capture(&mut self, head: &Head<'_, '_>, request_id: Option<&[u8]>) {
         self.buf.clear();
         self.method = self.put(head.method.as_bytes());
         self.target = self.put(head.target.as_bytes());
         self.host = self.put(head.host.as_bytes());
         self.referer = head.header("referer").map(|v| self.put(v));
         self.user_agent = head.header("user-agent").map(|v| self.put(v));
+        self.request_id = request_id.map(|v| self.put(v));
     }
 
     fn put(&mut self, b: &[u8]) -> Range<usize> {
@@ -87,6 +90,10 @@ pub fn fast_line(
         return;
     }
     let mut r = Record::new(Kind::Http, &client.listener);
+    r.request_id = facts
+        .request_id
+        .as_ref()
+        .and_then(|x| std::str::from_utf8(facts.get(x)).ok());
     r.route = Some(&route.name);
     r.tenant = route.tenant.as_ref().map(|t| t.name.as_str());
     r.client = Some(client.peer);
@@ -119,6 +126,7 @@ pub struct Pending {
     version: Version,
     headers: HeaderMap<HeaderValue>,
     bytes_in: Option<u64>,
+    request_id: Option<HeaderValue>,
 }
 
 /// The headers a line reads; no other (and never `Authorization` or `Cookie`) is kept.
@@ -132,7 +140,12 @@ const KEPT: [header::HeaderName; 4] = [
 impl Pending {
     /// The facts of `req` when its listener writes a log; `req` is marked so that its
     /// backend's answer is noted (`NoteUpstream`).
-    pub fn of<B: http_body::Body>(client: &Client, req: &mut Request<B>) -> Option<Pending> {
+    /// `request_id`: the ID the request goes on with (`listener::ids`).
+    pub fn of<B: http_body::Body>(
+        client: &Client,
+        req: &mut Request<B>,
+        request_id: Option<&HeaderValue>,
+    ) -> Option<Pending> {
         let log = client.shared.access_log.of(&client.listener)?;
         req.extensions_mut().insert(NoteUpstream);
         let mut headers = HeaderMap::new();
@@ -149,6 +162,7 @@ impl Pending {
             version: req.version(),
             headers,
             bytes_in: http_body::Body::size_hint(req.body()).exact(),
+            request_id: request_id.cloned(),
         })
     }
 
@@ -183,6 +197,7 @@ impl Pending {
             Front::KubeApi => Kind::KubeApi,
         };
         let mut r = Record::new(kind, &client.listener);
+        r.request_id = self.request_id.as_ref().and_then(|v| v.to_str().ok());
         r.route = routed.map(|route| route.name.as_str());
         r.tenant = routed.and_then(|route| route.tenant.as_ref().map(|t| t.name.as_str()));
         r.client = Some(client.peer);

@@ -37,6 +37,7 @@ use tracing::debug;
 use super::access::{self, Facts};
 use super::client::Client;
 use super::conn::HEADER_READ_TIMEOUT;
+use super::ids::FastId;
 use crate::access_log::ListenerLog;
 use crate::config::ListenerKind;
 use crate::metrics::{ListenerLabels, Metrics};
@@ -45,7 +46,7 @@ use crate::proxy::exchange::Conn;
 use crate::proxy::fast::buf::Wait;
 use crate::proxy::fast::exchange::{Caller, FastConn, Next, Request};
 use crate::proxy::fast::request::{self, Head};
-use crate::proxy::fast::response;
+use crate::proxy::fast::{lines, response};
 use crate::proxy::headers::{ClientSide, Peer};
 use crate::proxy::upstream::Upstream;
 use crate::routing::path;
@@ -75,6 +76,8 @@ where
     let mut conn = FastConn::new(client, served);
     // The access log's facts of the request being served, when its listener writes one.
     let mut facts = Facts::default();
+    // The request's ID, when the config gives requests one.
+    let mut id = FastId::default();
     // Some request was served: hyper's server takes an HTTP/2 preface only as a
     // connection's first bytes.
     let mut exchanged = false;
@@ -87,7 +90,16 @@ where
                     Some(Step::Preface)
                 }
                 request::Read::Other(why) => Some(Step::Hyper(why)),
-                request::Read::Fast(head) => Some(plan(client, &head, &mut conn.head, &mut facts)),
+                request::Read::Fast(head) => Some(plan(
+                    client,
+                    &head,
+                    Written {
+                        head: &mut conn.head,
+                        reply: &mut conn.reply,
+                        facts: &mut facts,
+                        id: &mut id,
+                    },
+                )),
             }
         };
         match step {
@@ -163,14 +175,20 @@ where
     }
 }
 
-/// Routes `head` as the routes front would, and writes the backend's head; when the
+/// What a plan writes, in buffers the connection keeps.
+struct Written<'a> {
+    /// The backend's head.
+    head: &'a mut Vec<u8>,
+    /// The lines the client's answer gets besides the backend's.
+    reply: &'a mut Vec<u8>,
+    facts: &'a mut Facts,
+    id: &'a mut FastId,
+}
+
+/// Routes `head` as the routes front would, and writes the backend's head (with the
+/// request's ID, when the config gives requests one, and the line returning it); when the
 /// listener writes an access log, copies the head's facts for its line.
-fn plan(
-    client: &Client,
-    head: &Head<'_, '_>,
-    upstream_head: &mut Vec<u8>,
-    facts: &mut Facts,
-) -> Step {
+fn plan(client: &Client, head: &Head<'_, '_>, out: Written<'_>) -> Step {
     let snapshot = client.shared.snapshot.load();
     let Some(listener) = snapshot.listeners.get(&*client.listener) else {
         return Step::Hyper("the listener was removed");
@@ -194,18 +212,28 @@ fn plan(
     if !head.fits(trusted) {
         return Step::Hyper("forwarding headers from a trusted proxy");
     }
+    out.reply.clear();
+    let id = snapshot.config.request_id.as_ref().map(|config| {
+        let name = config.header.as_str();
+        let id = out.id.choose(head.lines(name), trusted);
+        if config.response {
+            lines::line(out.reply, name.as_bytes(), id);
+        }
+        (name, id)
+    });
     head.write_upstream(
-        upstream_head,
+        out.head,
         &ClientSide {
             peer: &client.forwarded_peer,
             tls: client.tls,
             host: Some(head.host),
             trusted,
         },
+        id,
     );
     let log = client.shared.access_log.of(&client.listener);
     if log.is_some() {
-        facts.capture(head);
+        out.facts.capture(head, id.map(|(_, id)| id));
     }
     Step::Go(Plan {
         log,
@@ -233,7 +261,7 @@ pub fn preface_refusal() -> Vec<u8> {
     let status = http::StatusCode::BAD_REQUEST;
     let text = error_text(status, "an HTTP/2 preface after HTTP/1.1 requests");
     let mut out = Vec::new();
-    response::write_error(&mut out, status, &text, true);
+    response::write_error(&mut out, status, &text, true, &[]);
     out
 }
 

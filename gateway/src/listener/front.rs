@@ -19,6 +19,7 @@ use tracing::{Instrument, debug_span};
 
 use super::access::Pending;
 use super::client::{Client, Front};
+use super::ids;
 use super::{kube_api, node_api, routes};
 use crate::proxy::body::ReadToEnd;
 use crate::proxy::headers;
@@ -89,8 +90,12 @@ where
 /// The request's answer, noted on its connection (`Client::answering`) before hyper
 /// writes it.
 async fn dispatch(mut req: Request<Incoming>, client: Arc<Client>) -> Response<Body> {
-    let line = Pending::of(&client, &mut req);
-    let res = answer(req, &client).await;
+    let id = ids::assign(&client, &mut req);
+    let line = Pending::of(&client, &mut req, id.as_ref().map(|i| &i.value));
+    let mut res = answer(req, &client).await;
+    if let Some(id) = id {
+        id.answer(&mut res);
+    }
     client.answering(&res);
     if let Some(line) = line {
         line.write(&client, &res);

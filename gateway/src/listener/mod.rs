@@ -42,6 +42,7 @@ pub mod conn;
 pub mod fast;
 pub mod front;
 pub mod identity;
+pub mod ids;
 pub mod kube_api;
 pub mod linger;
 pub mod node_api;

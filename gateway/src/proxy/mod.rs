@@ -35,6 +35,7 @@ pub mod headers;
 pub mod http1;
 pub mod idle;
 pub mod prepare;
+pub mod request_id;
 pub mod splice;
 pub mod upgrade;
 pub mod upstream;

@@ -503,3 +503,225 @@ async fn combined_lines_are_nginx_s_byte_for_byte() {
         "{expected}"
     );
 }
+
+/// A gateway giving requests IDs (`[request_id]`), with a fast-path and a hyper listener
+/// for untrusted clients and one of each behind a trusted proxy (loopback), each
+/// writing JSON lines to `log`; the backend echoes the headers it got.
+async fn with_ids() -> (TestGateway, PathBuf, TestUpstream) {
+    let backend = TestUpstream::start("b").await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let gw = TestGateway::start_in(
+        dir,
+        Config::new()
+            .set("request_id", json!({ "header": "X-Request-Id" }))
+            .set("access_log", json!({ "path": log.display().to_string() }))
+            .listener(Listener::new("fast").set("http1_fast_path", true))
+            .listener(Listener::new("hyper").set("http1_fast_path", false))
+            .listener(
+                Listener::new("fast-lb")
+                    .set("http1_fast_path", true)
+                    .trusted_proxies(["127.0.0.0/8"]),
+            )
+            .listener(
+                Listener::new("hyper-lb")
+                    .set("http1_fast_path", false)
+                    .trusted_proxies(["127.0.0.0/8"]),
+            )
+            .route(
+                Route::host("site.example")
+                    .name("site")
+                    .backend(backend.addr),
+            ),
+    )
+    .await;
+    (gw, log, backend)
+}
+
+/// What one HTTP/1.1 request with `extra` header lines (raw bytes, each ending in CRLF)
+/// got: the answer's `x-request-id` lines, and the backend's echo of the request's.
+async fn id_over_h1(addr: std::net::SocketAddr, extra: &[u8]) -> (Vec<String>, Vec<String>) {
+    match id_or_refusal(addr, extra).await {
+        Ok(got) => got,
+        Err(head) => panic!("refused: {head}"),
+    }
+}
+
+/// [`id_over_h1`], or the head of a refusal (not a 200) that never reached the backend.
+async fn id_or_refusal(
+    addr: std::net::SocketAddr,
+    extra: &[u8],
+) -> Result<(Vec<String>, Vec<String>), String> {
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    let mut head = b"GET /id HTTP/1.1\r\nHost: site.example\r\n".to_vec();
+    head.extend_from_slice(extra);
+    head.extend_from_slice(b"Connection: close\r\n\r\n");
+    tcp.write_all(&head).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(WITHIN, tcp.read_to_end(&mut answer))
+        .await
+        .expect("the answer in time")
+        .unwrap();
+    let end = answer
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no head in {:?}", String::from_utf8_lossy(&answer)));
+    let head = String::from_utf8_lossy(&answer[..end]).to_string();
+    if !head.starts_with("HTTP/1.1 200 ") {
+        return Err(head);
+    }
+    let returned = head
+        .lines()
+        .filter_map(|l| l.split_once(": "))
+        .filter(|(n, _)| n.eq_ignore_ascii_case("x-request-id"))
+        .map(|(_, v)| v.to_string())
+        .collect();
+    let echo: Value = serde_json::from_slice(&answer[end + 4..]).unwrap();
+    Ok((returned, seen_by_backend(&echo)))
+}
+
+fn seen_by_backend(echo: &Value) -> Vec<String> {
+    echo["headers"]["x-request-id"]
+        .as_array()
+        .map(|v| v.iter().map(|s| s.as_str().unwrap().to_string()).collect())
+        .unwrap_or_default()
+}
+
+fn is_fresh(id: &str) -> bool {
+    id.len() == 32
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+#[tokio::test]
+async fn request_ids_are_kept_from_trusted_proxies_else_made_and_reach_backend_client_and_log() {
+    let (gw, log, _backend) = with_ids().await;
+    let mut expected = Vec::new();
+    for (listener, trusted) in [
+        ("fast", false),
+        ("hyper", false),
+        ("fast-lb", true),
+        ("hyper-lb", true),
+    ] {
+        let (returned, seen) =
+            id_over_h1(gw.addr(listener), b"X-Request-Id: edge-7f3a.9\r\n").await;
+        assert_eq!(returned.len(), 1, "{listener}: {returned:?}");
+        assert_eq!(
+            seen, returned,
+            "{listener}: the backend got the client's ID"
+        );
+        if trusted {
+            assert_eq!(
+                returned[0], "edge-7f3a.9",
+                "{listener} keeps a trusted proxy's ID"
+            );
+        } else {
+            assert!(is_fresh(&returned[0]), "{listener}: {returned:?}");
+        }
+        expected.push((listener, returned[0].clone()));
+        // No ID sent: a fresh one, from anyone.
+        let (returned, seen) = id_over_h1(gw.addr(listener), b"").await;
+        assert!(
+            returned.len() == 1 && is_fresh(&returned[0]),
+            "{listener}: {returned:?}"
+        );
+        assert_eq!(seen, returned, "{listener}");
+        expected.push((listener, returned[0].clone()));
+    }
+    // HTTP/2 (prior knowledge) on hyper's path, trusted and not.
+    for (listener, trusted) in [("hyper", false), ("hyper-lb", true), ("fast", false)] {
+        let io = hyper_util::rt::TokioIo::new(TcpStream::connect(gw.addr(listener)).await.unwrap());
+        let (mut sender, conn) =
+            hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), io)
+                .await
+                .unwrap();
+        tokio::spawn(conn);
+        let req = http::Request::get("http://site.example/id")
+            .header("x-request-id", "edge-h2-1")
+            .body(http_body_util::Empty::<bytes::Bytes>::new())
+            .unwrap();
+        let res = leafgate_tests::client::collect(sender.send_request(req).await.unwrap()).await;
+        assert_eq!(res.version, http::Version::HTTP_2);
+        let returned: Vec<String> = res
+            .headers
+            .get_all("x-request-id")
+            .iter()
+            .map(|v| v.to_str().unwrap().to_string())
+            .collect();
+        let echo: Value = serde_json::from_slice(&res.body).unwrap();
+        assert_eq!(seen_by_backend(&echo), returned, "{listener} over h2");
+        if trusted {
+            assert_eq!(returned, ["edge-h2-1"], "{listener} over h2");
+        } else {
+            assert!(
+                returned.len() == 1 && is_fresh(&returned[0]),
+                "{listener}: {returned:?}"
+            );
+        }
+        expected.push((listener, returned[0].clone()));
+    }
+    let lines: Vec<Value> = lines(&log, expected.len())
+        .await
+        .iter()
+        .map(|l| parsed(l))
+        .collect();
+    for (listener, id) in &expected {
+        let found = lines
+            .iter()
+            .filter(|l| l["listener"] == *listener && l["request_id"] == id.as_str())
+            .count();
+        assert_eq!(found, 1, "{listener} {id}: {lines:#?}");
+    }
+    let ids: std::collections::HashSet<&String> = expected.iter().map(|(_, id)| id).collect();
+    assert_eq!(
+        ids.len(),
+        expected.len() - 1,
+        "made IDs differ (the trusted HTTP/1.1 one is kept on both paths)"
+    );
+}
+
+#[tokio::test]
+async fn a_hostile_request_id_never_reaches_the_backend_even_from_a_trusted_proxy() {
+    let (gw, _log, _backend) = with_ids().await;
+    let long = format!("X-Request-Id: {}\r\n", "a".repeat(10 * 1024));
+    // A control character or DEL is refused by the HTTP parser itself (httparse, RFC 9110
+    // §5.5): a 400 and nothing sent on; the rest are read and the ID replaced.
+    for listener in ["fast-lb", "hyper-lb"] {
+        for line in [
+            &b"X-Request-Id: a\x01b\r\n"[..],
+            b"X-Request-Id: a\x7fb\r\n",
+        ] {
+            match id_or_refusal(gw.addr(listener), line).await {
+                Err(head) => assert!(head.starts_with("HTTP/1.1 400 "), "{listener}: {head}"),
+                Ok(got) => panic!("{listener}: {line:?} was taken: {got:?}"),
+            }
+        }
+    }
+    let hostile: [(&str, &[u8]); 5] = [
+        ("10 KiB", long.as_bytes()),
+        ("non-ASCII", b"X-Request-Id: caf\xc3\xa9-1\r\n"),
+        ("a tab", b"X-Request-Id: a\tb\r\n"),
+        ("a space", b"X-Request-Id: a b\r\n"),
+        // CR LF injection: a second line the client smuggles in to pick two IDs.
+        (
+            "two lines",
+            b"X-Request-Id: first\r\nX-Request-Id: second\r\n",
+        ),
+    ];
+    for listener in ["fast-lb", "hyper-lb", "fast", "hyper"] {
+        for (what, line) in hostile {
+            let (returned, seen) = id_or_refusal(gw.addr(listener), line)
+                .await
+                .unwrap_or_else(|head| panic!("{listener} {what}: {head}"));
+            assert!(
+                returned.len() == 1 && is_fresh(&returned[0]),
+                "{listener} {what}: {returned:?}"
+            );
+            assert_eq!(
+                seen, returned,
+                "{listener} {what}: replaced, never forwarded"
+            );
+        }
+    }
+}

@@ -14,6 +14,7 @@ mod kubernetes;
 mod leaf;
 mod listener;
 pub mod plugins;
+mod request_id;
 mod route;
 mod tenant;
 mod timeouts;
@@ -30,6 +31,7 @@ pub use host::*;
 pub use kubernetes::*;
 pub use leaf::*;
 pub use listener::*;
+pub use request_id::*;
 pub use route::*;
 pub use tenant::*;
 pub use timeouts::*;
@@ -53,6 +55,8 @@ pub struct Config {
     pub virtual_nodes: Vec<VirtualNodeConfig>,
     /// `[access_log]` and the listeners' own.
     pub access_log: AccessLogs,
+    /// `[request_id]`: `None` when requests get no ID.
+    pub request_id: Option<RequestIdConfig>,
     /// Every file the config names (certificates, keys, kubeconfigs): reload watches them.
     pub files: BTreeSet<PathBuf>,
     /// What validation found risky but not wrong (short tokens), each as

@@ -43,6 +43,15 @@ pub struct RawConfig {
     #[serde(default, rename = "virtual_node")]
     pub virtual_nodes: Vec<Spanned<kubernetes::RawVirtualNode>>,
     pub access_log: Option<RawAccessLog>,
+    pub request_id: Option<RawRequestId>,
+}
+
+/// `[request_id]`: every request gets an ID (kept from a trusted proxy, else made).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRequestId {
+    pub header: Option<Spanned<String>>,
+    pub response: Option<bool>,
 }
 
 /// `[access_log]`, and a listener's `access_log` table: each key left out is the

@@ -95,3 +95,41 @@ fn kubeconfig_problems_are_config_errors_at_the_leaf_key() {
         lines[2]
     );
 }
+
+#[test]
+fn request_ids_take_a_header_name_leafgate_does_not_set_else_an_error_at_its_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("leafgate.toml");
+    std::fs::write(
+        &path,
+        "[request_id]\nheader = \"X-Trace-Ref\"\nresponse = false\n",
+    )
+    .unwrap();
+    let config = Config::load(&path).unwrap();
+    let ids = config.request_id.expect("[request_id] gives requests IDs");
+    assert_eq!((ids.header.as_str(), ids.response), ("x-trace-ref", false));
+    std::fs::write(&path, "[request_id]\n").unwrap();
+    let ids = Config::load(&path).unwrap().request_id.unwrap();
+    assert_eq!((ids.header.as_str(), ids.response), ("x-request-id", true));
+    std::fs::write(&path, "\n").unwrap();
+    assert!(
+        Config::load(&path).unwrap().request_id.is_none(),
+        "off unless asked"
+    );
+    for (header, why) in [
+        ("X Request", "not a header name"),
+        ("X-Forwarded-For", "leafgate sets"),
+        ("Content-Length", "leafgate sets"),
+        ("", "not a header name"),
+    ] {
+        let err = load_errors(
+            dir.path(),
+            &format!("\n[request_id]\nheader = \"{header}\"\n"),
+        );
+        assert!(err.contains("request_id.header"), "{header}: {err}");
+        assert!(err.contains(":3:"), "{header}: names the line: {err}");
+        assert!(err.contains(why), "{header}: {err}");
+    }
+    let err = load_errors(dir.path(), "[request_id]\nheadr = \"X-Id\"\n");
+    assert!(err.contains("headr"), "an unknown key: {err}");
+}

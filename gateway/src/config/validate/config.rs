@@ -39,11 +39,13 @@ impl Validator<'_, '_> {
         });
         let virtual_nodes = self.virtual_nodes(raw, &tenants);
         let access_log = self.access_logs(raw);
+        let request_id = self.request_id(raw);
         let config = Config {
             path: path.to_path_buf(),
             kubernetes,
             virtual_nodes,
             access_log,
+            request_id,
             admin,
             timeouts,
             listeners,

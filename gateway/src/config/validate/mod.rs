@@ -10,6 +10,7 @@
 //!   virtual nodes);
 //! - `names`: names that must be unique and routes that must not overlap;
 //! - `access_log`: `[access_log]` and the listeners' own tables over it;
+//! - `request_id`: `[request_id]`;
 //! - `validator` (what every section shares) and `pem` (the PEM files a section names).
 
 mod access_log;
@@ -20,6 +21,7 @@ mod listener;
 mod names;
 mod pem;
 mod plugins;
+mod request_id;
 mod route;
 mod tenant;
 mod validator;

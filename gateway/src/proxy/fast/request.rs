@@ -134,6 +134,16 @@ impl Head<'_, '_> {
             .map(|h| h.value)
     }
 
+    /// How many lines of the header `name` the head has, and the first's value.
+    pub fn lines(&self, name: &str) -> (usize, Option<&[u8]>) {
+        let mut lines = self
+            .headers
+            .iter()
+            .filter(|h| h.name.eq_ignore_ascii_case(name));
+        let first = lines.next().map(|h| h.value);
+        (usize::from(first.is_some()) + lines.count(), first)
+    }
+
     /// Whether this request can go as it is for a peer `trusted` or not: a trusted proxy's
     /// forwarding headers are appended to, which hyper's path does.
     pub fn fits(&self, trusted: bool) -> bool {
@@ -145,8 +155,15 @@ impl Head<'_, '_> {
     }
 
     /// Writes the head the backend gets into `out` (cleared first), as `proxy::prepare`
-    /// readies a request for an untrusted `client` (see [`Head::fits`]).
-    pub fn write_upstream(&self, out: &mut Vec<u8>, client: &ClientSide<'_>) {
+    /// readies a request for an untrusted `client` (see [`Head::fits`]). With `id` (a
+    /// lowercase header name and the request's ID), the client's lines of that header
+    /// are left out and the ID's written instead.
+    pub fn write_upstream(
+        &self,
+        out: &mut Vec<u8>,
+        client: &ClientSide<'_>,
+        id: Option<(&str, &[u8])>,
+    ) {
         out.clear();
         out.extend_from_slice(self.method.as_bytes());
         out.push(b' ');
@@ -158,10 +175,14 @@ impl Head<'_, '_> {
             if headers::is_hop_by_hop(name)
                 || headers::is_forwarding_claim(name)
                 || (self.close && name.eq_ignore_ascii_case(b"close"))
+                || id.is_some_and(|(id, _)| name.eq_ignore_ascii_case(id.as_bytes()))
             {
                 continue;
             }
             line(out, name, h.value);
+        }
+        if let Some((name, value)) = id {
+            line(out, name.as_bytes(), value);
         }
         line(out, b"x-forwarded-for", client.peer.text());
         line(out, b"x-forwarded-proto", client.proto().as_bytes());
@@ -368,13 +389,40 @@ mod tests {
             trusted: false,
         };
         let mut out = Vec::new();
-        h.write_upstream(&mut out, &client);
+        h.write_upstream(&mut out, &client, None);
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "GET /p HTTP/1.1\r\nHost: a.example\r\nVia: 1.1 edge\r\nAccept: */*\r\n\
              x-forwarded-for: 10.0.0.9\r\nx-forwarded-proto: https\r\n\
              x-forwarded-host: a.example\r\nx-real-ip: 10.0.0.9\r\n\
              forwarded: for=10.0.0.9;proto=https;host=a.example\r\nvia: 1.1 leafgate\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn the_request_s_id_replaces_every_line_of_the_client_s() {
+        let head = b"GET /p HTTP/1.1\r\nHost: a\r\nX-Request-Id: one\r\nx-request-id: two\r\n\r\n";
+        let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let Read::Fast(h) = parse(head, &mut slots) else {
+            panic!("fast")
+        };
+        assert_eq!(h.lines("x-request-id"), (2, Some(&b"one"[..])));
+        assert_eq!(h.lines("x-other"), (0, None));
+        let peer = Peer::new("10.0.0.9".parse().unwrap());
+        let client = ClientSide {
+            peer: &peer,
+            tls: false,
+            host: Some("a"),
+            trusted: false,
+        };
+        let mut out = Vec::new();
+        h.write_upstream(&mut out, &client, Some(("x-request-id", b"0123abcd")));
+        let text = String::from_utf8(out).unwrap();
+        assert!(!text.contains("one") && !text.contains("two"), "{text}");
+        assert_eq!(
+            text.matches("x-request-id: 0123abcd\r\n").count(),
+            1,
+            "{text}"
         );
     }
 }

@@ -184,8 +184,9 @@ fn read_framing(
 
 impl Answer<'_, '_> {
     /// Writes the head the client gets into `out` (cleared first); `last` when the client
-    /// connection closes after this answer.
-    pub fn write_client(&self, out: &mut Vec<u8>, last: bool) {
+    /// connection closes after this answer; `extra`: header lines leafgate adds (each
+    /// ending in CRLF, the request's ID).
+    pub fn write_client(&self, out: &mut Vec<u8>, last: bool, extra: &[u8]) {
         out.clear();
         // leafgate's own version (RFC 9110 §6.2): the client speaks HTTP/1.1, whatever the
         // backend spoke; `Via` says what that was.
@@ -242,6 +243,7 @@ impl Answer<'_, '_> {
                 out.extend_from_slice(b"\r\n");
             }
         }
+        out.extend_from_slice(extra);
         if last {
             out.extend_from_slice(b"connection: close\r\n");
         }
@@ -289,8 +291,15 @@ fn status_digits(status: u16) -> [u8; 3] {
 
 /// Writes leafgate's own error answer into `out` (cleared first), as
 /// `ProxyError::response` makes it on hyper's path: `text` as a plain-text body that is
-/// not cached; `last` when the client connection closes after it.
-pub fn write_error(out: &mut Vec<u8>, status: http::StatusCode, text: &str, last: bool) {
+/// not cached; `last` when the client connection closes after it; `extra` as in
+/// [`Answer::write_client`].
+pub fn write_error(
+    out: &mut Vec<u8>,
+    status: http::StatusCode,
+    text: &str,
+    last: bool,
+    extra: &[u8],
+) {
     out.clear();
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(status.as_str().as_bytes());
@@ -300,10 +309,12 @@ pub fn write_error(out: &mut Vec<u8>, status: http::StatusCode, text: &str, last
         b"\r\ncontent-type: text/plain; charset=utf-8\r\ncache-control: no-store\r\ncontent-length: ",
     );
     decimal(out, text.len() as u64);
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(extra);
     if last {
-        out.extend_from_slice(b"\r\nconnection: close");
+        out.extend_from_slice(b"connection: close\r\n");
     }
-    out.extend_from_slice(b"\r\ndate: ");
+    out.extend_from_slice(b"date: ");
     out.extend_from_slice(&clock::date());
     out.extend_from_slice(b"\r\n\r\n");
     out.extend_from_slice(text.as_bytes());
@@ -321,7 +332,7 @@ mod tests {
             Read::Bad(why) => Err(why),
             Read::Answer(a) => {
                 let mut out = Vec::new();
-                a.write_client(&mut out, last);
+                a.write_client(&mut out, last, &[]);
                 Ok((a.framing, a.keep_alive, String::from_utf8(out).unwrap()))
             }
         }

@@ -116,6 +116,9 @@ pub struct FastConn<'a, C> {
     long_head: Vec<u8>,
     /// The head for the backend, written by the listener's plan.
     pub head: Vec<u8>,
+    /// Header lines the client's answer gets besides the backend's (the request's ID),
+    /// each ending in CRLF; written by the listener's plan.
+    pub reply: Vec<u8>,
     /// What goes to the client: a head, or chunks.
     out: Vec<u8>,
     /// Request body bytes not yet read from the client.
@@ -138,6 +141,7 @@ impl<'a, C: Caller> FastConn<'a, C> {
             answer: Buf::new(),
             long_head: Vec::new(),
             head: Vec::with_capacity(1024),
+            reply: Vec::with_capacity(256),
             out: Vec::with_capacity(BUFFER),
             body_left: 0,
             client_timer: Timer::new(),
@@ -420,7 +424,7 @@ impl<'a, C: Caller> FastConn<'a, C> {
             let response::Read::Answer(answer) = response::parse(bytes, &mut slots) else {
                 return Next::Close;
             };
-            answer.write_client(&mut self.out, last);
+            answer.write_client(&mut self.out, last, &self.reply);
             (answer.status, answer.framing, answer.keep_alive, answer.len)
         };
         let answered = Instant::now();
@@ -490,7 +494,7 @@ impl<'a, C: Caller> FastConn<'a, C> {
         self.outcome.refusal = err.to_string();
         let text = error_text(status, &self.outcome.refusal);
         self.outcome.bytes_out = text.len() as u64;
-        response::write_error(&mut self.out, status, &text, last);
+        response::write_error(&mut self.out, status, &text, last, &self.reply);
         if io.write_all(&self.out).await.is_err() || last {
             return Next::Close;
         }
