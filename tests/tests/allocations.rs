@@ -167,6 +167,8 @@ fn the_fast_path_allocates_nothing_per_request() {
         Config::new()
             // Every request gets an ID: made, written into the backend's head, returned.
             .set("request_id", serde_json::json!({ "response": true }))
+            // And a trace: each request comes without one, so one is started.
+            .set("tracing", serde_json::json!({ "propagate": true }))
             .listener(Listener::new("fast").set("http1_fast_path", true))
             .listener(Listener::new("hyper").set("http1_fast_path", false))
             // The fast path with its access log on: a JSON line per request, to a file.
@@ -194,8 +196,8 @@ fn the_fast_path_allocates_nothing_per_request() {
     );
     let first = std::fs::read_to_string(&log).unwrap();
     assert!(
-        first.contains("\"request_id\":\""),
-        "the lines carry no request ID, so making one was not counted: {}",
+        first.contains("\"request_id\":\"") && first.contains("\"trace_id\":\""),
+        "the lines carry no request or trace ID, so making them was not counted: {}",
         first.lines().next().unwrap_or_default()
     );
     assert!(

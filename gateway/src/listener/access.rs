@@ -49,12 +49,18 @@ pub struct Facts {
     referer: Option<Range<usize>>,
     user_agent: Option<Range<usize>>,
     request_id: Option<Range<usize>>,
+    trace_id: Option<Range<usize>>,
 }
 
 impl Facts {
     /// Copies `head`'s method, target, host, referer and user agent, and the request's
-    /// ID.
-    pub fn capture(&mut self, head: &Head<'_, '_>, request_id: Option<&[u8]>) {
+    /// ID and trace-id.
+    pub fn capture(
+        &mut self,
+        head: &Head<'_, '_>,
+        request_id: Option<&[u8]>,
+        trace_id: Option<&[u8]>,
+    ) {
         self.buf.clear();
         self.method = self.put(head.method.as_bytes());
         self.target = self.put(head.target.as_bytes());
@@ -62,6 +68,7 @@ impl Facts {
         self.referer = head.header("referer").map(|v| self.put(v));
         self.user_agent = head.header("user-agent").map(|v| self.put(v));
         self.request_id = request_id.map(|v| self.put(v));
+        self.trace_id = trace_id.map(|v| self.put(v));
     }
 
     fn put(&mut self, b: &[u8]) -> Range<usize> {
@@ -92,6 +99,10 @@ pub fn fast_line(
     let mut r = Record::new(Kind::Http, &client.listener);
     r.request_id = facts
         .request_id
+        .as_ref()
+        .and_then(|x| std::str::from_utf8(facts.get(x)).ok());
+    r.trace_id = facts
+        .trace_id
         .as_ref()
         .and_then(|x| std::str::from_utf8(facts.get(x)).ok());
     r.route = Some(&route.name);
@@ -127,6 +138,7 @@ pub struct Pending {
     headers: HeaderMap<HeaderValue>,
     bytes_in: Option<u64>,
     request_id: Option<HeaderValue>,
+    trace_id: Option<String>,
 }
 
 /// The headers a line reads; no other (and never `Authorization` or `Cookie`) is kept.
@@ -145,6 +157,7 @@ impl Pending {
         client: &Client,
         req: &mut Request<B>,
         request_id: Option<&HeaderValue>,
+        trace_id: Option<String>,
     ) -> Option<Pending> {
         let log = client.shared.access_log.of(&client.listener)?;
         req.extensions_mut().insert(NoteUpstream);
@@ -163,6 +176,7 @@ impl Pending {
             headers,
             bytes_in: http_body::Body::size_hint(req.body()).exact(),
             request_id: request_id.cloned(),
+            trace_id,
         })
     }
 
@@ -198,6 +212,7 @@ impl Pending {
         };
         let mut r = Record::new(kind, &client.listener);
         r.request_id = self.request_id.as_ref().and_then(|v| v.to_str().ok());
+        r.trace_id = self.trace_id.as_deref();
         r.route = routed.map(|route| route.name.as_str());
         r.tenant = routed.and_then(|route| route.tenant.as_ref().map(|t| t.name.as_str()));
         r.client = Some(client.peer);

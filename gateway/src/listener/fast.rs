@@ -37,7 +37,7 @@ use tracing::debug;
 use super::access::{self, Facts};
 use super::client::Client;
 use super::conn::HEADER_READ_TIMEOUT;
-use super::ids::FastId;
+use super::ids::{FastId, FastTrace};
 use crate::access_log::ListenerLog;
 use crate::config::ListenerKind;
 use crate::metrics::{ListenerLabels, Metrics};
@@ -48,6 +48,7 @@ use crate::proxy::fast::exchange::{Caller, FastConn, Next, Request};
 use crate::proxy::fast::request::{self, Head};
 use crate::proxy::fast::{lines, response};
 use crate::proxy::headers::{ClientSide, Peer};
+use crate::proxy::trace;
 use crate::proxy::upstream::Upstream;
 use crate::routing::path;
 use crate::runtime::signal::Waiter;
@@ -78,6 +79,8 @@ where
     let mut facts = Facts::default();
     // The request's ID, when the config gives requests one.
     let mut id = FastId::default();
+    // The new trace a request is given, with `[tracing] propagate`.
+    let mut trace = FastTrace::default();
     // Some request was served: hyper's server takes an HTTP/2 preface only as a
     // connection's first bytes.
     let mut exchanged = false;
@@ -98,6 +101,7 @@ where
                         reply: &mut conn.reply,
                         facts: &mut facts,
                         id: &mut id,
+                        trace: &mut trace,
                     },
                 )),
             }
@@ -183,6 +187,7 @@ struct Written<'a> {
     reply: &'a mut Vec<u8>,
     facts: &'a mut Facts,
     id: &'a mut FastId,
+    trace: &'a mut FastTrace,
 }
 
 /// Routes `head` as the routes front would, and writes the backend's head (with the
@@ -221,6 +226,17 @@ fn plan(client: &Client, head: &Head<'_, '_>, out: Written<'_>) -> Step {
         }
         (name, id)
     });
+    // Off: `None`; on: the new trace's `traceparent`, or `None` inside when the request's
+    // goes on as it came.
+    let started = snapshot
+        .config
+        .propagate_trace
+        .then(|| out.trace.choose(head.lines("traceparent")));
+    let trace_id = match started {
+        Some(Some(tp)) => Some(trace::trace_id(tp)),
+        Some(None) => head.lines("traceparent").1.map(trace::trace_id),
+        None => None,
+    };
     head.write_upstream(
         out.head,
         &ClientSide {
@@ -230,10 +246,11 @@ fn plan(client: &Client, head: &Head<'_, '_>, out: Written<'_>) -> Step {
             trusted,
         },
         id,
+        started.flatten(),
     );
     let log = client.shared.access_log.of(&client.listener);
     if log.is_some() {
-        out.facts.capture(head, id.map(|(_, id)| id));
+        out.facts.capture(head, id.map(|(_, id)| id), trace_id);
     }
     Step::Go(Plan {
         log,

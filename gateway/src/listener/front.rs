@@ -91,7 +91,8 @@ where
 /// writes it.
 async fn dispatch(mut req: Request<Incoming>, client: Arc<Client>) -> Response<Body> {
     let id = ids::assign(&client, &mut req);
-    let line = Pending::of(&client, &mut req, id.as_ref().map(|i| &i.value));
+    let trace = ids::trace(&client, &mut req);
+    let line = Pending::of(&client, &mut req, id.as_ref().map(|i| &i.value), trace);
     let mut res = answer(req, &client).await;
     if let Some(id) = id {
         id.answer(&mut res);

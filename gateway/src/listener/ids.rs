@@ -4,11 +4,13 @@
 //! and the answer carries it back when `response`. A value that is not sane is never
 //! forwarded, whoever sent it.
 
-use http::{HeaderName, HeaderValue, Request, Response};
+use http::header::{HeaderName, HeaderValue};
+use http::{Request, Response};
 
 use super::client::Client;
 use crate::proxy::Body;
 use crate::proxy::request_id::{self, MAX_KEPT, is_sane};
+use crate::proxy::trace;
 
 /// The ID a hyper-path request goes on with.
 pub struct Assigned {
@@ -40,6 +42,36 @@ pub fn assign<B>(client: &Client, req: &mut Request<B>) -> Option<Assigned> {
         value,
         response: config.response,
     })
+}
+
+const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
+const TRACESTATE: HeaderName = HeaderName::from_static("tracestate");
+
+/// With `[tracing] propagate`, the request's `traceparent`: the one it came with when it
+/// is one valid line, else a new trace's (its `tracestate` dropped); its trace-id, for the
+/// line.
+pub fn trace<B>(client: &Client, req: &mut Request<B>) -> Option<String> {
+    if !client.shared.snapshot.load().config.propagate_trace {
+        return None;
+    }
+    let mut lines = req.headers().get_all(&TRACEPARENT).iter();
+    if let (Some(v), None) = (lines.next(), lines.next())
+        && trace::is_valid(v.as_bytes())
+    {
+        return std::str::from_utf8(trace::trace_id(v.as_bytes()))
+            .ok()
+            .map(str::to_owned);
+    }
+    let started = trace::start();
+    let headers = req.headers_mut();
+    headers.remove(&TRACESTATE);
+    headers.insert(
+        TRACEPARENT,
+        HeaderValue::from_bytes(&started).expect("hex digits are a header value"),
+    );
+    std::str::from_utf8(trace::trace_id(&started))
+        .ok()
+        .map(str::to_owned)
 }
 
 impl Assigned {
@@ -86,5 +118,32 @@ impl FastId {
 
     pub fn get(&self) -> &[u8] {
         &self.buf[..self.len]
+    }
+}
+
+/// A fast-path request's trace, held in place for the connection.
+pub struct FastTrace {
+    started: [u8; trace::LEN],
+}
+
+impl Default for FastTrace {
+    fn default() -> Self {
+        FastTrace {
+            started: [0; trace::LEN],
+        }
+    }
+}
+
+impl FastTrace {
+    /// For a request whose `traceparent` lines are `lines`: `None` when it goes on as it
+    /// came, else the new trace's `traceparent` (its `tracestate` to drop).
+    pub fn choose(&mut self, lines: (usize, Option<&[u8]>)) -> Option<&[u8]> {
+        match lines {
+            (1, Some(v)) if trace::is_valid(v) => None,
+            _ => {
+                self.started = trace::start();
+                Some(&self.started)
+            }
+        }
     }
 }

@@ -37,6 +37,7 @@ pub mod idle;
 pub mod prepare;
 pub mod request_id;
 pub mod splice;
+pub mod trace;
 pub mod upgrade;
 pub mod upstream;
 

@@ -515,6 +515,7 @@ async fn with_ids() -> (TestGateway, PathBuf, TestUpstream) {
         dir,
         Config::new()
             .set("request_id", json!({ "header": "X-Request-Id" }))
+            .set("tracing", json!({ "propagate": true }))
             .set("access_log", json!({ "path": log.display().to_string() }))
             .listener(Listener::new("fast").set("http1_fast_path", true))
             .listener(Listener::new("hyper").set("http1_fast_path", false))
@@ -541,6 +542,12 @@ async fn with_ids() -> (TestGateway, PathBuf, TestUpstream) {
 /// What one HTTP/1.1 request with `extra` header lines (raw bytes, each ending in CRLF)
 /// got: the answer's `x-request-id` lines, and the backend's echo of the request's.
 async fn id_over_h1(addr: std::net::SocketAddr, extra: &[u8]) -> (Vec<String>, Vec<String>) {
+    let (returned, echo) = echo_over_h1(addr, extra).await;
+    (returned, seen_by_backend(&echo))
+}
+
+/// The answer's `x-request-id` lines and the backend's echo, for [`id_over_h1`]'s request.
+async fn echo_over_h1(addr: std::net::SocketAddr, extra: &[u8]) -> (Vec<String>, Value) {
     match id_or_refusal(addr, extra).await {
         Ok(got) => got,
         Err(head) => panic!("refused: {head}"),
@@ -551,7 +558,7 @@ async fn id_over_h1(addr: std::net::SocketAddr, extra: &[u8]) -> (Vec<String>, V
 async fn id_or_refusal(
     addr: std::net::SocketAddr,
     extra: &[u8],
-) -> Result<(Vec<String>, Vec<String>), String> {
+) -> Result<(Vec<String>, Value), String> {
     let mut tcp = TcpStream::connect(addr).await.unwrap();
     let mut head = b"GET /id HTTP/1.1\r\nHost: site.example\r\n".to_vec();
     head.extend_from_slice(extra);
@@ -577,7 +584,7 @@ async fn id_or_refusal(
         .map(|(_, v)| v.to_string())
         .collect();
     let echo: Value = serde_json::from_slice(&answer[end + 4..]).unwrap();
-    Ok((returned, seen_by_backend(&echo)))
+    Ok((returned, echo))
 }
 
 fn seen_by_backend(echo: &Value) -> Vec<String> {
@@ -711,9 +718,10 @@ async fn a_hostile_request_id_never_reaches_the_backend_even_from_a_trusted_prox
     ];
     for listener in ["fast-lb", "hyper-lb", "fast", "hyper"] {
         for (what, line) in hostile {
-            let (returned, seen) = id_or_refusal(gw.addr(listener), line)
+            let (returned, echo) = id_or_refusal(gw.addr(listener), line)
                 .await
                 .unwrap_or_else(|head| panic!("{listener} {what}: {head}"));
+            let seen = seen_by_backend(&echo);
             assert!(
                 returned.len() == 1 && is_fresh(&returned[0]),
                 "{listener} {what}: {returned:?}"
@@ -723,5 +731,140 @@ async fn a_hostile_request_id_never_reaches_the_backend_even_from_a_trusted_prox
                 "{listener} {what}: replaced, never forwarded"
             );
         }
+    }
+}
+
+/// The backend's lines of `name`.
+fn echoed(echo: &Value, name: &str) -> Vec<String> {
+    echo["headers"][name]
+        .as_array()
+        .map(|v| v.iter().map(|s| s.as_str().unwrap().to_string()).collect())
+        .unwrap_or_default()
+}
+
+/// A version-00 `traceparent` with ids not all zero (W3C Trace Context §3.2); its
+/// trace-id.
+fn trace_id_of(traceparent: &str) -> Option<&str> {
+    let parts: Vec<&str> = traceparent.split('-').collect();
+    let hex = |s: &str, n: usize| {
+        s.len() == n
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    let ok = parts.len() == 4
+        && parts[0] == "00"
+        && hex(parts[1], 32)
+        && hex(parts[2], 16)
+        && hex(parts[3], 2)
+        && parts[1].bytes().any(|b| b != b'0')
+        && parts[2].bytes().any(|b| b != b'0');
+    ok.then_some(parts[1])
+}
+
+#[tokio::test]
+async fn traceparent_is_passed_on_when_valid_and_started_when_absent_or_malformed() {
+    let (gw, log, _backend) = with_ids().await;
+    // The spec's own example (§3.2.2.5), with a tracestate.
+    let valid = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let mut expected = Vec::new();
+    for listener in ["fast", "hyper", "fast-lb", "hyper-lb"] {
+        let addr = gw.addr(listener);
+        let sent = format!("traceparent: {valid}\r\ntracestate: vendor=opaque1\r\n");
+        let (ids, echo) = echo_over_h1(addr, sent.as_bytes()).await;
+        assert_eq!(
+            echoed(&echo, "traceparent"),
+            [valid],
+            "{listener}: passed on as it came"
+        );
+        assert_eq!(
+            echoed(&echo, "tracestate"),
+            ["vendor=opaque1"],
+            "{listener}"
+        );
+        expected.push((
+            ids[0].clone(),
+            "4bf92f3577b34da6a3ce929d0e0e4736".to_string(),
+        ));
+
+        let (ids, echo) = echo_over_h1(addr, b"").await;
+        let started = echoed(&echo, "traceparent");
+        assert_eq!(started.len(), 1, "{listener}: a trace started");
+        let trace = trace_id_of(&started[0]).unwrap_or_else(|| panic!("{started:?}"));
+        assert!(started[0].ends_with("-01"), "{started:?}");
+        expected.push((ids[0].clone(), trace.to_string()));
+
+        for (what, bad) in [
+            (
+                "all-zero trace-id",
+                "traceparent: 00-00000000000000000000000000000000-00f067aa0ba902b7-01\r\n",
+            ),
+            (
+                "uppercase",
+                "traceparent: 00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01\r\n",
+            ),
+            (
+                "version ff",
+                "traceparent: ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\n",
+            ),
+            (
+                "short",
+                "traceparent: 00-4bf92f3577b34da6-00f067aa0ba902b7-01\r\n",
+            ),
+        ] {
+            let sent = format!("{bad}tracestate: vendor=opaque1\r\n");
+            let (ids, echo) = echo_over_h1(addr, sent.as_bytes()).await;
+            let got = echoed(&echo, "traceparent");
+            assert_eq!(got.len(), 1, "{listener} {what}: {got:?}");
+            let trace =
+                trace_id_of(&got[0]).unwrap_or_else(|| panic!("{listener} {what}: {got:?}"));
+            assert_ne!(
+                trace, "4bf92f3577b34da6a3ce929d0e0e4736",
+                "{listener} {what}: a new trace"
+            );
+            assert!(
+                echoed(&echo, "tracestate").is_empty(),
+                "{listener} {what}: no tracestate without a valid traceparent"
+            );
+            expected.push((ids[0].clone(), trace.to_string()));
+        }
+        // Two lines are no one traceparent.
+        let two = format!("traceparent: {valid}\r\ntraceparent: {valid}\r\n");
+        let (_, echo) = echo_over_h1(addr, two.as_bytes()).await;
+        let got = echoed(&echo, "traceparent");
+        assert!(got.len() == 1 && got[0] != valid, "{listener}: {got:?}");
+    }
+    // The trace-id in each line, found by the request's ID.
+    let lines: Vec<Value> = lines(&log, expected.len())
+        .await
+        .iter()
+        .map(|l| parsed(l))
+        .collect();
+    for (id, trace) in &expected {
+        let line = lines
+            .iter()
+            .find(|l| l["request_id"] == id.as_str())
+            .unwrap_or_else(|| panic!("no line for {id}: {lines:#?}"));
+        assert_eq!(line["trace_id"], trace.as_str(), "{line}");
+    }
+}
+
+#[tokio::test]
+async fn without_tracing_trace_headers_are_left_as_they_came() {
+    let bed = Bed::start(json!({ "format": "json" })).await;
+    let bad = "00-00000000000000000000000000000000-0000000000000000-01";
+    for listener in ["fast", "hyper"] {
+        let sent = format!("traceparent: {bad}\r\ntracestate: a=b\r\n");
+        let (ids, echo) = echo_over_h1(bed.gw.addr(listener), sent.as_bytes()).await;
+        assert!(ids.is_empty(), "no [request_id], no ID: {ids:?}");
+        assert_eq!(echoed(&echo, "traceparent"), [bad], "{listener}");
+        assert_eq!(echoed(&echo, "tracestate"), ["a=b"], "{listener}");
+        assert!(seen_by_backend(&echo).is_empty(), "{listener}");
+    }
+    let lines: Vec<Value> = lines(&bed.log, 2).await.iter().map(|l| parsed(l)).collect();
+    for l in &lines {
+        assert!(
+            l.get("trace_id").is_none() && l.get("request_id").is_none(),
+            "{l}"
+        );
     }
 }

@@ -57,6 +57,8 @@ pub struct Config {
     pub access_log: AccessLogs,
     /// `[request_id]`: `None` when requests get no ID.
     pub request_id: Option<RequestIdConfig>,
+    /// `[tracing] propagate`: W3C `traceparent` passed on, or started (`proxy::trace`).
+    pub propagate_trace: bool,
     /// Every file the config names (certificates, keys, kubeconfigs): reload watches them.
     pub files: BTreeSet<PathBuf>,
     /// What validation found risky but not wrong (short tokens), each as

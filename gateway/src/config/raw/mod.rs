@@ -44,6 +44,14 @@ pub struct RawConfig {
     pub virtual_nodes: Vec<Spanned<kubernetes::RawVirtualNode>>,
     pub access_log: Option<RawAccessLog>,
     pub request_id: Option<RawRequestId>,
+    pub tracing: Option<RawTracing>,
+}
+
+/// `[tracing]`: W3C trace context.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTracing {
+    pub propagate: Option<bool>,
 }
 
 /// `[request_id]`: every request gets an ID (kept from a trusted proxy, else made).

@@ -133,3 +133,22 @@ fn request_ids_take_a_header_name_leafgate_does_not_set_else_an_error_at_its_key
     let err = load_errors(dir.path(), "[request_id]\nheadr = \"X-Id\"\n");
     assert!(err.contains("headr"), "an unknown key: {err}");
 }
+
+#[test]
+fn tracing_propagates_only_when_asked_and_takes_no_other_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("leafgate.toml");
+    for (toml, on) in [
+        ("[tracing]\npropagate = true\n", true),
+        ("[tracing]\npropagate = false\n", false),
+        ("[tracing]\n", false),
+        ("\n", false),
+    ] {
+        std::fs::write(&path, toml).unwrap();
+        assert_eq!(Config::load(&path).unwrap().propagate_trace, on, "{toml}");
+    }
+    let err = load_errors(dir.path(), "[tracing]\npropagate = \"yes\"\n");
+    assert!(err.contains("propagate") && err.contains(":2:"), "{err}");
+    let err = load_errors(dir.path(), "[tracing]\nexport = true\n");
+    assert!(err.contains("export"), "{err}");
+}

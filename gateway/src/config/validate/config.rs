@@ -46,6 +46,7 @@ impl Validator<'_, '_> {
             virtual_nodes,
             access_log,
             request_id,
+            propagate_trace: raw.tracing.as_ref().and_then(|t| t.propagate) == Some(true),
             admin,
             timeouts,
             listeners,

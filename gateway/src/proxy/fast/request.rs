@@ -157,12 +157,14 @@ impl Head<'_, '_> {
     /// Writes the head the backend gets into `out` (cleared first), as `proxy::prepare`
     /// readies a request for an untrusted `client` (see [`Head::fits`]). With `id` (a
     /// lowercase header name and the request's ID), the client's lines of that header
-    /// are left out and the ID's written instead.
+    /// are left out and the ID's written instead; with `traceparent` (a new trace's), the
+    /// client's `traceparent` and `tracestate` are left out and it is written.
     pub fn write_upstream(
         &self,
         out: &mut Vec<u8>,
         client: &ClientSide<'_>,
         id: Option<(&str, &[u8])>,
+        traceparent: Option<&[u8]>,
     ) {
         out.clear();
         out.extend_from_slice(self.method.as_bytes());
@@ -176,6 +178,9 @@ impl Head<'_, '_> {
                 || headers::is_forwarding_claim(name)
                 || (self.close && name.eq_ignore_ascii_case(b"close"))
                 || id.is_some_and(|(id, _)| name.eq_ignore_ascii_case(id.as_bytes()))
+                || (traceparent.is_some()
+                    && (name.eq_ignore_ascii_case(b"traceparent")
+                        || name.eq_ignore_ascii_case(b"tracestate")))
             {
                 continue;
             }
@@ -183,6 +188,9 @@ impl Head<'_, '_> {
         }
         if let Some((name, value)) = id {
             line(out, name.as_bytes(), value);
+        }
+        if let Some(value) = traceparent {
+            line(out, b"traceparent", value);
         }
         line(out, b"x-forwarded-for", client.peer.text());
         line(out, b"x-forwarded-proto", client.proto().as_bytes());
@@ -389,7 +397,7 @@ mod tests {
             trusted: false,
         };
         let mut out = Vec::new();
-        h.write_upstream(&mut out, &client, None);
+        h.write_upstream(&mut out, &client, None, None);
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "GET /p HTTP/1.1\r\nHost: a.example\r\nVia: 1.1 edge\r\nAccept: */*\r\n\
@@ -416,7 +424,7 @@ mod tests {
             trusted: false,
         };
         let mut out = Vec::new();
-        h.write_upstream(&mut out, &client, Some(("x-request-id", b"0123abcd")));
+        h.write_upstream(&mut out, &client, Some(("x-request-id", b"0123abcd")), None);
         let text = String::from_utf8(out).unwrap();
         assert!(!text.contains("one") && !text.contains("two"), "{text}");
         assert_eq!(
