@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use super::access;
 use super::client::Client;
 use crate::proxy::headers::{self, ClientSide};
-use crate::proxy::upgrade::{self, SpliceJob};
+use crate::proxy::upgrade::{self, SpliceJob, UpgradeLog};
 use crate::proxy::{self, Body, Exchange, error_response, full, own_answer};
 use crate::snapshot::choice::Applied;
 use crate::snapshot::{Action, ListenerState, Route};
@@ -97,7 +97,7 @@ pub async fn serve(
                 headers::is_upgrade(req.headers()) && req.version() <= http::Version::HTTP_11;
             let forwarded = async {
                 if upgrade {
-                    let job = splice_job(client, &route);
+                    let job = splice_job(client, &route).logging(upgrade_log(client, &req));
                     Box::pin(upgrade::forward(req, upstream, &exchange, job))
                         .await
                         .unwrap_or_else(|e| own_answer(e.response(), unread))
@@ -140,6 +140,20 @@ async fn within_request_timeout(
             own_answer(error_response(StatusCode::GATEWAY_TIMEOUT, &reason), true)
         }
     }
+}
+
+/// Where an upgraded connection's line goes when it ends, when the listener writes a log.
+fn upgrade_log<B>(client: &Client, req: &Request<B>) -> Option<UpgradeLog> {
+    let log = client.shared.access_log.of(&client.listener)?;
+    let snapshot = client.shared.snapshot.load();
+    let request_id = snapshot
+        .config
+        .request_id
+        .as_ref()
+        .and_then(|c| req.headers().get(&c.header))
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    Some(UpgradeLog { log, request_id })
 }
 
 fn splice_job(client: &Client, route: &Route) -> SpliceJob {

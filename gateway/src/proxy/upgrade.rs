@@ -20,6 +20,7 @@
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -45,6 +46,7 @@ use tower_service::Service;
 use tracing::{Instrument, debug, debug_span, warn};
 
 use super::body::IdleTimeout;
+use crate::access_log::{Kind, ListenerLog, Record};
 use crate::errors::{self, Causes};
 use crate::limit::Limiter;
 use crate::metrics::{Metrics, SpliceByteLabels, SpliceLabels};
@@ -478,6 +480,16 @@ pub struct SpliceJob {
     /// registration that counts and can revoke it), dropped when the splice ends or the
     /// upgrade fails.
     held: Option<Box<dyn Send + Sync>>,
+    /// The listener's access log, when it writes one: the connection's line goes there
+    /// when it ends.
+    log: Option<UpgradeLog>,
+}
+
+/// What an upgraded connection's access log line needs besides its job and its ends.
+pub struct UpgradeLog {
+    pub log: Arc<ListenerLog>,
+    /// The request's ID (`[request_id]`).
+    pub request_id: Option<String>,
 }
 
 impl SpliceJob {
@@ -502,7 +514,14 @@ impl SpliceJob {
             up,
             down,
             held: None,
+            log: None,
         }
+    }
+
+    /// The same job, writing its line to `log` when the connection ends.
+    pub fn logging(mut self, log: Option<UpgradeLog>) -> SpliceJob {
+        self.log = log;
+        self
     }
 
     /// The same job, keeping `held` until the splice ends. With a `kill` token of its own
@@ -534,14 +553,20 @@ impl SpliceJob {
             .spliced_bytes
             .get_or_create(&byte_labels(Direction::UpstreamToClient))
             .clone();
+        // What moved, for the line: a splice that fails reports no totals of its own.
+        let moved = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+        let counted = moved.clone();
         let on_bytes = move |direction: Direction, n: u64| match direction {
             Direction::ClientToUpstream => {
                 up_bytes.inc_by(n);
+                counted[0].fetch_add(n, Ordering::Relaxed);
             }
             Direction::UpstreamToClient => {
                 down_bytes.inc_by(n);
+                counted[1].fetch_add(n, Ordering::Relaxed);
             }
         };
+        let began = tokio::time::Instant::now();
         let opts = SpliceOptions {
             idle_timeout: idle,
             up: self.up.clone(),
@@ -554,6 +579,34 @@ impl SpliceJob {
             _ = self.kill.cancelled() => None,
         };
         active.dec();
+        if let Some(log) = &self.log {
+            let end_reason = match &result {
+                Some(Ok(_)) => "closed",
+                Some(Err(SpliceError::Idle { .. })) => "idle timeout",
+                Some(Err(e)) if e.client_hung_up() => "client closed",
+                Some(Err(e)) => match e.side() {
+                    Some(splice::Side::Client) => "client error",
+                    _ => "upstream error",
+                },
+                None => "drain",
+            };
+            let throttled = match &result {
+                Some(Ok(r)) => Some(r.throttled_up + r.throttled_down),
+                _ => None,
+            };
+            let mut r = Record::new(Kind::Upgrade, &ends.listener);
+            r.request_id = log.request_id.as_deref();
+            r.route = Some(&self.route);
+            r.tenant = (!self.tenant.is_empty()).then_some(self.tenant.as_str());
+            r.client = Some(ends.peer);
+            r.upstream = Some(&ends.backend);
+            r.bytes_in = Some(moved[0].load(Ordering::Relaxed));
+            r.bytes_out = Some(moved[1].load(Ordering::Relaxed));
+            r.duration = Some(began.elapsed());
+            r.throttled = throttled;
+            r.end_reason = Some(end_reason);
+            log.log.write(&r);
+        }
         match result {
             Some(Ok(report)) => {
                 for (direction, throttled) in [

@@ -868,3 +868,87 @@ async fn without_tracing_trace_headers_are_left_as_they_came() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_spliced_websocket_writes_its_line_at_close_with_the_bytes_each_way() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let ws = leafgate_tests::backends::websocket_echo("ws").await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let gw = TestGateway::start_in(
+        dir,
+        Config::new()
+            .set("request_id", json!({}))
+            .set("access_log", json!({ "path": log.display().to_string() }))
+            .tenant(Tenant::new("shop"))
+            .listener(Listener::new("fast").set("http1_fast_path", true))
+            .listener(Listener::new("hyper").set("http1_fast_path", false))
+            .route(
+                Route::host("*")
+                    .name("socket")
+                    .tenant("shop")
+                    .backend(ws.addr),
+            ),
+    )
+    .await;
+    const L: u64 = 100_000;
+    for listener in ["fast", "hyper"] {
+        let (mut socket, res) =
+            tokio_tungstenite::connect_async(format!("ws://{}/socket", gw.addr(listener)))
+                .await
+                .unwrap();
+        let id = res.headers()["x-request-id"].to_str().unwrap().to_string();
+        socket
+            .send(Message::binary(vec![7u8; L as usize]))
+            .await
+            .unwrap();
+        let echoed = socket.next().await.unwrap().unwrap();
+        assert_eq!(echoed.into_data().len() as u64, L);
+        // No line while the connection is open.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(
+            upgrade_line(&log, listener).is_none(),
+            "{listener}: a line before the close"
+        );
+        socket.close(None).await.unwrap();
+        drop(socket);
+        let started = Instant::now();
+        let line = loop {
+            if let Some(line) = upgrade_line(&log, listener) {
+                break line;
+            }
+            assert!(started.elapsed() < WITHIN, "{listener}: no upgrade line");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert_eq!(line["route"], "socket", "{line}");
+        assert_eq!(line["tenant"], "shop", "{line}");
+        assert_eq!(line["request_id"], id.as_str(), "{line}");
+        assert!(
+            line["upstream"]
+                .as_str()
+                .unwrap()
+                .contains(&ws.addr.to_string()),
+            "{line}"
+        );
+        // RFC 6455 §5.2: the client's message in a masked frame with a 64-bit length (14
+        // bytes of header), then its empty Close (2 + 4 of mask); the backend's in an
+        // unmasked one (10), and its Close reply when it sends one (2).
+        assert_eq!(line["bytes_in"], L + 14 + 6, "{line}");
+        let out = line["bytes_out"].as_u64().unwrap();
+        assert!(out == L + 10 || out == L + 12, "{line}");
+        assert!(line["duration_ms"].as_f64().unwrap() >= 200.0, "{line}");
+        // Both ends closed cleanly (or the client's went without a Close reply awaited).
+        let reason = line["end_reason"].as_str().unwrap_or_default();
+        assert!(["closed", "client closed"].contains(&reason), "{line}");
+        assert_eq!(line["kind"], "upgrade");
+    }
+}
+
+/// `listener`'s `upgrade` line in the log at `path`, once there is one.
+fn upgrade_line(path: &Path, listener: &str) -> Option<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .map(parsed)
+        .find(|l| l["listener"] == listener && l["kind"] == "upgrade")
+}

@@ -53,7 +53,7 @@ mod zero_copy;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
-pub use self::terms::{Direction, IoOp, SpliceError, SpliceOptions, SpliceReport};
+pub use self::terms::{Direction, IoOp, Side, SpliceError, SpliceOptions, SpliceReport};
 
 use self::copy::{Activity, both_ways, copy_one};
 
