@@ -26,6 +26,10 @@
 //! nothing is maintained by hand and they cannot drift from the types.
 //!
 //! `/openapi/v2` is not served: kubectl asks it only in protobuf, and only when v3 fails.
+//!
+//! Long file: the documents are one generator. Every group-version's paths and schemas
+//! are written with the same schema generator, operation and parameter builders and
+//! tagging; split by group, each part would import those builders back from the other.
 
 use std::sync::LazyLock;
 
