@@ -62,6 +62,9 @@ pub struct Suite {
     pub sim: KubeSim,
     pub gateway: TestGateway,
     pub pods: Vec<EchoPod>,
+    /// The CA of the suite's certificates (`tls-validity-checks-certificate` in the
+    /// infra namespace and `certificate` in the web-backend one, as the suite creates them).
+    pub ca: crate::certs::TestCa,
 }
 
 impl Suite {
@@ -83,6 +86,13 @@ impl Suite {
         root_kubeconfig(&sim, dir.path(), "gw");
         apply(dir.path(), &fixture("gatewayclass.yaml")).await;
         apply(dir.path(), &fixture("base.yaml")).await;
+        let ca = crate::certs::TestCa::new("gateway-conformance");
+        for (ns, name) in [
+            (INFRA, "tls-validity-checks-certificate"),
+            (WEB, "certificate"),
+        ] {
+            secret(&sim, &ca, dir.path(), ns, name);
+        }
         let mut pods = Vec::new();
         for (ns, service, replicas) in BACKENDS {
             pods.extend(backend(&sim, n, ns, service, replicas, pods.len()).await);
@@ -100,7 +110,17 @@ impl Suite {
             .election("2s", "1s", "200ms")
             .set("gateway", table);
         let gateway = TestGateway::start_in(dir, extra.admin().kubernetes(kubernetes)).await;
-        Suite { sim, gateway, pods }
+        Suite {
+            sim,
+            gateway,
+            pods,
+            ca,
+        }
+    }
+
+    /// A client config trusting the suite's CA.
+    pub fn tls(&self) -> std::sync::Arc<rustls::ClientConfig> {
+        trusting(self.ca.roots())
     }
 
     pub fn dir(&self) -> &Path {
@@ -203,6 +223,39 @@ impl Suite {
             .await;
         SocketAddr::new(ip, 80)
     }
+}
+
+/// A client config trusting `roots` only.
+pub fn trusting(roots: rustls::RootCertStore) -> std::sync::Arc<rustls::ClientConfig> {
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    std::sync::Arc::new(config)
+}
+
+/// The suite's `kubernetes.io/tls` Secret `ns/name`, issued by `ca` for the names the
+/// upstream suite gives it (`*.org`, `*.wildcard.org`), and the `.org` hosts the tests
+/// send by name, as rustls (unlike Go) takes no wildcard over a one-label suffix, nor the
+/// bare `*`.
+fn secret(sim: &KubeSim, ca: &crate::certs::TestCa, dir: &Path, ns: &str, name: &str) {
+    let names = [
+        "*.org",
+        "*.wildcard.org",
+        "example.org",
+        "second-example.org",
+        "unknown-example.org",
+    ];
+    let files = ca.issue(dir, &format!("{ns}-{name}"), &names);
+    sim.create(crate::ingress::tls_secret(
+        ns,
+        name,
+        &files.cert,
+        &files.key,
+    ))
+    .unwrap();
 }
 
 /// The route's `status.parents[]` entries naming Gateway `gateway`.
@@ -575,6 +628,24 @@ fn headers_are(
 /// The harness's `MakeRequestAndExpectEventuallyConsistentResponse`: until three answers
 /// in a row are as `expect` says, within [`CONSISTENCY`].
 pub async fn expect(addr: SocketAddr, expect: &Expect<'_>) {
+    expect_over(addr, None, expect).await
+}
+
+/// [`expect`] over TLS (`MakeTLSRequestAndExpectEventuallyConsistentResponse`), the
+/// request's host sent as SNI and the certificate verified with `tls`.
+pub async fn expect_tls(
+    addr: SocketAddr,
+    tls: std::sync::Arc<rustls::ClientConfig>,
+    expect: &Expect<'_>,
+) {
+    expect_over(addr, Some(tls), expect).await
+}
+
+async fn expect_over(
+    addr: SocketAddr,
+    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    expect: &Expect<'_>,
+) {
     let started = Instant::now();
     let mut in_a_row = 0;
     let mut last = String::new();
@@ -604,7 +675,15 @@ pub async fn expect(addr: SocketAddr, expect: &Expect<'_>) {
         if !sets.is_empty() {
             headers.push(("X-Echo-Set-Header", &sets));
         }
-        let sent = send(addr, expect.method, &host, expect.path, &headers).await;
+        let sent = send_over(
+            addr,
+            tls.clone(),
+            expect.method,
+            &host,
+            expect.path,
+            &headers,
+        )
+        .await;
         let checked = sent.and_then(|answer| expect.check(&answer));
         match checked {
             Ok(()) => in_a_row += 1,
@@ -636,9 +715,40 @@ pub async fn send(
     path: &str,
     headers: &[(&str, &str)],
 ) -> Result<Answer, String> {
+    send_over(addr, None, method, host, path, headers).await
+}
+
+/// [`send`] in plain HTTP, or over TLS with `tls`, `host` (without a port) sent as SNI.
+pub async fn send_over(
+    addr: SocketAddr,
+    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    method: &str,
+    host: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> Result<Answer, String> {
     let io = tokio::net::TcpStream::connect(addr)
         .await
         .map_err(|e| format!("connecting: {e}"))?;
+    let req = head(method, host, path, headers);
+    let Some(tls) = tls else {
+        return Ok(send_h1(io, req).await);
+    };
+    let sni = host.rsplit_once(':').map_or(host, |(h, _)| h).to_string();
+    let sni = rustls::pki_types::ServerName::try_from(sni).map_err(|e| format!("SNI: {e}"))?;
+    let io = tokio_rustls::TlsConnector::from(tls)
+        .connect(sni, io)
+        .await
+        .map_err(|e| format!("TLS handshake: {e}"))?;
+    Ok(send_h1(io, req).await)
+}
+
+fn head(
+    method: &str,
+    host: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> http::Request<http_body_util::Empty<bytes::Bytes>> {
     let mut req = http::Request::builder()
         .method(method)
         .uri(path)
@@ -646,10 +756,8 @@ pub async fn send(
     for (name, value) in headers {
         req = req.header(*name, *value);
     }
-    let req = req
-        .body(http_body_util::Empty::<bytes::Bytes>::new())
-        .unwrap();
-    Ok(send_h1(io, req).await)
+    req.body(http_body_util::Empty::<bytes::Bytes>::new())
+        .unwrap()
 }
 
 /// Polls until `check` holds (see [`eventually`]), for what is not an object's status.

@@ -41,6 +41,8 @@ pub struct GatewayListener {
     /// The router's entries: a backend route itself, a 500, or the candidates to choose
     /// among ([`Action::Gateway`]).
     pub entries: Vec<(HostPattern, PathMatch, Arc<Route>)>,
+    /// The certificates of its HTTPS listeners and their rustls config (`None`: plain).
+    pub tls: Option<(crate::config::ServerTls, Arc<rustls::ServerConfig>)>,
 }
 
 impl GatewayRoutes {
@@ -87,10 +89,18 @@ impl GatewayRoutes {
                     .iter()
                     .map(|p| (p.host.clone(), p.path.clone(), targets.entry(&p.candidates)))
                     .collect();
+                let tls = l.tls.as_ref().and_then(|t| match super::tls::server_config(t) {
+                    Ok(config) => Some((t.clone(), config)),
+                    Err(e) => {
+                        tracing::warn!(addr = %l.addr, error = %e, "a Gateway listener's TLS config was refused");
+                        None
+                    }
+                });
                 GatewayListener {
                     addr: l.addr,
                     routes,
                     entries,
+                    tls,
                 }
             })
             .collect();
@@ -105,23 +115,32 @@ impl GatewayRoutes {
         self.listeners.iter().map(|g| g.addr)
     }
 
-    /// A plain HTTP listener per address: its config and its router, built from that
-    /// address's routes (the first of one host and path wins, as the model ordered them).
-    pub fn listeners(&self) -> impl Iterator<Item = (ListenerConfig, Router<Arc<Route>>)> + '_ {
+    /// An HTTP listener per address, behind TLS when it has certificates: its config, its
+    /// router, built from that address's routes (the first of one host and path wins, as
+    /// the model ordered them), and its rustls config.
+    pub fn listeners(
+        &self,
+    ) -> impl Iterator<
+        Item = (
+            ListenerConfig,
+            Router<Arc<Route>>,
+            Option<Arc<rustls::ServerConfig>>,
+        ),
+    > + '_ {
         self.listeners.iter().map(|g| {
             let router = Router::new(g.entries.iter().cloned());
             let config = ListenerConfig {
                 name: Self::listener_name(g.addr),
                 bind: g.addr,
                 kind: ListenerKind::Http,
-                tls: None,
+                tls: g.tls.as_ref().map(|(t, _)| t.clone()),
                 max_connections: None,
                 trusted_proxies: Vec::new(),
                 http1_fast_path: true,
                 allowed_clients: Vec::new(),
                 kubernetes_version: None,
             };
-            (config, router)
+            (config, router, g.tls.as_ref().map(|(_, c)| c.clone()))
         })
     }
 }

@@ -358,11 +358,11 @@ impl Snapshot {
 
 /// Adds `gateway`'s listeners (`gateway/<addr>`) to `listeners`.
 fn add_gateway_listeners(listeners: &mut HashMap<String, ListenerState>, gateway: &GatewayRoutes) {
-    for (config, router) in gateway.listeners() {
+    for (config, router, tls) in gateway.listeners() {
         let state = ListenerState {
             config,
             router: Arc::new(router),
-            tls: None,
+            tls,
         };
         listeners.insert(state.config.name.clone(), state);
     }

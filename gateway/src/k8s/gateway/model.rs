@@ -63,6 +63,19 @@ pub struct Model {
     pub classes: Vec<ClassStatus>,
     pub gateways: Vec<GatewayStatusOut>,
     pub http_routes: Vec<RouteStatusOut>,
+    /// The certificates of each programmed HTTPS listener.
+    pub certs: Vec<ListenerCerts>,
+}
+
+/// A programmed HTTPS listener's hostname and certificates (the first is served).
+#[derive(Debug, Clone)]
+pub struct ListenerCerts {
+    pub namespace: String,
+    pub gateway: String,
+    pub listener: String,
+    /// Its `hostname` (`None`: any host, the default certificate of its address and port).
+    pub host: Option<crate::config::HostPattern>,
+    pub certs: Vec<std::sync::Arc<rustls::sign::CertifiedKey>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

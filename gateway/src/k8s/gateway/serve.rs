@@ -7,17 +7,19 @@
 //!
 //! A rule without backends, or the share of an invalid backendRef, answers 500; a
 //! `RequestRedirect` is answered by leafgate itself; a `URLRewrite` and `timeouts` go with
-//! the candidate to the proxy. HTTPS
-//! listeners do not terminate TLS yet: they get `Programmed=False` (reason `Pending`) and
-//! serve nothing.
+//! the candidate to the proxy. An HTTPS listener whose certificateRefs resolve terminates
+//! TLS on its address and port, the certificate chosen by SNI among the listeners there
+//! (a listener's hostname, exact before wildcard; a hostless one's is the default); one
+//! whose refs do not resolve is not programmed and serves nothing.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use super::model::{Action, Backend, Cond, GatewayRoute, Model};
+use super::model::{Action, Backend, Cond, GatewayRoute, ListenerCerts, Model};
 use super::table::{Answer, Candidate, Placed, ServedPath, Share, Target, table};
 use super::types::Gateway;
+use crate::config::ServerTls;
 use crate::k8s::ingress::model::{IngressRef, IngressRoute};
 
 /// What one bound address and port serves.
@@ -30,6 +32,8 @@ pub struct ServedListener {
     pub routes: Vec<Arc<IngressRoute>>,
     /// The router's hosts and paths, each with its candidates in precedence order.
     pub paths: Vec<ServedPath>,
+    /// The certificates of its HTTPS listeners (`None`: plain HTTP).
+    pub tls: Option<ServerTls>,
 }
 
 /// Every address and port the Gateways of ours listen on, in address order.
@@ -114,6 +118,18 @@ fn route_of(entry: &GatewayRoute) -> (&str, &str) {
 /// What the proxy serves of `model`, whose statuses it amends (see the module's doc).
 /// `gateways` are the objects translated, for their listeners' protocols.
 pub fn served(model: &mut Model, gateways: &[Arc<Gateway>]) -> Served {
+    let certs = std::mem::take(&mut model.certs);
+    let with_certs: HashSet<(&str, &str, &str)> = certs
+        .iter()
+        .map(|c| {
+            (
+                c.namespace.as_str(),
+                c.gateway.as_str(),
+                c.listener.as_str(),
+            )
+        })
+        .collect();
+    // HTTPS listeners without certificates (not programmed) serve nothing.
     let https: HashSet<(&str, &str, &str)> = gateways
         .iter()
         .flat_map(|g| {
@@ -125,6 +141,7 @@ pub fn served(model: &mut Model, gateways: &[Arc<Gateway>]) -> Served {
                 .filter(|l| l.protocol == "HTTPS")
                 .map(move |l| (ns, name, l.name.as_str()))
         })
+        .filter(|k| !with_certs.contains(k))
         .collect();
     let addresses: HashMap<(&str, &str), IpAddr> = model
         .gateways
@@ -174,7 +191,18 @@ pub fn served(model: &mut Model, gateways: &[Arc<Gateway>]) -> Served {
             }
         }
     }
-    pend_https(model, &https);
+    let mut tls_of: BTreeMap<SocketAddr, Vec<&ListenerCerts>> = BTreeMap::new();
+    for c in &certs {
+        let Some(ip) = addresses.get(&(c.namespace.as_str(), c.gateway.as_str())) else {
+            continue;
+        };
+        if let Some(port) = port_of(gateways, &c.namespace, &c.gateway, &c.listener) {
+            tls_of
+                .entry(SocketAddr::new(*ip, port))
+                .or_default()
+                .push(c);
+        }
+    }
     Served {
         listeners: by_addr
             .into_iter()
@@ -182,9 +210,31 @@ pub fn served(model: &mut Model, gateways: &[Arc<Gateway>]) -> Served {
                 addr,
                 routes: routes.into_values().collect(),
                 paths: table(placed),
+                tls: tls_of.get(&addr).and_then(|c| server_tls(c)),
             })
             .collect(),
     }
+}
+
+/// The certificates of the HTTPS listeners on one address and port: each listener's first
+/// certificate for its hostname, the first hostless listener's as the default (else the
+/// first listener's).
+fn server_tls(listeners: &[&ListenerCerts]) -> Option<ServerTls> {
+    let first = |c: &&ListenerCerts| c.certs.first().cloned();
+    let default = listeners
+        .iter()
+        .filter(|c| c.host.is_none())
+        .find_map(first)
+        .or_else(|| listeners.iter().find_map(first))?;
+    Some(ServerTls {
+        default,
+        by_host: listeners
+            .iter()
+            .filter_map(|c| Some((c.host.clone()?, c.certs.first()?.clone())))
+            .collect(),
+        client_ca: None,
+        client_cert_optional: false,
+    })
 }
 
 fn listening(l: &super::types::ListenerStatus<Cond>) -> bool {
@@ -199,33 +249,6 @@ fn port_of(gateways: &[Arc<Gateway>], ns: &str, gateway: &str, listener: &str) -
     })?;
     let l = g.spec.listeners.iter().find(|l| l.name == listener)?;
     u16::try_from(l.port).ok()
-}
-
-/// HTTPS listeners: `Programmed=False`, `Pending` (they serve nothing yet); so is a
-/// Gateway left with no programmed listener.
-fn pend_https(model: &mut Model, https: &HashSet<(&str, &str, &str)>) {
-    for g in &mut model.gateways {
-        let before = g.listeners.iter().any(listening);
-        for l in &mut g.listeners {
-            if !https.contains(&(g.namespace.as_str(), g.name.as_str(), l.name.as_str())) {
-                continue;
-            }
-            for c in l.conditions.iter_mut().filter(|c| c.type_ == "Programmed") {
-                if c.status {
-                    c.status = false;
-                    c.reason = "Pending";
-                    c.message = "leafgate does not terminate TLS on Gateway listeners yet".into();
-                }
-            }
-        }
-        if before && !g.listeners.iter().any(listening) {
-            for c in g.conditions.iter_mut().filter(|c| c.type_ == "Programmed") {
-                c.status = false;
-                c.reason = "Pending";
-                c.message = "no listener is served: leafgate does not terminate TLS on Gateway listeners yet".into();
-            }
-        }
-    }
 }
 
 /// The listeners on an address and port the gateway could not bind (`failed`, with why):

@@ -12,8 +12,8 @@ use super::entries::{Key, entry, precedence};
 use super::hostnames;
 use super::listeners::{self, ListenerState, Why};
 use super::model::{
-    ClassStatus, Cond, GatewayRoute, GatewayStatusOut, ListenerKey, Model, Objects, RouteStatusOut,
-    Settings,
+    ClassStatus, Cond, GatewayRoute, GatewayStatusOut, ListenerCerts, ListenerKey, Model, Objects,
+    RouteStatusOut, Settings,
 };
 use super::rules::{self, Bounds};
 use super::selector;
@@ -358,6 +358,21 @@ pub fn translate(objects: &Objects<'_>, settings: &Settings) -> Model {
     }
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     model.routes = entries.into_iter().map(|(_, e)| e).collect();
+    for s in &states {
+        for l in s
+            .listeners
+            .iter()
+            .filter(|l| l.programmed() && !l.certs.is_empty())
+        {
+            model.certs.push(ListenerCerts {
+                namespace: s.namespace.into(),
+                gateway: s.name.into(),
+                listener: l.listener.name.clone(),
+                host: l.host.clone(),
+                certs: l.certs.clone(),
+            });
+        }
+    }
     model.gateways = states
         .into_iter()
         .map(|s| {

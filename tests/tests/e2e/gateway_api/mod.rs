@@ -9,6 +9,7 @@
 
 mod core;
 mod filters;
+mod https;
 mod matching;
 mod redirect;
 mod rewrite;
