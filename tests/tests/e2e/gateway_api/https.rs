@@ -49,19 +49,29 @@ async fn listener_has(
     gateway: &str,
     conditions: &[(&str, bool, Option<&str>)],
 ) -> Value {
+    listener_with(suite, gateway, ("https", 0), conditions).await
+}
+
+/// [`listener_has`] for the one listener `name` with `attached` routes.
+async fn listener_with(
+    suite: &Suite,
+    gateway: &str,
+    (name, attached): (&str, i64),
+    conditions: &[(&str, bool, Option<&str>)],
+) -> Value {
     suite
         .until(
-            &format!("listener https {conditions:?}"),
+            &format!("listener {name} with {attached} routes, {conditions:?}"),
             "Gateway",
             INFRA,
             gateway,
             |g| {
                 let ls = &g["status"]["listeners"];
                 ls.as_array().is_some_and(|ls| ls.len() == 1)
-                    && ls[0]["name"] == "https"
+                    && ls[0]["name"] == name
                     && ls[0]["supportedKinds"]
                         == serde_json::json!([{"group": GROUP, "kind": "HTTPRoute"}])
-                    && ls[0]["attachedRoutes"] == 0
+                    && ls[0]["attachedRoutes"] == attached
                     && conditions.iter().all(|(type_, status, reason)| {
                         condition(&ls[0]["conditions"], type_).is_some_and(|c| {
                             c["status"] == if *status { "True" } else { "False" }
@@ -189,4 +199,50 @@ async fn gateway_secret_reference_grant_specific() {
     .await;
     let g = listener_unresolved(&suite, gateway, "RefNotPermitted").await;
     https_serves(&suite, &g, false).await;
+}
+
+#[tokio::test]
+async fn gateway_with_attached_routes() {
+    let suite = Suite::start(188, Config::new()).await;
+    suite
+        .apply(&fixture("gateway-with-attached-routes.yaml"))
+        .await;
+    let valid = [("Accepted", true, None), ("ResolvedRefs", true, None)];
+    listener_with(
+        &suite,
+        "gateway-with-one-attached-route",
+        ("http", 1),
+        &valid,
+    )
+    .await;
+    let two = "gateway-with-two-attached-routes";
+    listener_with(&suite, two, ("http", 2), &valid).await;
+    suite
+        .route_parent(
+            INFRA,
+            "http-route-not-accepted",
+            two,
+            "Accepted",
+            false,
+            "NoMatchingListenerHostname",
+        )
+        .await;
+    // (c): a listener whose certificateRef does not resolve still counts its route.
+    let unresolved = "unresolved-gateway-with-one-attached-unresolved-route";
+    let not = [("Programmed", false, None), ("ResolvedRefs", false, None)];
+    listener_with(&suite, unresolved, ("tls", 1), &not).await;
+    suite
+        .until(
+            "http-route-4 ResolvedRefs=False",
+            "HTTPRoute",
+            INFRA,
+            "http-route-4",
+            |r| {
+                leafgate_tests::gateway_api::parents(r, unresolved).any(|p| {
+                    condition(&p["conditions"], "ResolvedRefs")
+                        .is_some_and(|c| c["status"] == "False")
+                })
+            },
+        )
+        .await;
 }
