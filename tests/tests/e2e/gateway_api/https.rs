@@ -1,12 +1,13 @@
 //! The TLS tests of the core suite: HTTPS listeners terminating TLS with certificates from
 //! `kubernetes.io/tls` Secrets chosen by SNI, and the listener status of certificateRefs
-//! that do not resolve. Ranges 182..=188.
+//! that do not resolve. Ranges 182..=189.
 
 use std::net::SocketAddr;
 
 use leafgate_tests::Config;
 use leafgate_tests::gateway_api::{
-    Expect, GROUP, INFRA, Suite, WEB, condition, expect_tls, fixture, kubectl, send_over, trusting,
+    Expect, GROUP, INFRA, Suite, WEB, condition, expect, expect_tls, fixture, kubectl, send_over,
+    trusting,
 };
 use serde_json::Value;
 
@@ -245,4 +246,99 @@ async fn gateway_with_attached_routes() {
             },
         )
         .await;
+}
+
+/// `GatewayStatusMustHaveListeners` with `GatewayMustHaveLatestConditions`: exactly the
+/// listeners `want` (name, attached routes), each supporting HTTPRoute with `Accepted`
+/// and `ResolvedRefs` True, every condition at the Gateway's latest generation.
+fn listeners_ready(g: &Value, want: &[(&str, i64)]) -> bool {
+    let Some(ls) = g["status"]["listeners"].as_array() else {
+        return false;
+    };
+    super::gateway_latest(g)
+        && ls.len() == want.len()
+        && want.iter().all(|(name, attached)| {
+            ls.iter().any(|l| {
+                l["name"] == *name
+                    && l["supportedKinds"]
+                        == serde_json::json!([{"group": GROUP, "kind": "HTTPRoute"}])
+                    && l["attachedRoutes"] == *attached
+                    && ["Accepted", "ResolvedRefs"].iter().all(|type_| {
+                        condition(&l["conditions"], type_).is_some_and(|c| c["status"] == "True")
+                    })
+            })
+        })
+}
+
+#[tokio::test]
+async fn gateway_modify_listeners() {
+    let suite = Suite::start(189, Config::new()).await;
+    suite.apply(&fixture("gateway-modify-listeners.yaml")).await;
+
+    // Adding a listener: it becomes available for routing.
+    let add = "gateway-add-listener";
+    let before = suite
+        .until("one https listener", "Gateway", INFRA, add, |g| {
+            listeners_ready(g, &[("https", 1)])
+        })
+        .await;
+    kubectl(
+        suite.dir(),
+        &[
+            "patch", "gateway", add, "-n", INFRA, "--type=json", "-p",
+            r#"[{"op":"add","path":"/spec/listeners/-","value":{"name":"http","port":80,"protocol":"HTTP","hostname":"data.test.com","allowedRoutes":{"namespaces":{"from":"All"}}}}]"#,
+        ],
+        None,
+    )
+    .await;
+    let after = suite
+        .until("https and http listeners", "Gateway", INFRA, add, |g| {
+            listeners_ready(g, &[("https", 1), ("http", 1)])
+        })
+        .await;
+    assert_ne!(
+        before["metadata"]["generation"],
+        after["metadata"]["generation"]
+    );
+    // Beyond upstream's status checks: the new listener routes.
+    let ip = suite.gateway_address(add).await;
+    expect(
+        SocketAddr::new(ip, 80),
+        &Expect::ok("data.test.com", "/", "infra-backend-v1"),
+    )
+    .await;
+
+    // Removing one: the other keeps its route, and the removed one stops serving.
+    let remove = "gateway-remove-listener";
+    let before = suite
+        .until("https and http listeners", "Gateway", INFRA, remove, |g| {
+            listeners_ready(g, &[("https", 1), ("http", 1)])
+        })
+        .await;
+    assert_eq!(before["spec"]["listeners"][0]["name"], "https");
+    kubectl(
+        suite.dir(),
+        &[
+            "patch",
+            "gateway",
+            remove,
+            "-n",
+            INFRA,
+            "--type=json",
+            "-p",
+            r#"[{"op":"remove","path":"/spec/listeners/0"}]"#,
+        ],
+        None,
+    )
+    .await;
+    let after = suite
+        .until("the http listener alone", "Gateway", INFRA, remove, |g| {
+            listeners_ready(g, &[("http", 1)])
+        })
+        .await;
+    assert_ne!(
+        before["metadata"]["generation"],
+        after["metadata"]["generation"]
+    );
+    https_serves(&suite, &after, false).await;
 }
