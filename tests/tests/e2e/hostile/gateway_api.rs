@@ -2,7 +2,8 @@
 //! the listener does not take, a hostname outside the tenant's `hosts`, a backend in
 //! another namespace without a ReferenceGrant, one at the gateway's admin port, a route
 //! naming 5,000 hostnames, and filters and timeouts that would inject a line, leave the
-//! authority or the path, speak in another tenant's name or are out of range. Each gets
+//! authority or the path, speak in another tenant's name or are out of range, and HTTPS
+//! certificates whose key does not fit or that are not PEM at all. Each gets
 //! its refusal (in the route's status, or the backend's
 //! answer) and is never served. Each test owns one suite and address range (150..).
 
@@ -739,4 +740,105 @@ async fn route_kinds_parent_kinds_and_ipv6_endpoints_outside_the_spec_are_refuse
     let g = suite.object("Gateway", INFRA, "same-namespace").unwrap();
     // The one route it takes is v6-local.
     assert_eq!(g["status"]["listeners"][0]["attachedRoutes"], 1, "{g:#}");
+}
+
+/// An HTTPS Gateway on port 443 named `name` whose one listener takes its certificate
+/// from Secret `secret` in the infra namespace.
+fn https_gateway(name: &str, secret: &str) -> Value {
+    json!({
+        "apiVersion": V1, "kind": "Gateway",
+        "metadata": {"name": name, "namespace": INFRA},
+        "spec": {
+            "gatewayClassName": leafgate_tests::gateway_api::CLASS,
+            "listeners": [{
+                "name": "https", "port": 443, "protocol": "HTTPS",
+                "tls": {"certificateRefs": [{"kind": "Secret", "name": secret}]}
+            }]
+        }
+    })
+}
+
+#[tokio::test]
+async fn certificates_that_do_not_fit_or_are_not_pem_are_refused_and_others_still_serve() {
+    let suite = Suite::start(163, Config::new()).await;
+    let dir = suite.dir().to_path_buf();
+    // A certificate with another certificate's key.
+    let a = suite.ca.issue(&dir, "fit-a", &["a.example"]);
+    let b = suite.ca.issue(&dir, "fit-b", &["b.example"]);
+    let secret = leafgate_tests::ingress::tls_secret;
+    suite
+        .sim
+        .create(secret(INFRA, "mismatched", &a.cert, &b.key))
+        .unwrap();
+    // Half a mebibyte that only looks like PEM.
+    let junk = dir.join("junk.pem");
+    let mut text = String::from("-----BEGIN CERTIFICATE-----\n");
+    while text.len() < 512 * 1024 {
+        text.push_str("bm90IGEgY2VydGlmaWNhdGUgYXQgYWxs!!\n");
+    }
+    text.push_str("-----END CERTIFICATE-----\n");
+    std::fs::write(&junk, text).unwrap();
+    suite
+        .sim
+        .create(secret(INFRA, "junk", &junk, &junk))
+        .unwrap();
+    for (gateway, secret) in [
+        ("mismatched-key", "mismatched"),
+        ("junk-pem", "junk"),
+        ("valid", "tls-validity-checks-certificate"),
+    ] {
+        suite.sim.create(https_gateway(gateway, secret)).unwrap();
+    }
+    for (gateway, why) in [
+        ("mismatched-key", "tls.key does not fit tls.crt"),
+        ("junk-pem", "tls.crt is not PEM certificates"),
+    ] {
+        let g = suite
+            .until(why, "Gateway", INFRA, gateway, |g| {
+                condition(&g["status"]["listeners"][0]["conditions"], "ResolvedRefs").is_some_and(
+                    |c| {
+                        c["status"] == "False"
+                            && c["reason"] == "InvalidCertificateRef"
+                            && c["message"].as_str().is_some_and(|m| m.contains(why))
+                    },
+                )
+            })
+            .await;
+        let programmed = condition(&g["status"]["conditions"], "Programmed").unwrap();
+        assert_eq!(programmed["status"], "False", "{gateway}: {g:#}");
+        // Nothing is bound for it: its address answers no TLS on 443.
+        if let Some(ip) = g["status"]["addresses"][0]["value"].as_str() {
+            let addr = SocketAddr::new(ip.parse().unwrap(), 443);
+            let sent = leafgate_tests::gateway_api::send_over(
+                addr,
+                Some(suite.tls()),
+                "GET",
+                "example.org",
+                "/",
+                &[],
+            )
+            .await;
+            assert!(
+                sent.is_err(),
+                "{gateway} answered: {:?}",
+                sent.map(|a| a.status)
+            );
+        }
+    }
+    // The valid Gateway beside them serves over TLS (404: no route).
+    let ip = suite.gateway_address("valid").await;
+    let addr = SocketAddr::new(ip, 443);
+    until("the valid Gateway answers over TLS", || async {
+        let sent = leafgate_tests::gateway_api::send_over(
+            addr,
+            Some(suite.tls()),
+            "GET",
+            "example.org",
+            "/",
+            &[],
+        )
+        .await;
+        sent.is_ok_and(|a| a.status == 404)
+    })
+    .await;
 }
