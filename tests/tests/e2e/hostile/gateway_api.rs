@@ -758,6 +758,20 @@ fn https_gateway(name: &str, secret: &str) -> Value {
     })
 }
 
+/// The status of `GET /` for example.org over TLS at `addr`, trusting the suite's CA.
+async fn over_tls(suite: &Suite, addr: SocketAddr) -> Result<u16, String> {
+    let sent = leafgate_tests::gateway_api::send_over(
+        addr,
+        Some(suite.tls()),
+        "GET",
+        "example.org",
+        "/",
+        &[],
+    )
+    .await;
+    sent.map(|a| a.status.as_u16())
+}
+
 #[tokio::test]
 async fn certificates_that_do_not_fit_or_are_not_pem_are_refused_and_others_still_serve() {
     let suite = Suite::start(163, Config::new()).await;
@@ -808,37 +822,15 @@ async fn certificates_that_do_not_fit_or_are_not_pem_are_refused_and_others_stil
         assert_eq!(programmed["status"], "False", "{gateway}: {g:#}");
         // Nothing is bound for it: its address answers no TLS on 443.
         if let Some(ip) = g["status"]["addresses"][0]["value"].as_str() {
-            let addr = SocketAddr::new(ip.parse().unwrap(), 443);
-            let sent = leafgate_tests::gateway_api::send_over(
-                addr,
-                Some(suite.tls()),
-                "GET",
-                "example.org",
-                "/",
-                &[],
-            )
-            .await;
-            assert!(
-                sent.is_err(),
-                "{gateway} answered: {:?}",
-                sent.map(|a| a.status)
-            );
+            let sent = over_tls(&suite, SocketAddr::new(ip.parse().unwrap(), 443)).await;
+            assert!(sent.is_err(), "{gateway} answered: {sent:?}");
         }
     }
     // The valid Gateway beside them serves over TLS (404: no route).
     let ip = suite.gateway_address("valid").await;
     let addr = SocketAddr::new(ip, 443);
     until("the valid Gateway answers over TLS", || async {
-        let sent = leafgate_tests::gateway_api::send_over(
-            addr,
-            Some(suite.tls()),
-            "GET",
-            "example.org",
-            "/",
-            &[],
-        )
-        .await;
-        sent.is_ok_and(|a| a.status == 404)
+        over_tls(&suite, addr).await == Ok(404)
     })
     .await;
 }
