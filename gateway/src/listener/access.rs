@@ -108,6 +108,7 @@ pub fn fast_line(
     r.route = Some(&route.name);
     r.tenant = route.tenant.as_ref().map(|t| t.name.as_str());
     r.client = Some(client.peer);
+    handshake(&mut r, client);
     r.method = std::str::from_utf8(facts.get(&facts.method)).ok();
     r.target = Some(facts.get(&facts.target));
     r.host = Some(facts.get(&facts.host));
@@ -126,6 +127,14 @@ pub fn fast_line(
     r.served_by = Some("fast");
     r.refusal = (!outcome.refusal.is_empty()).then_some(outcome.refusal.as_str());
     log.write(&r);
+}
+
+/// The line's `sni` and `tls_version`, from the connection's handshake.
+fn handshake<'a>(r: &mut Record<'a>, client: &'a Client) {
+    if let Some(h) = &client.handshake {
+        r.sni = h.sni.as_deref();
+        r.tls_version = Some(h.version);
+    }
 }
 
 /// A request hyper's path serves, its line's facts kept from its head until the answer.
@@ -216,6 +225,7 @@ impl Pending {
         r.route = routed.map(|route| route.name.as_str());
         r.tenant = routed.and_then(|route| route.tenant.as_ref().map(|t| t.name.as_str()));
         r.client = Some(client.peer);
+        handshake(&mut r, client);
         r.forwarded_for = forwarded_for;
         r.method = Some(self.method.as_str());
         r.target = Some(normal.as_deref().unwrap_or(target).as_bytes());

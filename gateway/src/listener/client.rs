@@ -56,6 +56,8 @@ pub struct Client {
     pub listener: Arc<str>,
     pub peer: SocketAddr,
     pub tls: bool,
+    /// What the TLS handshake agreed, for the access log (`None` on a plain connection).
+    pub handshake: Option<Handshake>,
     /// The verified client certificate's names (listeners with `client_ca`).
     pub identity: Option<Arc<ClientIdentity>>,
     pub shared: Arc<Shared>,
@@ -73,6 +75,29 @@ pub struct Client {
     lingers: AtomicBool,
 }
 
+/// A TLS connection's handshake as the access log writes it: the server name the client
+/// asked for (`sni`) and the protocol version (`tls_version`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Handshake {
+    pub sni: Option<Arc<str>>,
+    pub version: &'static str,
+}
+
+impl Handshake {
+    /// The handshake `session` completed.
+    pub fn of(session: &rustls::ServerConnection) -> Handshake {
+        let version = match session.protocol_version() {
+            Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3",
+            Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2",
+            _ => "TLS",
+        };
+        Handshake {
+            sni: session.server_name().map(Arc::from),
+            version,
+        }
+    }
+}
+
 /// A request's counter and latency histogram, for one route and status on this listener.
 struct Series {
     route: String,
@@ -85,7 +110,7 @@ impl Client {
     pub fn new(
         listener: Arc<str>,
         peer: SocketAddr,
-        tls: bool,
+        handshake: Option<Handshake>,
         identity: Option<Arc<ClientIdentity>>,
         shared: Arc<Shared>,
         front: Front,
@@ -93,7 +118,8 @@ impl Client {
         Client {
             listener,
             peer,
-            tls,
+            tls: handshake.is_some(),
+            handshake,
             identity,
             shared,
             front,

@@ -281,7 +281,7 @@ impl Connection {
         let idle = timeouts.client_idle;
         match tls {
             None => {
-                let client = self.client(false, None, front);
+                let client = self.client(None, None, front);
                 self.serve(stream, client, first, idle).await
             }
             Some(config) => {
@@ -299,7 +299,8 @@ impl Connection {
                             Some(b"h2") => First::Hyper,
                             _ => first,
                         };
-                        let client = self.client(true, identity, front);
+                        let handshake = client::Handshake::of(session);
+                        let client = self.client(Some(handshake), identity, front);
                         self.serve(tls, client, first, idle).await
                     }
                     Ok(Err(e)) => debug!(error = %e, "TLS handshake failed"),
@@ -313,14 +314,14 @@ impl Connection {
     /// The client end of this connection, shared by its requests.
     fn client(
         &self,
-        tls: bool,
+        handshake: Option<client::Handshake>,
         identity: Option<Arc<ClientIdentity>>,
         front: Front,
     ) -> Arc<Client> {
         Arc::new(Client::new(
             self.listener.clone(),
             self.peer,
-            tls,
+            handshake,
             identity,
             self.shared.clone(),
             front,

@@ -952,3 +952,64 @@ fn upgrade_line(path: &Path, listener: &str) -> Option<Value> {
         .map(parsed)
         .find(|l| l["listener"] == listener && l["kind"] == "upgrade")
 }
+
+#[tokio::test]
+async fn tls_lines_carry_the_server_name_and_version_on_both_paths() {
+    let backend = TestUpstream::start("b").await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca = leafgate_tests::certs::TestCa::new("access log CA");
+    let cert = ca.issue(dir.path(), "site", &["site.example", "*.tls.example"]);
+    let log = dir.path().join("access.log");
+    let gw = TestGateway::start_in(
+        dir,
+        Config::new()
+            .set(
+                "access_log",
+                json!({ "format": "json", "path": log.display().to_string() }),
+            )
+            .listener(
+                Listener::new("tls-fast")
+                    .tls(&cert.cert, &cert.key)
+                    .set("http1_fast_path", true),
+            )
+            .listener(
+                Listener::new("tls-hyper")
+                    .tls(&cert.cert, &cert.key)
+                    .set("http1_fast_path", false),
+            )
+            .listener(Listener::new("plain"))
+            .route(Route::host("*").name("site").backend(backend.addr)),
+    )
+    .await;
+    for (listener, sni) in [("tls-fast", "site.example"), ("tls-hyper", "a.tls.example")] {
+        let mut session =
+            leafgate_tests::client::tls_connect(gw.addr(listener), sni, ca.roots(), &[b"http/1.1"])
+                .await;
+        let head = format!("GET /t HTTP/1.1\r\nHost: {sni}\r\nConnection: close\r\n\r\n");
+        session.stream.write_all(head.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        session.stream.read_to_end(&mut answer).await.unwrap();
+        assert!(
+            answer.starts_with(b"HTTP/1.1 200"),
+            "{listener}: {}",
+            String::from_utf8_lossy(&answer)
+        );
+    }
+    assert_eq!(send(gw.addr("plain"), "plain.example", "/t").await, 200);
+    let lines: Vec<Value> = lines(&log, 3).await.iter().map(|l| parsed(l)).collect();
+    for (listener, sni, served_by) in [
+        ("tls-fast", "site.example", "fast"),
+        ("tls-hyper", "a.tls.example", "hyper"),
+    ] {
+        let l = line_of(&lines, listener, sni);
+        assert_eq!(l["sni"], sni, "{l}");
+        assert_eq!(l["tls_version"], "TLSv1.3", "{l}");
+        assert_eq!(l["served_by"], served_by, "{l}");
+    }
+    // A plain connection has no handshake: neither field is written.
+    let plain = line_of(&lines, "plain", "plain.example");
+    assert!(
+        plain.get("sni").is_none() && plain.get("tls_version").is_none(),
+        "{plain}"
+    );
+}
