@@ -76,6 +76,33 @@ pub(super) async fn simulated_leaves(
     (sims, leaf_toml, single)
 }
 
+/// The benches' config: the admin listener, a kube-api listener on `kube` over the
+/// leaves of `leaf_toml`, and tenant `bench` (namespace `bench`, `bench.tokens`) with
+/// `tenant_extra` (its own keys, then tables of it).
+pub(super) fn kube_api_config(
+    admin: u16,
+    kube: u16,
+    leaf_toml: &str,
+    tenant_extra: &str,
+) -> String {
+    format!(
+        r#"
+[admin]
+bind = "127.0.0.1:{admin}"
+[[listener]]
+name = "kube"
+bind = "127.0.0.1:{kube}"
+kind = "kube-api"
+tls = {{ cert = "kube-api.pem", key = "kube-api-key.pem" }}
+{leaf_toml}
+[[tenant]]
+name = "bench"
+namespaces = ["bench"]
+tokens_file = "bench.tokens"
+{tenant_extra}"#
+    )
+}
+
 pub async fn run(leafgate: &str, wasm: &str, pods: usize, leaves: usize, rounds: usize) {
     let dir = tempfile::tempdir().unwrap();
     let (sims, leaf_toml, single) = simulated_leaves(dir.path(), leaves, pods, pod).await;
@@ -102,22 +129,7 @@ pub async fn run(leafgate: &str, wasm: &str, pods: usize, leaves: usize, rounds:
             }
             None => String::new(),
         };
-        format!(
-            r#"
-[admin]
-bind = "127.0.0.1:{admin}"
-[[listener]]
-name = "kube"
-bind = "127.0.0.1:{kube}"
-kind = "kube-api"
-tls = {{ cert = "kube-api.pem", key = "kube-api-key.pem" }}
-{leaf_toml}
-[[tenant]]
-name = "bench"
-namespaces = ["bench"]
-tokens_file = "bench.tokens"
-{plugins}"#
-        )
+        kube_api_config(admin, kube, &leaf_toml, &plugins)
     };
     std::fs::write(&config, config_text(None)).unwrap();
     let mut gateway = Gateway::pinned(leafgate, &config);

@@ -21,7 +21,7 @@ use leafgate_tests::certs::TestCa;
 use serde_json::{Value, json};
 
 use super::exec::{Gateway, free_port, wait_synced};
-use super::kube_api::{reload, simulated_leaves, table_once};
+use super::kube_api::{kube_api_config, reload, simulated_leaves, table_once};
 
 const PATH: &str = "/apis/apps/v1/deployments";
 
@@ -74,22 +74,11 @@ pub async fn run(leafgate: &str, deployments: usize, leaves: usize, rounds: usiz
     let (kube, admin) = (free_port(), free_port());
     let config = dir.path().join("leafgate.toml");
     let config_text = |resources: &str| {
-        format!(
-            r#"
-[admin]
-bind = "127.0.0.1:{admin}"
-[[listener]]
-name = "kube"
-bind = "127.0.0.1:{kube}"
-kind = "kube-api"
-tls = {{ cert = "kube-api.pem", key = "kube-api-key.pem" }}
-{leaf_toml}
-[[tenant]]
-name = "bench"
-namespaces = ["bench"]
-tokens_file = "bench.tokens"
-resources = [{resources}]
-"#
+        kube_api_config(
+            admin,
+            kube,
+            &leaf_toml,
+            &format!("resources = [{resources}]\n"),
         )
     };
     std::fs::write(&config, config_text("")).unwrap();
