@@ -33,6 +33,14 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// The runtime a test starts its gateway on: the gateway's serving threads are its own.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 fn size(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
@@ -156,10 +164,7 @@ fn allocations_per_request(addr: SocketAddr, n: usize) -> f64 {
 #[test]
 fn the_fast_path_allocates_nothing_per_request() {
     let _serial = serial();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let backend = backend();
     let logs = tempfile::tempdir().unwrap();
     let log = logs.path().join("access.log");
@@ -394,10 +399,7 @@ fn idle_heap_per_connection(
 #[test]
 fn an_idle_upgraded_connection_holds_at_most_16_kib_of_heap() {
     let _serial = serial();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let (backend, held) = upgrade_backend(IDLE_CONNECTIONS + 8);
     let gw = rt.block_on(TestGateway::start(
         Config::new()
@@ -549,10 +551,7 @@ impl H2Client {
 #[test]
 fn an_h2_request_allocates_at_most_its_bound() {
     let _serial = serial();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let backend = backend();
     let gw = rt.block_on(TestGateway::start(
         Config::new()
