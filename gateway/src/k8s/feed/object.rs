@@ -5,6 +5,7 @@
 
 use std::cmp::Ordering;
 
+use bytes::Bytes;
 use serde_json::{Map, Value};
 
 use crate::k8s::raw_pod::{LEAF_ANNOTATION, RawPod};
@@ -42,15 +43,69 @@ impl Object for RawPod {
 
 /// One object of any kind but pods, as the leaf sent it (`managedFields` already dropped
 /// by the reflector), with `apiVersion`, `kind` and the `leafgate.io/leaf` annotation set.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct RawObject {
     json: Value,
-    /// Its size as JSON text ([`json_size`]), counted once as it arrives.
-    bytes: usize,
+    /// The object as compact JSON, written once as it arrives: what a list serves of it.
+    wire: Bytes,
+    /// Where its `metadata` is within `wire`.
+    metadata: std::ops::Range<usize>,
+    /// Its namespace, name and `resourceVersion`, read once: lists order and select by
+    /// them.
+    keys: Box<[Box<str>; 3]>,
 }
 
-fn text<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+/// The value at the JSON pointer `pointer` (`/metadata/name`) in `v`, as
+/// [`Value::pointer`] finds it but without allocating for a pointer that has no `~`
+/// escape: lists read a few fields of every object they hold.
+pub fn at<'a>(v: &'a Value, pointer: &str) -> Option<&'a Value> {
+    if pointer.contains('~') {
+        return v.pointer(pointer);
+    }
+    if pointer.is_empty() {
+        return Some(v);
+    }
+    let tokens = pointer.strip_prefix('/')?;
+    tokens.split('/').try_fold(v, |v, token| match v {
+        Value::Object(fields) => fields.get(token),
+        Value::Array(items) => items.get(index(token)?),
+        _ => None,
+    })
+}
+
+/// An array index token as RFC 6901 reads it: digits, no leading zero but `0` itself.
+fn index(token: &str) -> Option<usize> {
+    if token.starts_with('+') || (token.starts_with('0') && token.len() > 1) {
+        return None;
+    }
+    token.parse().ok()
+}
+
+/// The string at `pointer` in `v` ("" when absent or not a string).
+pub fn text<'a>(v: &'a Value, pointer: &str) -> &'a str {
+    at(v, pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// `fields` written as a compact JSON object to `out`, and where the value of its
+/// `metadata` field is.
+fn write_object(fields: &Map<String, Value>, out: &mut Vec<u8>) -> std::ops::Range<usize> {
+    let mut metadata = 0..0;
+    out.push(b'{');
+    for (i, (k, v)) in fields.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        // Writing JSON values to a `Vec` cannot fail.
+        let _ = serde_json::to_writer(&mut *out, k);
+        out.push(b':');
+        let start = out.len();
+        let _ = serde_json::to_writer(&mut *out, v);
+        if k == "metadata" {
+            metadata = start..out.len();
+        }
+    }
+    out.push(b'}');
+    metadata
 }
 
 impl RawObject {
@@ -68,14 +123,39 @@ impl RawObject {
             json["metadata"]["annotations"] = Value::Object(Map::new());
         }
         json["metadata"]["annotations"][LEAF_ANNOTATION] = Value::from(leaf);
-        let bytes = json_size(&json);
-        RawObject { json, bytes }
+        let mut wire = Vec::with_capacity(json_size(&json));
+        let metadata = match &json {
+            Value::Object(fields) => write_object(fields, &mut wire),
+            _ => 0..0,
+        };
+        let keys = [
+            "/metadata/namespace",
+            "/metadata/name",
+            "/metadata/resourceVersion",
+        ]
+        .map(|pointer| Box::from(text(&json, pointer)));
+        RawObject {
+            json,
+            wire: Bytes::from(wire),
+            metadata,
+            keys: Box::new(keys),
+        }
     }
 
-    /// Its size as JSON text: what the leaf sent for it, near enough to count what a kind
-    /// costs to keep (`/status`, `leafgate_leaf_object_bytes`).
+    /// Its size as JSON text: what the leaf sent for it (and the stamp), to count what a
+    /// kind costs to keep (`/status`, `leafgate_leaf_object_bytes`).
     pub fn bytes(&self) -> usize {
-        self.bytes
+        self.wire.len()
+    }
+
+    /// The object as compact JSON (with the leaf's own `resourceVersion`).
+    pub fn wire(&self) -> &[u8] {
+        &self.wire
+    }
+
+    /// Its `metadata` as compact JSON.
+    pub fn metadata_json(&self) -> &[u8] {
+        &self.wire[self.metadata.clone()]
     }
 
     /// The object whole.
@@ -91,6 +171,12 @@ impl RawObject {
     /// The label `key`'s value.
     pub fn label(&self, key: &str) -> Option<&str> {
         self.json["metadata"]["labels"].get(key)?.as_str()
+    }
+}
+
+impl PartialEq for RawObject {
+    fn eq(&self, other: &RawObject) -> bool {
+        self.json == other.json
     }
 }
 
@@ -123,26 +209,66 @@ fn digits(n: u64) -> usize {
 
 impl Object for RawObject {
     fn namespace(&self) -> &str {
-        self.text("/metadata/namespace")
+        &self.keys[0]
     }
 
     fn name(&self) -> &str {
-        self.text("/metadata/name")
+        &self.keys[1]
     }
 
     fn resource_version(&self) -> &str {
-        self.text("/metadata/resourceVersion")
+        &self.keys[2]
     }
 }
 
 /// An object kept with the cells the leaf's own printer gave it: a row of the `Table` the
 /// leaf answered its list or watch with (`includeObject=Object`), so the front prints a
 /// kind leafgate does not interpret exactly as that leaf's kube-apiserver prints it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Printed {
     pub object: RawObject,
     /// The row's cells, in the order of the leaf's column definitions.
     pub cells: Vec<Value>,
+    /// The cells as compact JSON, one after another, written once as the row arrives;
+    /// the `i`th ends at `cell_ends[i]`.
+    cells_wire: Bytes,
+    cell_ends: Box<[u32]>,
+}
+
+impl Printed {
+    pub fn new(object: RawObject, cells: Vec<Value>) -> Printed {
+        let mut wire = Vec::with_capacity(cells.iter().map(json_size).sum());
+        let cell_ends = cells
+            .iter()
+            .map(|cell| {
+                // Writing a JSON value to a `Vec` cannot fail.
+                let _ = serde_json::to_writer(&mut wire, cell);
+                u32::try_from(wire.len()).unwrap_or(u32::MAX)
+            })
+            .collect();
+        Printed {
+            object,
+            cells,
+            cells_wire: Bytes::from(wire),
+            cell_ends,
+        }
+    }
+
+    /// The `i`th cell as compact JSON.
+    pub fn cell_json(&self, i: usize) -> Option<&[u8]> {
+        let end = *self.cell_ends.get(i)? as usize;
+        let start = match i {
+            0 => 0,
+            _ => self.cell_ends[i - 1] as usize,
+        };
+        self.cells_wire.get(start..end)
+    }
+}
+
+impl PartialEq for Printed {
+    fn eq(&self, other: &Printed) -> bool {
+        self.object == other.object && self.cells == other.cells
+    }
 }
 
 impl Object for Printed {
@@ -194,6 +320,38 @@ mod tests {
             "leaf-1",
         );
         assert_eq!(o.bytes(), serde_json::to_vec(o.json()).unwrap().len());
+        assert_eq!(o.wire(), serde_json::to_vec(o.json()).unwrap());
+        assert_eq!(
+            o.metadata_json(),
+            serde_json::to_vec(&o.json()["metadata"]).unwrap()
+        );
+    }
+
+    #[test]
+    fn a_pointer_is_read_as_serde_json_reads_it() {
+        let v = json!({"a": {"b/c": 1, "d~e": 2, "f": [10, {"g": "h"}]}, "": {"": 3}});
+        let pointers = [
+            "", "/a", "/a/f/1/g", "/a/f/0", "/a/f/2", "/a/f/01", "/a/f/+1", "/a/b~1c", "/a/d~0e",
+            "/x", "a", "/", "//", "/a/f/x",
+        ];
+        for p in pointers {
+            assert_eq!(at(&v, p), v.pointer(p), "{p:?}");
+        }
+    }
+
+    #[test]
+    fn a_printed_rows_cells_are_kept_as_json_one_by_one() {
+        let o = RawObject::new(json!({}), "v1", "ConfigMap", "l");
+        let p = Printed::new(o, vec![json!("web"), json!(3), json!(""), json!("a\"b")]);
+        let cells: Vec<_> = (0..5).map(|i| p.cell_json(i)).collect();
+        let expected: [Option<&[u8]>; 5] = [
+            Some(br#""web""#),
+            Some(b"3"),
+            Some(br#""""#),
+            Some(br#""a\"b""#),
+            None,
+        ];
+        assert_eq!(cells, expected);
     }
 
     #[test]

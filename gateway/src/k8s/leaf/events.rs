@@ -21,6 +21,7 @@ use leafgate_k8s_print::parse_timestamp;
 use serde_json::Value;
 
 use super::raw::{self, Sink};
+use crate::k8s::feed::text;
 use crate::k8s::feed::{Feed, Object, RawObject};
 
 /// How long an event is kept after its last occurrence: kube-apiserver's `--event-ttl`
@@ -77,10 +78,6 @@ fn now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
-}
-
-fn text<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
 /// When an event last occurred, as `printEvent` reads it: `series.lastObservedTime`,

@@ -20,6 +20,7 @@ use tracing::{debug, warn};
 
 use crate::config::kinds::Gvr;
 use crate::errors::{self, Causes};
+use crate::k8s::feed::text;
 use crate::k8s::feed::{Feed, Printed, RawObject, json_size};
 
 /// One kind of one leaf: its objects and the leaf's column definitions for it.
@@ -195,10 +196,6 @@ async fn follow(client: &kube::Client, kept: &Kept, leaf: &str, mut version: Str
     }
 }
 
-fn text<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
-}
-
 fn columns(table: &Value) -> Vec<Value> {
     table["columnDefinitions"]
         .as_array()
@@ -217,6 +214,6 @@ fn rows<'t>(table: &'t Value, kept: &'t Kept, leaf: &'t str) -> impl Iterator<It
         }
         let cells = row["cells"].as_array().cloned().unwrap_or_default();
         let object = RawObject::new(object, kept.gvr.api_version, kept.gvr.kind, leaf);
-        Some(Printed { object, cells })
+        Some(Printed::new(object, cells))
     })
 }

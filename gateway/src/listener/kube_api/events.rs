@@ -33,16 +33,13 @@ use super::resource::{self, Names, Resource, Writing};
 use super::select::LabelSelector;
 use super::table::{self, Wanted};
 use crate::k8s::Leaf;
+use crate::k8s::feed::text;
 use crate::k8s::feed::{Feed, Object, RawObject};
 use crate::k8s::status::Status;
 use crate::listener::client::Client;
 use crate::listener::reply;
 use crate::proxy::{Body, InBody};
 use crate::snapshot::Snapshot;
-
-fn text<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
-}
 
 /// An event's value for a selectable field, as `ToSelectableFields` gives it: `source`
 /// is `source.component`, else `reportingComponent`.

@@ -22,11 +22,12 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use http::{HeaderValue, Method, Request, Response, header};
 use serde_json::{Value, json};
 
 use super::caller::Caller;
 use super::fields::Fields;
+use super::json_out;
 use super::list::{self, Listing};
 use super::listed::Listed;
 use super::object_table::{self, leaf_column};
@@ -34,7 +35,7 @@ use super::query::query_value;
 use super::resource::{self, Names, Resource, Writing};
 use super::select::LabelSelector;
 use super::table::{self, Wanted};
-use crate::k8s::feed::{Feed, Printed};
+use crate::k8s::feed::{self, Feed, Object, Printed};
 use crate::k8s::leaf::kinds::{self as leaf_kinds, Gvr};
 use crate::k8s::status::Status;
 use crate::k8s::{Leaf, names};
@@ -200,6 +201,10 @@ impl Declared {
 /// One leaf's column definitions of the kind.
 type LeafColumns = (Arc<str>, Arc<Vec<Value>>);
 
+/// Where a leaf's cells go under the Table's columns: for each column, the index of the
+/// leaf's own cell printed under it (`None`: that leaf prints no such column).
+type Layout = Vec<Option<usize>>;
+
 /// What a list or watch of a kind selects, and the Table asked for.
 struct Filter {
     declared: &'static Declared,
@@ -208,9 +213,13 @@ struct Filter {
     fields: Fields,
     wanted: Option<Wanted>,
     /// The Table's columns (the first leaf's, by name, that printed the kind), and each
-    /// reachable leaf's own.
+    /// reachable leaf's layout of its cells under them (worked out once per request, so a
+    /// row is bytes copied).
     columns: Arc<Vec<Value>>,
-    leaf_columns: Vec<LeafColumns>,
+    layouts: Vec<(Arc<str>, Layout)>,
+    /// The columns that are ages, printed again at each read: the column's index, the
+    /// time it is the age of and the cell when that is unset.
+    ages: Vec<(usize, &'static str, &'static str)>,
 }
 
 impl Filter {
@@ -230,13 +239,14 @@ impl Filter {
             )?,
             wanted: None,
             columns: Arc::default(),
-            leaf_columns: Vec::new(),
+            layouts: Vec::new(),
+            ages: Vec::new(),
         })
     }
 
     /// Reads the columns of the leaves `caller` may reach, for a Table.
-    fn with_columns(mut self, snapshot: &Snapshot, caller: &Caller<'_>) -> Filter {
-        let mut leaves: Vec<LeafColumns> = snapshot
+    fn with_columns(self, snapshot: &Snapshot, caller: &Caller<'_>) -> Filter {
+        let leaves: Vec<LeafColumns> = snapshot
             .leaves
             .iter()
             .filter(|(name, _)| caller.config.may_reach(name))
@@ -245,11 +255,43 @@ impl Filter {
                 Some((name.as_str().into(), kept.columns()))
             })
             .collect();
+        self.laid_out(leaves)
+    }
+
+    /// The Table's columns from `leaves` (the first by name that has some), each leaf's
+    /// cells laid out by column name under them (its own in order when its columns are
+    /// the same), and which of them are ages.
+    fn laid_out(mut self, mut leaves: Vec<LeafColumns>) -> Filter {
         leaves.sort_by(|a, b| a.0.cmp(&b.0));
         if let Some((_, first)) = leaves.iter().find(|(_, c)| !c.is_empty()) {
             self.columns = first.clone();
         }
-        self.leaf_columns = leaves;
+        let name = |c: &Value| c["name"].as_str().unwrap_or("").to_string();
+        let names: Vec<String> = self.columns.iter().map(name).collect();
+        self.layouts = leaves
+            .into_iter()
+            .map(|(leaf, own)| {
+                let layout = if Arc::ptr_eq(&own, &self.columns) || *own == *self.columns {
+                    (0..names.len()).map(Some).collect()
+                } else {
+                    let own: Vec<String> = own.iter().map(name).collect();
+                    names
+                        .iter()
+                        .map(|n| own.iter().position(|o| o == n))
+                        .collect()
+                };
+                (leaf, layout)
+            })
+            .collect();
+        self.ages = self
+            .declared
+            .ages
+            .iter()
+            .filter_map(|(column, pointer, unset)| {
+                let at = names.iter().position(|n| n == column)?;
+                Some((at, *pointer, *unset))
+            })
+            .collect();
         self
     }
 
@@ -261,50 +303,65 @@ impl Filter {
         out
     }
 
-    /// The row of `copy`: its leaf's cells under the Table's columns, the ages printed
-    /// now, then the leaf.
-    fn cells(&self, copy: &Listed<Printed>, now: i64) -> Vec<Value> {
-        let own = self
-            .leaf_columns
+    /// Writes the cells of `copy`'s row: its leaf's cells under the Table's columns, the
+    /// ages printed now, then the leaf.
+    fn write_cells(&self, out: &mut Vec<u8>, copy: &Listed<Printed>, now: i64) {
+        let layout = self
+            .layouts
             .iter()
             .find(|(leaf, _)| *leaf == copy.leaf)
-            .map(|(_, c)| c.clone())
-            .unwrap_or_default();
-        let name = |c: &Value| c["name"].as_str().unwrap_or("").to_string();
-        let mut cells: Vec<Value> = if Arc::ptr_eq(&own, &self.columns) || *own == *self.columns {
-            copy.object.cells.clone()
-        } else {
-            self.columns
-                .iter()
-                .map(|column| {
-                    let at = own.iter().position(|c| name(c) == name(column));
-                    at.and_then(|i| copy.object.cells.get(i).cloned())
-                        .unwrap_or_else(|| json!(""))
-                })
-                .collect()
-        };
-        cells.resize(self.columns.len(), json!(""));
+            .map_or(&[][..], |(_, layout)| layout.as_slice());
         let object = copy.object.object.json();
-        for (column, pointer, unset) in self.declared.ages {
-            if let Some(i) = self.columns.iter().position(|c| name(c) == *column) {
-                cells[i] = match object.pointer(pointer) {
-                    Some(Value::String(_)) => json!(object_table::age(object, pointer, now)),
-                    _ => json!(unset),
-                };
+        out.push(b'[');
+        for i in 0..self.columns.len() {
+            match self.ages.iter().find(|(at, ..)| *at == i) {
+                Some((_, pointer, unset)) => match feed::at(object, pointer) {
+                    Some(Value::String(_)) => {
+                        json_out::push_str(out, &object_table::age(object, pointer, now));
+                    }
+                    _ => json_out::push_str(out, unset),
+                },
+                None => {
+                    let own = layout.get(i).copied().flatten();
+                    match own.and_then(|j| copy.object.cell_json(j)) {
+                        Some(cell) => out.extend_from_slice(cell),
+                        None => out.extend_from_slice(b"\"\""),
+                    }
+                }
             }
+            out.push(b',');
         }
-        cells.push(json!(&*copy.leaf));
-        cells
+        json_out::push_str(out, &copy.leaf);
+        out.push(b']');
     }
 
-    /// The Table of `copies`.
-    fn print(&self, copies: &[Listed<Printed>], wanted: Wanted, metadata: Value) -> Value {
+    /// The Table of `copies`, at list version `version` (and the continue token and the
+    /// count after this page, when more follow).
+    fn print(
+        &self,
+        copies: &[Listed<Printed>],
+        wanted: Wanted,
+        version: &str,
+        next: Option<(&str, usize)>,
+    ) -> Vec<u8> {
         let now = now();
-        let rows = copies
-            .iter()
-            .map(|c| (self.cells(c, now), c.object.object.json().clone()))
-            .collect();
-        object_table::table(wanted, &self.definitions(), rows, metadata)
+        let mut out = Vec::with_capacity(1024 + copies.len() * 512);
+        json_out::list_head(&mut out, "Table", wanted.api_version, version, next);
+        out.extend_from_slice(br#","columnDefinitions":"#);
+        json_out::push_json(&mut out, &self.definitions());
+        out.extend_from_slice(br#","rows":["#);
+        for (i, copy) in copies.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(br#"{"cells":"#);
+            self.write_cells(&mut out, copy, now);
+            let object = &copy.object.object;
+            let whole = |out: &mut Vec<u8>| out.extend_from_slice(object.wire());
+            json_out::row_end(&mut out, wanted.include, object.metadata_json(), whole);
+        }
+        out.extend_from_slice(b"]}");
+        out
     }
 }
 
@@ -327,7 +384,7 @@ impl Resource for Filter {
         let object = &printed.object;
         self.namespace
             .as_deref()
-            .is_none_or(|want| want == object.text("/metadata/namespace"))
+            .is_none_or(|want| want == object.namespace())
             && self.labels.matches_with(|k| object.label(k))
             && self
                 .fields
@@ -347,19 +404,20 @@ impl Resource for Filter {
             leaf: leaf.clone(),
             object: printed.clone(),
         };
-        let object = match self.wanted {
-            Some(wanted) => self.print(
-                std::slice::from_ref(&copy),
-                wanted,
-                json!({ "resourceVersion": rv }),
-            ),
+        match self.wanted {
+            Some(wanted) => {
+                out.extend_from_slice(br#"{"type":"#);
+                json_out::push_str(out, kind);
+                out.extend_from_slice(br#","object":"#);
+                out.extend(self.print(std::slice::from_ref(&copy), wanted, rv, None));
+                out.extend_from_slice(b"}\n");
+            }
             None => {
                 let mut v = printed.object.json().clone();
                 v["metadata"]["resourceVersion"] = json!(rv);
-                v
+                resource::push_line(out, &json!({ "type": kind, "object": v }));
             }
-        };
-        resource::push_line(out, &json!({ "type": kind, "object": object }));
+        }
         Box::pin(std::future::ready(()))
     }
 }
@@ -427,22 +485,31 @@ fn unserved(
 
 /// A page of the kind as a Table or a `<Kind>List`.
 fn list_answer(filter: &Filter, listing: Listing<Printed>) -> Response<Body> {
-    let mut metadata = json!({ "resourceVersion": listing.token });
-    if let Some((token, remaining)) = listing.next {
-        metadata["continue"] = json!(token);
-        metadata["remainingItemCount"] = json!(remaining);
-    }
+    let next = listing.next.as_ref().map(|(token, n)| (token.as_str(), *n));
     let gvr = &filter.declared.gvr;
     let body = match filter.wanted {
-        Some(wanted) => filter.print(&listing.items, wanted, metadata),
-        None => json!({
-            "kind": format!("{}List", gvr.kind),
-            "apiVersion": gvr.api_version,
-            "metadata": metadata,
-            "items": listing.items.iter().map(|c| c.object.object.json()).collect::<Vec<_>>(),
-        }),
+        Some(wanted) => filter.print(&listing.items, wanted, &listing.token, next),
+        None => {
+            let wire: usize = listing
+                .items
+                .iter()
+                .map(|c| c.object.object.bytes() + 1)
+                .sum();
+            let mut out = Vec::with_capacity(256 + wire);
+            let kind = format!("{}List", gvr.kind);
+            json_out::list_head(&mut out, &kind, gvr.api_version, &listing.token, next);
+            out.extend_from_slice(br#","items":["#);
+            for (i, copy) in listing.items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(copy.object.object.wire());
+            }
+            out.extend_from_slice(b"]}");
+            out
+        }
     };
-    reply::json(StatusCode::OK, &body)
+    table::json_response(body)
 }
 
 /// `GET .../namespaces/{ns}/<resource>/{name}`: the object, from the first leaf (by name)
@@ -489,13 +556,13 @@ fn get(
                 Filter::from_query(None, None, declared).map(|f| f.with_columns(snapshot, caller));
             match filter {
                 Ok(filter) => {
-                    let metadata = json!({ "resourceVersion": copy.version() });
-                    reply::json(StatusCode::OK, &filter.print(&[copy], wanted, metadata))
+                    let version = copy.version().to_string();
+                    table::json_response(filter.print(&[copy], wanted, &version, None))
                 }
                 Err(e) => reply::status(&Status::new(400, e)),
             }
         }
-        None => reply::json(StatusCode::OK, copy.object.object.json()),
+        None => table::json_response(copy.object.object.wire().to_vec()),
     }
 }
 
@@ -509,26 +576,35 @@ fn now() -> i64 {
 mod tests {
     use super::*;
     use crate::k8s::feed::RawObject;
+    use crate::listener::kube_api::json_out::Include;
 
     fn column(name: &str) -> Value {
         json!({ "name": name, "type": "string", "format": "", "description": "", "priority": 0 })
     }
 
     fn filter(declared: &'static Declared, leaves: &[(&str, Vec<Value>)]) -> Filter {
-        let mut f = Filter::from_query(None, None, declared).unwrap();
-        f.leaf_columns = leaves
+        let f = Filter::from_query(None, None, declared).unwrap();
+        let leaves = leaves
             .iter()
             .map(|(l, c)| (Arc::from(*l), Arc::new(c.clone())))
             .collect();
-        f.columns = f.leaf_columns[0].1.clone();
-        f
+        f.laid_out(leaves)
+    }
+
+    impl Filter {
+        /// The cells of `copy`'s row, as [`Filter::write_cells`] writes them.
+        fn cells(&self, copy: &Listed<Printed>, now: i64) -> Vec<Value> {
+            let mut out = Vec::new();
+            self.write_cells(&mut out, copy, now);
+            serde_json::from_slice(&out).unwrap()
+        }
     }
 
     fn copy(leaf: &str, json: Value, cells: Vec<Value>) -> Listed<Printed> {
         let object = RawObject::new(json, "batch/v1", "CronJob", leaf);
         Listed {
             leaf: leaf.into(),
-            object: Arc::new(Printed { object, cells }),
+            object: Arc::new(Printed::new(object, cells)),
         }
     }
 
@@ -580,6 +656,60 @@ mod tests {
             ]
         );
         assert_eq!(f.definitions().len(), 5);
+    }
+
+    /// The Table and the list are written as bytes from what the feed keeps: the same
+    /// JSON a client reads from kube-apiserver's (the head, the page's `continue`, each
+    /// row's cells and `object` as `includeObject` asks; the list's items whole).
+    #[tokio::test]
+    async fn tables_and_lists_are_written_whole_from_the_kept_json() {
+        let cronjobs = find("batch", "cronjobs").unwrap();
+        let f = filter(cronjobs, &[("leaf-a", vec![column("Name"), column("Age")])]);
+        let json = json!({ "metadata": { "name": "n\"1", "namespace": "apps",
+            "resourceVersion": "7", "creationTimestamp": "2024-01-01T00:00:00Z" },
+            "spec": { "schedule": "* * * * *" } });
+        let copies = [copy("leaf-a", json, vec![json!("n\"1"), json!("9s")])];
+        let object = copies[0].object.object.json().clone();
+        let table = |include| {
+            let wanted = Wanted {
+                api_version: "meta.k8s.io/v1",
+                include,
+            };
+            let out = f.print(&copies, wanted, "42", Some(("tok", 3)));
+            serde_json::from_slice::<Value>(&out).unwrap()
+        };
+        let whole = table(Include::Object);
+        assert_eq!(whole["kind"], "Table");
+        assert_eq!(whole["apiVersion"], "meta.k8s.io/v1");
+        assert_eq!(
+            whole["metadata"],
+            json!({ "resourceVersion": "42", "continue": "tok", "remainingItemCount": 3 })
+        );
+        assert_eq!(whole["columnDefinitions"].as_array().unwrap().len(), 3);
+        assert_eq!(whole["rows"][0]["cells"][0], "n\"1");
+        assert_eq!(whole["rows"][0]["cells"][2], "leaf-a");
+        assert_eq!(whole["rows"][0]["object"], object);
+        let meta = table(Include::Metadata);
+        assert_eq!(
+            meta["rows"][0]["object"],
+            json!({ "kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                "metadata": object["metadata"] })
+        );
+        assert!(table(Include::None)["rows"][0].get("object").is_none());
+        let listing = Listing {
+            items: copies.to_vec(),
+            token: "42".into(),
+            next: None,
+        };
+        let list = Filter::from_query(None, None, cronjobs).unwrap();
+        let res = list_answer(&list, listing);
+        let body = http_body_util::BodyExt::collect(res.into_body()).await;
+        let list: Value = serde_json::from_slice(&body.unwrap().to_bytes()).unwrap();
+        assert_eq!(
+            list,
+            json!({ "kind": "CronJobList", "apiVersion": "batch/v1",
+                "metadata": { "resourceVersion": "42" }, "items": [object] })
+        );
     }
 
     #[test]

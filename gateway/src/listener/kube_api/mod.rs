@@ -23,6 +23,7 @@ mod discovery;
 mod event_api;
 mod events;
 mod fields;
+mod json_out;
 mod kinds;
 mod list;
 mod listed;

@@ -31,6 +31,7 @@ use super::select::LabelSelector;
 use super::table::{self, Wanted};
 use super::watch;
 use crate::k8s::Leaf;
+use crate::k8s::feed::text;
 use crate::k8s::feed::{Feed, RawObject};
 use crate::k8s::status::Status;
 use crate::listener::client::Client;
@@ -66,10 +67,6 @@ const COLUMNS: [Column; 4] = [
     },
     leaf_column("The leaf clusters that have the namespace (leafgate).", 1),
 ];
-
-fn text<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
-}
 
 /// One leaf's copy of a namespace.
 type Copy = Listed<RawObject>;

@@ -8,7 +8,7 @@
 use leafgate_k8s_print::Column;
 use serde_json::{Value, json};
 
-use super::table::{Include, Wanted};
+use super::json_out::{Include, Wanted};
 
 /// The Table of `rows` (cells, object), `columns` their definitions, `metadata` the list's
 /// (`resourceVersion`, `continue`).
@@ -59,8 +59,7 @@ pub const fn leaf_column(description: &'static str, priority: i32) -> Column {
 /// `translateTimestampSince`: the age of the RFC 3339 time at `pointer`, `<unknown>` when
 /// absent or unreadable.
 pub fn age(object: &Value, pointer: &str, now: i64) -> String {
-    object
-        .pointer(pointer)
+    crate::k8s::feed::at(object, pointer)
         .and_then(Value::as_str)
         .and_then(leafgate_k8s_print::parse_timestamp)
         .map_or_else(

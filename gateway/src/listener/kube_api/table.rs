@@ -12,29 +12,14 @@ use leafgate_k8s_print::{Column, POD_COLUMNS, PodRow};
 use serde_json::Value;
 
 use super::caller::Caller;
+pub use super::json_out::{Include, Wanted};
+use super::json_out::{list_head, push_json, push_str, row_end};
 use super::listed::Listed;
 use super::query::query_value;
 use crate::k8s::status::Status;
 use crate::listener::reply::{self, Dialect};
 use crate::plugins::{Table as PluginTable, TableRequest};
 use crate::proxy::{Body, InBody, full};
-
-/// What each row's `object` holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Include {
-    None,
-    Metadata,
-    Object,
-}
-
-/// The Table a client asked for: the `meta.k8s.io` version it named first and what each
-/// row's `object` holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Wanted {
-    /// `meta.k8s.io/v1` or `meta.k8s.io/v1beta1`.
-    pub api_version: &'static str,
-    pub include: Include,
-}
 
 /// `Some` when the client's `Accept` asks for a Table (`as=Table;g=meta.k8s.io`, `v1` or
 /// `v1beta1`), with its `includeObject`; a bad `includeObject` is a 400.
@@ -222,17 +207,8 @@ fn serialize(
 ) -> Result<Vec<u8>, (StatusCode, String)> {
     // Rows are ~600 bytes with their metadata.
     let mut out = Vec::with_capacity(1024 + pods.len() * 640);
-    out.extend_from_slice(br#"{"kind":"Table","apiVersion":"#);
-    push_str(&mut out, wanted.api_version);
-    out.extend_from_slice(br#","metadata":{"resourceVersion":"#);
-    push_str(&mut out, version);
-    if let Some((token, remaining)) = next {
-        out.extend_from_slice(br#","continue":"#);
-        push_str(&mut out, token);
-        out.extend_from_slice(br#","remainingItemCount":"#);
-        out.extend_from_slice(remaining.to_string().as_bytes());
-    }
-    out.extend_from_slice(br#"},"columnDefinitions":"#);
+    list_head(&mut out, "Table", wanted.api_version, version, next);
+    out.extend_from_slice(br#","columnDefinitions":"#);
     match plugin {
         Some(t) => {
             push_json(&mut out, &t.columns);
@@ -291,32 +267,8 @@ fn objects_json(pods: &[Listed]) -> (String, usize) {
 
 /// The rest of a row after its cells: its `object` as `include` asks, and the row's end.
 fn row_object(out: &mut Vec<u8>, listed: &Listed, include: Include) {
-    match include {
-        Include::None => {}
-        Include::Metadata => {
-            out.extend_from_slice(
-                br#","object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":"#,
-            );
-            out.extend_from_slice(listed.object.metadata_json());
-            out.push(b'}');
-        }
-        Include::Object => {
-            out.extend_from_slice(br#","object":"#);
-            listed.object.write_wire(listed.version(), out);
-        }
-    }
-    out.push(b'}');
-}
-
-fn push_str(out: &mut Vec<u8>, s: &str) {
-    // Writing a `&str` to a `Vec` cannot fail.
-    let _ = serde_json::to_writer(&mut *out, s);
-}
-
-fn push_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
-    // The values written here (columns, cells) are plain strings, numbers and structs of
-    // them: serializing them to a `Vec` cannot fail.
-    let _ = serde_json::to_writer(&mut *out, value);
+    let object = |out: &mut Vec<u8>| listed.object.write_wire(listed.version(), out);
+    row_end(out, include, listed.object.metadata_json(), object);
 }
 
 /// The column leafgate adds after kube-apiserver's own: which leaf the pod runs in.
