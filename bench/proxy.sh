@@ -44,6 +44,15 @@
 # what the access log costs per core (issue 44's goal: at most 10%, so >= 0.90x), with the
 # lines it wrote counted so a run that logged nothing cannot pass for a cheap one.
 #
+# GATEWAY=1 adds a leafgate serving a Gateway API route (issue 46's goal: a request through
+# an HTTPRoute with a header modifier at >= 0.95x a TOML route's requests per core): a third
+# leafgate on the same core, the same TOML config plus a kubesim root (on LOAD_CPU) holding
+# a GatewayClass, a Gateway on 127.0.211.1 and one HTTPRoute for bench.example whose rule
+# sets, adds and removes a request header and forwards to a Service whose EndpointSlice is
+# the same upstream nginx (listening on 127.0.211.2 too: the gateway's own 127.0.0.1 is no
+# backend). A curl through it must answer the upstream's body before anything is measured;
+# then it is measured in every run right after leafgate's TOML route, against it per core.
+#
 # H2=1 adds the HTTP/2 rows (issue 47) after them: h2load (Debian's `nghttp2-client`,
 # installed when missing) on LOAD_CPU against nginx and leafgate on PROXY_CPU, over
 # prior-knowledge h2c and over TLS with ALPN `h2` (the same self-signed P-256 certificate
@@ -69,6 +78,7 @@ fi
 [ "$HAPROXY" = 1 ] && need haproxy haproxy
 H2=${H2:-0}
 ACCESS_LOG=${ACCESS_LOG:-0}
+GATEWAY=${GATEWAY:-0}
 [ "$H2" = 1 ] && need h2load nghttp2-client
 
 PROXY_CPU=${PROXY_CPU:-1}
@@ -79,6 +89,10 @@ export WRK_DURATION=${WRK_DURATION:-10s}
 if [ -z "${LEAFGATE_BIN:-}" ]; then
   cargo build --release -q -p leafgate
   LEAFGATE_BIN=${CARGO_TARGET_DIR:-target}/release/leafgate
+fi
+if [ "$GATEWAY" = 1 ]; then
+  cargo build --release -q -p kubesim --bin kubesim
+  kubesim_bin=${CARGO_TARGET_DIR:-target}/release/kubesim
 fi
 if [ "$URING" = 1 ]; then
   cargo build --release -q -p leafgate-uring
@@ -114,6 +128,7 @@ http {
   access_log off;
   server {
     listen 127.0.0.1:$up;
+    $( [ "$GATEWAY" = 1 ] && echo "listen 127.0.211.2:$up;" )
     keepalive_requests 1000000;
     location / { $answer }
   }
@@ -194,6 +209,46 @@ if [ "$ACCESS_LOG" = 1 ]; then
     "$work/leafgate.toml" >"$work/leafgate-logged.toml"
   printf '[access_log]\nformat = "json"\npath = "%s"\n' "$work/access.log" >>"$work/leafgate-logged.toml"
 fi
+if [ "$GATEWAY" = 1 ]; then
+  lgw=$(free_port); admin_g=$(free_port); gwp=$(free_port)
+  sed -e "s/127.0.0.1:$admin\"/127.0.0.1:$admin_g\"/" -e "s/127.0.0.1:$lg\"/127.0.0.1:$lgw\"/" \
+    "$work/leafgate.toml" >"$work/leafgate-gateway.toml"
+  cat >>"$work/leafgate-gateway.toml" <<CONF
+[kubernetes]
+kubeconfig = "$work/root.kubeconfig"
+identity = "bench"
+election = { lease_duration = "2s", renew_deadline = "1s", retry_period = "200ms" }
+[kubernetes.gateway]
+addresses = ["127.0.211.1"]
+allow_backends = ["127.0.211.2/32"]
+CONF
+  cat >"$work/gateway.json" <<JSON
+[
+  {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "leafgate"}},
+  {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}},
+  {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass", "metadata": {"name": "leafgate"},
+   "spec": {"controllerName": "leafgate.io/gateway-controller"}},
+  {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway", "metadata": {"name": "gw", "namespace": "bench"},
+   "spec": {"gatewayClassName": "leafgate", "addresses": [{"type": "IPAddress", "value": "127.0.211.1"}],
+            "listeners": [{"name": "http", "protocol": "HTTP", "port": $gwp}]}},
+  {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "up", "namespace": "bench"},
+   "spec": {"type": "ClusterIP", "selector": {"app": "up"}, "ports": [{"name": "http", "port": 80, "targetPort": $up}]}},
+  {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+   "metadata": {"name": "up-abcde", "namespace": "bench",
+                "labels": {"kubernetes.io/service-name": "up",
+                           "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}},
+   "addressType": "IPv4", "ports": [{"name": "http", "port": $up, "protocol": "TCP"}],
+   "endpoints": [{"addresses": ["127.0.211.2"], "conditions": {"ready": true, "serving": true, "terminating": false}}]},
+  {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute", "metadata": {"name": "modified", "namespace": "bench"},
+   "spec": {"parentRefs": [{"name": "gw"}], "hostnames": ["bench.example"],
+            "rules": [{"filters": [{"type": "RequestHeaderModifier", "requestHeaderModifier": {
+                         "set": [{"name": "X-Bench", "value": "set"}],
+                         "add": [{"name": "X-Bench-Added", "value": "added"}],
+                         "remove": ["X-Bench-Removed"]}}],
+                       "backendRefs": [{"name": "up", "port": 80}]}]}}
+]
+JSON
+fi
 if [ "$H2" = 1 ]; then
   # The h2 listeners: nginx's h2c and TLS servers beside its HTTP/1.1 one, leafgate's TLS
   # listener beside its plain one (which takes prior-knowledge h2c as it is).
@@ -249,6 +304,26 @@ if [ "$ACCESS_LOG" = 1 ]; then
   RUST_LOG=warn taskset -c "$PROXY_CPU" "$LEAFGATE_BIN" run --config "$work/leafgate-logged.toml" 2>"$work/logs/leafgate-logged.log" &
   lgl_pid=$!
   wait_port "$lgl"
+fi
+if [ "$GATEWAY" = 1 ]; then
+  taskset -c "$LOAD_CPU" "$kubesim_bin" --kubeconfig "$work/root.kubeconfig" --objects "$work/gateway.json" \
+    >"$work/logs/kubesim.log" 2>&1 &
+  for _ in $(seq 1 100); do [ -s "$work/root.kubeconfig" ] && break; sleep 0.1; done
+  RUST_LOG=warn taskset -c "$PROXY_CPU" "$LEAFGATE_BIN" run --config "$work/leafgate-gateway.toml" 2>"$work/logs/leafgate-gateway.log" &
+  lgw_pid=$!
+  wait_port "$lgw"
+  # Served once the Gateway is programmed and the route attached: the upstream's body.
+  expected=$(curl -sf -H 'Host: bench.example' "http://127.0.0.1:$up/")
+  got=""
+  for _ in $(seq 1 300); do
+    got=$(curl -sf -H 'Host: bench.example' "http://127.0.211.1:$gwp/") && [ "$got" = "$expected" ] && break
+    sleep 0.1
+  done
+  if [ "$got" != "$expected" ]; then
+    echo "the Gateway route does not answer the upstream's body within 30 s (got ${#got} bytes); leafgate's log:" >&2
+    cat "$work/logs/leafgate-gateway.log" >&2
+    exit 1
+  fi
 fi
 # The nginx proxy's CPU is its master's and its worker's.
 nginx_pids=("$nginx_pid" $(pgrep -P "$nginx_pid"))
@@ -311,7 +386,8 @@ if [ "$URING" = 1 ]; then
 fi
 [ "$HAPROXY" = 1 ] && WRK_DURATION=2s wrk_run warmup "http://127.0.0.1:$hx/" >/dev/null
 [ "$ACCESS_LOG" = 1 ] && WRK_DURATION=2s wrk_run warmup "http://127.0.0.1:$lgl/" >/dev/null
-results=(); floor=(); uring=(); haproxy=(); logged=()
+[ "$GATEWAY" = 1 ] && WRK_DURATION=2s wrk_run warmup "http://127.0.211.1:$gwp/" >/dev/null
+results=(); floor=(); uring=(); haproxy=(); logged=(); gateway=()
 for run in $(seq 1 "$RUNS"); do
   echo "run $run"
   measure nginx "http://127.0.0.1:$nx/" "${nginx_pids[@]}"
@@ -324,6 +400,10 @@ for run in $(seq 1 "$RUNS"); do
     sleep 0.2 # the writer flushes every 50 ms
     lines1=$(wc -l <"$work/access.log")
     logged+=("$REQS $P50_MS $P99_MS $CPU_S $ELAPSED_S $USER_S $SYSTEM_S $((lines1 - lines0))")
+  fi
+  if [ "$GATEWAY" = 1 ]; then
+    measure "leafgate-httproute" "http://127.0.211.1:$gwp/" "$lgw_pid"
+    gateway+=("$REQS $P50_MS $P99_MS $CPU_S $ELAPSED_S $USER_S $SYSTEM_S")
   fi
   if [ "$FLOOR" = 1 ]; then
     measure "L4 relay" "http://127.0.0.1:$l4/" "${relay_pids[@]}"
@@ -375,9 +455,13 @@ if [ "${SYSCALLS:-0}" = 1 ]; then
   fi
 fi
 
-python3 - "${results[@]}" -- "${floor[@]}" -- "${uring[@]}" -- "${haproxy[@]}" -- "${logged[@]}" <<'PY'
+python3 - "${results[@]}" -- "${floor[@]}" -- "${uring[@]}" -- "${haproxy[@]}" -- "${logged[@]}" -- "${gateway[@]}" <<'PY'
 import sys
 args = sys.argv[1:]
+# GATEWAY=1 rows, one a run: leafgate serving the HTTPRoute with a header modifier.
+cut5 = len(args) - 1 - args[::-1].index("--")
+gateway = [list(map(float, r.split())) for r in args[cut5 + 1:]]
+args = args[:cut5]
 cut = args.index("--")
 cut2 = args.index("--", cut + 1)
 cut3 = args.index("--", cut2 + 1)
@@ -466,6 +550,16 @@ if logged:
               f" {user:.1f} + {kernel:.1f} us: {log_x[-1]:.2f}x leafgate without the log;"
               f" {row[7]:.0f} lines for about {served:.0f} requests")
     print(f"access log on / off per core: {min(log_x):.2f}x .. {max(log_x):.2f}x (goal >= 0.90x)")
+if gateway:
+    # Each run's HTTPRoute against the same run's TOML route, the same binary.
+    gw_x = []
+    for i, row in enumerate(gateway):
+        lg = rows[2 * i + 1]
+        gw_x.append(per_core(row) / per_core(lg))
+        user, kernel = split_us(row)
+        print(f"{i + 1:>3}  HTTPRoute with a header modifier {row[0]:.0f} req/s, {per_core(row):.0f} per core,"
+              f" p99 {row[2]:.2f} ms, {user:.1f} + {kernel:.1f} us: {gw_x[-1]:.2f}x leafgate's TOML route")
+    print(f"HTTPRoute / TOML route per core: {min(gw_x):.2f}x .. {max(gw_x):.2f}x (goal >= 0.95x)")
 PY
 
 [ "$H2" = 1 ] || exit 0
