@@ -116,9 +116,22 @@ impl TwoLeaves {
         acme: impl FnOnce(crate::config::Tenant) -> crate::config::Tenant,
         other: impl FnOnce(crate::config::Tenant) -> crate::config::Tenant,
     ) -> TwoLeaves {
+        let builders = (KubeSim::builder(), KubeSim::builder());
+        TwoLeaves::start_built(builders, acme_token, other_token, acme, other).await
+    }
+
+    /// [`TwoLeaves::start_tenants`], the leaves' simulators as `builders` make them
+    /// (leaf-a's, leaf-b's).
+    pub async fn start_built(
+        builders: (kubesim::KubeSimBuilder, kubesim::KubeSimBuilder),
+        acme_token: &str,
+        other_token: &str,
+        acme: impl FnOnce(crate::config::Tenant) -> crate::config::Tenant,
+        other: impl FnOnce(crate::config::Tenant) -> crate::config::Tenant,
+    ) -> TwoLeaves {
         use crate::config::{Leaf, Tenant};
-        let leaf_a = KubeSim::builder().start().await.unwrap();
-        let leaf_b = KubeSim::builder().start().await.unwrap();
+        let leaf_a = builders.0.start().await.unwrap();
+        let leaf_b = builders.1.start().await.unwrap();
         let gw_dir = tempfile::tempdir().unwrap();
         leaf_kubeconfigs(
             gw_dir.path(),

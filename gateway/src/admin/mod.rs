@@ -331,12 +331,19 @@ pub fn status(gateway: &dyn Control) -> Value {
                 "synced": watch.synced,
                 "pods": watch.pods,
                 "watch_restarts": watch.restarts,
-                "kinds": leaf.kinds().footprint().iter().map(|k| json!({
-                    "resource": k.gvr.entry(),
-                    "watched": k.watched,
-                    "objects": k.objects,
-                    "json_bytes": k.bytes,
-                })).collect::<Vec<_>>(),
+                "kinds": leaf.kinds().footprint().iter().map(|k| {
+                    let mut kind = json!({
+                        "resource": k.gvr.entry(),
+                        "watched": k.watched,
+                        "objects": k.objects,
+                        "json_bytes": k.bytes,
+                    });
+                    if let Some(why) = k.refused {
+                        kind["version"] = json!(k.gvr.version());
+                        kind["refused"] = json!(why);
+                    }
+                    kind
+                }).collect::<Vec<_>>(),
                 "last_error": watch.last_error.as_ref().map(|(_, e)| e),
                 "last_error_at": watch.last_error.as_ref().map(|(at, _)| rfc3339(*at)),
             })

@@ -77,6 +77,22 @@ const HTTPROUTE: &[PrinterColumn] = &[c("Hostnames", "string", ".spec.hostnames"
 
 const REFERENCEGRANT: &[PrinterColumn] = &[AGE];
 
+/// The documentation's CronTab columns (`Spec`, `Replicas`, `Age`), and an `Image` shown
+/// only by `-o wide` (priority 1).
+const CRONTAB: &[PrinterColumn] = &[
+    c("Spec", "string", ".spec.cronSpec"),
+    c("Replicas", "integer", ".spec.replicas"),
+    AGE,
+    PrinterColumn {
+        priority: 1,
+        ..c("Image", "string", ".spec.image")
+    },
+];
+
+/// What the apiextensions handler gives a CRD version without `additionalPrinterColumns`:
+/// one `Age` column (`creationTimestamp`).
+const DEFAULT: &[PrinterColumn] = &[AGE];
+
 /// The printer columns of a custom resource, by plural.
 pub fn printer_columns(plural: &str) -> &'static [PrinterColumn] {
     match plural {
@@ -84,7 +100,8 @@ pub fn printer_columns(plural: &str) -> &'static [PrinterColumn] {
         "gateways" => GATEWAY,
         "httproutes" => HTTPROUTE,
         "referencegrants" => REFERENCEGRANT,
-        _ => &[],
+        "crontabs" => CRONTAB,
+        _ => DEFAULT,
     }
 }
 

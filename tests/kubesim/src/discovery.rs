@@ -43,12 +43,19 @@ pub fn api(server: &str) -> Value {
     })
 }
 
-fn group_doc(name: &str) -> Value {
-    let served = if name == AUTHORIZATION {
-        vec!["v1"]
-    } else {
-        versions(name)
-    };
+/// The versions of `group` served, preferred first, but those `hidden`
+/// (`KubeSimBuilder::without`).
+fn served_versions(name: &str, hidden: &[String]) -> Vec<&'static str> {
+    if name == AUTHORIZATION {
+        return vec!["v1"];
+    }
+    let mut served = versions(name);
+    served.retain(|v| !hidden.contains(&format!("{name}/{v}")));
+    served
+}
+
+fn group_doc(name: &str, hidden: &[String]) -> Value {
+    let served = served_versions(name, hidden);
     let versions: Vec<Value> = served
         .iter()
         .map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
@@ -59,22 +66,30 @@ fn group_doc(name: &str) -> Value {
 /// The group of the access reviews (`access`), served without storage.
 const AUTHORIZATION: &str = "authorization.k8s.io";
 
-pub fn apis() -> Value {
+/// `/apis`; a group all of whose versions are `hidden` is not listed.
+pub fn apis(hidden: &[String]) -> Value {
+    let groups = GROUPS.iter().chain([&AUTHORIZATION]);
+    let shown = groups.filter(|g| !served_versions(g, hidden).is_empty());
     json!({"kind": "APIGroupList", "apiVersion": "v1",
-           "groups": GROUPS.iter().chain([&AUTHORIZATION]).map(|g| group_doc(g)).collect::<Vec<_>>()})
+           "groups": shown.map(|g| group_doc(g, hidden)).collect::<Vec<_>>()})
 }
 
-pub fn group(name: &str) -> Option<Value> {
-    (GROUPS.contains(&name) || name == AUTHORIZATION).then(|| {
-        let mut g = group_doc(name);
+pub fn group(name: &str, hidden: &[String]) -> Option<Value> {
+    let served = GROUPS.contains(&name) || name == AUTHORIZATION;
+    (served && !served_versions(name, hidden).is_empty()).then(|| {
+        let mut g = group_doc(name, hidden);
         g["kind"] = json!("APIGroup");
         g["apiVersion"] = json!("v1");
         g
     })
 }
 
-/// The `APIResourceList` of a group version (`group` empty for core), None if not served.
-pub fn resources(group: &str, version: &str) -> Option<Value> {
+/// The `APIResourceList` of a group version (`group` empty for core), None if not served
+/// (or `hidden`).
+pub fn resources(group: &str, version: &str, hidden: &[String]) -> Option<Value> {
+    if hidden.contains(&format!("{group}/{version}")) {
+        return None;
+    }
     if group == AUTHORIZATION && version == "v1" {
         return Some(json!({
             "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "authorization.k8s.io/v1",

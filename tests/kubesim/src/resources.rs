@@ -129,6 +129,38 @@ const fn gateway_api(
     }
 }
 
+/// The custom resources' group of the Kubernetes documentation's CRD example
+/// (`crontabs.stable.example.com`, "Extend the Kubernetes API with
+/// CustomResourceDefinitions").
+pub const EXAMPLE: &str = "stable.example.com";
+
+/// A kind of [`EXAMPLE`] at `version`, as its CRD declares it: no status subresource.
+#[allow(clippy::too_many_arguments)]
+const fn example(
+    version: &'static str,
+    plural: &'static str,
+    singular: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+    short_names: &'static [&'static str],
+    categories: &'static [&'static str],
+    storage: bool,
+) -> Resource {
+    Resource {
+        group: EXAMPLE,
+        version,
+        plural,
+        singular,
+        kind,
+        namespaced,
+        short_names,
+        subresources: &[],
+        categories,
+        crd: true,
+        storage,
+    }
+}
+
 /// The verbs discovery lists for a built-in resource.
 pub const VERBS: &[&str] = &[
     "create",
@@ -447,6 +479,38 @@ pub static RESOURCES: &[Resource] = &[
         false,
         true,
     ),
+    // The documentation's CronTab, served at `v1` (stored) and `v2` (the same schema,
+    // conversion `None`), with a category of its own; and a cluster-scoped kind beside it.
+    example(
+        "v1",
+        "crontabs",
+        "crontab",
+        "CronTab",
+        true,
+        &["ct"],
+        &["example"],
+        true,
+    ),
+    example(
+        "v2",
+        "crontabs",
+        "crontab",
+        "CronTab",
+        true,
+        &["ct"],
+        &["example"],
+        false,
+    ),
+    example(
+        "v1",
+        "clusterwidgets",
+        "clusterwidget",
+        "ClusterWidget",
+        false,
+        &["cw"],
+        &[],
+        true,
+    ),
 ];
 
 /// The served groups other than core, in discovery order: kube-apiserver's `/apis` lists
@@ -462,6 +526,7 @@ pub const GROUPS: &[&str] = &[
     "coordination.k8s.io",
     "discovery.k8s.io",
     GATEWAY,
+    EXAMPLE,
 ];
 
 /// The served versions of `group`, preferred first: kube-apiserver sorts a CRD group's
@@ -538,6 +603,7 @@ mod tests {
     #[test]
     fn versions_are_sorted_as_kube_apiserver_sorts_them() {
         assert_eq!(versions(GATEWAY), ["v1", "v1beta1"]);
+        assert_eq!(versions(EXAMPLE), ["v2", "v1"]);
         assert_eq!(versions(""), ["v1"]);
         let mut v = vec![
             "v1alpha1", "v2beta1", "v1", "v1beta2", "v2", "v1beta1", "foo",

@@ -103,6 +103,8 @@ pub(crate) struct Shared {
     pub access: AccessPolicy,
     /// What `/version` reports.
     pub git_version: String,
+    /// The group versions not served (`KubeSimBuilder::without`).
+    pub hidden: Vec<String>,
 }
 
 struct Running {
@@ -120,9 +122,20 @@ pub struct KubeSimBuilder {
     address_types: Option<Vec<String>>,
     kubelet_role: Option<String>,
     git_version: Option<String>,
+    hidden: Vec<String>,
 }
 
 impl KubeSimBuilder {
+    /// Serves as a cluster whose CRDs do not serve `api_version`
+    /// (`stable.example.com/v2`): it is absent from discovery (a group with no version
+    /// left is not listed) and every path under it is a 404, as for a cluster partway
+    /// through a CRD's version rollout, or without the CRD at all (each of its versions
+    /// hidden). Objects stored by another version of the kind are still read there.
+    pub fn without(mut self, api_version: &str) -> Self {
+        self.hidden.push(api_version.to_string());
+        self
+    }
+
     /// Accepts `token` as a bearer token for `user`.
     pub fn token(mut self, token: &str, user: &str) -> Self {
         self.tokens.push((token.to_string(), user.to_string()));
@@ -231,6 +244,7 @@ impl KubeSimBuilder {
             git_version: self
                 .git_version
                 .unwrap_or_else(|| crate::discovery::GIT_VERSION.to_string()),
+            hidden: self.hidden,
         });
         let mut sim = KubeSim {
             ca_pem: ca.pem.clone(),

@@ -133,6 +133,34 @@ pub fn without_unknown_stream_log(stderr: &str) -> String {
         .collect()
 }
 
+/// A table kubectl printed, cut where its header's columns start (kubectl's tabwriter
+/// aligns every cell with its header and pads columns by at least three spaces, so a
+/// column starts after two spaces; a cell may hold single spaces, `* * * * *`): the
+/// header's names, then each row's cells, trimmed.
+pub fn cut_table(text: &str) -> Vec<Vec<String>> {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let head = lines.next().unwrap_or("");
+    let b = head.as_bytes();
+    let mut starts = vec![0];
+    starts.extend((2..b.len()).filter(|&i| b[i] != b' ' && b[i - 1] == b' ' && b[i - 2] == b' '));
+    let cut = |line: &str| -> Vec<String> {
+        (0..starts.len())
+            .map(|n| {
+                let end = starts
+                    .get(n + 1)
+                    .copied()
+                    .unwrap_or(line.len())
+                    .min(line.len());
+                line.get(starts[n].min(end)..end)
+                    .unwrap_or("")
+                    .trim()
+                    .to_string()
+            })
+            .collect()
+    };
+    std::iter::once(head).chain(lines).map(cut).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::without_unknown_stream_log;

@@ -152,30 +152,10 @@ pub(super) struct Printed {
 
 impl Printed {
     fn parse(text: &str) -> Printed {
-        let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-        let head = lines.next().unwrap_or("");
-        let b = head.as_bytes();
-        let mut starts = vec![0];
-        starts
-            .extend((2..b.len()).filter(|&i| b[i] != b' ' && b[i - 1] == b' ' && b[i - 2] == b' '));
-        let cut = |line: &str| -> Vec<String> {
-            (0..starts.len())
-                .map(|n| {
-                    let end = starts
-                        .get(n + 1)
-                        .copied()
-                        .unwrap_or(line.len())
-                        .min(line.len());
-                    line.get(starts[n].min(end)..end)
-                        .unwrap_or("")
-                        .trim()
-                        .to_string()
-                })
-                .collect()
-        };
+        let mut cut = kubesim::testkit::cut_table(text).into_iter();
         Printed {
-            header: cut(head),
-            rows: lines.map(cut).collect(),
+            header: cut.next().unwrap_or_default(),
+            rows: cut.collect(),
         }
     }
 

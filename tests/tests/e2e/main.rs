@@ -17,6 +17,7 @@ mod kosmos;
 mod kube_api;
 mod kube_api_routers;
 mod kube_auth;
+mod kube_custom;
 mod kube_events;
 mod kube_resources;
 mod kube_tables;

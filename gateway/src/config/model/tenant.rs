@@ -5,7 +5,7 @@
 use sha2::{Digest, Sha256};
 
 use super::host::HostPattern;
-use super::kinds::Gvr;
+use super::kinds::{CustomResource, Gvr};
 use super::plugins;
 use super::units::RateLimit;
 
@@ -32,6 +32,9 @@ pub struct TenantConfig {
     /// default ones, never secrets). Any other is kube-apiserver's RBAC 403 to it, and
     /// absent from its discovery.
     pub resources: Vec<&'static Gvr>,
+    /// kube-api front: the custom resources it is served (`resources` entries naming
+    /// `<plural>.<group>` of no built-in kind), each once, in the order named.
+    pub custom: Vec<CustomResource>,
 }
 
 /// How many long-lived calls of each kind a tenant may hold open at once. Past a cap the
@@ -172,9 +175,10 @@ impl TenantConfig {
         self.namespaces.iter().any(|p| glob_matches(p, namespace))
     }
 
-    /// True when the kube-api front serves the tenant kind `gvr`.
+    /// True when the kube-api front serves the tenant kind `gvr` (a built-in kind, or a
+    /// custom resource at any version).
     pub fn serves(&self, gvr: &Gvr) -> bool {
-        self.resources.contains(&gvr)
+        self.resources.contains(&gvr) || self.custom.iter().any(|c| c.is(gvr))
     }
 
     /// True when the tenant may reach `leaf`.

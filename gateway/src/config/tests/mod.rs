@@ -180,6 +180,59 @@ fn tenant_resources_default_add_secrets_and_refuse_unknown_entries_at_their_plac
 }
 
 #[test]
+fn tenant_custom_resources_are_named_once_and_bad_shapes_refused_at_their_place() {
+    use super::kinds::{self, CustomResource};
+    let c = parse(
+        "[[tenant]]\nname = \"a\"\nresources = [\"default\", \"crontabs.stable.example.com\", \"crontabs.stable.example.com\"]\n",
+    )
+    .unwrap();
+    assert_eq!(c.tenants[0].resources.len(), 19);
+    let crontabs = CustomResource {
+        resource: "crontabs".into(),
+        group: "stable.example.com".into(),
+    };
+    assert_eq!(c.tenants[0].custom, [crontabs]);
+    let v1 = kinds::custom_gvr("stable.example.com", "v1", "crontabs", "CronTab");
+    assert!(c.tenants[0].serves(v1));
+    let other = kinds::custom_gvr("other.example.com", "v1", "crontabs", "CronTab");
+    assert!(!c.tenants[0].serves(other));
+    assert!(
+        parse("[[tenant]]\nname = \"a\"\n").unwrap().tenants[0]
+            .custom
+            .is_empty()
+    );
+    for (entry, words) in [
+        (
+            "crontabs.example",
+            "`example` is no custom resource's group",
+        ),
+        (
+            "CronTabs.stable.example.com",
+            "`CronTabs` is no custom resource's plural",
+        ),
+        (
+            "crontabs.stable_example.com",
+            "`stable_example.com` is no custom resource's group",
+        ),
+        (
+            "widgets.storage.k8s.io",
+            "`storage.k8s.io` is one of Kubernetes' own groups",
+        ),
+    ] {
+        let e = first_error(&format!(
+            "[[tenant]]\nname = \"a\"\nresources = [\"default\", \"{entry}\"]\n"
+        ));
+        assert!(
+            e.starts_with(&format!(
+                "test.toml:3:25: tenant[0].resources[1]: `{entry}` is no resource leafgate serves"
+            )),
+            "{e}"
+        );
+        assert!(e.contains(words), "{entry}: {e}");
+    }
+}
+
+#[test]
 fn tenant_hosts_are_host_patterns_and_overlaps_between_tenants_are_warnings() {
     let c = parse("[[tenant]]\nname = \"a\"\n").unwrap();
     assert_eq!(c.tenants[0].hosts, None, "absent: no restriction");

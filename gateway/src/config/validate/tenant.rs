@@ -26,6 +26,9 @@ use super::names::{Names, globs_overlap};
 use super::plugins::{self, Slots};
 use super::validator::{Validator, bandwidth};
 
+/// A tenant's built-in kinds and custom resources.
+type Served = (Vec<&'static kinds::Gvr>, Vec<kinds::CustomResource>);
+
 impl Validator<'_, '_> {
     /// Every `[[tenant]]`, and their names for the routes that name one. `path` is the
     /// config file, where plugin errors found later are reported.
@@ -226,6 +229,7 @@ impl Validator<'_, '_> {
             Some(file) => self.tokens_file(file, &format!("tenant[{i}].tokens_file")),
             None => Default::default(),
         };
+        let resources = self.resources(t, i);
         let tenant = TenantConfig {
             name: t.name.get_ref().clone(),
             namespaces: t.namespaces.iter().map(|n| n.get_ref().clone()).collect(),
@@ -249,7 +253,8 @@ impl Validator<'_, '_> {
             client_names: t.client_names.iter().map(|c| c.get_ref().clone()).collect(),
             concurrent: self.concurrent(t, &format!("tenant[{i}].concurrent")),
             hosts: self.hosts(t, i),
-            resources: self.resources(t, i),
+            resources: resources.0,
+            custom: resources.1,
             bandwidth: bandwidth(&t.bandwidth),
             plugins: plugins::validate(
                 self.report,
@@ -264,20 +269,25 @@ impl Validator<'_, '_> {
         (tenant, lines)
     }
 
-    /// Tenant `i`'s `resources`: the kinds its entries name (absent: the default ones),
-    /// each once; an entry naming none is an error at it.
-    fn resources(&mut self, t: &RawTenant, i: usize) -> Vec<&'static kinds::Gvr> {
+    /// Tenant `i`'s `resources`: the built-in kinds its entries name (absent: the default
+    /// ones) and the custom resources, each once; an entry naming none is an error at it.
+    fn resources(&mut self, t: &RawTenant, i: usize) -> Served {
         let Some(entries) = &t.resources else {
-            return kinds::DEFAULT.iter().collect();
+            return (kinds::DEFAULT.iter().collect(), Vec::new());
         };
-        let mut out: Vec<&'static kinds::Gvr> = Vec::new();
+        let (mut out, mut custom): Served = (Vec::new(), Vec::new());
         for (j, e) in entries.iter().enumerate() {
             match kinds::entry(e.get_ref()) {
-                Ok(named) => {
+                Ok(kinds::Entry::Builtin(named)) => {
                     for gvr in named {
                         if !out.contains(&gvr) {
                             out.push(gvr);
                         }
+                    }
+                }
+                Ok(kinds::Entry::Custom(cr)) => {
+                    if !custom.contains(&cr) {
+                        custom.push(cr);
                     }
                 }
                 Err(m) => self
@@ -285,7 +295,7 @@ impl Validator<'_, '_> {
                     .error(e.span(), format!("tenant[{i}].resources[{j}]"), m),
             }
         }
-        out
+        (out, custom)
     }
 
     /// `[tenant.concurrent]`: each kind's cap, its defaults where left out.

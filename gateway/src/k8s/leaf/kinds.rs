@@ -15,6 +15,10 @@
 //! does). A reload that stops serving a kind stops its reflector and empties its feed
 //! (watchers get the `DELETED`s); one that starts serving it starts the reflector.
 //!
+//! Custom resources some tenant reaching the leaf is served are followed the same way,
+//! each by its own task that first reads what the leaf's discovery says of it
+//! (`custom`): its version, kind and scope are the leaf's.
+//!
 //! It keeps and hands out objects only; which of them a tenant sees is the front's.
 
 use std::collections::HashSet;
@@ -24,6 +28,7 @@ use std::time::Duration;
 use tokio::task::AbortHandle;
 use tracing::{debug, warn};
 
+use super::custom::{self, Seen, Served};
 use super::printed::{self, Kept};
 pub use crate::config::kinds::*;
 use crate::errors::{self, Causes};
@@ -42,6 +47,8 @@ pub struct Footprint {
     pub objects: usize,
     /// The objects' size as JSON text, with their printed cells.
     pub bytes: usize,
+    /// Why the leaf's kind is not served (a custom resource it has cluster-scoped).
+    pub refused: Option<&'static str>,
 }
 
 /// What the discovery task and [`LeafKinds::want`] share.
@@ -64,6 +71,24 @@ struct State {
     /// Per kind of `kept`: its running reflector.
     running: Vec<Option<AbortHandle>>,
     discovering: Option<AbortHandle>,
+    /// The custom resources wanted, each with its task and what the leaf said of it.
+    custom: Vec<Followed>,
+}
+
+/// One custom resource followed in the leaf.
+struct Followed {
+    name: CustomResource,
+    seen: Seen,
+    task: AbortHandle,
+}
+
+impl Followed {
+    fn served(&self) -> Option<&Arc<Served>> {
+        match &self.seen {
+            Seen::Served(served) => Some(served),
+            _ => None,
+        }
+    }
 }
 
 impl LeafKinds {
@@ -88,20 +113,68 @@ impl LeafKinds {
         LeafKinds { inner }
     }
 
-    /// Watches exactly the kinds of `wanted` the leaf serves: starts the reflectors of
-    /// those not running yet, stops the others' and empties their feeds.
-    pub fn want<'g>(&self, wanted: impl IntoIterator<Item = &'g Gvr>) {
+    /// Watches exactly the kinds of `wanted` and the custom resources of `custom` the
+    /// leaf serves: starts the reflectors of those not running yet (a custom resource's
+    /// task asks the leaf's discovery first), stops the others' and empties their feeds.
+    pub fn want<'g>(
+        &self,
+        wanted: impl IntoIterator<Item = &'g Gvr>,
+        custom: impl IntoIterator<Item = &'g CustomResource>,
+    ) {
         let wanted: HashSet<&Gvr> = wanted.into_iter().collect();
+        let custom: HashSet<&CustomResource> = custom.into_iter().collect();
         let mut state = lock(&self.inner.state);
         for (i, kept) in self.inner.kept.iter().enumerate() {
             state.wanted[i] = wanted.contains(kept.gvr);
         }
         self.inner.sync(&mut state);
+        state.custom.retain(|f| {
+            let keep = custom.contains(&f.name);
+            if !keep {
+                f.task.abort();
+                if let Some(served) = f.served() {
+                    served.kept.feed.replace(Vec::new());
+                }
+                debug!(leaf = %self.inner.leaf, resource = %f.name.entry(), "no tenant reaching the leaf is served it; stopped");
+            }
+            keep
+        });
+        let new: Vec<&CustomResource> = custom
+            .into_iter()
+            .filter(|c| !state.custom.iter().any(|f| f.name == **c))
+            .collect();
+        for name in new {
+            let task = self.inner.follow(name.clone());
+            state.custom.push(Followed {
+                name: name.clone(),
+                seen: Seen::Asking,
+                task,
+            });
+        }
+        state.custom.sort_by(|a, b| a.name.cmp(&b.name));
     }
 
-    /// Kind `gvr` of the leaf (every kind of [`BUILTIN`] has one, empty when not watched).
-    pub fn get(&self, gvr: &Gvr) -> Option<&Arc<Kept>> {
-        self.inner.kept.iter().find(|k| k.gvr == gvr)
+    /// Kind `gvr` of the leaf (every kind of [`BUILTIN`] has one, empty when not watched;
+    /// a custom resource one once the leaf's discovery listed it at `gvr`'s version).
+    pub fn get(&self, gvr: &Gvr) -> Option<Arc<Kept>> {
+        if let Some(kept) = self.inner.kept.iter().find(|k| k.gvr == gvr) {
+            return Some(kept.clone());
+        }
+        let state = lock(&self.inner.state);
+        let mut served = state.custom.iter().filter_map(Followed::served);
+        served.find(|s| s.kept.gvr == gvr).map(|s| s.kept.clone())
+    }
+
+    /// The custom resources the leaf serves (found in its discovery, namespaced, and
+    /// kept), in the order of their names.
+    pub fn custom(&self) -> Vec<Arc<Served>> {
+        let state = lock(&self.inner.state);
+        state
+            .custom
+            .iter()
+            .filter_map(Followed::served)
+            .cloned()
+            .collect()
     }
 
     /// How many objects the leaf holds of each kind.
@@ -118,7 +191,7 @@ impl LeafKinds {
             .map(Option::is_some)
             .collect();
         let kinds = self.inner.kept.iter().zip(running);
-        kinds
+        let mut out: Vec<Footprint> = kinds
             .filter_map(|(kept, watched)| {
                 let (objects, bytes) = kept.footprint();
                 (watched || objects > 0).then_some(Footprint {
@@ -126,23 +199,67 @@ impl LeafKinds {
                     watched,
                     objects,
                     bytes,
+                    refused: None,
                 })
             })
-            .collect()
+            .collect();
+        let state = lock(&self.inner.state);
+        for followed in &state.custom {
+            out.extend(match &followed.seen {
+                Seen::Served(served) => {
+                    let (objects, bytes) = served.kept.footprint();
+                    Some(Footprint {
+                        gvr: served.gvr(),
+                        watched: true,
+                        objects,
+                        bytes,
+                        refused: None,
+                    })
+                }
+                Seen::Refused(gvr, why) => Some(Footprint {
+                    gvr,
+                    watched: false,
+                    objects: 0,
+                    bytes: 0,
+                    refused: Some(*why),
+                }),
+                Seen::Asking | Seen::Absent => None,
+            });
+        }
+        out
     }
 
     /// The kinds whose reflector runs (wanted, and served by the leaf).
     pub fn watched(&self) -> Vec<&'static Gvr> {
         let state = lock(&self.inner.state);
         let running = state.running.iter().zip(&self.inner.kept);
-        running
+        let builtin = running
             .filter(|(task, _)| task.is_some())
-            .map(|(_, k)| k.gvr)
-            .collect()
+            .map(|(_, k)| k.gvr);
+        let custom = state.custom.iter().filter_map(Followed::served);
+        builtin.chain(custom.map(|s| s.gvr())).collect()
     }
 }
 
 impl Inner {
+    /// Starts the task following custom resource `name` in the leaf; it records what the
+    /// leaf says of it in the state.
+    fn follow(self: &Arc<Self>, name: CustomResource) -> AbortHandle {
+        let inner = Arc::downgrade(self);
+        let key = name.clone();
+        let seen = move |seen: Seen| {
+            let Some(inner) = inner.upgrade() else {
+                return;
+            };
+            let mut state = lock(&inner.state);
+            if let Some(followed) = state.custom.iter_mut().find(|f| f.name == key) {
+                followed.seen = seen;
+            }
+        };
+        let task = custom::follow(self.client.clone(), self.leaf.clone(), name, seen);
+        self.runtime.spawn(task).abort_handle()
+    }
+
     /// Starts the reflector of each kind wanted and served, stops each other's.
     fn sync(&self, state: &mut State) {
         let Some(served) = &state.served else {
@@ -174,7 +291,11 @@ impl Drop for LeafKinds {
         let mut guard = lock(&self.inner.state);
         let state = &mut *guard;
         let running = state.running.iter_mut().filter_map(Option::take);
-        let tasks: Vec<AbortHandle> = running.chain(state.discovering.take()).collect();
+        let custom = state.custom.drain(..).map(|f| f.task);
+        let tasks: Vec<AbortHandle> = running
+            .chain(custom)
+            .chain(state.discovering.take())
+            .collect();
         for task in tasks {
             task.abort();
         }

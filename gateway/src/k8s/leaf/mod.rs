@@ -25,6 +25,7 @@
 //! read-only kinds with the leaf's printed rows, through `printed`'s reflector).
 
 mod auth;
+pub mod custom;
 pub mod events;
 pub mod kinds;
 pub mod namespaces;
@@ -305,12 +306,18 @@ impl Leaf {
         &self.kinds
     }
 
-    /// Watches the read-only kinds that `tenants` who may reach the leaf are served (each
+    /// Watches the read-only kinds and custom resources that `tenants` who may reach the
+    /// leaf are served (each
     /// config's tenants, as a snapshot is built from it), and no other.
     pub fn serve_kinds(&self, tenants: &[TenantConfig]) {
-        let reaching = tenants.iter().filter(|t| t.may_reach(self.name()));
-        self.kinds
-            .want(reaching.flat_map(|t| t.resources.iter().copied()));
+        let reaching: Vec<&TenantConfig> = tenants
+            .iter()
+            .filter(|t| t.may_reach(self.name()))
+            .collect();
+        self.kinds.want(
+            reaching.iter().flat_map(|t| t.resources.iter().copied()),
+            reaching.iter().flat_map(|t| t.custom.iter()),
+        );
     }
 
     /// The leaf's namespaces (its namespace reflector's store).

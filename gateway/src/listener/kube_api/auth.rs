@@ -475,10 +475,14 @@ fn decide(tenant: &TenantConfig, asked: &Asked) -> Decision {
     // A read-only kind the tenant's `resources` name: read, in its namespaces.
     let kind_served = a.subresource.is_empty()
         && READ.contains(&verb)
-        && tenant
+        && (tenant
             .resources
             .iter()
-            .any(|g| g.group == group && g.resource == a.resource);
+            .any(|g| g.group == group && g.resource == a.resource)
+            || tenant
+                .custom
+                .iter()
+                .any(|c| c.group == group && c.resource == a.resource));
     if !kind_served && !NAMESPACED.iter().any(|r| grants(r, verb, group, &resource)) {
         return Decision::no(format!("{SERVED}; nothing else"));
     }
@@ -526,6 +530,11 @@ fn rules(tenant: &TenantConfig, namespace: &str) -> (Vec<Value>, Vec<Value>) {
             resource_rules
                 .push(json!({ "verbs": READ, "apiGroups": [group], "resources": resources }));
         }
+        // And the custom resources, one rule each (at any version their leaves define).
+        for c in &tenant.custom {
+            resource_rules
+                .push(json!({ "verbs": READ, "apiGroups": [c.group], "resources": [c.resource] }));
+        }
         resource_rules.push(json!({
             "verbs": ["get"], "apiGroups": [""], "resources": ["namespaces"],
             "resourceNames": [namespace],
@@ -552,6 +561,7 @@ mod tests {
             concurrent: Default::default(),
             hosts: None,
             resources: crate::config::kinds::DEFAULT.iter().collect(),
+            custom: Vec::new(),
         }
     }
 

@@ -3,7 +3,8 @@
 //! `portforward`), namespaces, events (core/v1 and `events.k8s.io/v1`), the review APIs
 //! (`auth`) and the read-only kinds the calling tenant is served (its `resources`; a
 //! group none of whose kinds it is served is not listed), and nothing leafgate does not
-//! serve it; and the health checks (`/healthz`, `/livez`, `/readyz`) as
+//! serve it; the custom resources it is served, at the versions its leaves serve them,
+//! with the leaves' short names and categories; and the health checks (`/healthz`, `/livez`, `/readyz`) as
 //! kube-apiserver words them.
 //!
 //! `/version` is the oldest version among the tenant's synced leaves (so kubectl's skew
@@ -14,11 +15,15 @@
 //! (`as=APIGroupDiscoveryList`) and falls back to the legacy documents when the answer's
 //! `Content-Type` is plain `application/json`; that fallback is what these answers take.
 
+use std::sync::Arc;
+
 use http::StatusCode;
 use serde_json::{Value, json};
 
 use super::kinds::{self, Declared};
 use crate::config::TenantConfig;
+use crate::config::kinds::Gvr;
+use crate::k8s::Leaf;
 use crate::k8s::status::Status;
 use crate::listener::reply;
 use crate::proxy::Body;
@@ -197,9 +202,19 @@ pub fn api_versions() -> http::Response<Body> {
     )
 }
 
-fn group_doc((name, version): (&str, &str)) -> Value {
-    let gv = json!({ "groupVersion": format!("{name}/{version}"), "version": version });
-    json!({ "name": name, "versions": [gv], "preferredVersion": gv })
+/// One served group: its name and versions, preferred first.
+struct Group {
+    name: String,
+    versions: Vec<String>,
+}
+
+fn group_doc(group: &Group) -> Value {
+    let gvs: Vec<Value> = group
+        .versions
+        .iter()
+        .map(|v| json!({ "groupVersion": format!("{}/{v}", group.name), "version": v }))
+        .collect();
+    json!({ "name": group.name, "versions": gvs, "preferredVersion": gvs.first() })
 }
 
 /// The read-only kinds `tenant` is served.
@@ -207,16 +222,116 @@ fn declared_for(tenant: &TenantConfig) -> impl Iterator<Item = &'static Declared
     kinds::DECLARED.iter().filter(|d| tenant.serves(&d.gvr))
 }
 
-/// The groups served to `tenant` and the one version of each: the reviews' and events'
-/// (`v1`), then its read-only kinds'.
-fn group_names(tenant: &TenantConfig) -> Vec<(&'static str, &'static str)> {
-    let mut names: Vec<(&'static str, &'static str)> =
-        GROUPS.iter().map(|(name, _)| (*name, "v1")).collect();
-    for d in declared_for(tenant) {
-        if let Some((group, version)) = d.gvr.api_version.split_once('/')
-            && !names.iter().any(|(g, _)| *g == group)
-        {
-            names.push((group, version));
+/// A custom resource as the leaves `tenant` may reach serve it at one version: the kind
+/// the first of them (by name) gives, the short names and categories of all of them (each
+/// once, the first leaf's first).
+struct Custom {
+    gvr: &'static Gvr,
+    short_names: Vec<String>,
+    categories: Vec<String>,
+}
+
+/// The custom resources served to `tenant`, at each version a leaf it may reach serves
+/// them at (each leaf keeps its group's preferred version).
+fn custom_for(snapshot: &Snapshot, tenant: &TenantConfig) -> Vec<Custom> {
+    let mut leaves: Vec<(&String, &Arc<Leaf>)> = snapshot
+        .leaves
+        .iter()
+        .filter(|(name, _)| tenant.may_reach(name))
+        .collect();
+    leaves.sort_by(|a, b| a.0.cmp(b.0));
+    let mut out: Vec<Custom> = Vec::new();
+    for (_, leaf) in leaves {
+        for served in leaf.kinds().custom() {
+            let gvr = served.gvr();
+            if !tenant.serves(gvr) {
+                continue;
+            }
+            let same =
+                |c: &Custom| c.gvr.api_version == gvr.api_version && c.gvr.resource == gvr.resource;
+            let i = match out.iter().position(same) {
+                Some(i) => i,
+                None => {
+                    out.push(Custom {
+                        gvr,
+                        short_names: Vec::new(),
+                        categories: Vec::new(),
+                    });
+                    out.len() - 1
+                }
+            };
+            let at = &mut out[i];
+            for (have, more) in [
+                (&mut at.short_names, &served.short_names),
+                (&mut at.categories, &served.categories),
+            ] {
+                for name in more {
+                    if !have.contains(name) {
+                        have.push(name.clone());
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// kube-apiserver's version priority (`version.CompareKubeAwareVersionStrings`): GA
+/// before beta before alpha, higher numbers first, then any other name alphabetically.
+fn version_order(v: &str) -> (u8, std::cmp::Reverse<u64>, std::cmp::Reverse<u64>, String) {
+    use std::cmp::Reverse;
+    let parsed = v
+        .strip_prefix('v')
+        .and_then(|rest| -> Option<(u8, u64, u64)> {
+            let digits = rest
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len());
+            if rest.starts_with('0') {
+                return None;
+            }
+            let major: u64 = rest[..digits].parse().ok()?;
+            let (kind, minor): (u8, &str) = match &rest[digits..] {
+                "" => return Some((0, major, 0)),
+                tail => match tail.strip_prefix("beta") {
+                    Some(n) => (1, n),
+                    None => (2, tail.strip_prefix("alpha")?),
+                },
+            };
+            Some((kind, major, minor.parse().ok()?))
+        });
+    match parsed {
+        Some((kind, major, minor)) => (kind, Reverse(major), Reverse(minor), String::new()),
+        None => (3, Reverse(0), Reverse(0), v.to_string()),
+    }
+}
+
+/// The groups served to `tenant` and their versions: the reviews' and events' (`v1`),
+/// then its read-only kinds' (one version each), then its custom resources' (every
+/// version a leaf serves one at, preferred first).
+fn groups(snapshot: &Snapshot, tenant: &TenantConfig) -> Vec<Group> {
+    let mut names: Vec<Group> = GROUPS
+        .iter()
+        .map(|(name, _)| Group {
+            name: name.to_string(),
+            versions: vec!["v1".into()],
+        })
+        .collect();
+    let declared = declared_for(tenant).map(|d| d.gvr);
+    let custom = custom_for(snapshot, tenant);
+    for gvr in declared.chain(custom.iter().map(|c| *c.gvr)) {
+        if gvr.group.is_empty() {
+            continue;
+        }
+        match names.iter_mut().find(|g| g.name == gvr.group) {
+            Some(g) if !g.versions.iter().any(|v| v == gvr.version()) => {
+                g.versions.push(gvr.version().to_string());
+                g.versions.sort_by_key(|v| version_order(v));
+            }
+            Some(_) => {}
+            None => names.push(Group {
+                name: gvr.group.to_string(),
+                versions: vec![gvr.version().to_string()],
+            }),
         }
     }
     names
@@ -235,55 +350,81 @@ fn declared_resource(d: &Declared) -> Value {
     doc
 }
 
-/// The read-only kinds of `group` served to `tenant`, as `APIResource`s.
-fn declared_in<'a>(tenant: &'a TenantConfig, group: &'a str) -> impl Iterator<Item = Value> + 'a {
-    declared_for(tenant)
-        .filter(move |d| d.gvr.group == group)
+/// The read-only kinds and custom resources of `group` at `version` served to `tenant`,
+/// as `APIResource`s.
+fn declared_in(
+    snapshot: &Snapshot,
+    tenant: &TenantConfig,
+    group: &str,
+    version: &str,
+) -> Vec<Value> {
+    let mut out: Vec<Value> = declared_for(tenant)
+        .filter(|d| d.gvr.group == group && d.gvr.version() == version)
         .map(declared_resource)
+        .collect();
+    for c in custom_for(snapshot, tenant) {
+        if c.gvr.group != group || c.gvr.version() != version {
+            continue;
+        }
+        let mut doc = resource(c.gvr.resource, true, c.gvr.kind, &["get", "list", "watch"]);
+        doc["singularName"] = json!(c.gvr.kind.to_lowercase());
+        if !c.short_names.is_empty() {
+            doc["shortNames"] = json!(c.short_names);
+        }
+        if !c.categories.is_empty() {
+            doc["categories"] = json!(c.categories);
+        }
+        out.push(doc);
+    }
+    out
 }
 
-pub fn api_groups(tenant: &TenantConfig) -> http::Response<Body> {
-    let groups: Vec<Value> = group_names(tenant).into_iter().map(group_doc).collect();
+pub fn api_groups(snapshot: &Snapshot, tenant: &TenantConfig) -> http::Response<Body> {
+    let groups: Vec<Value> = groups(snapshot, tenant).iter().map(group_doc).collect();
     reply::json(
         StatusCode::OK,
         &json!({ "kind": "APIGroupList", "apiVersion": "v1", "groups": groups }),
     )
 }
 
-/// The version leafgate serves `group` at to `tenant`, if it serves it.
-fn version_of(tenant: &TenantConfig, group: &str) -> Option<&'static str> {
-    group_names(tenant)
+/// The group `group` as served to `tenant`, if it is.
+fn group_of(snapshot: &Snapshot, tenant: &TenantConfig, group: &str) -> Option<Group> {
+    groups(snapshot, tenant)
         .into_iter()
-        .find(|(g, _)| *g == group)
-        .map(|(_, v)| v)
+        .find(|g| g.name == group)
 }
 
 /// Whether leafgate serves `tenant` `group` (at any version).
-pub fn serves_group(tenant: &TenantConfig, group: &str) -> bool {
-    version_of(tenant, group).is_some()
+pub fn serves_group(snapshot: &Snapshot, tenant: &TenantConfig, group: &str) -> bool {
+    group_of(snapshot, tenant, group).is_some()
 }
 
 /// Whether leafgate serves `tenant` `group` at `version`.
-pub fn serves(tenant: &TenantConfig, group: &str, version: &str) -> bool {
-    version_of(tenant, group) == Some(version)
+pub fn serves(snapshot: &Snapshot, tenant: &TenantConfig, group: &str, version: &str) -> bool {
+    group_of(snapshot, tenant, group).is_some_and(|g| g.versions.iter().any(|v| v == version))
 }
 
 /// `/apis/<group>`: the `APIGroup` (404 for a group not served).
-pub fn api_group(tenant: &TenantConfig, group: &str) -> http::Response<Body> {
-    let Some(version) = version_of(tenant, group) else {
+pub fn api_group(snapshot: &Snapshot, tenant: &TenantConfig, group: &str) -> http::Response<Body> {
+    let Some(group) = group_of(snapshot, tenant, group) else {
         return reply::status(&Status::no_such_resource());
     };
-    let mut doc = group_doc((group, version));
+    let mut doc = group_doc(&group);
     doc["kind"] = json!("APIGroup");
     doc["apiVersion"] = json!("v1");
     reply::json(StatusCode::OK, &doc)
 }
 
 /// `/apis/<group>/<version>`: its resources served to `tenant` (404 if none is).
-pub fn group_resources(tenant: &TenantConfig, group: &str) -> http::Response<Body> {
-    let Some(version) = version_of(tenant, group) else {
+pub fn group_resources(
+    snapshot: &Snapshot,
+    tenant: &TenantConfig,
+    group: &str,
+    version: &str,
+) -> http::Response<Body> {
+    if !serves(snapshot, tenant, group, version) {
         return reply::status(&Status::no_such_resource());
-    };
+    }
     let served = GROUPS
         .iter()
         .find(|(name, _)| *name == group)
@@ -297,7 +438,7 @@ pub fn group_resources(tenant: &TenantConfig, group: &str) -> http::Response<Bod
             }
             doc
         })
-        .chain(declared_in(tenant, group))
+        .chain(declared_in(snapshot, tenant, group, version))
         .collect();
     reply::json(
         StatusCode::OK,
@@ -321,7 +462,7 @@ fn resource(name: &str, namespaced: bool, kind: &str, verbs: &[&str]) -> Value {
 }
 
 /// `/api/v1`: pods, namespaces, events and the core kinds served to `tenant`.
-pub fn resources(tenant: &TenantConfig) -> http::Response<Body> {
+pub fn resources(snapshot: &Snapshot, tenant: &TenantConfig) -> http::Response<Body> {
     let mut pods = resource("pods", true, "Pod", &["get", "list", "watch"]);
     pods["shortNames"] = json!(["po"]);
     pods["categories"] = json!(["all"]);
@@ -343,7 +484,7 @@ pub fn resources(tenant: &TenantConfig) -> http::Response<Body> {
             &["create", "get"],
         ),
     ];
-    resources.extend(declared_in(tenant, ""));
+    resources.extend(declared_in(snapshot, tenant, "", "v1"));
     reply::json(
         StatusCode::OK,
         &json!({
@@ -353,4 +494,23 @@ pub fn resources(tenant: &TenantConfig) -> http::Response<Body> {
             "resources": resources,
         }),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::version_order;
+
+    #[test]
+    fn versions_sort_as_kube_apiserver_sorts_them() {
+        let mut v = vec![
+            "v1alpha1", "v2beta1", "v1", "v1beta2", "v2", "foo", "v1beta1", "v10", "v01",
+        ];
+        v.sort_by_key(|s| version_order(s));
+        assert_eq!(
+            v,
+            [
+                "v10", "v2", "v1", "v2beta1", "v1beta2", "v1beta1", "v1alpha1", "foo", "v01"
+            ]
+        );
+    }
 }

@@ -124,8 +124,8 @@ impl Resource for Filter {
         names(self.api)
     }
 
-    fn feed<'l>(&self, leaf: &'l Leaf) -> Option<&'l Arc<Feed<RawObject>>> {
-        Some(leaf.events().feed())
+    fn feed(&self, leaf: &Leaf) -> Option<Arc<Feed<RawObject>>> {
+        Some(leaf.events().feed().clone())
     }
 
     fn namespace(&self) -> Option<&str> {

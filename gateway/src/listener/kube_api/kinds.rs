@@ -5,6 +5,10 @@
 //! kube-apiserver selects it by and the words of its refusal, and which of its printed
 //! cells are ages.
 //!
+//! Custom resources are declarations too, made at runtime ([`custom`]) from what a leaf's
+//! discovery says of one a tenant's `resources` name (`<plural>.<group>`): its version
+//! and kind; its Table is the leaf's print of its CRD's printer columns.
+//!
 //! Only to a tenant whose `resources` name the kind: any other gets kube-apiserver's RBAC
 //! 403 for whatever it asks (any verb, any namespace, a Table or a watch alike), before
 //! anything of the request is read.
@@ -152,6 +156,59 @@ pub fn find(group: &str, resource: &str) -> Option<&'static Declared> {
     DECLARED
         .iter()
         .find(|d| d.gvr.group == group && d.gvr.resource == resource)
+}
+
+/// The declaration of a custom resource at the version and kind a leaf's discovery gave
+/// (`gvr`): made at runtime, once per distinct `gvr`, and served by the same machinery as
+/// every declared kind. Its field selectors are `metadata.name` and `metadata.namespace`
+/// (the apiextensions handler's `field label not supported` for any other); its `Age` cell
+/// is printed again at each read from `metadata.creationTimestamp` (the default printer
+/// column's path), its other cells are the leaf's at the object's last change. Its short
+/// names and categories are the leaves' (discovery reads them there).
+pub fn custom(gvr: &'static Gvr) -> &'static Declared {
+    static MADE: std::sync::Mutex<Vec<&'static Declared>> = std::sync::Mutex::new(Vec::new());
+    let mut made = MADE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(declared) = made.iter().find(|d| d.gvr == *gvr) {
+        return declared;
+    }
+    let declared: &'static Declared = Box::leak(Box::new(Declared {
+        refusal: core_refusal,
+        ..declared(*gvr, &[], &[])
+    }));
+    made.push(declared);
+    declared
+}
+
+/// The custom resource `resource` of `group` at `version`, as the first leaf (by name)
+/// that serves it there defines it: among the leaves `caller` may reach when its tenant is
+/// served the resource, else among all (so a tenant not served it gets the RBAC 403, not a
+/// 404, as kube-apiserver authorizes before it looks).
+pub fn find_custom(
+    snapshot: &Snapshot,
+    caller: &Caller<'_>,
+    (group, version, resource): (&str, &str, &str),
+) -> Option<&'static Declared> {
+    let tenant_served = caller
+        .config
+        .custom
+        .iter()
+        .any(|c| c.group == group && c.resource == resource);
+    let mut leaves: Vec<(&String, &Arc<Leaf>)> = snapshot
+        .leaves
+        .iter()
+        .filter(|(name, _)| !tenant_served || caller.config.may_reach(name))
+        .collect();
+    leaves.sort_by(|a, b| a.0.cmp(b.0));
+    leaves.iter().find_map(|(_, leaf)| {
+        let served = leaf.kinds().custom();
+        let gvr = served
+            .iter()
+            .map(|s| s.gvr())
+            .find(|g| g.group == group && g.resource == resource && g.version() == version)?;
+        Some(custom(gvr))
+    })
 }
 
 impl Declared {
@@ -372,8 +429,8 @@ impl Resource for Filter {
         self.declared.names()
     }
 
-    fn feed<'l>(&self, leaf: &'l Leaf) -> Option<&'l Arc<Feed<Printed>>> {
-        Some(&leaf.kinds().get(&self.declared.gvr)?.feed)
+    fn feed(&self, leaf: &Leaf) -> Option<Arc<Feed<Printed>>> {
+        Some(leaf.kinds().get(&self.declared.gvr)?.feed.clone())
     }
 
     fn namespace(&self) -> Option<&str> {

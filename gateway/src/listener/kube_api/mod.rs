@@ -95,7 +95,7 @@ pub async fn serve(
             openapi::serve(&rest.join("/"), req.uri().query(), none_match)
         }),
         ["api"] => only_get(&req, discovery::api_versions),
-        ["apis"] => only_get(&req, || discovery::api_groups(caller.config)),
+        ["apis"] => only_get(&req, || discovery::api_groups(snapshot, caller.config)),
         [
             "apis",
             "authorization.k8s.io",
@@ -111,15 +111,19 @@ pub async fn serve(
         ["apis", "authentication.k8s.io", "v1", "selfsubjectreviews"] => {
             auth::self_review(req, client, &caller).await
         }
-        ["apis", group] if discovery::serves_group(caller.config, group) => {
+        ["apis", group] if discovery::serves_group(snapshot, caller.config, group) => {
             let group = group.to_string();
-            only_get(&req, || discovery::api_group(caller.config, &group))
+            only_get(&req, || {
+                discovery::api_group(snapshot, caller.config, &group)
+            })
         }
-        ["apis", group, version] if discovery::serves(caller.config, group, version) => {
-            let group = group.to_string();
-            only_get(&req, || discovery::group_resources(caller.config, &group))
+        ["apis", group, version] if discovery::serves(snapshot, caller.config, group, version) => {
+            let (group, version) = (group.to_string(), version.to_string());
+            only_get(&req, || {
+                discovery::group_resources(snapshot, caller.config, &group, &version)
+            })
         }
-        ["api", "v1"] => only_get(&req, || discovery::resources(caller.config)),
+        ["api", "v1"] => only_get(&req, || discovery::resources(snapshot, caller.config)),
         ["api", "v1", "namespaces"] => namespaces::collection(&req, client, snapshot, &caller),
         ["api", "v1", "namespaces", ns] => match namespace(ns) {
             Ok(ns) => namespaces::one(&req, snapshot, &caller, &ns),
@@ -168,12 +172,12 @@ pub async fn serve(
             }
             Err(refusal) => reply::status(&refusal),
         },
-        ["api", "v1", _] | ["apis", _, _, _] => match served(&segments) {
+        ["api", "v1", _] | ["apis", _, _, _] => match served(&segments, snapshot, &caller) {
             Some(kind) => kinds::collection(&req, client, snapshot, &caller, None, kind).await,
             None => reply::status(&Status::no_such_resource()),
         },
         ["api", "v1", "namespaces", ns, _] | ["apis", _, _, "namespaces", ns, _] => {
-            match (served(&segments), namespace(ns)) {
+            match (served(&segments, snapshot, &caller), namespace(ns)) {
                 (None, _) => reply::status(&Status::no_such_resource()),
                 (Some(_), Err(refusal)) => reply::status(&refusal),
                 (Some(kind), Ok(ns)) => {
@@ -182,7 +186,7 @@ pub async fn serve(
             }
         }
         ["api", "v1", "namespaces", ns, _, name] | ["apis", _, _, "namespaces", ns, _, name] => {
-            match (served(&segments), namespace(ns)) {
+            match (served(&segments, snapshot, &caller), namespace(ns)) {
                 (None, _) => reply::status(&Status::no_such_resource()),
                 (Some(_), Err(refusal)) => reply::status(&refusal),
                 (Some(kind), Ok(ns)) => kinds::one(&req, snapshot, &caller, (&ns, name), kind),
@@ -193,8 +197,13 @@ pub async fn serve(
 }
 
 /// The read-only kind a path of its names (`/api/v1/[namespaces/{ns}/]<resource>[/{name}]`
-/// or `/apis/<group>/<version>/...`), if served at that version.
-fn served(segments: &[&str]) -> Option<&'static kinds::Declared> {
+/// or `/apis/<group>/<version>/...`), if served at that version: a built-in kind, else a
+/// custom resource a leaf serves at that version (`kinds::find_custom`).
+fn served(
+    segments: &[&str],
+    snapshot: &Snapshot,
+    caller: &Caller<'_>,
+) -> Option<&'static kinds::Declared> {
     let (group, version, rest) = match segments {
         ["api", "v1", rest @ ..] => ("", "v1", rest),
         ["apis", group, version, rest @ ..] => (*group, *version, rest),
@@ -204,7 +213,11 @@ fn served(segments: &[&str]) -> Option<&'static kinds::Declared> {
         [resource] | ["namespaces", _, resource] | ["namespaces", _, resource, _] => resource,
         _ => return None,
     };
-    kinds::find(group, resource).filter(|d| d.gvr.version() == version)
+    match kinds::find(group, resource) {
+        Some(builtin) => Some(builtin).filter(|d| d.gvr.version() == version),
+        None if group.is_empty() => None,
+        None => kinds::find_custom(snapshot, caller, (group, version, resource)),
+    }
 }
 
 /// The API an events path came in by: `/apis/events.k8s.io/...` or core's `/api/v1/...`.

@@ -122,8 +122,8 @@ impl Resource for Namespaces {
         }
     }
 
-    fn feed<'l>(&self, leaf: &'l Leaf) -> Option<&'l Arc<Feed<RawObject>>> {
-        Some(leaf.namespaces().feed())
+    fn feed(&self, leaf: &Leaf) -> Option<Arc<Feed<RawObject>>> {
+        Some(leaf.namespaces().feed().clone())
     }
 
     fn namespace(&self) -> Option<&str> {

@@ -52,8 +52,8 @@ impl Resource for PodWatch {
         NAMES
     }
 
-    fn feed<'l>(&self, leaf: &'l Leaf) -> Option<&'l Arc<Feed<RawPod>>> {
-        Some(leaf.feed())
+    fn feed(&self, leaf: &Leaf) -> Option<Arc<Feed<RawPod>>> {
+        Some(leaf.feed().clone())
     }
 
     fn namespace(&self) -> Option<&str> {

@@ -31,7 +31,7 @@ pub trait Resource: Send + Sync + 'static {
     fn names(&self) -> Names;
 
     /// The resource's feed in `leaf` (none when the leaf does not keep the resource).
-    fn feed<'l>(&self, leaf: &'l Leaf) -> Option<&'l Arc<Feed<Self::Object>>>;
+    fn feed(&self, leaf: &Leaf) -> Option<Arc<Feed<Self::Object>>>;
 
     /// The request's namespace, if it names one.
     fn namespace(&self) -> Option<&str>;

@@ -156,7 +156,7 @@ pub(super) fn watch<W: Resource>(
             caller.config.may_reach(name) && !super::stale::hidden(&snapshot, name, leaf)
         })
         .filter_map(|(name, leaf)| {
-            let feed = filter.feed(leaf)?.clone();
+            let feed = filter.feed(leaf)?;
             Some(Source {
                 leaf: name.as_str().into(),
                 wake: feed.subscribe(),

@@ -257,7 +257,9 @@ async fn route(shared: &Shared, req: Request<Incoming>) -> Result<Response<Body>
                 .unwrap_or("");
             return Ok(json_response(200, &crate::discovery::api(host)));
         }
-        "/apis" if get => return Ok(json_response(200, &crate::discovery::apis())),
+        "/apis" if get => {
+            return Ok(json_response(200, &crate::discovery::apis(&shared.hidden)));
+        }
         "/healthz" | "/readyz" | "/livez" if get => {
             return Ok(Response::new(Full::new(Bytes::from_static(b"ok")).boxed()));
         }
@@ -266,12 +268,12 @@ async fn route(shared: &Shared, req: Request<Incoming>) -> Result<Response<Body>
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
     match segs.as_slice() {
         ["api", v] if get => {
-            return crate::discovery::resources("", v)
+            return crate::discovery::resources("", v, &shared.hidden)
                 .map(|d| json_response(200, &d))
                 .ok_or_else(no_such_resource);
         }
         ["apis", g] if get => {
-            return crate::discovery::group(g)
+            return crate::discovery::group(g, &shared.hidden)
                 .map(|d| json_response(200, &d))
                 .ok_or_else(no_such_resource);
         }
@@ -283,7 +285,7 @@ async fn route(shared: &Shared, req: Request<Incoming>) -> Result<Response<Body>
             return Ok(json_response(201, &review));
         }
         ["apis", g, v] if get => {
-            return crate::discovery::resources(g, v)
+            return crate::discovery::resources(g, v, &shared.hidden)
                 .map(|d| json_response(200, &d))
                 .ok_or_else(no_such_resource);
         }
@@ -292,6 +294,9 @@ async fn route(shared: &Shared, req: Request<Incoming>) -> Result<Response<Body>
     let Some(t) = parse_path(&path)? else {
         return Err(no_such_resource());
     };
+    if shared.hidden.contains(&t.res.api_version()) {
+        return Err(no_such_resource());
+    }
     if t.res.plural == "endpoints" && deprecates_endpoints(&shared.git_version) {
         // kube-apiserver 1.33 and later warn on every use of v1 Endpoints; kubectl prints
         // the warning to stderr (`Warning: v1 Endpoints is deprecated ...`).

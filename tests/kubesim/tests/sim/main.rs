@@ -3,6 +3,7 @@
 mod api;
 mod chain;
 mod common;
+mod crontabs;
 mod gateway;
 mod ingress;
 mod kubectl;

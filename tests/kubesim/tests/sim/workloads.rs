@@ -59,31 +59,10 @@ struct Table {
 
 impl Table {
     fn parse(text: &str) -> Table {
-        let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-        let head = lines.next().unwrap_or("");
-        let mut starts = vec![0];
-        let b = head.as_bytes();
-        for i in 2..b.len() {
-            if b[i] != b' ' && b[i - 1] == b' ' && b[i - 2] == b' ' {
-                starts.push(i);
-            }
-        }
-        let cut = |line: &str| -> Vec<String> {
-            starts
-                .iter()
-                .enumerate()
-                .map(|(n, &s)| {
-                    let end = starts.get(n + 1).copied().unwrap_or(line.len());
-                    line.get(s.min(line.len())..end.min(line.len()))
-                        .unwrap_or("")
-                        .trim()
-                        .to_string()
-                })
-                .collect()
-        };
+        let mut cut = kubesim::testkit::cut_table(text).into_iter();
         Table {
-            header: cut(head),
-            rows: lines.map(cut).collect(),
+            header: cut.next().unwrap_or_default(),
+            rows: cut.collect(),
         }
     }
 
