@@ -115,17 +115,41 @@ const fn gateway_api(
     storage: bool,
 ) -> Resource {
     Resource {
-        group: GATEWAY,
+        subresources: if status { &["status"] } else { &[] },
+        categories: &["gateway-api"],
+        storage,
+        ..crd(
+            GATEWAY,
+            version,
+            (plural, singular, kind),
+            namespaced,
+            short_names,
+        )
+    }
+}
+
+/// A custom resource of `group` at `version` (its plural, singular and kind), served by
+/// the apiextensions handler: stored at this version, without subresources or categories
+/// unless its CRD says so.
+const fn crd(
+    group: &'static str,
+    version: &'static str,
+    (plural, singular, kind): (&'static str, &'static str, &'static str),
+    namespaced: bool,
+    short_names: &'static [&'static str],
+) -> Resource {
+    Resource {
+        group,
         version,
         plural,
         singular,
         kind,
         namespaced,
         short_names,
-        subresources: if status { &["status"] } else { &[] },
-        categories: &["gateway-api"],
+        subresources: &[],
+        categories: &[],
         crd: true,
-        storage,
+        storage: true,
     }
 }
 
@@ -134,30 +158,21 @@ const fn gateway_api(
 /// CustomResourceDefinitions").
 pub const EXAMPLE: &str = "stable.example.com";
 
+const CRONTAB: (&str, &str, &str) = ("crontabs", "crontab", "CronTab");
+
 /// A kind of [`EXAMPLE`] at `version`, as its CRD declares it: no status subresource.
-#[allow(clippy::too_many_arguments)]
 const fn example(
     version: &'static str,
-    plural: &'static str,
-    singular: &'static str,
-    kind: &'static str,
+    names: (&'static str, &'static str, &'static str),
     namespaced: bool,
     short_names: &'static [&'static str],
     categories: &'static [&'static str],
     storage: bool,
 ) -> Resource {
     Resource {
-        group: EXAMPLE,
-        version,
-        plural,
-        singular,
-        kind,
-        namespaced,
-        short_names,
-        subresources: &[],
         categories,
-        crd: true,
         storage,
+        ..crd(EXAMPLE, version, names, namespaced, short_names)
     }
 }
 
@@ -481,31 +496,11 @@ pub static RESOURCES: &[Resource] = &[
     ),
     // The documentation's CronTab, served at `v1` (stored) and `v2` (the same schema,
     // conversion `None`), with a category of its own; and a cluster-scoped kind beside it.
+    example("v1", CRONTAB, true, &["ct"], &["example"], true),
+    example("v2", CRONTAB, true, &["ct"], &["example"], false),
     example(
         "v1",
-        "crontabs",
-        "crontab",
-        "CronTab",
-        true,
-        &["ct"],
-        &["example"],
-        true,
-    ),
-    example(
-        "v2",
-        "crontabs",
-        "crontab",
-        "CronTab",
-        true,
-        &["ct"],
-        &["example"],
-        false,
-    ),
-    example(
-        "v1",
-        "clusterwidgets",
-        "clusterwidget",
-        "ClusterWidget",
+        ("clusterwidgets", "clusterwidget", "ClusterWidget"),
         false,
         &["cw"],
         &[],

@@ -161,6 +161,33 @@ pub fn cut_table(text: &str) -> Vec<Vec<String>> {
     std::iter::once(head).chain(lines).map(cut).collect()
 }
 
+/// [`cut_table`] without its `AGE` column (the wall clock's), each `AGE` cell checked to
+/// be an age kubectl prints of a recent object (`5s`, `2m`).
+pub fn cut_table_without_age(out: &str) -> Vec<Vec<String>> {
+    let table = cut_table(out);
+    let age = table[0]
+        .iter()
+        .position(|h| h == "AGE")
+        .unwrap_or_else(|| panic!("no AGE column: {out}"));
+    table
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut row)| {
+            let cell = row.remove(age);
+            let aged = cell.ends_with('s') || cell.ends_with('m');
+            assert!(i == 0 || aged, "{cell:?} is no age: {out}");
+            row
+        })
+        .collect()
+}
+
+/// `rows` as owned strings, to compare with [`cut_table`]'s.
+pub fn owned_rows(rows: &[&[&str]]) -> Vec<Vec<String>> {
+    rows.iter()
+        .map(|r| r.iter().map(|c| c.to_string()).collect())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::without_unknown_stream_log;

@@ -19,11 +19,13 @@
 //! the CRD: each version is served with the objects of the leaves preferring it.
 
 use kubesim::KubeSim;
+use kubesim::testkit::{cut_table_without_age, owned_rows};
 use leafgate_tests::client;
 use leafgate_tests::kube::{self, Following};
 use serde_json::{Value, json};
 
 use super::kube_resources::{Bed, TOKEN_A, TOKEN_OTHER, kubectl, ok, tables};
+use super::kube_tenant_resources::forbidden;
 
 const CRONTABS: &str = "crontabs.stable.example.com";
 const WIDGETS: &str = "clusterwidgets.stable.example.com";
@@ -39,26 +41,16 @@ fn crontab(version: &str, ns: &str, name: &str, spec: Value) -> Value {
 /// `hidden-cron` in `other`, leaf-b acme's `api-cron` in `apps-dev` (its `replicas` no
 /// integer) and a ClusterWidget; `leaf_b` makes leaf-b's simulator.
 async fn bed(leaf_b: kubesim::KubeSimBuilder) -> Bed {
-    let kube::TwoLeaves {
-        gw,
-        leaf_a,
-        leaf_b,
-        ca,
-    } = kube::TwoLeaves::start_built(
-        (KubeSim::builder(), leaf_b),
-        TOKEN_A,
-        TOKEN_OTHER,
-        |acme| acme.resources(["default", CRONTABS, WIDGETS]),
-        |other| other,
-    )
-    .await;
-    let bed = Bed {
-        gw,
-        leaf_a,
-        leaf_b,
-        ca,
-        dir: tempfile::tempdir().unwrap(),
-    };
+    let bed = Bed::of(
+        kube::TwoLeaves::start_built(
+            (KubeSim::builder(), leaf_b),
+            TOKEN_A,
+            TOKEN_OTHER,
+            |acme| acme.resources(["default", CRONTABS, WIDGETS]),
+            |other| other,
+        )
+        .await,
+    );
     let web =
         json!({"cronSpec": "*/5 * * * *", "replicas": 2, "image": "registry.example/web:1.0"});
     bed.leaf_a
@@ -112,48 +104,16 @@ async fn crontabs_held(bed: &Bed, leaf: &str, n: usize) {
     }
 }
 
-/// A printed table without its AGE column, each AGE cell checked to be an age.
-fn aged(out: &str) -> Vec<Vec<String>> {
-    let table = kubesim::testkit::cut_table(out);
-    let age = table[0].iter().position(|h| h == "AGE").expect("AGE");
-    table
-        .into_iter()
-        .enumerate()
-        .map(|(i, mut row)| {
-            let cell = row.remove(age);
-            assert!(
-                i == 0 || cell.ends_with('s') || cell.ends_with('m'),
-                "{out}"
-            );
-            row
-        })
-        .collect()
+/// kubectl as `token` through the front, which must fail (exit 1): its stderr.
+async fn refused(bed: &Bed, bin: &std::path::Path, token: &str, args: &[&str]) -> String {
+    let (code, out, err) = bed.front(bin, token, args).await;
+    assert_eq!(code, Some(1), "{} {args:?}: {out}", bin.display());
+    err
 }
 
-fn strings(rows: &[&[&str]]) -> Vec<Vec<String>> {
-    rows.iter()
-        .map(|r| r.iter().map(|c| c.to_string()).collect())
-        .collect()
-}
-
-/// One GET as `token` over TLS: the status code and the body.
+/// One GET as `token` through the front: the status code and the body.
 async fn get(bed: &Bed, token: &str, path: &str) -> (u16, String) {
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(bed.ca.roots())
-        .with_no_client_auth();
-    let request = format!(
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
-    );
-    let wire = client::wire(
-        bed.gw.addr("kube"),
-        std::sync::Arc::new(tls),
-        "127.0.0.1",
-        request.as_bytes(),
-    )
-    .await;
+    let wire = bed.raw(token, "GET", path, "application/json").await;
     let code = wire
         .split_whitespace()
         .nth(1)
@@ -181,7 +141,7 @@ async fn crontabs_print_as_kube_apiserver_prints_them_across_leaves() {
             &["apps-dev", "api-cron", "0 * * * *", "", "leaf-b"],
             &["apps", "web-cron", "*/5 * * * *", "2", "leaf-a"],
         ];
-        assert_eq!(aged(&out), strings(want), "{b}: {out}");
+        assert_eq!(cut_table_without_age(&out), owned_rows(want), "{b}: {out}");
         let wide = ["get", "ct", "-A", "-o", "wide"];
         let out = ok(bed.front(&bin, TOKEN_A, &wide).await, &b);
         let want: &[&[&str]] = &[
@@ -196,7 +156,7 @@ async fn crontabs_print_as_kube_apiserver_prints_them_across_leaves() {
                 "leaf-a",
             ],
         ];
-        assert_eq!(aged(&out), strings(want), "{b}: {out}");
+        assert_eq!(cut_table_without_age(&out), owned_rows(want), "{b}: {out}");
         // The same table as the leaf's own, in one namespace, but for LEAF.
         for (leaf, ns) in [("a", "apps"), ("b", "apps-dev")] {
             let args = ["get", "crontabs", "-n", ns, "-o", "wide"];
@@ -211,13 +171,13 @@ async fn crontabs_print_as_kube_apiserver_prints_them_across_leaves() {
             &["NAMESPACE", "NAME", "SPEC", "REPLICAS", "LEAF"],
             &["apps", "web-cron", "*/5 * * * *", "2", "leaf-a"],
         ];
-        assert_eq!(aged(&out), strings(want), "{b}: {out}");
+        assert_eq!(cut_table_without_age(&out), owned_rows(want), "{b}: {out}");
         // By the CRD's category, from the leaves' discovery.
         let out = ok(
             bed.front(&bin, TOKEN_A, &["get", "example", "-A"]).await,
             &b,
         );
-        assert_eq!(aged(&out).len(), 3, "{b}: {out}");
+        assert_eq!(cut_table_without_age(&out).len(), 3, "{b}: {out}");
         // One object: the leaf's, with the leaf annotation.
         let one = ["get", "crontab", "web-cron", "-n", "apps", "-o", "json"];
         let mut got: Value =
@@ -258,20 +218,16 @@ async fn crontabs_print_as_kube_apiserver_prints_them_across_leaves() {
             .await,
             &b,
         );
-        let rows: Vec<Vec<&str>> = out
-            .lines()
-            .map(|l| l.split_whitespace().collect())
-            .collect();
+        let want: &[&[&str]] = &[
+            &["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"],
+            &["crontabs", "ct", "stable.example.com/v2", "true", "CronTab"],
+        ];
         assert_eq!(
-            rows,
-            [
-                vec!["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"],
-                vec!["crontabs", "ct", "stable.example.com/v2", "true", "CronTab"],
-            ],
+            kubesim::testkit::cut_table(&out),
+            owned_rows(want),
             "{b}: {out}"
         );
-        let (code, _, err) = bed.front(&bin, TOKEN_A, &["get", "clusterwidgets"]).await;
-        assert_eq!(code, Some(1), "{b}");
+        let err = refused(&bed, &bin, TOKEN_A, &["get", "clusterwidgets"]).await;
         assert!(
             err.contains("the server doesn't have a resource type \"clusterwidgets\""),
             "{b}: {err}"
@@ -378,17 +334,7 @@ async fn other_tenants_get_the_rbac_refusal_and_nothing_leaks() {
     ] {
         let (code, body) = get(&bed, TOKEN_OTHER, path).await;
         assert_eq!(code, 403, "{path}: {body}");
-        let what = match name {
-            Some(n) => format!("{CRONTABS} \\\"{n}\\\""),
-            None => CRONTABS.to_string(),
-        };
-        let scope = match ns {
-            Some(ns) => format!("in the namespace \\\"{ns}\\\""),
-            None => "at the cluster scope".to_string(),
-        };
-        let want = format!(
-            "{what} is forbidden: User \\\"tenant:other\\\" cannot {verb} resource \\\"crontabs\\\" in API group \\\"stable.example.com\\\" {scope}"
-        );
+        let want = forbidden(verb, CRONTABS, name, ns);
         assert!(body.contains(&want), "{path}: {body}");
         assert!(!body.contains("cronSpec"), "{path}: {body}");
     }
@@ -405,19 +351,13 @@ async fn other_tenants_get_the_rbac_refusal_and_nothing_leaks() {
             let answer = out.split_whitespace().next().unwrap_or_default();
             assert_eq!(answer, want, "{b} {token} {ns}: {out} {err}");
         }
-        let (code, _, err) = bed
-            .front(&bin, TOKEN_OTHER, &["get", CRONTABS, "-n", "other"])
-            .await;
-        assert_eq!(code, Some(1), "{b}");
+        let err = refused(&bed, &bin, TOKEN_OTHER, &["get", CRONTABS, "-n", "other"]).await;
         assert!(
             err.contains("the server doesn't have a resource type"),
             "{b}: {err}"
         );
         // acme in other's namespace: the 403.
-        let (code, _, err) = bed
-            .front(&bin, TOKEN_A, &["get", "crontabs", "-n", "other"])
-            .await;
-        assert_eq!(code, Some(1), "{b}");
+        let err = refused(&bed, &bin, TOKEN_A, &["get", "crontabs", "-n", "other"]).await;
         assert!(
             err.contains("crontabs.stable.example.com is forbidden: User \"tenant:acme\" cannot list resource \"crontabs\" in API group \"stable.example.com\" in the namespace \"other\""),
             "{b}: {err}"
@@ -455,7 +395,7 @@ async fn other_tenants_get_the_rbac_refusal_and_nothing_leaks() {
             "metadata.name=api-cron",
         ];
         let out = ok(bed.front(&bin, TOKEN_A, &by_name).await, &b);
-        assert_eq!(aged(&out).len(), 2, "{b}: {out}");
+        assert_eq!(cut_table_without_age(&out).len(), 2, "{b}: {out}");
     }
 }
 
@@ -482,11 +422,15 @@ async fn leaves_at_different_versions_are_each_served_at_theirs() {
             bed.front(&bin, TOKEN_A, &["get", "crontabs", "-A"]).await,
             &b,
         );
-        let names: Vec<String> = aged(&out).iter().skip(1).map(|r| r[1].clone()).collect();
+        let names: Vec<String> = cut_table_without_age(&out)
+            .iter()
+            .skip(1)
+            .map(|r| r[1].clone())
+            .collect();
         assert_eq!(names, ["web-cron"], "{b}: {out}");
         let v1 = ["get", "crontabs.v1.stable.example.com", "-A"];
         let out = ok(bed.front(&bin, TOKEN_A, &v1).await, &b);
-        let rows = aged(&out);
+        let rows = cut_table_without_age(&out);
         assert_eq!(rows[1][1], "api-cron", "{b}: {out}");
         assert_eq!(
             rows[1].last().map(String::as_str),

@@ -210,19 +210,7 @@ impl Bed {
         acme: impl FnOnce(Tenant) -> Tenant,
         other: impl FnOnce(Tenant) -> Tenant,
     ) -> Bed {
-        let kube::TwoLeaves {
-            gw,
-            leaf_a,
-            leaf_b,
-            ca,
-        } = kube::TwoLeaves::start_tenants(TOKEN_A, TOKEN_OTHER, acme, other).await;
-        let bed = Bed {
-            gw,
-            leaf_a,
-            leaf_b,
-            ca,
-            dir: tempfile::tempdir().unwrap(),
-        };
+        let bed = Bed::of(kube::TwoLeaves::start_tenants(TOKEN_A, TOKEN_OTHER, acme, other).await);
         let a = populate(&bed.leaf_a, "apps", "web") + populate(&bed.leaf_a, "other", "hidden");
         let b = populate(&bed.leaf_b, "apps-dev", "api");
         bed.held("leaf-a", a).await;
@@ -235,6 +223,20 @@ impl Bed {
             .unwrap();
         }
         bed
+    }
+
+    /// The bed of `two`'s gateway and leaves, with a folder for kubeconfigs and caches.
+    pub(super) fn of(two: kube::TwoLeaves) -> Bed {
+        let dir = tempfile::tempdir().unwrap();
+        let (gw, ca) = (two.gw, two.ca);
+        let (leaf_a, leaf_b) = (two.leaf_a, two.leaf_b);
+        Bed {
+            gw,
+            leaf_a,
+            leaf_b,
+            ca,
+            dir,
+        }
     }
 
     /// Waits (up to 10 s) until leaf `leaf` holds `n` objects of the read-only kinds: the
@@ -295,6 +297,17 @@ impl Bed {
             args,
         ))
         .await
+    }
+
+    /// One request as `token` with `method` and `accept` through the front, over TLS: the
+    /// whole answer as text.
+    pub(super) async fn raw(&self, token: &str, method: &str, path: &str, accept: &str) -> String {
+        let tls = leafgate_tests::gateway_api::trusting(self.ca.roots());
+        let request = format!(
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\nAccept: {accept}\r\nConnection: close\r\n\r\n"
+        );
+        leafgate_tests::client::wire(self.gw.addr("kube"), tls, "127.0.0.1", request.as_bytes())
+            .await
     }
 
     /// kubectl straight at leaf `a` or `b`, as its admin.

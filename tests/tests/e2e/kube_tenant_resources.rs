@@ -12,7 +12,6 @@
 //!   tenant reaching the leaf is served is not watched at all); one with an unknown entry
 //!   is refused at its line:column and the running config kept.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use leafgate_tests::client;
@@ -96,26 +95,6 @@ async fn secrets_reported(bed: &Bed, leaf: &str) -> (Option<Value>, (Option<u64>
     (entry, series)
 }
 
-/// One request as `token` with `method` and `accept`, over TLS: the whole answer as text.
-async fn raw(bed: &Bed, token: &str, method: &str, path: &str, accept: &str) -> String {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(bed.ca.roots())
-        .with_no_client_auth();
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\nAccept: {accept}\r\nConnection: close\r\n\r\n"
-    );
-    client::wire(
-        bed.gw.addr("kube"),
-        Arc::new(tls),
-        "127.0.0.1",
-        request.as_bytes(),
-    )
-    .await
-}
-
 /// Sets tenant `index`'s `resources` line in the gateway's config file to `entries`.
 fn set_resources(bed: &Bed, index: usize, entries: &[&str]) {
     let text = std::fs::read_to_string(&bed.gw.config).unwrap();
@@ -138,7 +117,14 @@ fn set_resources(bed: &Bed, index: usize, entries: &[&str]) {
     std::fs::write(&bed.gw.config, format!("{}\n", lines.join("\n"))).unwrap();
 }
 
-fn forbidden(verb: &str, resource: &str, name: Option<&str>, ns: Option<&str>) -> String {
+/// kube-apiserver's RBAC 403 words for tenant `other` asking `verb` on `resource`
+/// (`<plural>[.<group>]`), as JSON escapes them.
+pub(super) fn forbidden(
+    verb: &str,
+    resource: &str,
+    name: Option<&str>,
+    ns: Option<&str>,
+) -> String {
     let (plural, group) = resource.split_once('.').unwrap_or((resource, ""));
     let what = match name {
         Some(n) => format!("{resource} \\\"{n}\\\""),
@@ -338,7 +324,7 @@ async fn secrets_are_served_only_to_a_tenant_that_opts_in() {
             forbidden("create", "secrets", None, in_other),
         ),
     ] {
-        let answer = raw(&bed, TOKEN_OTHER, method, path, accept).await;
+        let answer = bed.raw(TOKEN_OTHER, method, path, accept).await;
         assert!(
             answer.starts_with("HTTP/1.1 403"),
             "{method} {path}: {answer}"
@@ -418,28 +404,23 @@ async fn a_tenants_resources_bound_its_discovery_and_a_reload_starts_and_stops_r
         err.contains("the server doesn't have a resource type \"svc\""),
         "{err}"
     );
-    let answer = raw(
-        &bed,
-        TOKEN_OTHER,
-        "GET",
-        "/api/v1/namespaces/other/services",
-        TABLE,
-    )
-    .await;
+    let answer = bed
+        .raw(
+            TOKEN_OTHER,
+            "GET",
+            "/api/v1/namespaces/other/services",
+            TABLE,
+        )
+        .await;
     assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
     assert!(
         answer.contains(&forbidden("list", "services", None, Some("other"))),
         "{answer}"
     );
     assert!(!answer.contains("hidden"), "{answer}");
-    let answer = raw(
-        &bed,
-        TOKEN_OTHER,
-        "GET",
-        "/apis/batch/v1",
-        "application/json",
-    )
-    .await;
+    let answer = bed
+        .raw(TOKEN_OTHER, "GET", "/apis/batch/v1", "application/json")
+        .await;
     assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
     // acme's view is unchanged by other's bounds.
     let everything = ok(bed.front(&bin, TOKEN_A, &["get", "all", "-A"]).await, &b);
@@ -472,14 +453,14 @@ async fn a_tenants_resources_bound_its_discovery_and_a_reload_starts_and_stops_r
     let got = tables(&ok(bed.front(&bin, TOKEN_OTHER, &get).await, &b));
     assert_eq!(got[0].without(SKIP), want[0].without(SKIP));
     // Still acme's 403: it did not opt in.
-    let answer = raw(
-        &bed,
-        TOKEN_A,
-        "GET",
-        "/api/v1/namespaces/apps/secrets",
-        "application/json",
-    )
-    .await;
+    let answer = bed
+        .raw(
+            TOKEN_A,
+            "GET",
+            "/api/v1/namespaces/apps/secrets",
+            "application/json",
+        )
+        .await;
     assert!(
         answer.starts_with("HTTP/1.1 403") && !answer.contains(ACME_PASSWORD),
         "{answer}"
@@ -513,14 +494,14 @@ async fn a_tenants_resources_bound_its_discovery_and_a_reload_starts_and_stops_r
         assert_eq!(secrets_of(&bed, leaf), (0, false), "{leaf}");
     }
     assert_eq!(secrets_reported(&bed, "leaf-a").await, (None, (None, None)));
-    let answer = raw(
-        &bed,
-        TOKEN_OTHER,
-        "GET",
-        "/api/v1/namespaces/other/secrets",
-        "application/json",
-    )
-    .await;
+    let answer = bed
+        .raw(
+            TOKEN_OTHER,
+            "GET",
+            "/api/v1/namespaces/other/secrets",
+            "application/json",
+        )
+        .await;
     assert!(
         answer.starts_with("HTTP/1.1 403") && !answer.contains(OTHER_PASSWORD),
         "{answer}"

@@ -337,15 +337,16 @@ fn groups(snapshot: &Snapshot, tenant: &TenantConfig) -> Vec<Group> {
     names
 }
 
-/// The `APIResource` of a read-only kind.
-fn declared_resource(d: &Declared) -> Value {
-    let mut doc = resource(d.gvr.resource, true, d.gvr.kind, &["get", "list", "watch"]);
-    doc["singularName"] = json!(d.gvr.kind.to_lowercase());
-    if !d.short_names.is_empty() {
-        doc["shortNames"] = json!(d.short_names);
+/// The `APIResource` of a read-only kind or custom resource: `gvr`, its short names and
+/// categories.
+fn read_only<S: serde::Serialize>(gvr: &Gvr, short_names: &[S], categories: &[S]) -> Value {
+    let mut doc = resource(gvr.resource, true, gvr.kind, &["get", "list", "watch"]);
+    doc["singularName"] = json!(gvr.kind.to_lowercase());
+    if !short_names.is_empty() {
+        doc["shortNames"] = json!(short_names);
     }
-    if !d.categories.is_empty() {
-        doc["categories"] = json!(d.categories);
+    if !categories.is_empty() {
+        doc["categories"] = json!(categories);
     }
     doc
 }
@@ -360,22 +361,13 @@ fn declared_in(
 ) -> Vec<Value> {
     let mut out: Vec<Value> = declared_for(tenant)
         .filter(|d| d.gvr.group == group && d.gvr.version() == version)
-        .map(declared_resource)
+        .map(|d| read_only(&d.gvr, d.short_names, d.categories))
         .collect();
-    for c in custom_for(snapshot, tenant) {
-        if c.gvr.group != group || c.gvr.version() != version {
-            continue;
-        }
-        let mut doc = resource(c.gvr.resource, true, c.gvr.kind, &["get", "list", "watch"]);
-        doc["singularName"] = json!(c.gvr.kind.to_lowercase());
-        if !c.short_names.is_empty() {
-            doc["shortNames"] = json!(c.short_names);
-        }
-        if !c.categories.is_empty() {
-            doc["categories"] = json!(c.categories);
-        }
-        out.push(doc);
-    }
+    let custom = custom_for(snapshot, tenant);
+    let here = custom
+        .iter()
+        .filter(|c| c.gvr.group == group && c.gvr.version() == version);
+    out.extend(here.map(|c| read_only(c.gvr, &c.short_names, &c.categories)));
     out
 }
 

@@ -19,7 +19,7 @@ use std::path::Path;
 
 use super::common::{fixture, kubectl, read_until};
 use kubesim::KubeSim;
-use kubesim::testkit::{Finished, cut_table, run};
+use kubesim::testkit::{Finished, cut_table, cut_table_without_age, owned_rows, run};
 use tokio::io::AsyncBufReadExt;
 
 const TOKEN: &str = "t0ken-for-crontabs";
@@ -72,35 +72,6 @@ metadata:
   name: widget
 "#;
 
-/// The table without its `AGE` column (the wall clock's), which must be an age.
-fn aged(out: &str) -> Vec<Vec<String>> {
-    let table = cut_table(out);
-    let age = table[0]
-        .iter()
-        .position(|h| h == "AGE")
-        .expect("an AGE column");
-    table
-        .into_iter()
-        .enumerate()
-        .map(|(i, mut row)| {
-            let cell = row.remove(age);
-            if i > 0 {
-                assert!(
-                    cell.ends_with('s') || cell.ends_with('m'),
-                    "{cell:?} is no age: {out}"
-                );
-            }
-            row
-        })
-        .collect()
-}
-
-fn strings(rows: &[&[&str]]) -> Vec<Vec<String>> {
-    rows.iter()
-        .map(|r| r.iter().map(|c| c.to_string()).collect())
-        .collect()
-}
-
 async fn applied(bin: &Path) -> (KubeSim, tempfile::TempDir) {
     let f = fixture(TOKEN).await;
     let apply = ["apply", "--validate=false", "-f", "-"];
@@ -125,7 +96,7 @@ async fn crontabs_print_as_the_table_convertor_prints_them() {
             &["my-new-cron-object", "* * * * */5", "1"],
             &["wordy", "@hourly", ""],
         ];
-        assert_eq!(aged(&out), strings(want), "{out}");
+        assert_eq!(cut_table_without_age(&out), owned_rows(want), "{out}");
         let out = ok(&bin, dir, &["get", "ct", "-n", "cron", "-o", "wide"], None).await;
         let want: &[&[&str]] = &[
             &["NAME", "SPEC", "REPLICAS", "IMAGE"],
@@ -138,7 +109,7 @@ async fn crontabs_print_as_the_table_convertor_prints_them() {
             ],
             &["wordy", "@hourly", "", ""],
         ];
-        assert_eq!(aged(&out), strings(want), "{out}");
+        assert_eq!(cut_table_without_age(&out), owned_rows(want), "{out}");
         // The header names kubectl prints are the columns' names upper-cased, AGE in the
         // CRD's place (before IMAGE), not appended.
         assert!(out.lines().next().unwrap().contains("AGE   IMAGE"), "{out}");
@@ -148,10 +119,14 @@ async fn crontabs_print_as_the_table_convertor_prints_them() {
             &["NAMESPACE", "NAME", "SPEC", "REPLICAS"],
             &["cron", "my-new-cron-object", "* * * * */5", "1"],
         ];
-        assert_eq!(aged(&out), strings(want), "{out}");
+        assert_eq!(cut_table_without_age(&out), owned_rows(want), "{out}");
         // Without printer columns: NAME and the handler's AGE.
         let out = ok(&bin, dir, &["get", "clusterwidgets"], None).await;
-        assert_eq!(aged(&out), strings(&[&["NAME"], &["widget"]]), "{out}");
+        assert_eq!(
+            cut_table_without_age(&out),
+            owned_rows(&[&["NAME"], &["widget"]]),
+            "{out}"
+        );
         // Discovery: both versions, v2 preferred; the short name and the category.
         let out = ok(
             &bin,
@@ -160,25 +135,18 @@ async fn crontabs_print_as_the_table_convertor_prints_them() {
             None,
         )
         .await;
-        let rows: Vec<Vec<&str>> = out
-            .lines()
-            .map(|l| l.split_whitespace().collect())
-            .collect();
-        assert_eq!(
-            rows,
-            [
-                vec!["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"],
-                vec![
-                    "clusterwidgets",
-                    "cw",
-                    "stable.example.com/v1",
-                    "false",
-                    "ClusterWidget"
-                ],
-                vec!["crontabs", "ct", "stable.example.com/v2", "true", "CronTab"],
+        let want: &[&[&str]] = &[
+            &["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"],
+            &[
+                "clusterwidgets",
+                "cw",
+                "stable.example.com/v1",
+                "false",
+                "ClusterWidget",
             ],
-            "{out}"
-        );
+            &["crontabs", "ct", "stable.example.com/v2", "true", "CronTab"],
+        ];
+        assert_eq!(cut_table(&out), owned_rows(want), "{out}");
         // An object read at the preferred version, whichever version wrote it.
         let args = ["get", "crontab", "bare", "-n", "cron", "-o", "json"];
         let out = ok(&bin, dir, &args, None).await;
