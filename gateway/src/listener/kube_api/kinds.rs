@@ -159,12 +159,10 @@ pub fn find(group: &str, resource: &str) -> Option<&'static Declared> {
 }
 
 /// The declaration of a custom resource at the version and kind a leaf's discovery gave
-/// (`gvr`): made at runtime, once per distinct `gvr`, and served by the same machinery as
-/// every declared kind. Its field selectors are `metadata.name` and `metadata.namespace`
-/// (the apiextensions handler's `field label not supported` for any other); its `Age` cell
-/// is printed again at each read from `metadata.creationTimestamp` (the default printer
-/// column's path), its other cells are the leaf's at the object's last change. Its short
-/// names and categories are the leaves' (discovery reads them there).
+/// (`gvr`), made once per distinct `gvr`: fields `metadata.name` and `metadata.namespace`
+/// (any other the apiextensions handler's `field label not supported`); `Age` printed
+/// again at each read from `metadata.creationTimestamp`, the other cells the leaf's at the
+/// object's last change; short names and categories the leaves' (read by discovery).
 pub fn custom(gvr: &'static Gvr) -> &'static Declared {
     static MADE: std::sync::Mutex<Vec<&'static Declared>> = std::sync::Mutex::new(Vec::new());
     let mut made = MADE
@@ -179,36 +177,6 @@ pub fn custom(gvr: &'static Gvr) -> &'static Declared {
     }));
     made.push(declared);
     declared
-}
-
-/// The custom resource `resource` of `group` at `version`, as the first leaf (by name)
-/// that serves it there defines it: among the leaves `caller` may reach when its tenant is
-/// served the resource, else among all (so a tenant not served it gets the RBAC 403, not a
-/// 404, as kube-apiserver authorizes before it looks).
-pub fn find_custom(
-    snapshot: &Snapshot,
-    caller: &Caller<'_>,
-    (group, version, resource): (&str, &str, &str),
-) -> Option<&'static Declared> {
-    let tenant_served = caller
-        .config
-        .custom
-        .iter()
-        .any(|c| c.group == group && c.resource == resource);
-    let mut leaves: Vec<(&String, &Arc<Leaf>)> = snapshot
-        .leaves
-        .iter()
-        .filter(|(name, _)| !tenant_served || caller.config.may_reach(name))
-        .collect();
-    leaves.sort_by(|a, b| a.0.cmp(b.0));
-    leaves.iter().find_map(|(_, leaf)| {
-        let served = leaf.kinds().custom();
-        let gvr = served
-            .iter()
-            .map(|s| s.gvr())
-            .find(|g| g.group == group && g.resource == resource && g.version() == version)?;
-        Some(custom(gvr))
-    })
 }
 
 impl Declared {

@@ -19,6 +19,7 @@
 
 mod auth;
 mod caller;
+mod custom;
 mod discovery;
 mod event_api;
 mod events;
@@ -198,7 +199,7 @@ pub async fn serve(
 
 /// The read-only kind a path of its names (`/api/v1/[namespaces/{ns}/]<resource>[/{name}]`
 /// or `/apis/<group>/<version>/...`), if served at that version: a built-in kind, else a
-/// custom resource a leaf serves at that version (`kinds::find_custom`).
+/// custom resource a leaf serves at that version (`custom::find`).
 fn served(
     segments: &[&str],
     snapshot: &Snapshot,
@@ -216,7 +217,7 @@ fn served(
     match kinds::find(group, resource) {
         Some(builtin) => Some(builtin).filter(|d| d.gvr.version() == version),
         None if group.is_empty() => None,
-        None => kinds::find_custom(snapshot, caller, (group, version, resource)),
+        None => custom::find(snapshot, caller, (group, version, resource)),
     }
 }
 
