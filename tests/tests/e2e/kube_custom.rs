@@ -25,7 +25,7 @@ use leafgate_tests::kube::{self, Following};
 use serde_json::{Value, json};
 
 use super::kube_resources::{Bed, TOKEN_A, TOKEN_OTHER, kubectl, ok, tables};
-use super::kube_tenant_resources::forbidden;
+use super::kube_tenant_resources::{forbidden, set_resources};
 
 const CRONTABS: &str = "crontabs.stable.example.com";
 const WIDGETS: &str = "clusterwidgets.stable.example.com";
@@ -439,4 +439,61 @@ async fn leaves_at_different_versions_are_each_served_at_theirs() {
         );
         assert_eq!(rows.len(), 2, "{b}: {out}");
     }
+}
+
+#[tokio::test]
+async fn a_reload_stops_and_starts_following_a_custom_resource() {
+    let bed = bed(KubeSim::builder()).await;
+    crontabs_held(&bed, "leaf-a", 2).await;
+    let listed = "/apis/stable.example.com/v2/namespaces/apps/crontabs";
+    assert_eq!(get(&bed, TOKEN_A, listed).await.0, 200);
+    // An ill-shaped entry: refused where it is written, the running config kept.
+    set_resources(&bed, 0, &["default", CRONTABS, "crontabs.example"]);
+    let refused = bed.gw.gateway.reload().await.unwrap_err().to_string();
+    let at = std::fs::read_to_string(&bed.gw.config).unwrap();
+    let line = at
+        .lines()
+        .position(|l| l.contains("crontabs.example\""))
+        .unwrap()
+        + 1;
+    assert!(
+        refused.contains(&format!(":{line}:"))
+            && refused.contains(
+                "tenant[0].resources[2]: `crontabs.example` is no resource leafgate serves"
+            )
+            && refused.contains("`example` is no custom resource's group"),
+        "line {line}: {refused}"
+    );
+    assert_eq!(get(&bed, TOKEN_A, listed).await.0, 200);
+    // Nobody is served it: no leaf follows it, and no path or discovery has it.
+    set_resources(&bed, 0, &["default"]);
+    bed.gw.gateway.reload().await.unwrap();
+    for leaf in ["leaf-a", "leaf-b"] {
+        let snapshot = bed.gw.gateway.snapshot();
+        let kinds = snapshot.leaves[leaf].kinds();
+        assert!(kinds.custom().is_empty(), "{leaf}");
+        let kept = kinds.footprint();
+        assert!(
+            !kept.iter().any(|k| k.gvr.group == "stable.example.com"),
+            "{leaf}: {kept:?}"
+        );
+    }
+    assert_eq!(get(&bed, TOKEN_A, listed).await.0, 404);
+    assert!(
+        !get(&bed, TOKEN_A, "/apis")
+            .await
+            .1
+            .contains("stable.example.com")
+    );
+    // Served again: each leaf asks its discovery anew and lists it whole.
+    set_resources(&bed, 0, &["default", CRONTABS]);
+    bed.gw.gateway.reload().await.unwrap();
+    crontabs_held(&bed, "leaf-a", 2).await;
+    crontabs_held(&bed, "leaf-b", 1).await;
+    let (code, body) = get(&bed, TOKEN_A, listed).await;
+    assert_eq!(code, 200, "{body}");
+    assert!(
+        body.contains("web-cron") && !body.contains("hidden-cron"),
+        "{body}"
+    );
 }

@@ -96,7 +96,7 @@ async fn secrets_reported(bed: &Bed, leaf: &str) -> (Option<Value>, (Option<u64>
 }
 
 /// Sets tenant `index`'s `resources` line in the gateway's config file to `entries`.
-fn set_resources(bed: &Bed, index: usize, entries: &[&str]) {
+pub(super) fn set_resources(bed: &Bed, index: usize, entries: &[&str]) {
     let text = std::fs::read_to_string(&bed.gw.config).unwrap();
     let mut seen = 0;
     let lines: Vec<String> = text
