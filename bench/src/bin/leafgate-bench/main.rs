@@ -30,6 +30,8 @@
 //!   every watcher (see `kube_watch.rs`).
 //! - `ingress LEAFGATE INGRESSES ROUNDS`: first sync of INGRESSES Ingresses and the time
 //!   one change takes to be served (see `ingress.rs`).
+//! - `gateway LEAFGATE ROUTES ROUNDS`: the same of ROUTES HTTPRoutes on one Gateway (see
+//!   `gateway.rs`).
 //! - `soak LEAFGATE FAULTY_ROUTER_WASM SECONDS OUT_DIR`: mixed load and changes for
 //!   SECONDS, sampled into `OUT_DIR/soak.csv`, with the leak verdicts (see `soak.rs`).
 //! - `spin`: a core kept busy with nothing, for ever (`pause` in a loop): `bench/exec.sh`
@@ -37,6 +39,7 @@
 
 mod conns;
 mod exec;
+mod gateway;
 mod ingress;
 mod kube_api;
 mod kube_kinds;
@@ -140,6 +143,9 @@ async fn main() {
         Some("ingress") => {
             ingress::run(&args[1], args[2].parse().unwrap(), args[3].parse().unwrap()).await
         }
+        Some("gateway") => {
+            gateway::run(&args[1], args[2].parse().unwrap(), args[3].parse().unwrap()).await
+        }
         Some("reload") => {
             reload(
                 &args[1],
@@ -151,7 +157,7 @@ async fn main() {
         }
         _ => {
             eprintln!(
-                "usage: leafgate-bench serve | push ADDR HOST SECONDS | echo | conns ADDR HOST N PID... | reload-config ADDR ROUTES | reload CONFIG ADDR ROUTES ROUNDS | reload-phases ROUTES ROUNDS | exec LEAFGATE SIZE_MIB ROUNDS | relay PORT TARGET | tls-relay PORT TARGET CERT KEY CLIENT_CA TARGET_CA TARGET_CERT TARGET_KEY | kube-api LEAFGATE PODS_TABLE_WASM PODS LEAVES ROUNDS | kube-api-kinds LEAFGATE DEPLOYMENTS LEAVES ROUNDS | kube-api-watch LEAFGATE LEAVES WATCHERS SECONDS CHANGES | ingress LEAFGATE INGRESSES ROUNDS | soak LEAFGATE FAULTY_ROUTER_WASM SECONDS OUT_DIR"
+                "usage: leafgate-bench serve | push ADDR HOST SECONDS | echo | conns ADDR HOST N PID... | reload-config ADDR ROUTES | reload CONFIG ADDR ROUTES ROUNDS | reload-phases ROUTES ROUNDS | exec LEAFGATE SIZE_MIB ROUNDS | relay PORT TARGET | tls-relay PORT TARGET CERT KEY CLIENT_CA TARGET_CA TARGET_CERT TARGET_KEY | kube-api LEAFGATE PODS_TABLE_WASM PODS LEAVES ROUNDS | kube-api-kinds LEAFGATE DEPLOYMENTS LEAVES ROUNDS | kube-api-watch LEAFGATE LEAVES WATCHERS SECONDS CHANGES | ingress LEAFGATE INGRESSES ROUNDS | gateway LEAFGATE ROUTES ROUNDS | soak LEAFGATE FAULTY_ROUTER_WASM SECONDS OUT_DIR"
             );
             std::process::exit(2);
         }
