@@ -103,6 +103,10 @@ pub trait Control: Send + Sync + 'static {
     fn ingress_status(&self) -> Option<serde_json::Value> {
         None
     }
+    /// The Gateway API source's part of `/status`; `None` without `[kubernetes.gateway]`.
+    fn gateway_status(&self) -> Option<serde_json::Value> {
+        None
+    }
     /// The root cluster's part of `/status` (leader, virtual nodes); `None` without
     /// `[kubernetes]`.
     fn root_status(&self) -> Option<serde_json::Value> {

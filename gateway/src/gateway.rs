@@ -534,6 +534,10 @@ impl Control for Gateway {
         self.ingress.get().map(|p| p.status(&self.snapshot()))
     }
 
+    fn gateway_status(&self) -> Option<serde_json::Value> {
+        self.ingress.get().and_then(|p| p.gateway_status())
+    }
+
     fn root_status(&self) -> Option<serde_json::Value> {
         self.root.get().map(|r| r.status())
     }

@@ -178,6 +178,8 @@ pub struct Metrics {
     pub root_writes: Family<RootWriteLabels, Counter>,
     /// `[kubernetes.ingress]`: Ingresses served and skipped, build time, endpoints.
     pub ingress: IngressMetrics,
+    /// `[kubernetes.gateway]`: HTTPRoutes accepted and not, refusals by reason, build time.
+    pub gateway: GatewayMetrics,
     /// Revoked and capped long-lived calls.
     pub sessions: SessionMetrics,
     /// Access log lines dropped because a serving thread's buffer was full (the writer
@@ -246,6 +248,43 @@ impl Default for IngressMetrics {
     }
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct GatewayRouteLabels {
+    /// `accepted` (by at least one parent) or `not_accepted`.
+    pub state: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct GatewayRefusalLabels {
+    /// `HTTPRoute` or `Gateway`.
+    pub kind: &'static str,
+    /// The status condition's reason (`NotAllowedByListeners`, `InvalidCertificateRef`...).
+    pub reason: &'static str,
+}
+
+/// The Gateway API source's: its HTTPRoutes, refusals, and what a build costs.
+#[derive(Clone, Debug)]
+pub struct GatewayMetrics {
+    pub routes: Family<GatewayRouteLabels, Gauge>,
+    /// Refusals in the last model applied, as `/status` lists them.
+    pub refusals: Family<GatewayRefusalLabels, Gauge>,
+    /// Translation plus snapshot swap, per applied change.
+    pub build_seconds: Histogram,
+    /// HTTPRoutes translated again by each build (the others' translation is kept).
+    pub translated: Counter,
+}
+
+impl Default for GatewayMetrics {
+    fn default() -> Self {
+        Self {
+            routes: Family::default(),
+            refusals: Family::default(),
+            build_seconds: latency_histogram(),
+            translated: Counter::default(),
+        }
+    }
+}
+
 fn latency_histogram() -> Histogram {
     // 100 µs .. ~52 s.
     Histogram::new(exponential_buckets(0.0001, 2.0, 20))
@@ -285,6 +324,7 @@ impl Metrics {
             leader: Gauge::default(),
             root_writes: Family::default(),
             ingress: IngressMetrics::default(),
+            gateway: GatewayMetrics::default(),
             sessions: SessionMetrics::default(),
             access_log_dropped: Counter::default(),
             certificate_expiry: Family::default(),
@@ -431,6 +471,26 @@ impl Metrics {
             "ingress_hosts_refused",
             "Hosts whose Ingress rules or certificate are refused because the TOML config, another namespace or another tenant owns them, or the tenant's hosts patterns leave them out",
             m.ingress.refused.clone(),
+        );
+        registry.register(
+            "gateway_routes",
+            "HTTPRoutes naming a Gateway of leafgate's, by state: accepted by at least one parent, or not_accepted",
+            m.gateway.routes.clone(),
+        );
+        registry.register(
+            "gateway_refusals",
+            "Gateway API refusals in status (a route's parent, a Gateway or a listener condition saying no), by kind and reason",
+            m.gateway.refusals.clone(),
+        );
+        registry.register(
+            "gateway_build_seconds",
+            "Time to translate the watched Gateway API objects into routes and swap them in",
+            m.gateway.build_seconds.clone(),
+        );
+        registry.register(
+            "gateway_routes_translated",
+            "HTTPRoutes translated again by the Gateway API builds (a change translates only the routes whose inputs it changed)",
+            m.gateway.translated.clone(),
         );
         registry.register(
             "certificate_expiry_seconds",

@@ -371,6 +371,7 @@ pub fn status(gateway: &dyn Control) -> Value {
         "warnings": config.warnings,
         "kubernetes": gateway.root_status(),
         "ingress": gateway.ingress_status(),
+        "gateway": gateway.gateway_status(),
         "runtime": gateway.runtime_status(),
     })
 }

@@ -355,11 +355,14 @@ function drawIngress(status) {
     fill("ingress", [], "none");
     return;
   }
-  const g = i.gateway || {};
+  const g = status.gateway || {};
+  const r = g.routes || {};
   summary(
     "ingress",
     `Ingress: ${i.served} served, ${i.routes} routes, last build ${i.last_build_ms ?? "–"} ms` +
-      ` · Gateway API: ${(g.listeners || []).length} listeners, last build ${g.last_build_ms ?? "–"} ms`,
+      (status.gateway
+        ? ` · Gateway API: ${(g.gateways || []).length} Gateways, ${r.accepted ?? 0} of ${r.httproutes ?? 0} HTTPRoutes accepted, last build ${g.last_build_ms ?? "–"} ms`
+        : ""),
   );
   const rows = [];
   const text = (v) => ({ text: v ?? "", cls: "text" });
@@ -370,6 +373,9 @@ function drawIngress(status) {
   for (const s of i.skipped || []) rows.push(row(["skipped", text(s.ingress), text(""), text(s.reason)], "bad"));
   for (const s of i.shadowed || []) rows.push(row(["shadowed", text(s.ingress), text(s.host), text(`TOML route ${s.route}`)]));
   for (const p of i.problems || []) rows.push(row(["problem", text(p.ingress), text(""), text(p.problem)], "bad"));
+  for (const w of g.refusals || []) {
+    rows.push(row(["refused", text(`${w.kind} ${w.object}`), text(""), text(`${w.reason}: ${w.message}`)], "bad"));
+  }
   for (const [what, e] of [["apply", i.apply_error], ["connect", i.connect_error], ["gateway apply", g.apply_error]]) {
     if (e) rows.push(row(["error", text(what), text(""), text(e)], "bad"));
   }

@@ -1,5 +1,6 @@
 //! The leader's writers: while this replica leads, `status.loadBalancer` on served
-//! Ingresses and Events on skipped ones, and the Gateway API kinds' statuses, after every
+//! Ingresses and Events on skipped ones, and the Gateway API kinds' statuses with Warning
+//! Events on refused HTTPRoutes, Gateways and listeners, after every
 //! new model, every status-changing event and every resync. A term's writers start with
 //! the term and are dropped when it ends.
 
@@ -16,7 +17,7 @@ use super::state::{IngressProvider, lock};
 use crate::control::Control;
 use crate::k8s::gateway::model::Model as GatewayModel;
 use crate::k8s::gateway::status as gateway_status;
-use crate::k8s::ingress::events::{self, EventLog, HTTP_ROUTE, Notice};
+use crate::k8s::ingress::events::{self, EventLog, GATEWAY, HTTP_ROUTE, Notice};
 use crate::k8s::ingress::model::Model;
 use crate::k8s::ingress::status::StatusWriter;
 
@@ -81,6 +82,8 @@ async fn term(
     let mut writer: Option<StatusWriter> = None;
     let mut gateway_writer = gateway_status::StatusWriter::new(client.clone());
     let mut gateway_log = EventLog::default();
+    // The HTTPRoutes found with their status, not compared again until they change.
+    let mut checked = gateway_status::Checked::default();
     let mut resync = tokio::time::interval(STATUS_RESYNC);
     loop {
         let model = models.ingress.borrow_and_update().clone();
@@ -117,16 +120,29 @@ async fn term(
         }
         let gateway_model = models.gateway.borrow_and_update().clone();
         if let (Some(stores), Some(model)) = (&stores.gateway, gateway_model) {
-            write_gateway_statuses(gateway, provider, stores, &model, &mut gateway_writer).await;
-            let routes = stores.routes.state();
-            let refusals = gateway_status::refusals(&routes, &model);
-            let notices = refusals
+            write_gateway_statuses(
+                gateway,
+                provider,
+                stores,
+                &model,
+                &mut gateway_writer,
+                &mut checked,
+            )
+            .await;
+            let warnings =
+                gateway_status::warnings(&stores.routes.state(), &stores.gateways.state(), &model);
+            let notices = warnings
                 .iter()
-                .map(|(route, reason, message)| Notice {
-                    object: HTTP_ROUTE,
-                    ingress: route,
-                    reason,
-                    message: message.clone(),
+                .map(|w| Notice {
+                    object: if w.kind == "Gateway" {
+                        GATEWAY
+                    } else {
+                        HTTP_ROUTE
+                    },
+                    ingress: &w.object,
+                    reason: w.reason,
+                    message: w.message.clone(),
+                    generation: Some(w.generation),
                 })
                 .collect();
             let due = gateway_log.due_of(notices);
@@ -156,6 +172,7 @@ async fn write_gateway_statuses(
     stores: &GatewayStores,
     model: &GatewayModel,
     writer: &mut gateway_status::StatusWriter,
+    checked: &mut gateway_status::Checked,
 ) {
     let config = gateway.snapshot().config.clone();
     let Some(settings) = config.kubernetes.as_ref().and_then(|k| k.gateway.as_ref()) else {
@@ -170,6 +187,7 @@ async fn write_gateway_statuses(
         model,
         &settings.controller_name,
         &now,
+        checked,
     );
     let outcome = writer.sync(writes).await;
     if outcome.written > 0 {

@@ -67,7 +67,7 @@ pub fn spawn(
     if !ingress && !gateway_api {
         return None;
     }
-    let provider = Arc::new(IngressProvider::new());
+    let provider = Arc::new(IngressProvider::new(gateway_api));
     let running = provider.clone();
     tokio::spawn(async move {
         let Some(client) = connect(&kubernetes, &running, &stop).await else {

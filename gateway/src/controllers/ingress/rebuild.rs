@@ -77,6 +77,8 @@ pub(super) async fn rebuild_loop(
 ) {
     // Keeps the model between builds, so a change costs only what it concerns.
     let mut builder = Builder::default();
+    // And each HTTPRoute's translation, with the inputs it read.
+    let mut kept = super::gateway::Kept::default();
     // Routes per backend key in the last model recorded (for the endpoint gauges).
     let mut uses: HashMap<String, usize> = HashMap::new();
     loop {
@@ -110,7 +112,7 @@ pub(super) async fn rebuild_loop(
             )
             .await;
         }
-        super::gateway::build(&gateway, &provider, &stores, &gateway_models).await;
+        super::gateway::build(&gateway, &provider, &stores, &gateway_models, &mut kept).await;
     }
 }
 

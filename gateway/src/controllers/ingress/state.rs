@@ -12,6 +12,8 @@ use std::time::SystemTime;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
+use crate::k8s::gateway::model::{Cond, Model as GatewayModel};
+use crate::k8s::gateway::status::refused;
 use crate::k8s::ingress::model::Refusal;
 use crate::k8s::ingress::{Changes, events};
 use crate::snapshot::Snapshot;
@@ -27,6 +29,8 @@ pub struct IngressProvider {
     pub(super) changes: Mutex<Changes>,
     /// Something the Gateway API translation reads changed since it last ran.
     gateway_changed: Arc<AtomicBool>,
+    /// `[kubernetes.gateway]` was configured when the provider started.
+    gateway_api: bool,
 }
 
 #[derive(Debug, Default)]
@@ -53,6 +57,10 @@ pub(super) struct GatewayReport {
     pub(super) apply_error: Option<String>,
     pub(super) status_error: Option<String>,
     pub(super) events_error: Option<String>,
+    /// The model last applied (with the listeners that could not be bound).
+    pub(super) model: Option<Arc<GatewayModel>>,
+    /// HTTPRoutes the last build translated again (the others' translation was kept).
+    pub(super) translated: usize,
 }
 
 impl Report {
@@ -74,13 +82,14 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl IngressProvider {
-    pub(super) fn new() -> IngressProvider {
+    pub(super) fn new(gateway_api: bool) -> IngressProvider {
         IngressProvider {
             report: Mutex::new(Report::default()),
             changed: Notify::new(),
             statuses: Notify::new(),
             changes: Mutex::new(Changes::everything()),
             gateway_changed: Arc::new(AtomicBool::new(true)),
+            gateway_api,
         }
     }
 
@@ -209,17 +218,86 @@ impl IngressProvider {
             "apply_error": r.apply_error,
             "status_error": r.status_error,
             "events_error": r.events_error,
-            "gateway": json!({
-                "listeners": r.gateway.listeners,
-                "unbound": r.gateway.unbound,
-                "last_build_ms": r.gateway.last_build_ms,
-                "applied": r.gateway.applied,
-                "apply_error": r.gateway.apply_error,
-                "status_error": r.gateway.status_error,
-                "events_error": r.gateway.events_error,
-            }),
             "watches": watches,
         })
+    }
+
+    /// The `gateway` section of `/status`: the classes, Gateways (addresses, listeners and
+    /// their attached routes), HTTPRoutes and refusals of the model last applied, and the
+    /// source's last build; `None` without `[kubernetes.gateway]`.
+    pub fn gateway_status(&self) -> Option<Value> {
+        if !self.gateway_api {
+            return None;
+        }
+        let r = lock(&self.report);
+        let g = &r.gateway;
+        let model = g.model.as_deref();
+        let cond = |conds: &[Cond], type_: &str| {
+            conds
+                .iter()
+                .find(|c| c.type_ == type_)
+                .map(|c| json!({"status": c.status, "reason": c.reason, "message": c.message}))
+        };
+        let classes: Vec<Value> = model
+            .iter()
+            .flat_map(|m| &m.classes)
+            .map(|c| json!({"name": c.name, "accepted": cond(&c.conditions, "Accepted")}))
+            .collect();
+        let gateways: Vec<Value> = model
+            .iter()
+            .flat_map(|m| &m.gateways)
+            .map(|gw| {
+                json!({
+                    "namespace": gw.namespace,
+                    "name": gw.name,
+                    "addresses": gw.addresses.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                    "accepted": cond(&gw.conditions, "Accepted"),
+                    "programmed": cond(&gw.conditions, "Programmed"),
+                    "listeners": gw.listeners.iter().map(|l| json!({
+                        "name": l.name,
+                        "attached_routes": l.attached_routes,
+                        "accepted": cond(&l.conditions, "Accepted"),
+                        "programmed": cond(&l.conditions, "Programmed"),
+                        "resolved_refs": cond(&l.conditions, "ResolvedRefs"),
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        let routes = model.map_or(&[][..], |m| &m.http_routes[..]);
+        let accepted = routes.iter().filter(|r| r.accepted()).count();
+        let refusals: Vec<Value> = model
+            .map(refused)
+            .unwrap_or_default()
+            .iter()
+            .map(|w| {
+                json!({
+                    "kind": w.kind,
+                    "object": format!("{}/{}", w.namespace, w.name),
+                    "reason": w.reason,
+                    "message": w.message,
+                })
+            })
+            .collect();
+        Some(json!({
+            "synced": r.synced(),
+            "classes": classes,
+            "gateways": gateways,
+            "routes": {
+                "httproutes": routes.len(),
+                "accepted": accepted,
+                "not_accepted": routes.len() - accepted,
+                "entries": model.map_or(0, |m| m.routes.len()),
+            },
+            "refusals": refusals,
+            "listeners": g.listeners,
+            "unbound": g.unbound,
+            "last_build_ms": g.last_build_ms,
+            "translated": g.translated,
+            "applied": g.applied,
+            "apply_error": g.apply_error,
+            "status_error": g.status_error,
+            "events_error": g.events_error,
+        }))
     }
 
     pub(super) fn watch_report(&self, kind: &'static str, f: impl FnOnce(&mut WatchReport)) {

@@ -9,8 +9,10 @@
 //! - reading: `hostnames` (validity, intersection), `grants` (ReferenceGrant checks),
 //!   `selector` (label selectors), `listeners` (a Gateway's listeners and conditions),
 //!   `rules` (an HTTPRoute's matches, filters, backends and timeouts);
-//! - translation: `entries` (one match as a route entry, and its precedence key) and
-//!   `translate` (classes, addresses, attachment, the order, statuses);
+//! - translation: `entries` (one match as a route entry, and its precedence key),
+//!   `translate` (classes, addresses, one route's attachment, entries and status) and
+//!   `incremental` (each route's translation kept between builds with a digest of its
+//!   inputs, the assembly in the spec's order);
 //! - out: `table` (one address's hosts and paths, each with its candidates in precedence
 //!   order), `serve` (what the proxy routes today on each Gateway address: that table and
 //!   the Service backends as Ingress routes, and the statuses told what it does not serve
@@ -23,6 +25,7 @@
 mod entries;
 mod grants;
 mod hostnames;
+pub mod incremental;
 mod listeners;
 mod rules;
 mod selector;

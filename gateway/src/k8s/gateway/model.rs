@@ -59,10 +59,11 @@ pub struct Cond {
 pub struct Model {
     /// Every served match, in the spec's precedence order within each listener (see
     /// `translate::precedence`).
-    pub routes: Vec<GatewayRoute>,
+    pub routes: Vec<Arc<GatewayRoute>>,
     pub classes: Vec<ClassStatus>,
     pub gateways: Vec<GatewayStatusOut>,
-    pub http_routes: Vec<RouteStatusOut>,
+    /// In the routes' age order; one build's may be the same `Arc`s as the last's.
+    pub http_routes: Vec<Arc<RouteStatusOut>>,
     /// The certificates of each programmed HTTPS listener.
     pub certs: Vec<ListenerCerts>,
 }
@@ -102,6 +103,17 @@ pub struct RouteStatusOut {
     pub name: String,
     /// One per parentRef naming a Gateway of ours, in spec order.
     pub parents: Vec<RouteParentStatus<Cond>>,
+}
+
+impl RouteStatusOut {
+    /// At least one parent accepts the route.
+    pub fn accepted(&self) -> bool {
+        self.parents.iter().any(|p| {
+            p.conditions
+                .iter()
+                .any(|c| c.type_ == "Accepted" && c.status)
+        })
+    }
 }
 
 /// Which listener a route entry serves on.

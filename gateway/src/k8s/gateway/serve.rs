@@ -31,9 +31,12 @@ pub struct ServedListener {
     /// compiler expects them).
     pub routes: Vec<Arc<IngressRoute>>,
     /// The router's hosts and paths, each with its candidates in precedence order.
-    pub paths: Vec<ServedPath>,
+    pub paths: Arc<Vec<ServedPath>>,
     /// The certificates of its HTTPS listeners (`None`: plain HTTP).
     pub tls: Option<ServerTls>,
+    /// The model's entries it was built from, in the model's order: the next build keeps
+    /// its routes and table when it has the same ones.
+    pub entries: Vec<Arc<GatewayRoute>>,
 }
 
 /// Every address and port the Gateways of ours listen on, in address order.
@@ -118,6 +121,17 @@ fn route_of(entry: &GatewayRoute) -> (&str, &str) {
 /// What the proxy serves of `model`, whose statuses it amends (see the module's doc).
 /// `gateways` are the objects translated, for their listeners' protocols.
 pub fn served(model: &mut Model, gateways: &[Arc<Gateway>]) -> Served {
+    served_after(model, gateways, None)
+}
+
+/// [`served`], keeping from `previous` the routes and table of each address whose entries
+/// are the same (the same `Arc`s, in the same order: the translation kept every route on
+/// it): a change builds again only the addresses it concerns.
+pub fn served_after(
+    model: &mut Model,
+    gateways: &[Arc<Gateway>],
+    previous: Option<&Served>,
+) -> Served {
     let certs = std::mem::take(&mut model.certs);
     let with_certs: HashSet<(&str, &str, &str)> = certs
         .iter()
@@ -153,10 +167,9 @@ pub fn served(model: &mut Model, gateways: &[Arc<Gateway>]) -> Served {
             ))
         })
         .collect();
-    type Address = (BTreeMap<String, Arc<IngressRoute>>, Vec<Placed>);
-    let mut by_addr: BTreeMap<SocketAddr, Address> = BTreeMap::new();
+    // Each address's entries, with their place in the model's order.
+    let mut by_addr: BTreeMap<SocketAddr, Vec<(usize, &Arc<GatewayRoute>)>> = BTreeMap::new();
     for (index, e) in model.routes.iter().enumerate() {
-        let (ns, name) = route_of(e);
         let l = &e.listener;
         if https.contains(&(
             l.namespace.as_str(),
@@ -168,13 +181,10 @@ pub fn served(model: &mut Model, gateways: &[Arc<Gateway>]) -> Served {
         let Some(ip) = addresses.get(&(l.namespace.as_str(), l.gateway.as_str())) else {
             continue;
         };
-        let (routes, placed) = by_addr.entry(SocketAddr::new(*ip, l.port)).or_default();
-        placed.push(Placed {
-            host: e.host.clone(),
-            path: e.path.clone(),
-            index,
-            candidate: Arc::new(candidate(e, (ns, name), routes)),
-        });
+        by_addr
+            .entry(SocketAddr::new(*ip, l.port))
+            .or_default()
+            .push((index, e));
     }
     // Every bound address serves, with routes or none (its 404s).
     for g in &model.gateways {
@@ -203,14 +213,49 @@ pub fn served(model: &mut Model, gateways: &[Arc<Gateway>]) -> Served {
                 .push(c);
         }
     }
+    let before: HashMap<SocketAddr, &ServedListener> = previous
+        .iter()
+        .flat_map(|p| &p.listeners)
+        .map(|l| (l.addr, l))
+        .collect();
     Served {
         listeners: by_addr
             .into_iter()
-            .map(|(addr, (routes, placed))| ServedListener {
-                addr,
-                routes: routes.into_values().collect(),
-                paths: table(placed),
-                tls: tls_of.get(&addr).and_then(|c| server_tls(c)),
+            .map(|(addr, entries)| {
+                let tls = tls_of.get(&addr).and_then(|c| server_tls(c));
+                let same = |b: &&&ServedListener| {
+                    b.entries.len() == entries.len()
+                        && b.entries
+                            .iter()
+                            .zip(&entries)
+                            .all(|(b, (_, e))| Arc::ptr_eq(b, e))
+                };
+                if let Some(b) = before.get(&addr).filter(same) {
+                    return ServedListener {
+                        addr,
+                        routes: b.routes.clone(),
+                        paths: b.paths.clone(),
+                        tls,
+                        entries: b.entries.clone(),
+                    };
+                }
+                let mut routes: BTreeMap<String, Arc<IngressRoute>> = BTreeMap::new();
+                let placed = entries
+                    .iter()
+                    .map(|&(index, e)| Placed {
+                        host: e.host.clone(),
+                        path: e.path.clone(),
+                        index,
+                        candidate: Arc::new(candidate(e, route_of(e), &mut routes)),
+                    })
+                    .collect();
+                ServedListener {
+                    addr,
+                    routes: routes.into_values().collect(),
+                    paths: Arc::new(table(placed)),
+                    tls,
+                    entries: entries.into_iter().map(|(_, e)| e.clone()).collect(),
+                }
             })
             .collect(),
     }

@@ -9,21 +9,22 @@
 //! the status already there. [`StatusWriter::sync`] sends the merge patches, a few at a
 //! time, each with the object's `resourceVersion` (a stale one gets a 409 and is planned
 //! again from the next event), and remembers what it wrote so a patch is not sent again
-//! before the watch has shown its result. [`refusals`] are what the leader reports as
-//! Warning Events on HTTPRoutes, as the Ingress source reports its refusals.
+//! before the watch has shown its result. [`refused`] lists the refusals (`/status` shows
+//! them), [`warnings`] are what the leader reports of them as Warning Events on HTTPRoutes
+//! and Gateways, as the Ingress source reports its refusals.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, Time};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::model::{Cond, Model};
+use super::model::{Cond, Model, RouteStatusOut};
 use super::types::{
     Gateway, GatewayAddress, GatewayClass, HttpRoute, ListenerStatus, RouteParentStatus,
 };
@@ -72,8 +73,20 @@ fn differs<T: Serialize>(before: &T, after: &Value) -> bool {
     serde_json::to_value(before).ok().as_ref() != Some(after)
 }
 
+/// The HTTPRoutes [`desired`] found with the status the model asks for: each one's
+/// resourceVersion then and the model's status for it. Until either changes, the route is
+/// not compared again (with 10,000 routes, a change compares the routes it concerns).
+#[derive(Debug, Default)]
+pub struct Checked {
+    routes: HashMap<(String, String), (String, Arc<RouteStatusOut>)>,
+    /// The routes the last call compared.
+    pub compared: usize,
+}
+
 /// The writes that bring the objects to what `model` says. `controller` is ours, the
-/// name our HTTPRoute parent entries carry.
+/// name our HTTPRoute parent entries carry. The routes `checked` found as the model asks
+/// since (same resourceVersion, same status of the model) are skipped, and those found so
+/// now are noted.
 pub fn desired(
     classes: &[Arc<GatewayClass>],
     gateways: &[Arc<Gateway>],
@@ -81,6 +94,7 @@ pub fn desired(
     model: &Model,
     controller: &str,
     now: &Time,
+    checked: &mut Checked,
 ) -> Vec<Write> {
     let mut writes = Vec::new();
     let meta = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
@@ -162,13 +176,27 @@ pub fn desired(
             });
         }
     }
+    let outs: HashMap<(&str, &str), &Arc<RouteStatusOut>> = model
+        .http_routes
+        .iter()
+        .map(|r| ((r.namespace.as_str(), r.name.as_str()), r))
+        .collect();
+    let mut seen = HashMap::with_capacity(checked.routes.len());
+    checked.compared = 0;
     for route in routes {
         let ns = route.metadata.namespace.as_deref().unwrap_or("");
         let name = route.metadata.name.as_deref().unwrap_or("");
-        let out = model
-            .http_routes
-            .iter()
-            .find(|r| r.namespace == ns && r.name == name);
+        let version = route.metadata.resource_version.as_deref().unwrap_or("");
+        let arc_out = outs.get(&(ns, name)).copied();
+        let key = (ns.to_string(), name.to_string());
+        if let (Some(o), Some((v, last))) = (arc_out, checked.routes.remove(&key)) {
+            if v == version && Arc::ptr_eq(o, &last) {
+                seen.insert(key, (v, last));
+                continue;
+            }
+        }
+        checked.compared += 1;
+        let out = arc_out.map(Arc::as_ref);
         let before = route.status.clone().unwrap_or_default();
         // Others' entries stay; ours are what the model says (none: the route no longer
         // names a Gateway of ours).
@@ -208,8 +236,11 @@ pub fn desired(
                 resource_version,
                 status,
             });
+        } else if let Some(o) = arc_out {
+            seen.insert(key, (version.to_string(), o.clone()));
         }
     }
+    checked.routes = seen;
     writes
 }
 
@@ -314,37 +345,132 @@ async fn patch(client: &kube::Client, w: &Write) -> Result<(), String> {
     }
 }
 
-/// The refusals Warning Events report: each parent of a route (as the reflector holds it,
-/// for its uid and resourceVersion) whose `Accepted` or `ResolvedRefs` is False, with the
-/// condition's reason and message (the parent named in it).
-pub fn refusals(
-    routes: &[Arc<HttpRoute>],
-    model: &Model,
-) -> Vec<(IngressRef, &'static str, String)> {
+/// One refusal the model holds: which object, the condition's reason, and a message
+/// naming where it is (the parent Gateway, or the listener).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused<'m> {
+    /// `HTTPRoute` or `Gateway`.
+    pub kind: &'static str,
+    pub namespace: &'m str,
+    pub name: &'m str,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// Every refusal of `model`: each parent of an HTTPRoute whose `Accepted` or
+/// `ResolvedRefs` is False; then each Gateway not accepted or without an address (its own
+/// reasons, not `ListenersNotValid` or `Invalid`, which only point at the listeners), and
+/// each listener not accepted (`UnsupportedProtocol`, `PortUnavailable`...), conflicted
+/// (`HostnameConflict`, `ProtocolConflict`) or whose references do not resolve
+/// (`InvalidCertificateRef`, `RefNotPermitted`, `InvalidRouteKinds`), once per reason and
+/// message.
+pub fn refused(model: &Model) -> Vec<Refused<'_>> {
     let mut out = Vec::new();
     for r in &model.http_routes {
-        let Some(route) = routes.iter().find(|o| {
-            o.metadata.namespace.as_deref() == Some(&r.namespace)
-                && o.metadata.name.as_deref() == Some(&r.name)
-        }) else {
-            continue;
-        };
-        let object = IngressRef {
-            namespace: r.namespace.clone(),
-            name: r.name.clone(),
-            uid: route.metadata.uid.clone().unwrap_or_default(),
-            resource_version: route.metadata.resource_version.clone().unwrap_or_default(),
-        };
         for p in &r.parents {
             for c in p.conditions.iter().filter(|c| !c.status) {
                 let gateway = p.parent_ref.namespace.as_deref().unwrap_or(&r.namespace);
-                let message = format!(
-                    "Gateway {gateway}/{}: {}: {}",
-                    p.parent_ref.name, c.type_, c.message
-                );
-                out.push((object.clone(), c.reason, message));
+                out.push(Refused {
+                    kind: "HTTPRoute",
+                    namespace: &r.namespace,
+                    name: &r.name,
+                    reason: c.reason,
+                    message: format!(
+                        "Gateway {gateway}/{}: {}: {}",
+                        p.parent_ref.name, c.type_, c.message
+                    ),
+                });
             }
         }
     }
+    for g in &model.gateways {
+        let mut found: Vec<(&'static str, String)> = Vec::new();
+        for c in g
+            .conditions
+            .iter()
+            .filter(|c| !c.status && c.reason != "ListenersNotValid" && c.reason != "Invalid")
+        {
+            found.push((c.reason, format!("{}: {}", c.type_, c.message)));
+        }
+        for l in &g.listeners {
+            for c in l.conditions.iter().filter(|c| {
+                let refused = if c.type_ == "Conflicted" {
+                    c.status
+                } else {
+                    !c.status
+                };
+                refused && c.reason != "Invalid"
+            }) {
+                found.push((c.reason, format!("listener {}: {}", l.name, c.message)));
+            }
+        }
+        let mut once: Vec<(&'static str, String)> = Vec::new();
+        for f in found {
+            if !once.contains(&f) {
+                once.push(f);
+            }
+        }
+        out.extend(once.into_iter().map(|(reason, message)| Refused {
+            kind: "Gateway",
+            namespace: &g.namespace,
+            name: &g.name,
+            reason,
+            message,
+        }));
+    }
     out
+}
+
+/// One refusal as a Warning Event reports it: on which object (as the reflector holds it,
+/// for its uid and resourceVersion) and at which generation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    /// `HTTPRoute` or `Gateway`.
+    pub kind: &'static str,
+    pub object: IngressRef,
+    pub generation: i64,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// The [`refused`] of `model` whose object the reflectors hold, as Warning Events report
+/// them.
+pub fn warnings(
+    routes: &[Arc<HttpRoute>],
+    gateways: &[Arc<Gateway>],
+    model: &Model,
+) -> Vec<Warning> {
+    let mut objects: HashMap<(&str, &str, &str), &ObjectMeta> = HashMap::new();
+    for r in routes {
+        objects.insert(key_of("HTTPRoute", &r.metadata), &r.metadata);
+    }
+    for g in gateways {
+        objects.insert(key_of("Gateway", &g.metadata), &g.metadata);
+    }
+    refused(model)
+        .into_iter()
+        .filter_map(|r| {
+            let meta = objects.get(&(r.kind, r.namespace, r.name))?;
+            Some(Warning {
+                kind: r.kind,
+                object: IngressRef {
+                    namespace: r.namespace.to_string(),
+                    name: r.name.to_string(),
+                    uid: meta.uid.clone().unwrap_or_default(),
+                    resource_version: meta.resource_version.clone().unwrap_or_default(),
+                },
+                generation: meta.generation.unwrap_or(0),
+                reason: r.reason,
+                message: r.message,
+            })
+        })
+        .collect()
+}
+
+fn key_of<'o>(kind: &'static str, meta: &'o ObjectMeta) -> (&'static str, &'o str, &'o str) {
+    (
+        kind,
+        meta.namespace.as_deref().unwrap_or(""),
+        meta.name.as_deref().unwrap_or(""),
+    )
 }

@@ -9,13 +9,14 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
+use super::incremental::translate;
 use super::model::{Action, Backend, Cond, Model, Objects, PathModifier, Settings};
-use super::translate::translate;
 use super::types::{Gateway, GatewayClass, HttpRoute, ReferenceGrant};
 use super::values::duration;
 use crate::config::{HostPattern, PathMatch};
 use crate::k8s::ingress::model::{BackendPolicy, TenantBounds};
 
+mod incremental;
 mod serve;
 mod status;
 
@@ -94,8 +95,8 @@ impl World {
         self
     }
 
-    fn model(&self) -> Model {
-        let objects = Objects {
+    fn objects(&self) -> Objects<'_> {
+        Objects {
             classes: &self.classes,
             gateways: &self.gateways,
             routes: &self.routes,
@@ -104,8 +105,11 @@ impl World {
             services: &self.services,
             slices: &self.slices,
             secrets: &[],
-        };
-        translate(&objects, &self.settings)
+        }
+    }
+
+    fn model(&self) -> Model {
+        translate(&self.objects(), &self.settings)
     }
 }
 

@@ -3,8 +3,11 @@
 //! allowedRoutes namespaces and kinds, hostname intersection, its tenant's `hosts`), its
 //! entries in the spec's precedence order, and every status.
 //!
-//! No I/O, no clock: the objects and the settings in, the [`Model`] out.
+//! No I/O, no clock: the objects and the settings in; each HTTPRoute's part
+//! ([`RouteOut`]) on its own, which `incremental` keeps between builds and assembles into
+//! the [`Model`].
 
+use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -182,28 +185,61 @@ impl Pool<'_> {
     }
 }
 
-struct GatewayState<'o> {
-    gateway: &'o Gateway,
-    namespace: &'o str,
-    name: &'o str,
+/// A Gateway of ours as the routes see it: its address and listeners, read on their own.
+pub struct GatewayState<'o> {
+    pub gateway: &'o Gateway,
+    pub namespace: &'o str,
+    pub name: &'o str,
     not_accepted: Option<Why>,
     address: Result<IpAddr, Why>,
-    listeners: Vec<ListenerState<'o>>,
+    pub listeners: Vec<ListenerState<'o>>,
 }
 
-pub fn translate(objects: &Objects<'_>, settings: &Settings) -> Model {
-    let mut model = Model::default();
+impl GatewayState<'_> {
+    /// What a route's translation reads of the Gateway, as one value: its uid and
+    /// generation (its spec), whether it is accepted, its address, and which listeners
+    /// admit routes of which kinds (a Secret or grant that changes only a listener's
+    /// certificates changes none of it).
+    pub fn digest(&self, h: &mut impl std::hash::Hasher) {
+        use std::hash::Hash;
+        let meta = &self.gateway.metadata;
+        meta.uid.hash(h);
+        match meta.generation {
+            Some(g) => g.hash(h),
+            None => meta.resource_version.hash(h),
+        }
+        self.not_accepted.hash(h);
+        self.address.hash(h);
+        for l in &self.listeners {
+            (l.valid(), l.supported_kinds.len()).hash(h);
+        }
+    }
+}
+
+/// The classes of ours, in name order, and their statuses.
+pub fn classes<'o>(
+    objects: &Objects<'o>,
+    settings: &Settings,
+) -> (Vec<&'o GatewayClass>, Vec<ClassStatus>) {
     let ours: Vec<&GatewayClass> = objects
         .classes
         .iter()
         .map(Arc::as_ref)
         .filter(|c| c.spec.controller_name == settings.controller_name)
         .collect();
-    model.classes = ours.iter().map(|c| class_status(c)).collect();
-    model.classes.sort_by(|a, b| a.name.cmp(&b.name));
-    let certs = Certs::index(objects.secrets);
-    let backends = Backends::index(objects.services, objects.slices);
+    let mut statuses: Vec<ClassStatus> = ours.iter().map(|c| class_status(c)).collect();
+    statuses.sort_by(|a, b| a.name.cmp(&b.name));
+    (ours, statuses)
+}
 
+/// The Gateways of the classes `ours`, oldest first, each with its address from the pool
+/// and its listeners.
+pub fn gateways<'o>(
+    objects: &Objects<'o>,
+    settings: &Settings,
+    ours: &[&'o GatewayClass],
+    certs: &Certs<'_>,
+) -> Vec<GatewayState<'o>> {
     let mut gateways: Vec<&Gateway> = objects
         .gateways
         .iter()
@@ -218,7 +254,7 @@ pub fn translate(objects: &Objects<'_>, settings: &Settings) -> Model {
         pool: &settings.addresses,
         taken: Vec::new(),
     };
-    let mut states: Vec<GatewayState<'_>> = gateways
+    gateways
         .iter()
         .map(|g| {
             let class = ours
@@ -267,97 +303,128 @@ pub fn translate(objects: &Objects<'_>, settings: &Settings) -> Model {
                 name: g.metadata.name.as_deref().unwrap_or(""),
                 not_accepted,
                 address,
-                listeners: listeners::listeners(g, objects.grants, &certs),
+                listeners: listeners::listeners(g, objects.grants, certs),
             }
         })
-        .collect();
+        .collect()
+}
 
-    let mut routes: Vec<&HttpRoute> = objects.routes.iter().map(Arc::as_ref).collect();
+/// HTTPRoutes oldest first, then by namespace and name: the spec's order across routes.
+pub fn by_age(routes: &[Arc<HttpRoute>]) -> Vec<&HttpRoute> {
+    let mut routes: Vec<&HttpRoute> = routes.iter().map(Arc::as_ref).collect();
     routes.sort_by(|a, b| age(&a.metadata).cmp(&age(&b.metadata)));
-    // Entries with their precedence key.
-    let mut entries: Vec<(Key, GatewayRoute)> = Vec::new();
-    for (order, route) in routes.iter().enumerate() {
-        let namespace = route.metadata.namespace.as_deref().unwrap_or("");
-        let name = route.metadata.name.as_deref().unwrap_or("");
-        let tenant = settings.tenants.iter().find(|t| t.owns(namespace));
-        let read = rules::read(route, &backends, objects.grants, &settings.backends, tenant);
-        let generation = generation(&route.metadata);
-        let mut parents = Vec::new();
-        // At most the CRD's bound get a status; more refuse the route (`rules::read`).
-        for parent in route.spec.parent_refs.iter().take(Bounds::PARENT_REFS) {
-            if parent.group.as_deref().unwrap_or(GROUP) != GROUP
-                || parent.kind.as_deref().unwrap_or("Gateway") != "Gateway"
-            {
-                continue;
-            }
-            let gw_ns = parent.namespace.as_deref().unwrap_or(namespace);
-            let Some(state) = states
-                .iter_mut()
-                .find(|s| s.namespace == gw_ns && s.name == parent.name)
-            else {
-                continue;
-            };
-            let attached = attach(route, &read.hostnames, parent, state, objects, tenant);
-            let accepted = match (&attached, &read.rules) {
-                (Err(why), _) => Some(why.clone()),
-                (Ok(_), Err(why)) => Some(why.clone()),
-                (Ok(_), Ok(_)) => None,
-            };
-            if let (None, Ok(on), Ok(rules)) = (&accepted, attached, &read.rules) {
-                for (index, hosts) in on {
-                    let l = &mut state.listeners[index];
-                    l.attached += 1;
-                    let key = ListenerKey {
-                        namespace: state.namespace.into(),
-                        gateway: state.name.into(),
-                        listener: l.listener.name.clone(),
-                        port: l.port,
-                    };
-                    let https = l.listener.protocol == "HTTPS";
-                    for host in &hosts {
-                        for (ri, rule) in rules.iter().enumerate() {
-                            for (mi, m) in rule.matches.iter().enumerate() {
-                                let entry = entry(
-                                    namespace,
-                                    name,
-                                    &key,
-                                    https,
-                                    host,
-                                    rule,
-                                    m,
-                                    tenant.map(|t| t.name.clone()),
-                                );
-                                entries
-                                    .push((precedence(&key, &entry.host, m, order, ri, mi), entry));
-                            }
+    routes
+}
+
+/// One HTTPRoute translated on its own: its status, the listeners it attaches to, and its
+/// entries, each with its precedence key but for the route's place among routes (`0`: the
+/// assembly puts its age order there).
+#[derive(Debug, Default)]
+pub struct RouteOut {
+    /// `None`: it names no Gateway of ours.
+    pub status: Option<Arc<RouteStatusOut>>,
+    /// `(Gateway namespace, Gateway name, listener index)`, once per attachment.
+    pub attached: Vec<(String, String, usize)>,
+    pub entries: Vec<(Key, Arc<GatewayRoute>)>,
+}
+
+/// The translation of `route` on the Gateways `states` (`index`: by namespace and name).
+pub fn route(
+    route: &HttpRoute,
+    states: &[GatewayState<'_>],
+    index: &HashMap<(&str, &str), usize>,
+    objects: &Objects<'_>,
+    backends: &Backends<'_>,
+    settings: &Settings,
+) -> RouteOut {
+    let mut out = RouteOut::default();
+    let namespace = route.metadata.namespace.as_deref().unwrap_or("");
+    let name = route.metadata.name.as_deref().unwrap_or("");
+    let tenant = settings.tenants.iter().find(|t| t.owns(namespace));
+    let read = rules::read(route, backends, objects.grants, &settings.backends, tenant);
+    let generation = generation(&route.metadata);
+    let mut parents = Vec::new();
+    // At most the CRD's bound get a status; more refuse the route (`rules::read`).
+    for parent in route.spec.parent_refs.iter().take(Bounds::PARENT_REFS) {
+        if parent.group.as_deref().unwrap_or(GROUP) != GROUP
+            || parent.kind.as_deref().unwrap_or("Gateway") != "Gateway"
+        {
+            continue;
+        }
+        let gw_ns = parent.namespace.as_deref().unwrap_or(namespace);
+        let Some(state) = index
+            .get(&(gw_ns, parent.name.as_str()))
+            .map(|&i| &states[i])
+        else {
+            continue;
+        };
+        let attached = attach(route, &read.hostnames, parent, state, objects, tenant);
+        let accepted = match (&attached, &read.rules) {
+            (Err(why), _) => Some(why.clone()),
+            (Ok(_), Err(why)) => Some(why.clone()),
+            (Ok(_), Ok(_)) => None,
+        };
+        if let (None, Ok(on), Ok(rules)) = (&accepted, attached, &read.rules) {
+            for (li, hosts) in on {
+                let l = &state.listeners[li];
+                out.attached
+                    .push((state.namespace.into(), state.name.into(), li));
+                let key = ListenerKey {
+                    namespace: state.namespace.into(),
+                    gateway: state.name.into(),
+                    listener: l.listener.name.clone(),
+                    port: l.port,
+                };
+                let https = l.listener.protocol == "HTTPS";
+                for host in &hosts {
+                    for (ri, rule) in rules.iter().enumerate() {
+                        for (mi, m) in rule.matches.iter().enumerate() {
+                            let entry = entry(
+                                namespace,
+                                name,
+                                &key,
+                                https,
+                                host,
+                                rule,
+                                m,
+                                tenant.map(|t| t.name.clone()),
+                            );
+                            out.entries.push((
+                                precedence(&key, &entry.host, m, 0, ri, mi),
+                                Arc::new(entry),
+                            ));
                         }
                     }
                 }
             }
-            parents.push(RouteParentStatus {
-                parent_ref: parent.clone(),
-                controller_name: settings.controller_name.clone(),
-                conditions: vec![
-                    cond("Accepted", accepted, "Accepted", generation),
-                    cond(
-                        "ResolvedRefs",
-                        read.unresolved.clone(),
-                        "ResolvedRefs",
-                        generation,
-                    ),
-                ],
-            });
         }
-        if !parents.is_empty() {
-            model.http_routes.push(RouteStatusOut {
-                namespace: namespace.into(),
-                name: name.into(),
-                parents,
-            });
-        }
+        parents.push(RouteParentStatus {
+            parent_ref: parent.clone(),
+            controller_name: settings.controller_name.clone(),
+            conditions: vec![
+                cond("Accepted", accepted, "Accepted", generation),
+                cond(
+                    "ResolvedRefs",
+                    read.unresolved.clone(),
+                    "ResolvedRefs",
+                    generation,
+                ),
+            ],
+        });
     }
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
-    model.routes = entries.into_iter().map(|(_, e)| e).collect();
+    if !parents.is_empty() {
+        out.status = Some(Arc::new(RouteStatusOut {
+            namespace: namespace.into(),
+            name: name.into(),
+            parents,
+        }));
+    }
+    out
+}
+
+/// The certificates of each programmed HTTPS listener, and every Gateway's status, once
+/// the routes have attached (`attached` counted into the listeners).
+pub fn finish(states: Vec<GatewayState<'_>>, model: &mut Model) {
     for s in &states {
         for l in s
             .listeners
@@ -391,7 +458,6 @@ pub fn translate(objects: &Objects<'_>, settings: &Settings) -> Model {
             }
         })
         .collect();
-    model
 }
 
 /// The listeners of `state` the route attaches to through `parent`, each with the

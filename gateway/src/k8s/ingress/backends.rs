@@ -76,6 +76,27 @@ impl<'a> Backends<'a> {
         index
     }
 
+    /// Feeds `h` what [`Backends::resolve`] reads of Service `namespace/name`: the
+    /// resourceVersions of the Service and of its EndpointSlices, by slice name (the
+    /// stores' order may differ between builds).
+    pub fn digest(&self, namespace: &str, name: &str, h: &mut impl std::hash::Hasher) {
+        use std::hash::Hash;
+        let key = (namespace, name);
+        self.services
+            .get(&key)
+            .map(|s| &s.metadata.resource_version)
+            .hash(h);
+        let mut slices: Vec<(&Option<String>, &Option<String>)> = self
+            .slices
+            .get(&key)
+            .into_iter()
+            .flatten()
+            .map(|s| (&s.metadata.name, &s.metadata.resource_version))
+            .collect();
+        slices.sort_unstable();
+        slices.hash(h);
+    }
+
     /// Resolves `backend` of an Ingress in `namespace`. `protocol` is the annotation's,
     /// which overrides the Service port's `appProtocol`. Endpoints `policy` refuses are
     /// left out and reported as the problem, even when others serve.

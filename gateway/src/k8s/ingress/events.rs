@@ -2,8 +2,10 @@
 //! or certificate it refuses because another owns their host or their tenant may not
 //! claim it, written by the leader: one `Warning` Event, reason `InvalidAnnotation`,
 //! `HostTaken` or `HostNotAllowed`, per (uid, resourceVersion, message). The Gateway API
-//! source's refusals of HTTPRoutes are written the same way ([`HTTP_ROUTE`], reason the
-//! status condition's).
+//! source's refusals of HTTPRoutes and Gateways are written the same way ([`HTTP_ROUTE`],
+//! [`GATEWAY`], reason the status condition's), keyed by the object's generation rather
+//! than its resourceVersion: the leader's own status writes bump the resourceVersion of
+//! those kinds, and a refusal is one Event until the object's spec changes.
 //!
 //! The Event's name is derived from that triple, so a second create of the same Event
 //! (a new leader that does not know what the last one wrote) is refused by the API server
@@ -33,7 +35,8 @@ pub const HOST_TAKEN: &str = "HostTaken";
 pub const HOST_NOT_ALLOWED: &str = "HostNotAllowed";
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// What identifies one Event: the Ingress's uid and resourceVersion, and the message.
+/// What identifies one Event: the object's uid, its resourceVersion (or generation), and
+/// the message.
 type EventKey = (String, String, String);
 
 /// The kind of object an Event is about: an Ingress, or (the Gateway API source's
@@ -54,6 +57,11 @@ pub const HTTP_ROUTE: Involved = Involved {
     kind: "HTTPRoute",
 };
 
+pub const GATEWAY: Involved = Involved {
+    api_version: "gateway.networking.k8s.io/v1",
+    kind: "Gateway",
+};
+
 /// One Event to write: on which object, why, and what it says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Notice<'m> {
@@ -61,9 +69,13 @@ pub struct Notice<'m> {
     pub object: Involved,
     /// The object (an Ingress, or one of the same shape: namespace, name, uid, version).
     pub ingress: &'m IngressRef,
-    /// [`INVALID_ANNOTATION`], [`HOST_TAKEN`] or [`HOST_NOT_ALLOWED`].
+    /// [`INVALID_ANNOTATION`], [`HOST_TAKEN`] or [`HOST_NOT_ALLOWED`] (an Ingress's), or a
+    /// status condition's reason.
     pub reason: &'static str,
     pub message: String,
+    /// The object's generation, which keys the Event in place of its resourceVersion
+    /// (`None`: keyed by the resourceVersion, as an Ingress's).
+    pub generation: Option<i64>,
 }
 
 impl<'m> From<&'m Skipped> for Notice<'m> {
@@ -73,6 +85,7 @@ impl<'m> From<&'m Skipped> for Notice<'m> {
             ingress: &s.ingress,
             reason: INVALID_ANNOTATION,
             message: message(s),
+            generation: None,
         }
     }
 }
@@ -87,6 +100,7 @@ impl<'m> From<&'m Refused> for Notice<'m> {
                 Refusal::NotAllowed { .. } => HOST_NOT_ALLOWED,
             },
             message: r.message(),
+            generation: None,
         }
     }
 }
@@ -111,11 +125,11 @@ pub fn message(s: &Skipped) -> String {
 }
 
 fn key(s: &Notice<'_>) -> EventKey {
-    (
-        s.ingress.uid.clone(),
-        s.ingress.resource_version.clone(),
-        s.message.clone(),
-    )
+    let version = match s.generation {
+        Some(g) => format!("generation {g}"),
+        None => s.ingress.resource_version.clone(),
+    };
+    (s.ingress.uid.clone(), version, s.message.clone())
 }
 
 /// The Event's name: the Ingress's name (cut so the whole stays a valid object name) and

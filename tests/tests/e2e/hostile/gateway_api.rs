@@ -39,6 +39,42 @@ async fn port_80(suite: &Suite, gateway: &str) -> SocketAddr {
     SocketAddr::new(suite.gateway_address(gateway).await, 80)
 }
 
+/// The Warning Events on `kind` `ns/name` with `reason`, as the root stores them.
+fn warnings(suite: &Suite, kind: &str, ns: &str, name: &str, reason: &str) -> Vec<Value> {
+    list(&suite.sim, "v1", "Event")
+        .into_iter()
+        .filter(|e| {
+            e["involvedObject"]["kind"] == kind
+                && e["involvedObject"]["apiVersion"] == V1
+                && e["involvedObject"]["name"] == name
+                && e["metadata"]["namespace"] == ns
+                && e["type"] == "Warning"
+                && e["reason"] == reason
+        })
+        .collect()
+}
+
+/// Until the leader has written a Warning Event on `kind` `ns/name` with `reason` whose
+/// message holds `says`.
+async fn warned(suite: &Suite, kind: &str, ns: &str, name: &str, reason: &str, says: &str) {
+    until(
+        &format!("a {reason} Warning Event on {kind} {name}"),
+        || async {
+            warnings(suite, kind, ns, name, reason)
+                .iter()
+                .any(|e| e["message"].as_str().is_some_and(|m| m.contains(says)))
+        },
+    )
+    .await;
+}
+
+/// Exactly one Warning Event on `kind` `ns/name` with `reason`: the leader's own status
+/// writes (which bump the object's resourceVersion) and its later passes wrote no other.
+fn warned_once(suite: &Suite, kind: &str, ns: &str, name: &str, reason: &str) {
+    let found = warnings(suite, kind, ns, name, reason);
+    assert_eq!(found.len(), 1, "{kind} {name}: {found:#?}");
+}
+
 #[tokio::test]
 async fn a_route_in_a_namespace_the_listener_does_not_take_is_refused_and_never_served() {
     let suite = Suite::start(150, Config::new()).await;
@@ -65,6 +101,59 @@ async fn a_route_in_a_namespace_the_listener_does_not_take_is_refused_and_never_
         )
         .await;
     expect(addr, &Expect::status("victim.example", "/", 404)).await;
+    // One Warning Event on the route, naming the Gateway and why.
+    warned(
+        &suite,
+        "HTTPRoute",
+        WEB,
+        "intruder",
+        "NotAllowedByListeners",
+        "Gateway gateway-conformance-infra/same-namespace: Accepted: no listener admits",
+    )
+    .await;
+    // A route the listener takes: new models, new leader passes, still one Event.
+    suite
+        .sim
+        .create(route(
+            INFRA,
+            "allowed",
+            "same-namespace",
+            &hosts(&["allowed.example"]),
+            json!({"name": "infra-backend-v1", "port": 8080}),
+        ))
+        .unwrap();
+    suite
+        .route_parent(
+            INFRA,
+            "allowed",
+            "same-namespace",
+            "Accepted",
+            true,
+            "Accepted",
+        )
+        .await;
+    expect(
+        addr,
+        &Expect::ok("allowed.example", "/", "infra-backend-v1"),
+    )
+    .await;
+    warned_once(
+        &suite,
+        "HTTPRoute",
+        WEB,
+        "intruder",
+        "NotAllowedByListeners",
+    );
+    assert!(
+        warnings(
+            &suite,
+            "HTTPRoute",
+            INFRA,
+            "allowed",
+            "NotAllowedByListeners"
+        )
+        .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -264,9 +353,7 @@ async fn a_route_naming_5000_hostnames_is_refused_at_a_bounded_cost() {
     let status = leafgate_tests::client::get(suite.gateway.admin(), "admin", "/status")
         .await
         .json();
-    let ms = status["ingress"]["gateway"]["last_build_ms"]
-        .as_f64()
-        .unwrap();
+    let ms = status["gateway"]["last_build_ms"].as_f64().unwrap();
     assert!(ms < 1_000.0, "the build took {ms} ms");
 }
 
@@ -316,6 +403,99 @@ async fn a_gateway_whose_port_is_taken_is_port_unavailable_and_fails_no_other() 
         .unwrap();
     let addr = port_80(&suite, "same-namespace").await;
     expect(addr, &Expect::ok("fine.example", "/", "infra-backend-v1")).await;
+    // The leader reports the listener it could not bind: one Warning Event on the Gateway.
+    warned(
+        &suite,
+        "Gateway",
+        INFRA,
+        "taken",
+        "PortUnavailable",
+        "listener http: ",
+    )
+    .await;
+    warned_once(&suite, "Gateway", INFRA, "taken", "PortUnavailable");
+    assert!(
+        warnings(
+            &suite,
+            "Gateway",
+            INFRA,
+            "same-namespace",
+            "PortUnavailable"
+        )
+        .is_empty()
+    );
+    // `/status` shows the Gateways, their listeners and the refusal; `/metrics` counts them.
+    let admin = suite.gateway.admin();
+    let gateway_of = |s: &Value, name: &str| -> Value {
+        s["gateway"]["gateways"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|g| g["namespace"] == INFRA && g["name"] == name)
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    until("the gateway section of /status", || async {
+        let s = leafgate_tests::client::get(admin, "admin", "/status")
+            .await
+            .json();
+        gateway_of(&s, "same-namespace")["listeners"][0]["attached_routes"] == 1
+            && s["gateway"]["routes"]["httproutes"] == 1
+    })
+    .await;
+    let s = leafgate_tests::client::get(admin, "admin", "/status")
+        .await
+        .json();
+    let g = &s["gateway"];
+    assert!(
+        g["classes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["name"] == "leafgate" && c["accepted"]["status"] == true),
+        "{g:#}"
+    );
+    let taken = gateway_of(&s, "taken");
+    assert_eq!(taken["addresses"], json!(["127.0.155.200"]));
+    let l = &taken["listeners"][0];
+    assert_eq!(l["name"], "http");
+    assert_eq!(l["accepted"]["status"], false);
+    assert_eq!(l["accepted"]["reason"], "PortUnavailable");
+    assert_eq!(l["programmed"]["status"], false);
+    assert_eq!(taken["programmed"]["status"], false);
+    assert_eq!(g["routes"]["accepted"], 1);
+    assert_eq!(g["routes"]["not_accepted"], 0);
+    let refusal = g["refusals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == "Gateway" && r["object"] == format!("{INFRA}/taken"))
+        .unwrap_or_else(|| panic!("no refusal of taken: {g:#}"));
+    assert_eq!(refusal["reason"], "PortUnavailable");
+    assert!(
+        refusal["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("listener http: "),
+        "{refusal}"
+    );
+    assert!(g["last_build_ms"].is_number() && g["applied"].as_u64() > Some(0));
+    let metrics = leafgate_tests::client::get(admin, "admin", "/metrics")
+        .await
+        .text();
+    for line in [
+        "leafgate_gateway_refusals{kind=\"Gateway\",reason=\"PortUnavailable\"} 1",
+        "leafgate_gateway_routes{state=\"accepted\"} 1",
+        "leafgate_gateway_routes{state=\"not_accepted\"} 0",
+        // Route `fine` was translated once, whatever the builds since.
+        "leafgate_gateway_routes_translated_total 1",
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "no `{line}` in:\n{metrics}"
+        );
+    }
+    assert!(metrics.contains("leafgate_gateway_build_seconds_count "));
 }
 
 /// An HTTPRoute `name` on `same-namespace` for `host` with one rule: `rule` plus a
@@ -820,6 +1000,20 @@ async fn certificates_that_do_not_fit_or_are_not_pem_are_refused_and_others_stil
             .await;
         let programmed = condition(&g["status"]["conditions"], "Programmed").unwrap();
         assert_eq!(programmed["status"], "False", "{gateway}: {g:#}");
+        // The leader reports it: a Warning Event on the Gateway naming the listener.
+        let listener = g["spec"]["listeners"][0]["name"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        warned(
+            &suite,
+            "Gateway",
+            INFRA,
+            gateway,
+            "InvalidCertificateRef",
+            &format!("listener {listener}: "),
+        )
+        .await;
         // Nothing is bound for it: its address answers no TLS on 443.
         if let Some(ip) = g["status"]["addresses"][0]["value"].as_str() {
             let sent = over_tls(&suite, SocketAddr::new(ip.parse().unwrap(), 443)).await;
@@ -833,4 +1027,8 @@ async fn certificates_that_do_not_fit_or_are_not_pem_are_refused_and_others_stil
         over_tls(&suite, addr).await == Ok(404)
     })
     .await;
+    for gateway in ["mismatched-key", "junk-pem"] {
+        warned_once(&suite, "Gateway", INFRA, gateway, "InvalidCertificateRef");
+    }
+    assert!(warnings(&suite, "Gateway", INFRA, "valid", "InvalidCertificateRef").is_empty());
 }

@@ -8,7 +8,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::{Value, json};
 
 use super::{INFRA, World, arc, backend, http};
-use crate::k8s::gateway::status::{Write, desired};
+use crate::k8s::gateway::incremental::Translator;
+use crate::k8s::gateway::status::{Checked, Write, desired};
 use crate::k8s::gateway::types::HttpRoute;
 
 const CONTROLLER: &str = "leafgate.io/gateway-controller";
@@ -57,6 +58,7 @@ fn writes(w: &World, now: &Time) -> Vec<Write> {
         &w.model(),
         CONTROLLER,
         now,
+        &mut Checked::default(),
     )
 }
 
@@ -121,4 +123,52 @@ fn another_controllers_parent_entries_stay() {
     assert_eq!(parents.as_array().unwrap().len(), 2);
     assert_eq!(parents[0], theirs);
     assert_eq!(parents[1]["controllerName"], CONTROLLER);
+}
+
+#[test]
+fn a_route_found_with_its_status_is_not_compared_again_until_it_or_its_status_changes() {
+    let mut w = World::new();
+    w.gateway("same-namespace", json!([http("http", "Same")]));
+    for name in ["a", "b", "c"] {
+        w.route(INFRA, name, "2026-01-02T00:00:00Z", json!({"parentRefs": [{"name": "same-namespace"}], "rules": [{"backendRefs": [backend("infra-backend-v1")]}]}));
+    }
+    let mut t = Translator::default();
+    let mut checked = Checked::default();
+    let now = at("2026-01-01T00:00:00Z");
+    let plan = |w: &World, t: &mut Translator, checked: &mut Checked| {
+        let m = t.translate(&w.objects(), &w.settings);
+        desired(
+            &w.classes,
+            &w.gateways,
+            &w.routes,
+            &m,
+            CONTROLLER,
+            &now,
+            checked,
+        )
+    };
+    let first = plan(&w, &mut t, &mut checked);
+    assert_eq!(checked.compared, 3);
+    apply(&mut w, &first);
+    // Written: compared once more, found as asked.
+    assert!(plan(&w, &mut t, &mut checked).is_empty());
+    assert_eq!(checked.compared, 3);
+    // Then neither the routes nor their statuses changed: not compared.
+    assert!(plan(&w, &mut t, &mut checked).is_empty());
+    assert_eq!(checked.compared, 0);
+    // Route b's backend goes away (a new status of the model): b alone, and written.
+    let mut b = serde_json::to_value(w.routes[1].as_ref()).unwrap();
+    b["metadata"]["generation"] = json!(3);
+    b["spec"]["rules"][0]["backendRefs"][0]["name"] = json!("gone");
+    w.routes[1] = arc(b);
+    let third = plan(&w, &mut t, &mut checked);
+    assert_eq!(checked.compared, 1);
+    assert_eq!(third.len(), 1);
+    assert_eq!(third[0].name, "b");
+    // Someone else writes route c's object (a new resourceVersion): c is compared again.
+    let mut c = serde_json::to_value(w.routes[2].as_ref()).unwrap();
+    c["metadata"]["resourceVersion"] = json!("42");
+    w.routes[2] = arc(c);
+    plan(&w, &mut t, &mut checked);
+    assert_eq!(checked.compared, 2, "b (not written yet) and c");
 }
