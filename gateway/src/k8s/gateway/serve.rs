@@ -37,6 +37,9 @@ pub struct ServedListener {
     /// The model's entries it was built from, in the model's order: the next build keeps
     /// its routes and table when it has the same ones.
     pub entries: Vec<Arc<GatewayRoute>>,
+    /// Each entry's candidate, in the same order: the next build keeps those of the
+    /// entries it still has (the same `Arc`), with their Service backends.
+    pub candidates: Vec<Arc<Candidate>>,
 }
 
 /// Every address and port the Gateways of ours listen on, in address order.
@@ -110,6 +113,18 @@ fn candidate(
         timeouts: entry.timeouts,
         answer,
     }
+}
+
+/// The names of the Service backends a candidate forwards to.
+fn backend_names(c: &Candidate) -> impl Iterator<Item = &str> {
+    let shares = match &c.answer {
+        Answer::Split(shares) => &shares[..],
+        Answer::Redirect(_) => &[],
+    };
+    shares.iter().filter_map(|s| match &s.target {
+        Target::Backend(name) => Some(name.as_str()),
+        Target::Invalid(_) => None,
+    })
 }
 
 /// `namespace/name` of an entry's HTTPRoute, from its name `httproute/<ns>/<name>/<rule>`.
@@ -237,16 +252,40 @@ pub fn served_after(
                         paths: b.paths.clone(),
                         tls,
                         entries: b.entries.clone(),
+                        candidates: b.candidates.clone(),
                     };
                 }
+                // The candidates (and backends) of the entries the last build had here.
+                let kept: HashMap<*const GatewayRoute, usize> = before
+                    .get(&addr)
+                    .iter()
+                    .flat_map(|b| b.entries.iter().enumerate())
+                    .map(|(i, e)| (Arc::as_ptr(e), i))
+                    .collect();
                 let mut routes: BTreeMap<String, Arc<IngressRoute>> = BTreeMap::new();
+                let mut candidates = Vec::with_capacity(entries.len());
+                for &(_, e) in &entries {
+                    let reused = kept.get(&Arc::as_ptr(e)).and_then(|&i| {
+                        let b = before.get(&addr)?;
+                        let c = b.candidates.get(i)?.clone();
+                        for name in backend_names(&c) {
+                            let at = b.routes.binary_search_by(|r| r.name.as_str().cmp(name));
+                            routes.insert(name.to_string(), b.routes.get(at.ok()?)?.clone());
+                        }
+                        Some(c)
+                    });
+                    candidates.push(
+                        reused.unwrap_or_else(|| Arc::new(candidate(e, route_of(e), &mut routes))),
+                    );
+                }
                 let placed = entries
                     .iter()
-                    .map(|&(index, e)| Placed {
+                    .zip(&candidates)
+                    .map(|(&(index, e), c)| Placed {
                         host: e.host.clone(),
                         path: e.path.clone(),
                         index,
-                        candidate: Arc::new(candidate(e, route_of(e), &mut routes)),
+                        candidate: c.clone(),
                     })
                     .collect();
                 ServedListener {
@@ -255,6 +294,7 @@ pub fn served_after(
                     paths: Arc::new(table(placed)),
                     tls,
                     entries: entries.into_iter().map(|(_, e)| e.clone()).collect(),
+                    candidates,
                 }
             })
             .collect(),

@@ -135,8 +135,12 @@ fn translating_10000_routes_costs_what_a_change_concerns() {
     r["spec"]["hostnames"] = json!(["moved.example"]);
     w.routes[5_000] = arc(r);
     let started = Instant::now();
-    let next = t.translate(&w.objects(), &w.settings);
+    let mut next = t.translate(&w.objects(), &w.settings);
     let change = started.elapsed();
+    let started = Instant::now();
+    let s = served_after(&mut next, &w.gateways, Some(&s));
+    let serve_change = started.elapsed();
+    assert_eq!(s.listeners[0].routes.len(), 10_000);
     assert_eq!(t.translated, 1);
     assert_eq!(next.http_routes.len(), 10_000);
     // The routes it did not translate again are the same statuses and entries.
@@ -153,7 +157,8 @@ fn translating_10000_routes_costs_what_a_change_concerns() {
     assert_eq!(fresh.routes.len(), next.routes.len());
     eprintln!(
         "10,000 HTTPRoutes (this build's profile): first translation {first:?}, served {serve:?}, \
-         one route changed {change:?} (1 translated), from scratch {scratch:?}"
+         one route changed {change:?} (1 translated) and served {serve_change:?}, from scratch \
+         {scratch:?}"
     );
 }
 
@@ -185,6 +190,27 @@ fn a_change_builds_again_only_the_addresses_it_concerns() {
         &first.listeners[1].paths,
         &next.listeners[1].paths
     ));
+    // On `all`'s address, every entry but r7's keeps its candidate and its backend.
+    let (before, after) = (&first.listeners[0], &next.listeners[0]);
+    let kept = after
+        .entries
+        .iter()
+        .zip(&after.candidates)
+        .filter(|(e, c)| {
+            before
+                .entries
+                .iter()
+                .zip(&before.candidates)
+                .any(|(b, bc)| Arc::ptr_eq(b, e) && Arc::ptr_eq(bc, c))
+        })
+        .count();
+    assert_eq!((after.entries.len(), kept), (20, 19));
+    let same_backends = after
+        .routes
+        .iter()
+        .filter(|r| before.routes.iter().any(|b| Arc::ptr_eq(b, r)))
+        .count();
+    assert_eq!(same_backends, 19);
     // Either way, what is served is what a build from scratch serves.
     let fresh = served(&mut translate(&w.objects(), &w.settings), &w.gateways);
     for (kept, fresh) in next.listeners.iter().zip(&fresh.listeners) {
