@@ -52,7 +52,7 @@ echo "==> proxy and API-front suites on hyper's path (http1_fast_path = false)"
 # `--workspace` resolves features as the run above did, so this builds only the e2e test
 # binary again (with the other feature flag's code) and reuses every crate as it is.
 LEAFGATE_TEST_HTTP1_FAST_PATH=off cargo test --workspace --test e2e -- \
-  proxy:: connections:: hijack:: hostile:: kube_api:: node_api:: kosmos::
+  proxy:: connections:: hijack:: hostile:: kube_api:: node_api:: kosmos:: gateway_api::
 
 # A 2-minute soak (issue 42) on the debug build the tests used: its verdicts only (no
 # plot). Bounded by its own timeout; it stops every process it started however it ends.

@@ -65,6 +65,33 @@ pub struct Suite {
     /// The CA of the suite's certificates (`tls-validity-checks-certificate` in the
     /// infra namespace and `certificate` in the web-backend one, as the suite creates them).
     pub ca: crate::certs::TestCa,
+    /// Its range (`n`).
+    pub range: u8,
+}
+
+/// leafgate's config for a suite: the controller of the class, with the addresses of
+/// range `n`, the pods of range `pods` its only allowed backends, replica `identity`,
+/// more keys of `[kubernetes.gateway]` (`gateway`) and the rest of `extra`. With
+/// `LEAFGATE_TEST_HTTP1_FAST_PATH=off` in the environment its Gateway listeners serve
+/// every request through hyper, unless `gateway` says otherwise (`scripts/test.sh` runs
+/// the suite on both paths).
+fn leafgate(n: u8, pods: u8, identity: &str, gateway: &Value, extra: Config) -> Config {
+    let mut table = json!({
+        "addresses": [format!("127.0.{n}.0/24")],
+        // The pods' loopback range only: the gateway's own 127.0.0.1 stays refused.
+        "allow_backends": [format!("127.{pods}.0.0/16")],
+    });
+    if std::env::var("LEAFGATE_TEST_HTTP1_FAST_PATH").as_deref() == Ok("off") {
+        table["http1_fast_path"] = json!(false);
+    }
+    for (key, value) in gateway.as_object().expect("an object of keys") {
+        table[key] = value.clone();
+    }
+    let kubernetes = crate::config::Kubernetes::new("root.kubeconfig")
+        .identity(identity)
+        .election("2s", "1s", "200ms")
+        .set("gateway", table);
+    extra.admin().kubernetes(kubernetes)
 }
 
 impl Suite {
@@ -97,25 +124,45 @@ impl Suite {
         for (ns, service, replicas) in BACKENDS {
             pods.extend(backend(&sim, n, ns, service, replicas, pods.len()).await);
         }
-        let mut table = json!({
-            "addresses": [format!("127.0.{n}.0/24")],
-            // The pods' loopback range only: the gateway's own 127.0.0.1 stays refused.
-            "allow_backends": [format!("127.{n}.0.0/16")],
-        });
-        for (key, value) in gateway.as_object().expect("an object of keys") {
-            table[key] = value.clone();
-        }
-        let kubernetes = crate::config::Kubernetes::new("root.kubeconfig")
-            .identity("gw")
-            .election("2s", "1s", "200ms")
-            .set("gateway", table);
-        let gateway = TestGateway::start_in(dir, extra.admin().kubernetes(kubernetes)).await;
+        let config = leafgate(n, n, "gw", &gateway, extra);
+        let gateway = TestGateway::start_in(dir, config).await;
         Suite {
             sim,
             gateway,
             pods,
             ca,
+            range: n,
         }
+    }
+
+    /// A second leafgate on the same root (another replica, never the leader while the
+    /// suite's runs), binding Gateways on range `m` with more keys of
+    /// `[kubernetes.gateway]` (`gateway`): it serves the same Gateways as the suite's
+    /// leafgate, each on the address of range `m` with the same last byte (both hand out
+    /// their ranges in the same order).
+    pub async fn replica(&self, m: u8, gateway: Value) -> TestGateway {
+        assert!((100..=199).contains(&m) && m != self.range);
+        let dir = tempfile::tempdir().unwrap();
+        let identity = format!("gw-{m}");
+        root_kubeconfig(&self.sim, dir.path(), &identity);
+        let config = leafgate(m, self.range, &identity, &gateway, crate::Config::new());
+        TestGateway::start_in(dir, config).await
+    }
+
+    /// Pods for the Service `ns/service` something else declared (an example's manifest):
+    /// `replicas` echo servers on the next free addresses of the suite's range, listed
+    /// in one EndpointSlice under the Service's port `port` (its name) as the
+    /// EndpointSlice controller writes it.
+    pub async fn pods_for(&mut self, ns: &str, service: &str, port: &str, replicas: usize) {
+        let mut pods = Vec::new();
+        for k in 0..replicas {
+            let last = u8::try_from(self.pods.len() + k + 1).expect("at most 254 pods");
+            let ip = IpAddr::V4(Ipv4Addr::new(127, self.range, 0, last));
+            pods.push(EchoPod::start(ns, &format!("{service}-{k}"), ip).await);
+        }
+        let ports = json!([{"name": port, "port": HTTP_PORT, "protocol": "TCP"}]);
+        self.sim.create(slice(ns, service, ports, &pods)).unwrap();
+        self.pods.extend(pods);
     }
 
     /// A client config trusting the suite's CA.
@@ -359,28 +406,35 @@ async fn backend(
         let ip = IpAddr::V4(Ipv4Addr::new(127, n, 0, (first + k + 1) as u8));
         pods.push(EchoPod::start(ns, &format!("{name}-{k}"), ip).await);
     }
+    // Each Service port by its name at its target port: the pods serve HTTP at 3000 and
+    // h2c at 3001.
     let slice_ports: Vec<Value> = ports
         .as_array()
         .unwrap()
         .iter()
-        .filter(|p| p["targetPort"] == HTTP_PORT)
-        .map(|p| json!({"name": p["name"].as_str().unwrap_or(""), "port": HTTP_PORT, "protocol": "TCP"}))
+        .map(|p| json!({"name": p["name"].as_str().unwrap_or(""), "port": p["targetPort"], "protocol": "TCP"}))
         .collect();
-    sim.create(json!({
+    sim.create(slice(ns, name, json!(slice_ports), &pods))
+        .unwrap();
+    pods
+}
+
+/// The EndpointSlice the EndpointSlice controller writes for Service `ns/name` with
+/// `ports`, listing `pods`.
+fn slice(ns: &str, name: &str, ports: Value, pods: &[EchoPod]) -> Value {
+    json!({
         "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
         "metadata": {"name": format!("{name}-abcde"), "namespace": ns,
                      "labels": {"kubernetes.io/service-name": name,
                                 "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}},
         "addressType": "IPv4",
-        "ports": slice_ports,
+        "ports": ports,
         "endpoints": pods.iter().map(|p| json!({
             "addresses": [p.addr.ip().to_string()],
             "conditions": {"ready": true, "serving": true, "terminating": false},
             "targetRef": {"kind": "Pod", "namespace": ns, "name": p.name},
         })).collect::<Vec<_>>()
-    }))
-    .unwrap();
-    pods
+    })
 }
 
 /// What a request is expected to get, as the harness's `ExpectedResponse` says it.

@@ -1,6 +1,7 @@
 //! What leafgate allocates, counted by a counting global allocator (hence a test binary of
 //! its own): the HTTP/1.1 fast path allocates nothing per request in the steady state (with
-//! its access log on too: a JSON line per request to a file), an HTTP/2 request costs at
+//! its access log on too: a JSON line per request to a file; and through a Gateway API
+//! route that matches on a header and modifies both heads), an HTTP/2 request costs at
 //! most [`H2_ALLOCATIONS_MOST`], and an idle upgraded (spliced) connection holds at most
 //! [`IDLE_UPGRADED_MOST`] of heap.
 //!
@@ -17,7 +18,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use leafgate_tests::config::{Listener, Route};
+use leafgate_tests::config::{Kubernetes, Listener, Route};
 use leafgate_tests::{Config, TestGateway};
 
 struct Counting;
@@ -95,7 +96,12 @@ const ANSWER: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello";
 
 /// A keep-alive backend on a plain thread: answers every request head with [`ANSWER`].
 fn backend() -> SocketAddr {
-    let socket = TcpListener::bind("127.0.0.1:0").unwrap();
+    backend_at("127.0.0.1")
+}
+
+/// [`backend`] on `ip`.
+fn backend_at(ip: &str) -> SocketAddr {
+    let socket = TcpListener::bind((ip, 0)).unwrap();
     let addr = socket.local_addr().unwrap();
     std::thread::spawn(move || {
         for tcp in socket.incoming() {
@@ -130,13 +136,15 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-/// Sends `n` GETs one after another on one connection, reading each answer (a head, then
-/// the 5-byte body) before the next.
-fn requests(tcp: &mut TcpStream, n: usize) {
-    const GET: &[u8] = b"GET /x HTTP/1.1\r\nHost: a.example\r\nAccept: */*\r\n\r\n";
+/// The request the fast path's tests send.
+const GET: &[u8] = b"GET /x HTTP/1.1\r\nHost: a.example\r\nAccept: */*\r\n\r\n";
+
+/// Sends `n` of `get` one after another on one connection, reading each answer (a head,
+/// then the 5-byte body) before the next.
+fn requests(tcp: &mut TcpStream, n: usize, get: &[u8]) {
     let mut buf = [0u8; 8192];
     for _ in 0..n {
-        tcp.write_all(GET).unwrap();
+        tcp.write_all(get).unwrap();
         let mut have = 0;
         loop {
             let got = tcp.read(&mut buf[have..]).unwrap();
@@ -152,11 +160,16 @@ fn requests(tcp: &mut TcpStream, n: usize) {
 
 /// Allocations while `n` requests go through `addr` after a warm-up on the same connection.
 fn allocations_per_request(addr: SocketAddr, n: usize) -> f64 {
+    allocations_per(addr, n, GET)
+}
+
+/// [`allocations_per_request`] of requests `get`.
+fn allocations_per(addr: SocketAddr, n: usize, get: &[u8]) -> f64 {
     let mut tcp = TcpStream::connect(addr).unwrap();
     tcp.set_nodelay(true).unwrap();
-    requests(&mut tcp, 1_000);
+    requests(&mut tcp, 1_000, get);
     let before = ALLOCATIONS.load(Ordering::Relaxed);
-    requests(&mut tcp, n);
+    requests(&mut tcp, n, get);
     let after = ALLOCATIONS.load(Ordering::Relaxed);
     (after - before) as f64 / n as f64
 }
@@ -212,6 +225,122 @@ fn the_fast_path_allocates_nothing_per_request() {
     assert!(
         fast < 0.01,
         "the fast path allocated {fast} times per request"
+    );
+    drop(gw);
+}
+
+/// The Gateway API objects of [`a_gateway_route_with_header_modifiers_allocates_nothing_per_request`]:
+/// a Gateway on `127.0.142.10:80` and a route whose rule matches a header, sets, adds and
+/// removes request headers and answer headers, to a Service whose one endpoint is
+/// `backend` (range 142 is this test's).
+fn gateway_objects(backend: SocketAddr) -> String {
+    let (ip, port) = (backend.ip(), backend.port());
+    format!(
+        r#"
+apiVersion: v1
+kind: Namespace
+metadata: {{name: alloc}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: alloc, namespace: alloc}}
+spec:
+  gatewayClassName: leafgate
+  addresses: [{{type: IPAddress, value: 127.0.142.10}}]
+  listeners: [{{name: http, port: 80, protocol: HTTP}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: plain, namespace: alloc}}
+spec:
+  ports: [{{name: http, port: 8080, targetPort: {port}, protocol: TCP}}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: plain-1
+  namespace: alloc
+  labels: {{kubernetes.io/service-name: plain}}
+addressType: IPv4
+ports: [{{name: http, port: {port}, protocol: TCP}}]
+endpoints: [{{addresses: ["{ip}"], conditions: {{ready: true}}}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: modified, namespace: alloc}}
+spec:
+  parentRefs: [{{name: alloc}}]
+  hostnames: [alloc.example]
+  rules:
+  - matches: [{{headers: [{{name: x-variant, value: a}}]}}]
+    filters:
+    - type: RequestHeaderModifier
+      requestHeaderModifier:
+        set: [{{name: X-Set, value: one}}]
+        add: [{{name: X-Add, value: two}}]
+        remove: [Accept]
+    - type: ResponseHeaderModifier
+      responseHeaderModifier:
+        set: [{{name: X-Answer, value: three}}]
+        add: [{{name: X-Answer-Add, value: four}}]
+        remove: [X-Nothing]
+    backendRefs: [{{name: plain, port: 8080}}]
+"#
+    )
+}
+
+#[test]
+fn a_gateway_route_with_header_modifiers_allocates_nothing_per_request() {
+    const MODIFIED: &[u8] =
+        b"GET /x HTTP/1.1\r\nHost: alloc.example\r\nx-variant: a\r\nAccept: */*\r\n\r\n";
+    let _serial = serial();
+    let rt = runtime();
+    let backend = backend_at("127.142.0.1");
+    let addr: SocketAddr = "127.0.142.10:80".parse().unwrap();
+    let (gw, _sim) = rt.block_on(async {
+        let sim = kubesim::KubeSim::builder().start().await.unwrap();
+        let ns = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "leafgate"}});
+        sim.create(ns).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        leafgate_tests::ingress::root_kubeconfig(&sim, dir.path(), "alloc");
+        let class = leafgate_tests::gateway_api::fixture("gatewayclass.yaml");
+        leafgate_tests::gateway_api::apply(dir.path(), &class).await;
+        leafgate_tests::gateway_api::apply(dir.path(), &gateway_objects(backend)).await;
+        // Long election timings: no Lease renewal while the requests are counted.
+        let kubernetes = Kubernetes::new("root.kubeconfig")
+            .identity("alloc")
+            .election("60s", "40s", "20s")
+            .set(
+                "gateway",
+                serde_json::json!({
+                    "addresses": ["127.0.142.0/24"],
+                    "allow_backends": ["127.142.0.0/16"],
+                    "allow_unmanaged_endpointslices": true,
+                }),
+            );
+        let gw = TestGateway::start_in(dir, Config::new().admin().kubernetes(kubernetes)).await;
+        leafgate_tests::gateway_api::until("the route served", || async {
+            let headers = [("x-variant", "a")];
+            let answer = leafgate_tests::gateway_api::request(addr, "alloc.example", "/x", &headers);
+            answer.await.is_ok_and(|a| a.status == 200)
+        })
+        .await;
+        (gw, sim)
+    });
+    let listener = format!("gateway/{addr}");
+    let before = rt.block_on(gw.read_in_place(&listener));
+    let modified = allocations_per(addr, 10_000, MODIFIED);
+    let served = rt.block_on(gw.read_in_place(&listener)) - before;
+    println!(
+        "allocations per request through a Gateway API route with header modifiers: {modified:.4}"
+    );
+    assert!(
+        served >= 11_000,
+        "the fast path served {served} of the route's requests, so they were not its to count"
+    );
+    assert!(
+        modified < 0.01,
+        "the fast path allocated {modified} times per request through the Gateway API route"
     );
     drop(gw);
 }

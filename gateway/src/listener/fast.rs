@@ -39,19 +39,20 @@ use super::client::Client;
 use super::conn::HEADER_READ_TIMEOUT;
 use super::ids::{FastId, FastTrace};
 use crate::access_log::ListenerLog;
-use crate::config::ListenerKind;
+use crate::config::{Config, ListenerKind};
 use crate::metrics::{ListenerLabels, Metrics};
 use crate::proxy::error::error_text;
 use crate::proxy::exchange::Conn;
 use crate::proxy::fast::buf::Wait;
 use crate::proxy::fast::exchange::{Caller, FastConn, Next, Request};
-use crate::proxy::fast::request::{self, Head};
+use crate::proxy::fast::request::{self, Extras, Head};
 use crate::proxy::fast::{lines, response};
 use crate::proxy::headers::{ClientSide, Peer};
 use crate::proxy::trace;
 use crate::proxy::upstream::Upstream;
 use crate::routing::path;
 use crate::runtime::signal::Waiter;
+use crate::snapshot::choice::Choice;
 use crate::snapshot::{Fast, Route};
 
 /// How a fast-path connection ended.
@@ -144,6 +145,7 @@ where
                 return Ended::Unread;
             }
             Some(Step::Go(plan)) => {
+                let chosen = plan.entry.as_ref().and_then(|(e, i)| e.choice(*i));
                 let request = Request {
                     route: &plan.route.name,
                     upstream: &plan.upstream,
@@ -151,6 +153,10 @@ where
                     body: plan.body,
                     close: plan.close,
                     idempotent: plan.idempotent,
+                    answer_edit: chosen
+                        .map(|c| &c.response_headers)
+                        .filter(|m| !m.is_empty())
+                        .map(|m| &m.edit),
                 };
                 exchanged = true;
                 let began = plan.log.as_ref().map(|_| Instant::now());
@@ -209,16 +215,43 @@ fn plan(client: &Client, head: &Head<'_, '_>, out: Written<'_>) -> Step {
         return Step::Hyper("no route");
     };
     // What of the route the fast path serves was decided when the snapshot was built.
-    let upstream = match &route.fast {
-        Fast::Proxy(upstream) => upstream,
-        Fast::Hyper(why) => return Step::Hyper(why),
-    };
+    if let Fast::Hyper(why) = &route.fast {
+        return Step::Hyper(why);
+    }
     let trusted = listener.config.trusts(client.peer.ip());
     if !head.fits(trusted) {
         return Step::Hyper("forwarding headers from a trusted proxy");
     }
+    // The query as it came, `?` included (or nothing).
+    let (query, config) = (&head.target[path.len()..], &snapshot.config);
+    let mut chosen = None;
+    if let Fast::Choose = &route.fast {
+        let header = |name: &str| head.header(name);
+        let Some((i, choice)) = route.choice_by(head.method, header, query.strip_prefix('?'))
+        else {
+            return Step::Hyper("no Gateway API candidate holds");
+        };
+        if let Some(why) = own_headers(choice, config) {
+            return Step::Hyper(why);
+        }
+        chosen = Some((i, choice));
+    }
+    let target = match chosen.map(|(_, c)| c.target(path, query)) {
+        Some(Err(why)) => return Step::Hyper(why),
+        Some(Ok(target)) => target,
+        None => None,
+    };
+    // Chosen only now: hyper's path would choose again from the same split.
+    let (entry, backend) = match chosen {
+        Some((i, choice)) => (Some((route.clone(), i)), choice.split.pick()),
+        None => (None, route),
+    };
+    let Fast::Proxy(upstream) = &backend.fast else {
+        // A candidate's backend routes are fast ones (`Fast::of`).
+        return Step::Hyper("a Gateway API backend the fast path does not serve");
+    };
     out.reply.clear();
-    let id = snapshot.config.request_id.as_ref().map(|config| {
+    let id = config.request_id.as_ref().map(|config| {
         let name = config.header.as_str();
         let id = out.id.choose(head.lines(name), trusted);
         if config.response {
@@ -228,8 +261,7 @@ fn plan(client: &Client, head: &Head<'_, '_>, out: Written<'_>) -> Step {
     });
     // Off: `None`; on: the new trace's `traceparent`, or `None` inside when the request's
     // goes on as it came.
-    let started = snapshot
-        .config
+    let started = config
         .propagate_trace
         .then(|| out.trace.choose(head.lines("traceparent")));
     let trace_id = match started {
@@ -237,16 +269,21 @@ fn plan(client: &Client, head: &Head<'_, '_>, out: Written<'_>) -> Step {
         Some(None) => head.lines("traceparent").1.map(trace::trace_id),
         None => None,
     };
+    let choice = chosen.map(|(_, c)| c);
     head.write_upstream(
         out.head,
         &ClientSide {
             peer: &client.forwarded_peer,
             tls: client.tls,
-            host: Some(head.host),
+            host: Some(choice.and_then(|c| c.host()).unwrap_or(head.host)),
             trusted,
         },
-        id,
-        started.flatten(),
+        &Extras {
+            id,
+            traceparent: started.flatten(),
+            target,
+            edit: choice.map(|c| &c.request_headers.edit),
+        },
     );
     let log = client.shared.access_log.of(&client.listener);
     if log.is_some() {
@@ -254,13 +291,31 @@ fn plan(client: &Client, head: &Head<'_, '_>, out: Written<'_>) -> Step {
     }
     Step::Go(Plan {
         log,
-        route: route.clone(),
+        route: backend.clone(),
+        entry,
         upstream: upstream.clone(),
         head_len: head.len,
         body: head.content_length,
         close: head.close,
         idempotent: matches!(head.method, "GET" | "PUT" | "DELETE" | "OPTIONS"),
     })
+}
+
+/// Why a Gateway API candidate's header modifiers are left to hyper's path, if they
+/// are: one names a header leafgate writes there before the modifier runs and here after
+/// the client's lines (the request's ID, the trace context), so the two would differ.
+fn own_headers(choice: &Choice<Arc<Route>>, config: &Config) -> Option<&'static str> {
+    let names = |name: &str| {
+        [&choice.request_headers, &choice.response_headers]
+            .iter()
+            .any(|m| m.edit.names(name))
+    };
+    let id = config
+        .request_id
+        .as_ref()
+        .is_some_and(|c| names(c.header.as_str()));
+    let trace = config.propagate_trace && (names("traceparent") || names("tracestate"));
+    (id || trace).then_some("a header modifier on the request's ID or trace context")
 }
 
 /// What to do with a complete request head.
@@ -278,7 +333,7 @@ pub fn preface_refusal() -> Vec<u8> {
     let status = http::StatusCode::BAD_REQUEST;
     let text = error_text(status, "an HTTP/2 preface after HTTP/1.1 requests");
     let mut out = Vec::new();
-    response::write_error(&mut out, status, &text, true, &[]);
+    response::write_error(&mut out, status, &text, true, &[], None);
     out
 }
 
@@ -290,7 +345,10 @@ const PREFACE: &[u8] = b"PRI * HTTP/2.0";
 struct Plan {
     /// The listener's access log, when it writes one.
     log: Option<Arc<ListenerLog>>,
+    /// The route that serves it (a Gateway API candidate's backend route).
     route: Arc<Route>,
+    /// The Gateway API entry and the place of the candidate that chose `route`.
+    entry: Option<(Arc<Route>, usize)>,
     upstream: Arc<Upstream>,
     head_len: usize,
     body: u64,

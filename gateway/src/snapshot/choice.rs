@@ -9,17 +9,21 @@
 //! request). Generic over that route (`T`), so this file needs nothing of `route`.
 //!
 //! A router entry with one unconditional candidate and one backend holds that backend
-//! route itself, and stays on the HTTP/1.1 fast path; one of these is served by hyper's
-//! path ([`Fast::of`](super::Fast::of)).
+//! route itself. One of these is served on the HTTP/1.1 fast path too when every
+//! candidate proxies to fast backends with no redirect and no timeouts
+//! ([`Fast::of`](super::Fast::of)): the matches are read off the parsed head
+//! ([`Rules::choose_by`]), the modifiers' [`Edit`]s and the rewrite's [`Choice::target`]
+//! written into the heads the fast path writes anyway.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use http::{HeaderMap, HeaderName, HeaderValue, Request};
 
-use super::rewrite::{location, rewritten};
+use super::rewrite::{location, pieces, rewritten};
 use crate::k8s::gateway::model::{HeaderModifier, Redirect, Rewrite, Timeouts};
 use crate::k8s::gateway::table::{Answer, Candidate};
+use crate::proxy::fast::lines::Edit;
 
 /// The candidates of one router entry, in precedence order.
 pub struct Rules<T> {
@@ -29,7 +33,24 @@ pub struct Rules<T> {
 impl<T> Rules<T> {
     /// The first candidate whose matches `req` satisfies.
     pub fn choose<B>(&self, req: &Request<B>) -> Option<&Choice<T>> {
-        self.choices.iter().find(|c| c.holds(req))
+        let header = |name: &str| req.headers().get(name).map(HeaderValue::as_bytes);
+        let (_, choice) = self.choose_by(req.method().as_str(), header, req.uri().query())?;
+        Some(choice)
+    }
+
+    /// The first candidate, and its place, whose matches a request of `method`, with the
+    /// first value of each header `header` gives (by lowercase name) and `query`,
+    /// satisfies.
+    pub fn choose_by<'h>(
+        &self,
+        method: &str,
+        header: impl Fn(&str) -> Option<&'h [u8]>,
+        query: Option<&str>,
+    ) -> Option<(usize, &Choice<T>)> {
+        self.choices
+            .iter()
+            .enumerate()
+            .find(|(_, c)| c.holds(method, &header, query))
     }
 }
 
@@ -117,20 +138,60 @@ impl<T> Choice<T> {
         Ok(applied)
     }
 
-    /// Whether `req` satisfies every match of this candidate.
-    fn holds<B>(&self, req: &Request<B>) -> bool {
-        self.method
-            .as_deref()
-            .is_none_or(|m| req.method().as_str() == m)
-            && self.headers.iter().all(|(name, value)| {
-                req.headers()
-                    .get(name.as_str())
-                    .is_some_and(|v| v.as_bytes() == value.as_bytes())
-            })
+    /// Whether a request of `method`, `header` and `query` satisfies every match of this
+    /// candidate.
+    fn holds<'h>(
+        &self,
+        method: &str,
+        header: &impl Fn(&str) -> Option<&'h [u8]>,
+        query: Option<&str>,
+    ) -> bool {
+        self.method.as_deref().is_none_or(|m| method == m)
+            && self
+                .headers
+                .iter()
+                .all(|(name, value)| header(name).is_some_and(|v| v == value.as_bytes()))
             && self
                 .query
                 .iter()
-                .all(|(name, value)| query_value(req.uri().query(), name) == Some(value.as_str()))
+                .all(|(name, value)| query_value(query, name) == Some(value.as_str()))
+    }
+
+    /// Why the fast path cannot serve this candidate, if it cannot: a redirect (a direct
+    /// answer) or timeouts (which bound the exchange as hyper's path times it).
+    pub fn slow(&self) -> Option<&'static str> {
+        if self.redirect.is_some() {
+            return Some("a Gateway API redirect");
+        }
+        if self.request_timeout.is_some() || self.backend_timeout.is_some() {
+            return Some("Gateway API timeouts");
+        }
+        None
+    }
+
+    /// The request target a rewrite sends for the routed `path` and the `query` as it
+    /// came (`?...` or empty), in pieces; `Ok(None)`: no path rewrite. `Err`: why it
+    /// cannot go (a rewritten path starting with `//`, which hyper's path answers with
+    /// its 400).
+    pub fn target<'a>(
+        &'a self,
+        path: &'a str,
+        query: &'a str,
+    ) -> Result<Option<[&'a [u8]; 3]>, &'static str> {
+        let Some(modifier) = self.rewrite.as_ref().and_then(|r| r.path.as_ref()) else {
+            return Ok(None);
+        };
+        let (head, rest) = pieces(path, modifier);
+        let mut first = head.bytes().chain(rest.bytes());
+        if first.next() == Some(b'/') && first.next() == Some(b'/') {
+            return Err("a rewritten path that starts with `//`");
+        }
+        Ok(Some([head.as_bytes(), rest.as_bytes(), query.as_bytes()]))
+    }
+
+    /// The host a rewrite sends in place of the client's.
+    pub fn host(&self) -> Option<&str> {
+        self.rewrite.as_ref().and_then(|r| r.hostname.as_deref())
     }
 }
 
@@ -176,6 +237,11 @@ impl<T> Split<T> {
         }
     }
 
+    /// Every route of the split.
+    pub fn routes(&self) -> impl Iterator<Item = &T> {
+        self.shares.iter().map(|(_, r)| r)
+    }
+
     /// The route of the next request.
     pub fn pick(&self) -> &T {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
@@ -191,6 +257,8 @@ pub struct Modifier {
     set: Vec<(HeaderName, HeaderValue)>,
     add: Vec<(HeaderName, HeaderValue)>,
     remove: Vec<HeaderName>,
+    /// The same as the fast path writes it.
+    pub edit: Edit,
 }
 
 impl Modifier {
@@ -207,14 +275,17 @@ impl Modifier {
                 })
                 .collect()
         };
+        let (set, add): (Vec<_>, Vec<_>) = (pairs(&m.set), pairs(&m.add));
+        let remove: Vec<HeaderName> = m
+            .remove
+            .iter()
+            .filter_map(|n| HeaderName::from_bytes(n.as_bytes()).ok())
+            .collect();
         Modifier {
-            set: pairs(&m.set),
-            add: pairs(&m.add),
-            remove: m
-                .remove
-                .iter()
-                .filter_map(|n| HeaderName::from_bytes(n.as_bytes()).ok())
-                .collect(),
+            edit: Edit::new(&set, &add, &remove),
+            set,
+            add,
+            remove,
         }
     }
 

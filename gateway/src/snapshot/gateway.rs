@@ -31,6 +31,8 @@ pub struct GatewayRoutes {
     pub served: Option<Arc<Served>>,
     /// Each bound address's routes, in address order.
     pub listeners: Vec<GatewayListener>,
+    /// `[kubernetes.gateway] http1_fast_path`.
+    pub http1_fast_path: bool,
 }
 
 /// One bound address's routes.
@@ -107,6 +109,9 @@ impl GatewayRoutes {
         GatewayRoutes {
             served: Some(served),
             listeners,
+            http1_fast_path: (config.kubernetes.as_ref())
+                .and_then(|k| k.gateway.as_ref())
+                .is_none_or(|g| g.http1_fast_path),
         }
     }
 
@@ -136,7 +141,7 @@ impl GatewayRoutes {
                 tls: g.tls.as_ref().map(|(t, _)| t.clone()),
                 max_connections: None,
                 trusted_proxies: Vec::new(),
-                http1_fast_path: true,
+                http1_fast_path: self.http1_fast_path,
                 allowed_clients: Vec::new(),
                 kubernetes_version: None,
             };
@@ -155,7 +160,8 @@ struct Targets<'a> {
 
 impl Targets<'_> {
     /// The router's entry for `candidates`: the one plain candidate's target itself (the
-    /// fast path serves it as an Ingress route), else a route choosing among them.
+    /// fast path serves it as an Ingress route), else a route choosing among them (which
+    /// the fast path serves too when `Fast::of` finds nothing it lacks).
     fn entry(&self, candidates: &[Arc<Candidate>]) -> Arc<Route> {
         if let [one] = candidates
             && let Some(target) = one.plain()

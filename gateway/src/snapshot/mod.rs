@@ -578,6 +578,7 @@ mod tests {
                 );
                 "fast"
             }
+            Fast::Choose => "choose",
             Fast::Hyper(why) => why,
         };
         assert_eq!(verdict("plain"), "fast");

@@ -18,8 +18,15 @@ use crate::k8s::gateway::model::{PathModifier, Redirect};
 /// matched prefix (trimmed of a trailing `/`, as the translation keeps it) is replaced by
 /// the replacement without its trailing `/`; an empty result is `/`.
 pub fn modified(path: &str, modifier: &PathModifier) -> String {
+    let (head, rest) = pieces(path, modifier);
+    format!("{head}{rest}")
+}
+
+/// [`modified`] as two pieces that follow each other, borrowed from `path` and
+/// `modifier` (the fast path writes them into the backend's head as they are).
+pub fn pieces<'a>(path: &'a str, modifier: &'a PathModifier) -> (&'a str, &'a str) {
     match modifier {
-        PathModifier::Full(full) => full.clone(),
+        PathModifier::Full(full) => (full, ""),
         PathModifier::Prefix {
             matched,
             replacement,
@@ -28,10 +35,9 @@ pub fn modified(path: &str, modifier: &PathModifier) -> String {
                 "/" => path,
                 m => path.strip_prefix(m).unwrap_or(""),
             };
-            let head = replacement.trim_end_matches('/');
-            match (head, rest) {
-                ("", "") => "/".to_string(),
-                _ => format!("{head}{rest}"),
+            match (replacement.trim_end_matches('/'), rest) {
+                ("", "") => ("/", ""),
+                (head, rest) => (head, rest),
             }
         }
     }

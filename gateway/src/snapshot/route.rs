@@ -45,6 +45,10 @@ pub struct Route {
 pub enum Fast {
     /// Served on the fast path, through this upstream's raw pool.
     Proxy(Arc<Upstream>),
+    /// Gateway API candidates served on the fast path: each request's chosen by its
+    /// head, through one of the candidate's backend routes (each a [`Fast::Proxy`]), its
+    /// header modifiers and rewrite written into the heads.
+    Choose,
     /// Served by hyper, for this reason.
     Hyper(&'static str),
 }
@@ -54,7 +58,19 @@ impl Fast {
     pub fn of(action: &Action) -> Fast {
         match action {
             Action::Direct(_) => Fast::Hyper("a direct answer"),
-            Action::Gateway(_) => Fast::Hyper("Gateway API matches or filters"),
+            Action::Gateway(rules) => rules
+                .choices
+                .iter()
+                .find_map(|c| {
+                    c.slow().or_else(|| {
+                        c.split.routes().find_map(|r| match &r.fast {
+                            Fast::Proxy(_) => None,
+                            Fast::Choose => Some("a choice of choices"),
+                            Fast::Hyper(why) => Some(*why),
+                        })
+                    })
+                })
+                .map_or(Fast::Choose, Fast::Hyper),
             Action::Proxy(upstream) if upstream.raw().is_none() => {
                 Fast::Hyper("TLS or HTTP/2 backends")
             }
@@ -63,7 +79,7 @@ impl Fast {
     }
 
     pub fn is_fast(&self) -> bool {
-        matches!(self, Fast::Proxy(_))
+        !matches!(self, Fast::Hyper(_))
     }
 }
 
@@ -77,6 +93,29 @@ impl Route {
         };
         let choice = rules.choose(req)?;
         Some((choice.split.pick().clone(), Some(choice)))
+    }
+
+    /// The Gateway API candidate, and its place, that a request of `method`, `header`
+    /// (the first value by lowercase name) and `query` satisfies (`Rules::choose_by`);
+    /// `None` too for a route that is no Gateway API entry.
+    pub fn choice_by<'h>(
+        &self,
+        method: &str,
+        header: impl Fn(&str) -> Option<&'h [u8]>,
+        query: Option<&str>,
+    ) -> Option<(usize, &Choice<Arc<Route>>)> {
+        match &self.action {
+            Action::Gateway(rules) => rules.choose_by(method, header, query),
+            _ => None,
+        }
+    }
+
+    /// Candidate `i` of a Gateway API entry.
+    pub fn choice(&self, i: usize) -> Option<&Choice<Arc<Route>>> {
+        match &self.action {
+            Action::Gateway(rules) => rules.choices.get(i),
+            _ => None,
+        }
     }
 
     /// The limiters of a new hijacked connection, `(client -> upstream, upstream ->

@@ -125,6 +125,9 @@ pub struct GatewayApiConfig {
     pub allow_backends: Vec<Cidr>,
     /// As `[kubernetes.ingress]`'s.
     pub allow_unmanaged_endpointslices: bool,
+    /// Whether the Gateways' listeners serve HTTP/1.1 on the fast path, as a
+    /// `[[listener]]`'s `http1_fast_path` (default true).
+    pub http1_fast_path: bool,
 }
 
 /// `[kubernetes.ingress] host_owner`: to whom the oldest Ingress naming a host gives it.

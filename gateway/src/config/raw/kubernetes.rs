@@ -57,6 +57,7 @@ pub struct RawGatewayApi {
     #[serde(default)]
     pub allow_backends: Vec<Spanned<String>>,
     pub allow_unmanaged_endpointslices: Option<bool>,
+    pub http1_fast_path: Option<bool>,
 }
 
 /// A string written inline or read from an environment variable at load time.

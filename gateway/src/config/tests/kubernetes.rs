@@ -236,11 +236,12 @@ fn gateway_api_defaults_its_controller_and_parses_its_pool() {
     );
     assert!(g.deny_backends.is_empty() && g.allow_backends.is_empty());
     assert!(!g.allow_unmanaged_endpointslices);
+    assert!(g.http1_fast_path);
     let c = Config::parse(
         Path::new("t.toml"),
         &gateway_src(
             &kc,
-            "controller_name = \"example.net/gateway-controller\"\naddresses = [\"10.0.0.10\"]\ndeny_backends = [\"10.96.0.0/12\"]\nallow_backends = [\"127.0.0.0/8\"]\nallow_unmanaged_endpointslices = true\n",
+            "controller_name = \"example.net/gateway-controller\"\naddresses = [\"10.0.0.10\"]\ndeny_backends = [\"10.96.0.0/12\"]\nallow_backends = [\"127.0.0.0/8\"]\nallow_unmanaged_endpointslices = true\nhttp1_fast_path = false\n",
         ),
     )
     .unwrap();
@@ -249,6 +250,7 @@ fn gateway_api_defaults_its_controller_and_parses_its_pool() {
     assert_eq!(text(&g.deny_backends), ["10.96.0.0/12"]);
     assert_eq!(text(&g.allow_backends), ["127.0.0.0/8"]);
     assert!(g.allow_unmanaged_endpointslices);
+    assert!(!g.http1_fast_path);
 }
 
 #[test]
@@ -284,6 +286,14 @@ fn gateway_api_errors_point_at_the_key() {
     ));
     assert!(
         e.contains("t.toml:10:1: kubernetes.gateway.bogus: unknown field `bogus`"),
+        "{e}"
+    );
+    let e = errors(&gateway_src(
+        &kc,
+        "addresses = [\"10.0.0.10\"]\nhttp1_fast_path = \"yes\"\n",
+    ));
+    assert!(
+        e.contains("t.toml:8:19: kubernetes.gateway.http1_fast_path: invalid type: string \"yes\", expected a boolean"),
         "{e}"
     );
     let e = errors(&gateway_src(

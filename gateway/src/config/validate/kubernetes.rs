@@ -409,6 +409,7 @@ impl Validator<'_, '_> {
             deny_backends,
             allow_backends,
             allow_unmanaged_endpointslices: raw.allow_unmanaged_endpointslices.unwrap_or(false),
+            http1_fast_path: raw.http1_fast_path.unwrap_or(true),
         })
     }
 

@@ -13,7 +13,7 @@
 //! method and target, the client's headers but hop-by-hop ones (and, from an untrusted
 //! peer, the forwarding claims), then leafgate's forwarding headers and `Via`.
 
-use super::lines::{digits, line};
+use super::lines::{Edit, digits, line};
 use crate::proxy::headers::{self, ClientSide};
 
 /// Header lines a request may have; more is hyper's 431 (the same limit).
@@ -155,21 +155,25 @@ impl Head<'_, '_> {
     }
 
     /// Writes the head the backend gets into `out` (cleared first), as `proxy::prepare`
-    /// readies a request for an untrusted `client` (see [`Head::fits`]). With `id` (a
-    /// lowercase header name and the request's ID), the client's lines of that header
-    /// are left out and the ID's written instead; with `traceparent` (a new trace's), the
-    /// client's `traceparent` and `tracestate` are left out and it is written.
-    pub fn write_upstream(
-        &self,
-        out: &mut Vec<u8>,
-        client: &ClientSide<'_>,
-        id: Option<(&str, &[u8])>,
-        traceparent: Option<&[u8]>,
-    ) {
+    /// readies a request for an untrusted `client` (see [`Head::fits`]), with `extras`.
+    /// `client.host` is the host sent: the client's, or a rewrite's, which then replaces
+    /// the client's `Host` line (as `prepare` makes it the one `Host`).
+    pub fn write_upstream(&self, out: &mut Vec<u8>, client: &ClientSide<'_>, extras: &Extras<'_>) {
+        let Extras {
+            id,
+            traceparent,
+            target,
+            edit,
+        } = *extras;
+        let host = client.host.unwrap_or(self.host);
+        let rehost = host != self.host;
         out.clear();
         out.extend_from_slice(self.method.as_bytes());
         out.push(b' ');
-        out.extend_from_slice(self.target.as_bytes());
+        match target {
+            Some(pieces) => pieces.iter().for_each(|p| out.extend_from_slice(p)),
+            None => out.extend_from_slice(self.target.as_bytes()),
+        }
         out.extend_from_slice(b" HTTP/1.1\r\n");
         for h in self.headers {
             let name = h.name.as_bytes();
@@ -181,10 +185,18 @@ impl Head<'_, '_> {
                 || (traceparent.is_some()
                     && (name.eq_ignore_ascii_case(b"traceparent")
                         || name.eq_ignore_ascii_case(b"tracestate")))
+                || edit.is_some_and(|e| e.drops(name))
             {
                 continue;
             }
+            if rehost && name.eq_ignore_ascii_case(b"host") {
+                line(out, b"host", host.as_bytes());
+                continue;
+            }
             line(out, name, h.value);
+        }
+        if let Some(edit) = edit {
+            out.extend_from_slice(edit.lines());
         }
         if let Some((name, value)) = id {
             line(out, name.as_bytes(), value);
@@ -194,12 +206,28 @@ impl Head<'_, '_> {
         }
         line(out, b"x-forwarded-for", client.peer.text());
         line(out, b"x-forwarded-proto", client.proto().as_bytes());
-        line(out, b"x-forwarded-host", self.host.as_bytes());
+        line(out, b"x-forwarded-host", host.as_bytes());
         line(out, b"x-real-ip", client.peer.text());
         out.extend_from_slice(b"forwarded: ");
         headers::push_forwarded_element(out, client);
         out.extend_from_slice(b"\r\nvia: 1.1 leafgate\r\n\r\n");
     }
+}
+
+/// What the backend's head carries besides the client's request, each `None` for none.
+#[derive(Clone, Copy, Default)]
+pub struct Extras<'a> {
+    /// A lowercase header name and the request's ID: the client's lines of that header
+    /// are left out and the ID's written instead.
+    pub id: Option<(&'a str, &'a [u8])>,
+    /// A new trace's: the client's `traceparent` and `tracestate` are left out and it is
+    /// written.
+    pub traceparent: Option<&'a [u8]>,
+    /// The request target to send in place of the client's, in pieces written one after
+    /// the other (a rewritten path, then the query as it came).
+    pub target: Option<[&'a [u8]; 3]>,
+    /// A header modifier's edit of the client's lines.
+    pub edit: Option<&'a Edit>,
 }
 
 /// What the bytes at the start of a node-API connection's buffer are (see [`upgrade`]).
@@ -397,7 +425,7 @@ mod tests {
             trusted: false,
         };
         let mut out = Vec::new();
-        h.write_upstream(&mut out, &client, None, None);
+        h.write_upstream(&mut out, &client, &Extras::default());
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "GET /p HTTP/1.1\r\nHost: a.example\r\nVia: 1.1 edge\r\nAccept: */*\r\n\
@@ -424,13 +452,60 @@ mod tests {
             trusted: false,
         };
         let mut out = Vec::new();
-        h.write_upstream(&mut out, &client, Some(("x-request-id", b"0123abcd")), None);
+        let id = Some(("x-request-id", &b"0123abcd"[..]));
+        h.write_upstream(
+            &mut out,
+            &client,
+            &Extras {
+                id,
+                ..Extras::default()
+            },
+        );
         let text = String::from_utf8(out).unwrap();
         assert!(!text.contains("one") && !text.contains("two"), "{text}");
         assert_eq!(
             text.matches("x-request-id: 0123abcd\r\n").count(),
             1,
             "{text}"
+        );
+    }
+
+    /// A rewrite's target and host and a header modifier's edit, as `proxy::prepare` and
+    /// `Choice::apply` make them on hyper's path: the new target, the rewritten host as
+    /// the one `Host` and in the forwarding headers, the edited lines out and its own in.
+    #[test]
+    fn a_rewrite_and_an_edit_go_into_the_backend_s_head() {
+        let head = b"GET /prefix/one/two?q=1 HTTP/1.1\r\nHost: a.example\r\nX-Set: old\r\nX-Gone: g\r\nAccept: */*\r\n\r\n";
+        let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let Read::Fast(h) = parse(head, &mut slots) else {
+            panic!("fast")
+        };
+        let n = |s: &str| http::HeaderName::from_bytes(s.as_bytes()).unwrap();
+        let edit = Edit::new(
+            &[(n("x-set"), http::HeaderValue::from_static("new"))],
+            &[],
+            &[n("x-gone")],
+        );
+        let peer = Peer::new("10.0.0.9".parse().unwrap());
+        let client = ClientSide {
+            peer: &peer,
+            tls: false,
+            host: Some("b.example"),
+            trusted: false,
+        };
+        let extras = Extras {
+            target: Some([b"/one", b"/two", b"?q=1"]),
+            edit: Some(&edit),
+            ..Extras::default()
+        };
+        let mut out = Vec::new();
+        h.write_upstream(&mut out, &client, &extras);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "GET /one/two?q=1 HTTP/1.1\r\nhost: b.example\r\nAccept: */*\r\nx-set: new\r\n\
+             x-forwarded-for: 10.0.0.9\r\nx-forwarded-proto: http\r\n\
+             x-forwarded-host: b.example\r\nx-real-ip: 10.0.0.9\r\n\
+             forwarded: for=10.0.0.9;proto=http;host=b.example\r\nvia: 1.1 leafgate\r\n\r\n"
         );
     }
 }

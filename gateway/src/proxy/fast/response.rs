@@ -14,7 +14,7 @@
 //! values, `5, 5`, made `5`), or chunked for a body read by chunks or to the close. No
 //! length on a 204 or 304, whose bodies are empty whatever they say.
 
-use super::lines::{digits, line};
+use super::lines::{Edit, digits, line};
 use crate::proxy::clock;
 use crate::proxy::headers;
 
@@ -185,8 +185,10 @@ fn read_framing(
 impl Answer<'_, '_> {
     /// Writes the head the client gets into `out` (cleared first); `last` when the client
     /// connection closes after this answer; `extra`: header lines leafgate adds (each
-    /// ending in CRLF, the request's ID).
-    pub fn write_client(&self, out: &mut Vec<u8>, last: bool, extra: &[u8]) {
+    /// ending in CRLF, the request's ID); `edit`: a response header modifier's, applied
+    /// to the head as hyper's path applies it to the prepared answer (its `Date` the only
+    /// one when it writes one).
+    pub fn write_client(&self, out: &mut Vec<u8>, last: bool, extra: &[u8], edit: Option<&Edit>) {
         out.clear();
         // leafgate's own version (RFC 9110 §6.2): the client speaks HTTP/1.1, whatever the
         // backend spoke; `Via` says what that was.
@@ -211,7 +213,10 @@ impl Answer<'_, '_> {
                 te_trailers |=
                     headers::list_tokens(h.value).any(|t| t.eq_ignore_ascii_case(b"trailers"));
             }
-            if headers::is_hop_by_hop(name) || (self.read.names && self.named_by_connection(name)) {
+            if headers::is_hop_by_hop(name)
+                || (self.read.names && self.named_by_connection(name))
+                || edit.is_some_and(|e| e.drops(name))
+            {
                 continue;
             }
             if name.eq_ignore_ascii_case(b"content-length") {
@@ -242,6 +247,10 @@ impl Answer<'_, '_> {
                 decimal(out, n);
                 out.extend_from_slice(b"\r\n");
             }
+        }
+        if let Some(edit) = edit {
+            out.extend_from_slice(edit.lines());
+            date |= edit.dates();
         }
         out.extend_from_slice(extra);
         if last {
@@ -291,32 +300,45 @@ fn status_digits(status: u16) -> [u8; 3] {
 
 /// Writes leafgate's own error answer into `out` (cleared first), as
 /// `ProxyError::response` makes it on hyper's path: `text` as a plain-text body that is
-/// not cached; `last` when the client connection closes after it; `extra` as in
-/// [`Answer::write_client`].
+/// not cached; `last` when the client connection closes after it; `extra` and `edit` as
+/// in [`Answer::write_client`].
 pub fn write_error(
     out: &mut Vec<u8>,
     status: http::StatusCode,
     text: &str,
     last: bool,
     extra: &[u8],
+    edit: Option<&Edit>,
 ) {
+    let drops = |name: &[u8]| edit.is_some_and(|e| e.drops(name));
     out.clear();
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(status.as_str().as_bytes());
     out.push(b' ');
     out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
-    out.extend_from_slice(
-        b"\r\ncontent-type: text/plain; charset=utf-8\r\ncache-control: no-store\r\ncontent-length: ",
-    );
+    out.extend_from_slice(b"\r\n");
+    if !drops(b"content-type") {
+        out.extend_from_slice(b"content-type: text/plain; charset=utf-8\r\n");
+    }
+    if !drops(b"cache-control") {
+        out.extend_from_slice(b"cache-control: no-store\r\n");
+    }
+    out.extend_from_slice(b"content-length: ");
     decimal(out, text.len() as u64);
     out.extend_from_slice(b"\r\n");
+    if let Some(edit) = edit {
+        out.extend_from_slice(edit.lines());
+    }
     out.extend_from_slice(extra);
     if last {
         out.extend_from_slice(b"connection: close\r\n");
     }
-    out.extend_from_slice(b"date: ");
-    out.extend_from_slice(&clock::date());
-    out.extend_from_slice(b"\r\n\r\n");
+    if !edit.is_some_and(Edit::dates) {
+        out.extend_from_slice(b"date: ");
+        out.extend_from_slice(&clock::date());
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
     out.extend_from_slice(text.as_bytes());
 }
 
@@ -332,7 +354,7 @@ mod tests {
             Read::Bad(why) => Err(why),
             Read::Answer(a) => {
                 let mut out = Vec::new();
-                a.write_client(&mut out, last, &[]);
+                a.write_client(&mut out, last, &[], None);
                 Ok((a.framing, a.keep_alive, String::from_utf8(out).unwrap()))
             }
         }
@@ -536,5 +558,49 @@ mod tests {
             decimal(&mut out, n);
             assert_eq!(out, n.to_string().into_bytes());
         }
+    }
+
+    /// A response modifier's edit: the backend's lines it sets or removes out, its own in,
+    /// its `Date` the only one; leafgate's own error answer edited the same way.
+    #[test]
+    fn an_edit_goes_into_the_client_s_head() {
+        let n = |s: &str| http::HeaderName::from_bytes(s.as_bytes()).unwrap();
+        let v = http::HeaderValue::from_static;
+        let edit = Edit::new(
+            &[(n("x-set"), v("new")), (n("date"), v(&DATE[6..35]))],
+            &[(n("x-add"), v("two"))],
+            &[n("x-gone"), n("content-type")],
+        );
+        let head = b"HTTP/1.1 200 OK\r\nX-Set: old\r\nX-Gone: g\r\nX-Add: one\r\nDate: then\r\ncontent-length: 0\r\n\r\n";
+        let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let Read::Answer(a) = parse(head, &mut slots) else {
+            panic!("an answer")
+        };
+        let mut out = Vec::new();
+        a.write_client(&mut out, false, b"x-request-id: 1\r\n", Some(&edit));
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            format!(
+                "HTTP/1.1 200 OK\r\nX-Add: one\r\ncontent-length: 0\r\nvia: 1.1 leafgate\r\n\
+                 x-set: new\r\n{DATE}x-add: two\r\nx-request-id: 1\r\n\r\n"
+            )
+        );
+        let mut out = Vec::new();
+        let status = http::StatusCode::BAD_GATEWAY;
+        write_error(
+            &mut out,
+            status,
+            "502 Bad Gateway: x\n",
+            true,
+            &[],
+            Some(&edit),
+        );
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            format!(
+                "HTTP/1.1 502 Bad Gateway\r\ncache-control: no-store\r\ncontent-length: 19\r\n\
+                 x-set: new\r\n{DATE}x-add: two\r\nconnection: close\r\n\r\n502 Bad Gateway: x\n"
+            )
+        );
     }
 }

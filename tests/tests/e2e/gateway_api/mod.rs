@@ -8,6 +8,7 @@
 //! WebSocket backends in `redirect`, `rewrite`, `timeouts` and `websocket`.
 
 mod core;
+mod differential;
 mod filters;
 mod https;
 mod matching;

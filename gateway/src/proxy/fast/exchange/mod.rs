@@ -25,6 +25,7 @@ mod body;
 mod head;
 
 use super::buf::{BUFFER, Buf, Timer, Wait, read_within, write_all_vectored};
+use super::lines::Edit;
 use super::pool::RawPool;
 use super::response::{self, Framing};
 use crate::config::Timeouts;
@@ -63,6 +64,9 @@ pub struct Request<'p> {
     /// The method is idempotent (RFC 9110 §9.2.2): sent again when a pooled connection
     /// turns out closed after the write.
     pub idempotent: bool,
+    /// A response header modifier's edit of the answer's head, leafgate's own error
+    /// answers included (as on hyper's path).
+    pub answer_edit: Option<&'p Edit>,
 }
 
 /// How the last exchange ended, for the access log's line (read by the listener).
@@ -424,7 +428,7 @@ impl<'a, C: Caller> FastConn<'a, C> {
             let response::Read::Answer(answer) = response::parse(bytes, &mut slots) else {
                 return Next::Close;
             };
-            answer.write_client(&mut self.out, last, &self.reply);
+            answer.write_client(&mut self.out, last, &self.reply, plan.answer_edit);
             (answer.status, answer.framing, answer.keep_alive, answer.len)
         };
         let answered = Instant::now();
@@ -494,7 +498,14 @@ impl<'a, C: Caller> FastConn<'a, C> {
         self.outcome.refusal = err.to_string();
         let text = error_text(status, &self.outcome.refusal);
         self.outcome.bytes_out = text.len() as u64;
-        response::write_error(&mut self.out, status, &text, last, &self.reply);
+        response::write_error(
+            &mut self.out,
+            status,
+            &text,
+            last,
+            &self.reply,
+            plan.answer_edit,
+        );
         if io.write_all(&self.out).await.is_err() || last {
             return Next::Close;
         }
