@@ -9,7 +9,8 @@
 //! waits that long before answering; `/ws` is a WebSocket echo.
 //!
 //! One server per "pod", each on its own loopback address at the container port (3000), so
-//! a Service's EndpointSlice lists one address per pod as a cluster's does.
+//! a Service's EndpointSlice lists one address per pod as a cluster's does; and its h2c
+//! server at 3001, as echo-basic's (`H2C_PORT`).
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -29,6 +30,54 @@ use tokio::net::TcpListener;
 
 /// The port echo-basic serves plain HTTP on (`HTTP_PORT`).
 pub const HTTP_PORT: u16 = 3000;
+
+/// The port echo-basic serves h2c on (`H2C_PORT`): HTTP/2 without TLS, and an HTTP/1.1
+/// request that does not ask to upgrade to it answered 400 `Expected h2c request`.
+pub const H2C_PORT: u16 = 3001;
+
+/// What a pod's servers answer with.
+#[derive(Clone)]
+struct Pod {
+    namespace: Arc<str>,
+    name: Arc<str>,
+    served: Arc<AtomicU64>,
+}
+
+impl Pod {
+    /// Serves the connections of `socket` until the pod stops; `h2c`: as echo-basic's
+    /// h2c server.
+    async fn serve(self, socket: TcpListener, h2c: bool) {
+        loop {
+            let Ok((stream, _)) = socket.accept().await else {
+                return;
+            };
+            let pod = self.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
+                    pod.served.fetch_add(1, Ordering::Relaxed);
+                    let r = if h2c && req.version() != http::Version::HTTP_2 {
+                        let mut r = Response::new(Full::new(Bytes::from("Expected h2c request")));
+                        *r.status_mut() = http::StatusCode::BAD_REQUEST;
+                        r
+                    } else {
+                        websocket(&mut req)
+                            .unwrap_or_else(|| answer(&req, &pod.namespace, &pod.name))
+                    };
+                    let delay = delay(req.uri().query());
+                    async move {
+                        if let Some(d) = delay {
+                            tokio::time::sleep(d).await;
+                        }
+                        Ok::<_, Infallible>(r)
+                    }
+                });
+                let _ = auto::Builder::new(TokioExecutor::new())
+                    .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    }
+}
 
 /// One echo-basic pod.
 pub struct EchoPod {
@@ -169,38 +218,24 @@ fn websocket(req: &mut Request<Incoming>) -> Option<Response<Full<Bytes>>> {
 }
 
 impl EchoPod {
-    /// Starts pod `namespace/name` on `ip`:[`HTTP_PORT`].
+    /// Starts pod `namespace/name` on `ip`:[`HTTP_PORT`], and its h2c server on
+    /// `ip`:[`H2C_PORT`].
     pub async fn start(namespace: &str, name: &str, ip: IpAddr) -> EchoPod {
-        let socket = TcpListener::bind(SocketAddr::new(ip, HTTP_PORT))
-            .await
-            .unwrap_or_else(|e| panic!("echo pod {name} on {ip}: {e}"));
-        let addr = socket.local_addr().unwrap();
-        let (ns, pod) = (namespace.to_string(), name.to_string());
+        let bind = |port| async move {
+            TcpListener::bind(SocketAddr::new(ip, port))
+                .await
+                .unwrap_or_else(|e| panic!("echo pod {name} on {ip}:{port}: {e}"))
+        };
+        let (http, h2c) = (bind(HTTP_PORT).await, bind(H2C_PORT).await);
+        let addr = http.local_addr().unwrap();
         let served = Arc::new(AtomicU64::new(0));
-        let count = served.clone();
+        let pod = Pod {
+            namespace: namespace.into(),
+            name: name.into(),
+            served: served.clone(),
+        };
         let task = tokio::spawn(async move {
-            loop {
-                let Ok((stream, _)) = socket.accept().await else {
-                    return;
-                };
-                let (ns, pod, count) = (ns.clone(), pod.clone(), count.clone());
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
-                        count.fetch_add(1, Ordering::Relaxed);
-                        let r = websocket(&mut req).unwrap_or_else(|| answer(&req, &ns, &pod));
-                        let delay = delay(req.uri().query());
-                        async move {
-                            if let Some(d) = delay {
-                                tokio::time::sleep(d).await;
-                            }
-                            Ok::<_, Infallible>(r)
-                        }
-                    });
-                    let _ = auto::Builder::new(TokioExecutor::new())
-                        .serve_connection_with_upgrades(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
+            tokio::join!(pod.clone().serve(http, false), pod.serve(h2c, true));
         });
         EchoPod {
             name: name.to_string(),

@@ -30,12 +30,13 @@ use crate::k8s::ingress::model::may_claim_only;
 /// The features `status.supportedFeatures` names, sorted: what leafgate serves of the
 /// GATEWAY-HTTP profile, each held by its ported conformance test: a class must not claim
 /// a feature the suite would then test and fail.
-pub const SUPPORTED_FEATURES: [&str; 17] = [
+pub const SUPPORTED_FEATURES: [&str; 18] = [
     "Gateway",
     "HTTPRoute",
     "HTTPRoute303RedirectStatusCode",
     "HTTPRoute307RedirectStatusCode",
     "HTTPRoute308RedirectStatusCode",
+    "HTTPRouteBackendProtocolH2C",
     "HTTPRouteBackendProtocolWebSocket",
     "HTTPRouteBackendTimeout",
     "HTTPRouteHostRewrite",
