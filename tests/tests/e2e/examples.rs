@@ -9,16 +9,21 @@
 //! `cert` and `key`, that CA wherever it says `client_ca` or `ca` (or a kubeconfig says
 //! `certificate-authority`), and the built plugin wherever it names a `.wasm` file.
 //! `examples/README.md` says how a user makes the same files.
+//!
+//! `examples/gateway-api/` is applied besides: its manifest with the real kubectl to a
+//! kubesim root, its Gateway Accepted and Programmed, its routes Accepted with their
+//! references resolved, and each rule serving as its comment says.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use leafgate_tests::certs::TestCa;
+use leafgate_tests::gateway_api::{Expect, Redirected, Suite, expect, expect_tls, latest};
 use leafgate_tests::plugins::{plugin, repo_root};
 use toml::Value;
 
 /// The examples the README promises, one per use.
-const EXAMPLES: [&str; 4] = ["ingress", "kube-api", "node-api", "routing"];
+const EXAMPLES: [&str; 5] = ["gateway-api", "ingress", "kube-api", "node-api", "routing"];
 
 /// What the examples read from the pod's environment (the downward API).
 const ENV: [(&str, &str); 2] = [("POD_IP", "10.1.2.3"), ("POD_NAME", "leafgate-0")];
@@ -66,6 +71,86 @@ fn an_example_missing_a_named_file_fails_the_check() {
     assert!(!out.status.success(), "a missing certificate was accepted");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("certs/api.pem"), "{stderr}");
+}
+
+/// `examples/gateway-api/` as a user applies it (range 166): its tenants in the suite's
+/// config, its manifest applied, the certificate it names made as its comment says, pods
+/// for its Services. The Gateway is Accepted and Programmed, both routes Accepted with
+/// their references resolved, and every rule does what it says: plain HTTP redirected to
+/// HTTPS, the canary header to v2, the API's header modifiers, the catalogue's rewrite,
+/// the split.
+#[tokio::test]
+async fn the_gateway_api_example_is_accepted_programmed_and_served() {
+    let example = repo_root().join("examples/gateway-api");
+    let read = |f: &str| std::fs::read_to_string(example.join(f)).unwrap();
+    let config: Value = toml::from_str(&read("leafgate.toml")).unwrap();
+    let mut extra = leafgate_tests::Config::new();
+    for tenant in config["tenant"].as_array().unwrap() {
+        extra = extra.push("tenant", tenant.clone());
+    }
+    let mut suite = Suite::start(166, extra).await;
+    suite.apply(&read("gateway-api.yaml")).await;
+    let cert = suite.ca.issue(suite.dir(), "store", &["store.example.com"]);
+    let secret =
+        leafgate_tests::ingress::tls_secret("certs", "store-example-com", &cert.cert, &cert.key);
+    suite.sim.create(secret).unwrap();
+    suite.pods_for("store", "store-v1", "http", 2).await;
+    suite.pods_for("store", "store-v2", "http", 1).await;
+    let gateway = suite
+        .until(
+            "the example's Gateway programmed",
+            "Gateway",
+            "edge",
+            "edge",
+            |g| {
+                let c = &g["status"]["conditions"];
+                latest(g, c, "Accepted", true)
+                    && latest(g, c, "Programmed", true)
+                    && g["status"]["listeners"].as_array().is_some_and(|ls| {
+                        ls.len() == 2
+                            && ls
+                                .iter()
+                                .all(|l| latest(g, &l["conditions"], "Programmed", true))
+                    })
+            },
+        )
+        .await;
+    let ip: std::net::IpAddr = gateway["status"]["addresses"][0]["value"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    for route in ["store-http", "store"] {
+        for condition in ["Accepted", "ResolvedRefs"] {
+            suite
+                .route_parent("store", route, "edge", condition, true, condition)
+                .await;
+        }
+    }
+    let host = "store.example.com";
+    let to_https = Redirected {
+        scheme: "https",
+        ..Redirected::default()
+    };
+    expect(
+        (ip, 80).into(),
+        &Expect::redirect(host, "/cart", 301, to_https),
+    )
+    .await;
+    let at = |path| Expect::ok(host, path, "store-v1").namespace("store");
+    for e in [
+        Expect::ok(host, "/", "store-v2")
+            .namespace("store")
+            .headers(&[("env", "canary")]),
+        at("/api/orders")
+            .headers(&[("X-Debug", "1")])
+            .received(&[("X-Edge", "leafgate")], &["X-Debug"])
+            .answered(&[], &[("Cache-Control", "no-store")], &[]),
+        at("/products/shoes").sent("", "/catalog/shoes"),
+        Expect::ok(host, "/", "store-v").namespace("store"),
+    ] {
+        expect_tls((ip, 443).into(), suite.tls(), &e).await;
+    }
 }
 
 /// Runs `leafgate check --config config` with the examples' environment.
