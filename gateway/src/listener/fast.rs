@@ -207,6 +207,10 @@ fn plan(client: &Client, head: &Head<'_, '_>, out: Written<'_>) -> Step {
     if listener.config.kind != ListenerKind::Http || !listener.config.http1_fast_path {
         return Step::Hyper("the listener no longer takes the fast path");
     }
+    let sni = client.handshake.as_ref().and_then(|h| h.sni.as_deref());
+    if listener.misdirected(sni, head.host) {
+        return Step::Hyper("a host another certificate serves (hyper's path answers 421)");
+    }
     let path = head.target.split('?').next().unwrap_or("/");
     if !matches!(path::normalize(path), Ok(std::borrow::Cow::Borrowed(_))) {
         return Step::Hyper("a path to normalise or refuse");

@@ -3,6 +3,8 @@
 //! (`proxy::forward`), or, when the request switches protocols, through the hijack path
 //! (`proxy::upgrade`). A Gateway API candidate's filters apply to the request before
 //! (`Choice::apply`) and to the answer after; its request timeout bounds the exchange.
+//! On a Gateway's HTTPS port, a request for a host another certificate serves than the
+//! one its connection asked for by SNI is misdirected: 421, before any routing.
 
 use std::time::Duration;
 
@@ -36,6 +38,21 @@ pub async fn serve(
     started: Instant,
 ) -> Response<Body> {
     let host = request_host(&req).map(str::to_owned);
+    let sni = client.handshake.as_ref().and_then(|h| h.sni.as_deref());
+    if let (Some(l), Some(sni), Some(h)) = (listener, sni, host.as_deref())
+        && l.misdirected(Some(sni), h)
+    {
+        let reason = format!(
+            "host `{h}` is served with another certificate than the one for `{sni}` this connection asked for: connect with `{h}` as the server name"
+        );
+        let unread = proxy::body::unread(&req);
+        let res = own_answer(
+            error_response(StatusCode::MISDIRECTED_REQUEST, &reason),
+            unread,
+        );
+        client.record("", &res, started);
+        return res;
+    }
     let found = listener
         .and_then(|l| {
             l.router

@@ -90,6 +90,21 @@ pub struct ListenerState {
     pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
+impl ListenerState {
+    /// Whether a request for `host` on a connection whose client asked for `sni` is
+    /// misdirected ([`tls::misdirected`]): on a Gateway's listener with HTTPS
+    /// certificates, when the client sent a server name (a TOML listener routes by host
+    /// alone, as before).
+    pub fn misdirected(&self, sni: Option<&str>, host: &str) -> bool {
+        match (&self.config.tls, sni) {
+            (Some(certs), Some(sni)) if self.config.name.starts_with(GatewayRoutes::PREFIX) => {
+                tls::misdirected(certs, sni, host)
+            }
+            _ => false,
+        }
+    }
+}
+
 /// A config that validated but could not be compiled: rustls refused a TLS setting, or a
 /// plugin did not compile or fit its world.
 #[derive(Debug, thiserror::Error)]

@@ -69,6 +69,57 @@ impl ResolvesServerCert for SniResolver {
     }
 }
 
+/// The certificate the listener's resolver gives a client asking for `name`, worked out
+/// from `tls` as [`SniResolver`] picks it (an exact name first, as listed; then the
+/// longest wildcard suffix, the one-label kind first at equal suffix; else the default),
+/// for a request's `Host`: no allocation, and the few names of a Gateway's listeners
+/// scanned.
+pub fn certificate_for<'t>(tls: &'t ServerTls, name: &str) -> &'t Arc<CertifiedKey> {
+    let exact = tls.by_host.iter().find(|(host, _)| match host {
+        HostPattern::Exact(h) => h.eq_ignore_ascii_case(name),
+        _ => false,
+    });
+    if let Some((_, cert)) = exact {
+        return cert;
+    }
+    let mut best: Option<(usize, bool, &Arc<CertifiedKey>)> = None;
+    for (host, cert) in &tls.by_host {
+        let (suffix, one_label) = match host {
+            HostPattern::Wildcard(s) => (s, false),
+            HostPattern::WildcardLabel(s) => (s, true),
+            _ => continue,
+        };
+        let fits = match one_label {
+            true => one_label_before(name, suffix),
+            false => {
+                name.len() > suffix.len()
+                    && name.as_bytes()[name.len() - suffix.len()..]
+                        .eq_ignore_ascii_case(suffix.as_bytes())
+            }
+        };
+        let better = best.is_none_or(|(len, one, _)| {
+            suffix.len() > len || (suffix.len() == len && one_label && !one)
+        });
+        if fits && better {
+            best = Some((suffix.len(), one_label, cert));
+        }
+    }
+    best.map_or(&tls.default, |(_, _, cert)| cert)
+}
+
+/// Whether a request for `host` (a `Host` or `:authority`, a port allowed) on a connection
+/// whose client asked for `sni` is misdirected (RFC 9110 §15.5.20, 421): the host is one
+/// another of the listener's certificates serves, so its client reached this connection
+/// by a name that was not the host's (connection reuse across names, or a forged
+/// `Host`). Envoy Gateway and nginx answer such a request 421 on a Gateway's shared port.
+pub fn misdirected(tls: &ServerTls, sni: &str, host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(v6),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    !Arc::ptr_eq(certificate_for(tls, sni), certificate_for(tls, name))
+}
+
 /// Builds the listener's rustls config. Fails only if rustls rejects the client CA set.
 pub fn server_config(tls: &ServerTls) -> Result<Arc<rustls::ServerConfig>, rustls::Error> {
     let provider = crate::tls::provider();
@@ -126,6 +177,24 @@ mod tests {
             client_cert_optional: false,
         };
         let r = SniResolver::new(&tls);
+        // The resolver and `certificate_for` (a request's `Host`) choose alike.
+        for name in [
+            "a.example.com",
+            "A.Example.com",
+            "b.example.com",
+            "x.b.example.com",
+            "example.com",
+            "other.org",
+        ] {
+            assert!(
+                Arc::ptr_eq(&r.pick(Some(name)), certificate_for(&tls, name)),
+                "{name}"
+            );
+        }
+        assert!(!misdirected(&tls, "a.example.com", "A.example.com:443"));
+        assert!(misdirected(&tls, "a.example.com", "b.example.com"));
+        assert!(misdirected(&tls, "b.example.com", "other.org:8443"));
+        assert!(!misdirected(&tls, "other.org", "[::1]:443"));
         assert!(Arc::ptr_eq(&r.pick(Some("a.example.com")), &exact));
         assert!(Arc::ptr_eq(&r.pick(Some("B.example.com")), &ingress));
         assert!(Arc::ptr_eq(&r.pick(Some("x.b.example.com")), &toml));

@@ -5,7 +5,10 @@
 //! authority or the path, speak in another tenant's name or are out of range, and HTTPS
 //! certificates whose key does not fit or that are not PEM at all. Each gets
 //! its refusal (in the route's status, or the backend's
-//! answer) and is never served. Each test owns one suite and address range (150..).
+//! answer) and is never served. On a shared HTTPS address: a client asking one tenant's
+//! name by SNI and another's by `Host` (421), a Gateway asking for another's hostname
+//! with its own certificate, a certificate rotated under open connections. Each test owns
+//! one suite and address range (150..).
 
 use std::net::SocketAddr;
 
@@ -1031,4 +1034,260 @@ async fn certificates_that_do_not_fit_or_are_not_pem_are_refused_and_others_stil
         warned_once(&suite, "Gateway", INFRA, gateway, "InvalidCertificateRef");
     }
     assert!(warnings(&suite, "Gateway", INFRA, "valid", "InvalidCertificateRef").is_empty());
+}
+
+/// Two tenants' HTTPS Gateways on one shared address (range `n`, a pool of one): each
+/// tenant's namespace, `kubernetes.io/tls` Secret for its hostname, Service with one pod,
+/// Gateway with an HTTPS listener on 443 for its hostname, and route.
+struct SharedHttps {
+    suite: Suite,
+    addr: SocketAddr,
+}
+
+impl SharedHttps {
+    async fn start(n: u8) -> SharedHttps {
+        let tenants = Config::new()
+            .tenant(
+                Tenant::new("tenant-a")
+                    .namespaces(["tenant-a"])
+                    .hosts(["a.example"]),
+            )
+            .tenant(
+                Tenant::new("tenant-b")
+                    .namespaces(["tenant-b", "a-intruder"])
+                    .hosts(["b.example"]),
+            );
+        let addr = SocketAddr::from(([127, 0, n, 10], 443));
+        let pool = json!({ "addresses": [addr.ip().to_string()] });
+        let mut suite = Suite::start_with(n, tenants, pool).await;
+        for (ns, host) in [("tenant-a", "a.example"), ("tenant-b", "b.example")] {
+            suite
+                .sim
+                .create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
+                .unwrap();
+            suite.apply(&secret_yaml(&suite, ns, "cert", host)).await;
+            suite
+                .sim
+                .create(json!({
+                    "apiVersion": "v1", "kind": "Service",
+                    "metadata": {"name": "web", "namespace": ns},
+                    "spec": {"ports": [{"name": "http", "port": 8080, "targetPort": 3000}]}
+                }))
+                .unwrap();
+            suite.pods_for(ns, "web", "http", 1).await;
+            suite
+                .sim
+                .create(tls_gateway(ns, "gw", host, ns, "cert"))
+                .unwrap();
+            let mut r = route(
+                ns,
+                "web",
+                "gw",
+                &hosts(&[host]),
+                json!({"name": "web", "port": 8080}),
+            );
+            r["spec"]["parentRefs"][0]["namespace"] = json!(ns);
+            suite.sim.create(r).unwrap();
+        }
+        for ns in ["tenant-a", "tenant-b"] {
+            suite
+                .route_parent(ns, "web", "gw", "Accepted", true, "Accepted")
+                .await;
+        }
+        SharedHttps { suite, addr }
+    }
+
+    /// A TLS connection to the shared address asking for `sni`, and the certificate it
+    /// was shown.
+    async fn connect(&self, sni: &str) -> Result<(TlsStream, Vec<u8>), String> {
+        let tcp = tokio::net::TcpStream::connect(self.addr)
+            .await
+            .map_err(|e| e.to_string())?;
+        let name = rustls::pki_types::ServerName::try_from(sni.to_string()).unwrap();
+        let tls = tokio_rustls::TlsConnector::from(self.suite.tls())
+            .connect(name, tcp)
+            .await
+            .map_err(|e| format!("TLS handshake: {e}"))?;
+        let shown = tls.get_ref().1.peer_certificates().unwrap()[0].to_vec();
+        Ok((tls, shown))
+    }
+
+    /// `GET /` for `host` on a new connection asking for `sni`: the status and the
+    /// namespace of the pod that answered (empty for leafgate's own answer).
+    async fn get(&self, sni: &str, host: &str) -> (u16, String, String) {
+        let tls = match self.connect(sni).await {
+            Ok((tls, _)) => tls,
+            Err(e) => return (0, String::new(), e),
+        };
+        let req = http::Request::get("/")
+            .header("host", host)
+            .body(http_body_util::Empty::<bytes::Bytes>::new())
+            .unwrap();
+        let a = leafgate_tests::client::send_h1(tls, req).await;
+        let body: Value = serde_json::from_slice(&a.body).unwrap_or(Value::Null);
+        let ns = body["namespace"].as_str().unwrap_or("").to_string();
+        (
+            a.status.as_u16(),
+            ns,
+            String::from_utf8_lossy(&a.body).into_owned(),
+        )
+    }
+
+    /// The requests the pod of tenant `ns` was sent.
+    fn served(&self, ns: &str) -> u64 {
+        let pod = self.suite.pods.iter().find(|p| p.namespace == ns).unwrap();
+        pod.served()
+    }
+}
+
+type TlsStream = tokio_rustls::client::TlsStream<tokio::net::TcpStream>;
+
+/// A `kubernetes.io/tls` Secret `ns/name` for `host`, issued by the suite's CA anew, as
+/// YAML for `kubectl apply` (which creates it or replaces its data).
+fn secret_yaml(suite: &Suite, ns: &str, name: &str, host: &str) -> String {
+    let stem = format!("{ns}-{name}-{}", rand_stem());
+    let files = suite.ca.issue(suite.dir(), &stem, &[host]);
+    leafgate_tests::ingress::tls_secret(ns, name, &files.cert, &files.key).to_string()
+}
+
+/// A stem no earlier issue in the test used (each rotation writes new files).
+fn rand_stem() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A Gateway `ns/name` with one HTTPS listener on 443 for `host`, its certificate the
+/// Secret `secret_ns/secret` (same namespace: no grant needed).
+fn tls_gateway(ns: &str, name: &str, host: &str, secret_ns: &str, secret: &str) -> Value {
+    json!({
+        "apiVersion": V1, "kind": "Gateway",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "gatewayClassName": leafgate_tests::gateway_api::CLASS,
+            "listeners": [{
+                "name": "https", "port": 443, "protocol": "HTTPS", "hostname": host,
+                "tls": {"certificateRefs": [{"kind": "Secret", "name": secret, "namespace": secret_ns}]},
+                "allowedRoutes": {"namespaces": {"from": "Same"}}
+            }]
+        }
+    })
+}
+
+/// A client that asks for one tenant's name by SNI and another tenant's host by `Host`
+/// on the Gateways' shared address and port gets 421 Misdirected Request (RFC 9110
+/// §15.5.20; Envoy Gateway and nginx answer so), from leafgate and never the other
+/// tenant's pod, whichever way round; each name asked for consistently is served by its
+/// own tenant's pod.
+#[tokio::test]
+async fn a_host_that_disagrees_with_the_server_name_is_misdirected() {
+    let bed = SharedHttps::start(167).await;
+    until("tenant-a served over TLS", || async {
+        bed.get("a.example", "a.example").await.0 == 200
+    })
+    .await;
+    assert_eq!(bed.get("b.example", "b.example").await.1, "tenant-b");
+    assert_eq!(bed.get("a.example", "a.example:443").await.1, "tenant-a");
+    let (a, b) = (bed.served("tenant-a"), bed.served("tenant-b"));
+    for (sni, host) in [
+        ("a.example", "b.example"),
+        ("b.example", "a.example"),
+        ("a.example", "B.EXAMPLE:443"),
+    ] {
+        let (status, ns, body) = bed.get(sni, host).await;
+        assert_eq!(status, 421, "SNI {sni}, Host {host}: {body}");
+        assert!(ns.is_empty(), "a pod answered: {body}");
+        assert!(body.contains("another certificate"), "{body}");
+    }
+    assert_eq!((bed.served("tenant-a"), bed.served("tenant-b")), (a, b));
+}
+
+/// A Gateway of another tenant on the shared address asking for tenant-a's hostname with
+/// a certificate of its own (a Secret in its namespace, issued for a.example) does not
+/// get it: a client asking for a.example is still shown tenant-a's certificate and served
+/// by tenant-a's pod.
+#[tokio::test]
+async fn a_gateway_on_the_shared_address_cannot_take_another_gateway_s_certificate() {
+    let bed = SharedHttps::start(168).await;
+    until("tenant-a served over TLS", || async {
+        bed.get("a.example", "a.example").await.0 == 200
+    })
+    .await;
+    let (_, theirs) = bed.connect("a.example").await.unwrap();
+    let intruder = "a-intruder";
+    let suite = &bed.suite;
+    suite
+        .sim
+        .create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": intruder}}))
+        .unwrap();
+    suite
+        .apply(&secret_yaml(suite, intruder, "cert", "a.example"))
+        .await;
+    suite
+        .sim
+        .create(tls_gateway(intruder, "gw", "a.example", intruder, "cert"))
+        .unwrap();
+    suite
+        .until(
+            "the intruding Gateway handled",
+            "Gateway",
+            intruder,
+            "gw",
+            |g| g["status"]["listeners"][0]["conditions"].is_array(),
+        )
+        .await;
+    // Its listener changes nothing of what a.example is shown and served by.
+    for _ in 0..10 {
+        let (_, shown) = bed.connect("a.example").await.unwrap();
+        assert_eq!(shown, theirs, "a.example was shown another certificate");
+        assert_eq!(bed.get("a.example", "a.example").await.1, "tenant-a");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// A Secret updated in place (the certificate rotated) reaches new connections, which are
+/// shown the new certificate, while a connection opened before keeps working with the
+/// old one.
+#[tokio::test]
+async fn a_rotated_certificate_reaches_new_connections_and_open_ones_keep_working() {
+    let bed = SharedHttps::start(169).await;
+    until("tenant-a served over TLS", || async {
+        bed.get("a.example", "a.example").await.0 == 200
+    })
+    .await;
+    let (open, before) = bed.connect("a.example").await.unwrap();
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(open))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    let get = || {
+        http::Request::get("/")
+            .header("host", "a.example")
+            .body(http_body_util::Empty::<bytes::Bytes>::new())
+            .unwrap()
+    };
+    let res = sender.send_request(get()).await.unwrap();
+    assert_eq!(res.status(), 200);
+    http_body_util::BodyExt::collect(res.into_body())
+        .await
+        .unwrap();
+    bed.suite
+        .apply(&secret_yaml(&bed.suite, "tenant-a", "cert", "a.example"))
+        .await;
+    until("new connections shown the new certificate", || async {
+        bed.connect("a.example")
+            .await
+            .is_ok_and(|(_, shown)| shown != before)
+    })
+    .await;
+    assert_eq!(bed.get("a.example", "a.example").await.1, "tenant-a");
+    // The connection opened before the rotation is served still.
+    for _ in 0..3 {
+        let res = sender.send_request(get()).await.unwrap();
+        assert_eq!(res.status(), 200);
+        http_body_util::BodyExt::collect(res.into_body())
+            .await
+            .unwrap();
+    }
 }
