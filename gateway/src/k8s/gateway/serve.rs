@@ -228,6 +228,20 @@ pub fn served_after(
                 .push(c);
         }
     }
+    // On an address Gateways share, the older Gateway's listener keeps a hostname both
+    // name (creation time, then namespace and name, as the spec orders conflicting
+    // objects): its certificate is listed first, and the SNI resolver takes the first
+    // of a name. A stable sort: a Gateway's own listeners stay in their order.
+    let age = |c: &&ListenerCerts| {
+        let g = gateways.iter().find(|g| {
+            g.metadata.namespace.as_deref() == Some(c.namespace.as_str())
+                && g.metadata.name.as_deref() == Some(c.gateway.as_str())
+        });
+        (g.is_none(), g.map(|g| super::translate::age(&g.metadata)))
+    };
+    for listeners in tls_of.values_mut() {
+        listeners.sort_by_cached_key(age);
+    }
     let before: HashMap<SocketAddr, &ServedListener> = previous
         .iter()
         .flat_map(|p| &p.listeners)

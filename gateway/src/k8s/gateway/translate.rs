@@ -67,8 +67,9 @@ fn generation(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta)
     meta.generation.unwrap_or(0)
 }
 
-/// Oldest first (none last), then namespace, then name: the spec's order across routes.
-fn age(
+/// Oldest first (none last), then namespace, then name: the spec's order across routes
+/// (and, in `serve`, across the Gateways sharing an address).
+pub(super) fn age(
     meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
 ) -> (bool, Option<impl Ord + use<>>, &str, &str) {
     let created = meta.creation_timestamp.as_ref().map(|t| t.0);

@@ -1204,8 +1204,9 @@ async fn a_host_that_disagrees_with_the_server_name_is_misdirected() {
 
 /// A Gateway of another tenant on the shared address asking for tenant-a's hostname with
 /// a certificate of its own (a Secret in its namespace, issued for a.example) does not
-/// get it: a client asking for a.example is still shown tenant-a's certificate and served
-/// by tenant-a's pod.
+/// get it: the older Gateway keeps the name, so a client asking for a.example is still
+/// shown tenant-a's certificate and served by tenant-a's pod, every time (before, the
+/// listeners' order decided, and the intruder's certificate was shown now and then).
 #[tokio::test]
 async fn a_gateway_on_the_shared_address_cannot_take_another_gateway_s_certificate() {
     let bed = SharedHttps::start(168).await;
@@ -1214,6 +1215,9 @@ async fn a_gateway_on_the_shared_address_cannot_take_another_gateway_s_certifica
     })
     .await;
     let (_, theirs) = bed.connect("a.example").await.unwrap();
+    // Created a second later (creation times are in seconds): tenant-a's Gateway is the
+    // older, though the intruder's namespace sorts first.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     let intruder = "a-intruder";
     let suite = &bed.suite;
     suite
