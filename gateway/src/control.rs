@@ -85,6 +85,10 @@ pub trait Control: Send + Sync + 'static {
     /// The config file the gateway loads on reload.
     fn config_path(&self) -> &Path;
     fn listener_addrs(&self) -> Vec<ListenerAddr>;
+    /// The address the admin API is bound to (the real port when the config said 0).
+    fn admin_addr(&self) -> Option<std::net::SocketAddr> {
+        None
+    }
     fn last_reload(&self) -> Option<ReloadRecord>;
     /// True once shutdown began: `/readyz` answers 503 from then on.
     fn is_draining(&self) -> bool;

@@ -507,6 +507,10 @@ impl Control for Gateway {
         Gateway::listener_addrs(self)
     }
 
+    fn admin_addr(&self) -> Option<SocketAddr> {
+        Gateway::admin_addr(self)
+    }
+
     fn last_reload(&self) -> Option<ReloadRecord> {
         Gateway::last_reload(self)
     }

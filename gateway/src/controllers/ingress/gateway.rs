@@ -62,9 +62,16 @@ pub(super) async fn build(
     if !provider.take_gateway_changed() {
         return;
     }
-    let Some(settings) = settings(&gateway.snapshot().config) else {
+    let Some(mut settings) = settings(&gateway.snapshot().config) else {
         return;
     };
+    // The addresses as bound too: a listener or the admin API configured on port 0 has
+    // its real port only now, and no route may send to it.
+    let bound = gateway.listener_addrs().into_iter().map(|l| l.local);
+    settings
+        .backends
+        .own
+        .extend(bound.chain(gateway.admin_addr()));
     let started = Instant::now();
     let (classes, gateways, routes, grants, namespaces) = (
         gw.classes.state(),

@@ -262,9 +262,9 @@ async fn a_backend_in_another_namespace_without_a_grant_is_refused_and_never_rea
     expect(addr, &Expect::status("steal.example", "/", 500)).await;
 }
 
-#[tokio::test]
-async fn a_backend_at_the_admin_port_is_never_dialled() {
-    let suite = Suite::start(153, Config::new()).await;
+/// The Service `admin` in the infra namespace, port 8080, whose one endpoint is the
+/// gateway's admin API (its address returned).
+fn admin_service(suite: &Suite) -> SocketAddr {
     let admin = suite.gateway.admin();
     suite
         .sim
@@ -286,6 +286,13 @@ async fn a_backend_at_the_admin_port_is_never_dialled() {
             "endpoints": [{"addresses": [admin.ip().to_string()], "conditions": {"ready": true}}]
         }))
         .unwrap();
+    admin
+}
+
+#[tokio::test]
+async fn a_backend_at_the_admin_port_is_never_dialled() {
+    let suite = Suite::start(153, Config::new()).await;
+    let admin = admin_service(&suite);
     suite
         .sim
         .create(route(
@@ -1294,4 +1301,58 @@ async fn a_rotated_certificate_reaches_new_connections_and_open_ones_keep_workin
             .await
             .unwrap();
     }
+}
+
+/// A route behind an HTTPS listener to a Service whose endpoint is the gateway's admin
+/// API, with `allow_backends` opening all of loopback (range 144): the endpoint is still
+/// refused as one of the gateway's own addresses (the admin's bound port, though its
+/// config says port 0), the answer over TLS is the 503 that says so, and never the admin
+/// API's.
+#[tokio::test]
+async fn a_backend_at_the_admin_port_is_refused_behind_https_with_loopback_allowed() {
+    let loopback = json!({ "allow_backends": ["127.0.0.0/8"] });
+    let suite = Suite::start_with(144, Config::new(), loopback).await;
+    let admin = admin_service(&suite);
+    suite
+        .sim
+        .create(https_gateway(
+            "admin-https",
+            "tls-validity-checks-certificate",
+        ))
+        .unwrap();
+    let mut r = route(
+        INFRA,
+        "admin",
+        "admin-https",
+        &hosts(&["example.org"]),
+        json!({"name": "admin", "port": 8080}),
+    );
+    r["spec"]["parentRefs"][0]["sectionName"] = json!("https");
+    suite.sim.create(r).unwrap();
+    suite
+        .route_parent(INFRA, "admin", "admin-https", "Accepted", true, "Accepted")
+        .await;
+    let addr = SocketAddr::new(suite.gateway_address("admin-https").await, 443);
+    let tls = Some(suite.tls());
+    let send = || {
+        leafgate_tests::gateway_api::send_over(
+            addr,
+            tls.clone(),
+            "GET",
+            "example.org",
+            "/status",
+            &[],
+        )
+    };
+    until("the route answers over TLS", || async {
+        send().await.is_ok_and(|a| a.status == 503)
+    })
+    .await;
+    let body = send().await.unwrap().text();
+    let own = format!(
+        "endpoint {} port {} is one of the gateway's own addresses",
+        admin.ip(),
+        admin.port()
+    );
+    assert!(body.contains(&own) && !body.contains("listeners"), "{body}");
 }
