@@ -66,12 +66,13 @@ pub(super) async fn build(
         return;
     };
     // The addresses as bound too: a listener or the admin API configured on port 0 has
-    // its real port only now, and no route may send to it.
+    // its real port only now, and no route may send to it. Sorted, so the settings the
+    // routes' digests read change only when the addresses do.
     let bound = gateway.listener_addrs().into_iter().map(|l| l.local);
-    settings
-        .backends
-        .own
-        .extend(bound.chain(gateway.admin_addr()));
+    let own = &mut settings.backends.own;
+    own.extend(bound.chain(gateway.admin_addr()));
+    own.sort_unstable();
+    own.dedup();
     let started = Instant::now();
     let (classes, gateways, routes, grants, namespaces) = (
         gw.classes.state(),
