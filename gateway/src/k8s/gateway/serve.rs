@@ -12,7 +12,9 @@
 //! (a listener's hostname, exact before wildcard; a hostless one's is the default); one
 //! whose refs do not resolve is not programmed and serves nothing.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+use foldhash::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 

@@ -7,7 +7,7 @@
 //! are one list across paths and hosts.
 
 use std::cmp::Reverse;
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::model::{HeaderModifier, Redirect, Rewrite, Timeouts};
@@ -142,7 +142,7 @@ fn path_covers(path: &PathMatch, at: &PathMatch) -> bool {
 pub fn table(mut placed: Vec<Placed>) -> Vec<ServedPath> {
     placed.sort_by_cached_key(rank);
     // Each host with its entries (indices into `placed`, so in precedence order).
-    let mut slots: HashMap<&HostPattern, usize> = HashMap::new();
+    let mut slots: HashMap<&HostPattern, usize> = HashMap::default();
     let mut hosts: Vec<(&HostPattern, Vec<usize>)> = Vec::new();
     for (i, p) in placed.iter().enumerate() {
         let slot = *slots.entry(&p.host).or_insert_with(|| {
@@ -161,7 +161,7 @@ pub fn table(mut placed: Vec<Placed>) -> Vec<ServedPath> {
             covering.extend(&hosts[w].1);
         }
         covering.sort_unstable();
-        let mut paths: HashSet<&PathMatch> = HashSet::new();
+        let mut paths: HashSet<&PathMatch> = HashSet::default();
         for &i in &covering {
             let path = &placed[i].path;
             if !paths.insert(path) {
