@@ -2,6 +2,7 @@
 //! real TLS with `rcgen` certificates, and clients that speak to the gateway the way users
 //! do. Each test builds what it needs from these parts; nothing here fixes a port.
 
+pub mod access_log;
 pub mod backends;
 pub mod binary;
 pub mod cargo;

@@ -92,7 +92,13 @@ where
 async fn dispatch(mut req: Request<Incoming>, client: Arc<Client>) -> Response<Body> {
     let id = ids::assign(&client, &mut req);
     let trace = ids::trace(&client, &mut req);
-    let line = Pending::of(&client, &mut req, id.as_ref().map(|i| &i.value), trace);
+    let line = Pending::of(
+        &client,
+        &mut req,
+        id.as_ref().map(|i| &i.value),
+        trace,
+        "hyper",
+    );
     let mut res = answer(req, &client).await;
     if let Some(id) = id {
         id.answer(&mut res);

@@ -14,13 +14,15 @@
 //! on 101 its connection goes to the splice without hyper; any other answer is hyper's to
 //! write, and the connection hyper's from there on.
 //!
-//! The files: `access` (the access log's HTTP lines, from both paths), `client` (a
+//! The files: `access` (the access log's lines, from both paths), `api_lines` (the lines
+//! of Kubernetes streams and followed logs, written when they end), `client` (a
 //! connection's client end and its front), `conn` (what the accept
 //! loop, the fast path and the admin listener share: the head timeout, the first-byte wait,
 //! requests in flight and the idle wait), `fast` (the HTTP/1.1 fast path), `upgrades` (a node-API upgrade read in place), `rewind` (a stream with read
 //! bytes put back), `front` (a request's
 //! first steps and the choice of front), the fronts `routes`, `node_api` and `kube_api/`,
 //! what both Kubernetes fronts share (`podcall`: the leaf choice and the call's tail;
+//! `pod_headers`: what of a caller's request reaches the leaf, and impersonation refused;
 //! `reply`: the error dialects), and `identity` (a client certificate's names).
 //!
 //! Limits: at most `max_connections` connections per listener (one budget shared by the
@@ -37,6 +39,7 @@
 //! complete, keep-alive ends. `kill` (the grace period ran out) drops whatever is left.
 
 pub mod access;
+pub mod api_lines;
 pub mod client;
 pub mod conn;
 pub mod fast;
@@ -46,6 +49,7 @@ pub mod ids;
 pub mod kube_api;
 pub mod linger;
 pub mod node_api;
+pub mod pod_headers;
 pub mod podcall;
 pub mod reply;
 pub mod rewind;

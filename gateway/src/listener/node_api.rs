@@ -17,12 +17,14 @@ use std::sync::Arc;
 use http::{HeaderValue, Request, Response, StatusCode, header};
 use serde_json::{Value, json};
 
+use super::access::ApiFacts;
 use super::client::{Client, Front};
-use super::podcall::{Call, impersonation, leaf_failed};
+use super::pod_headers::impersonation;
+use super::podcall::{Call, leaf_failed};
 use super::reply::{self, Dialect};
 use crate::config::{AllowedClient, VirtualNodeKind};
 use crate::k8s::access::Attributes;
-use crate::k8s::kubelet::{self, KubeletRoute, RouteError};
+use crate::k8s::kubelet::{self, KubeletRoute, RouteError, verb_name};
 use crate::k8s::status::Status;
 use crate::proxy::{Body, Inbound};
 use crate::snapshot::Snapshot;
@@ -30,12 +32,28 @@ use crate::snapshot::Snapshot;
 /// The route label node-api requests are counted under.
 pub const ROUTE: &str = Front::NodeApi.label();
 
-/// Answers one node-api request.
+/// Answers one node-api request, with what its access log line says of it on the answer
+/// (`access::ApiFacts`).
 pub async fn serve<B: Inbound>(
     req: Request<B>,
     client: &Arc<Client>,
     snapshot: &Arc<Snapshot>,
     allowed_clients: &[AllowedClient],
+) -> Response<Body> {
+    let mut facts = ApiFacts::new(client);
+    let mut res = answer(req, client, snapshot, allowed_clients, &mut facts).await;
+    facts.attach(&mut res);
+    res
+}
+
+/// The answer to one node-api request; `facts` learns the call's verb, pod, tenant and
+/// leaf as they are known.
+async fn answer<B: Inbound>(
+    req: Request<B>,
+    client: &Arc<Client>,
+    snapshot: &Arc<Snapshot>,
+    allowed_clients: &[AllowedClient],
+    facts: &mut ApiFacts,
 ) -> Response<Body> {
     if let Err(refused) = authorize(&req, client, snapshot, allowed_clients).await {
         return refused;
@@ -55,6 +73,11 @@ pub async fn serve<B: Inbound>(
             return text(StatusCode::NOT_FOUND, &e.to_string());
         }
     };
+    facts.verb(match &route {
+        KubeletRoute::Pods => "list",
+        KubeletRoute::Healthz => "get",
+        other => verb_name(other.verb()),
+    });
     let caller = client
         .identity
         .as_ref()
@@ -71,6 +94,8 @@ pub async fn serve<B: Inbound>(
             .expect("every other route names a pod")
             .clone(),
     };
+    facts.namespace(&target.namespace);
+    facts.pod(&target.pod);
     let Some(tenant_config) = snapshot
         .config
         .tenants
@@ -85,6 +110,7 @@ pub async fn serve<B: Inbound>(
             ),
         ));
     };
+    facts.tenant(&tenant_config.name);
     let Some(tenant) = snapshot.tenants.get(&tenant_config.name).cloned() else {
         return reply::status(&Status::new(
             500,
@@ -107,6 +133,7 @@ pub async fn serve<B: Inbound>(
         Ok(call) => call,
         Err(res) => return res,
     };
+    facts.leaf(call.leaf.name());
     if let (Some(uid), Some(held)) = (&target.uid, &call.held) {
         if held.uid() != Some(uid.as_str()) {
             // The kubelet's answer for a pod whose uid changed (it was recreated).
@@ -249,9 +276,10 @@ impl Call<'_> {
         }
         match crate::k8s::run::exec_output(&self.leaf, self.target, container, &command).await {
             Ok(out) if out.exit_code == 0 => reply::kubelet(StatusCode::OK, out.output),
-            Ok(out) => text(
+            // The command's own answer, not a refusal: its output stays out of the log.
+            Ok(out) => reply::kubelet(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                &format!(
+                format!(
                     "command '{}' exited with {}: {}",
                     command.join(" "),
                     out.exit_code,

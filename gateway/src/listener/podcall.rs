@@ -7,18 +7,22 @@
 //! It does not parse either front's paths or queries: each listener validates the names
 //! and turns its own request into a leaf path (`/api/v1/namespaces/{ns}/pods/{name}/
 //! {subresource}?...`) first. What goes to the leaf is only what the leaf needs
-//! ([`leaf_headers`]); a caller asking to impersonate is refused by both fronts with
-//! kube-apiserver's 403 ([`impersonation`]).
+//! (`pod_headers::leaf_headers`, with the request's ID and trace); a caller asking to
+//! impersonate is refused by both fronts with kube-apiserver's 403
+//! (`pod_headers::impersonation`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode, header};
+use http::{HeaderMap, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Empty, StreamBody};
 use hyper::body::{Frame, Incoming};
 
+use super::access::{ApiFacts, Deferred};
+use super::api_lines::{self, FollowLine, StreamLine};
 use super::client::{Client, Front};
+use super::pod_headers::{ids_to_leaf, leaf_headers};
 use super::reply::{self, Dialect};
 use super::sessions::{self, Reach};
 use crate::config::{TenantConfig, Timeouts};
@@ -237,7 +241,7 @@ impl Call<'_> {
             return self.logs(req, path, container).await;
         }
         if headers::is_upgrade(req.headers()) {
-            return self.stream(req, path).await;
+            return self.stream(req, path, verb).await;
         }
         self.relay(req, path).await
     }
@@ -270,14 +274,23 @@ impl Call<'_> {
     /// headers (`Upgrade`, every `X-Stream-Protocol-Version`, `Sec-WebSocket-*`) untouched
     /// and nothing else of the caller's ([`leaf_headers`]), and on 101 both sides are
     /// spliced under the tenant's limits.
-    pub async fn stream<B: Inbound>(&self, mut req: Request<B>, path: &str) -> Response<Body> {
+    pub async fn stream<B: Inbound>(
+        &self,
+        mut req: Request<B>,
+        path: &str,
+        verb: Verb,
+    ) -> Response<Body> {
         let session = match self.open_session(req.headers(), Kind::Stream) {
             Ok(s) => s,
             Err(res) => return res,
         };
+        // The call's line, written when its splice ends.
+        let line = api_lines::line_of(&req)
+            .map(|line| StreamLine::new(line, self.client.clone(), self.facts(verb)));
+        let logged = line.is_some();
         let client_upgrade = ClientUpgrade::take(&mut req);
         let (mut parts, body) = req.into_parts();
-        parts.headers = leaf_headers(&parts.headers, true);
+        parts.headers = self.leaf_request_headers(&parts.headers, true);
         let exchange = self.exchange();
         prepare(&mut parts, Hops::KeepUpgrade, Some(&exchange.client));
         parts.uri = match path.parse() {
@@ -311,18 +324,44 @@ impl Call<'_> {
                 &[&self.tenant.totals],
             ),
         )
-        .holding(session);
+        .holding(session)
+        .logging(line);
         match upgrade::switch(client_upgrade, parts, body, target, &exchange, job).await {
-            Ok(res) => res,
+            Ok(mut res) => {
+                if logged && res.status() == StatusCode::SWITCHING_PROTOCOLS {
+                    res.extensions_mut().insert(Deferred);
+                }
+                res
+            }
             Err(e) => reply::error(Dialect::Status, e.status(), &e.to_string()),
         }
+    }
+
+    /// What this call's access log line says of it, its verb `verb`.
+    fn facts(&self, verb: Verb) -> ApiFacts {
+        ApiFacts::call(
+            &self.tenant.name,
+            verb_name(verb),
+            &self.target.namespace,
+            &self.target.pod,
+            self.leaf.name(),
+        )
+    }
+
+    /// [`leaf_headers`], and the request's ID (`[request_id]`, as `listener::ids` chose
+    /// it) with, under `[tracing] propagate`, its trace context: the leaf sees the ID and
+    /// trace the access log line writes.
+    fn leaf_request_headers(&self, from: &HeaderMap, upgrade: bool) -> HeaderMap {
+        let mut out = leaf_headers(from, upgrade);
+        ids_to_leaf(from, &mut out, &self.snapshot.config);
+        out
     }
 
     /// A request that is not an upgrade, sent to the leaf with its body and the headers
     /// [`leaf_headers`] lets through, and answered with the leaf's answer.
     pub async fn relay<B: Inbound>(&self, req: Request<B>, path: &str) -> Response<Body> {
         let (mut parts, body) = req.into_parts();
-        parts.headers = leaf_headers(&parts.headers, false);
+        parts.headers = self.leaf_request_headers(&parts.headers, false);
         prepare(&mut parts, Hops::DropAll, None);
         parts.uri = match path.parse() {
             Ok(uri) => uri,
@@ -345,9 +384,11 @@ impl Call<'_> {
         } else {
             None
         };
+        // A followed log's line, written when its body ends (once the leaf said 200).
+        let line = session.as_ref().and_then(|_| api_lines::line_of(&req));
         let (mut parts, _) = req.into_parts();
         // Never `Accept-Encoding` among them: a gzip body would pass the filter unread.
-        parts.headers = leaf_headers(&parts.headers, false);
+        parts.headers = self.leaf_request_headers(&parts.headers, false);
         prepare(&mut parts, Hops::DropAll, None);
         parts.uri = match path.parse() {
             Ok(uri) => uri,
@@ -388,10 +429,14 @@ impl Call<'_> {
                 .map(Frame::data)
                 .map_err(|e| Box::new(e) as crate::proxy::BoxError)
         });
+        let line = line.map(|line| {
+            parts.extensions.insert(Deferred);
+            FollowLine::new(line, self.client.clone(), self.facts(Verb::Logs))
+        });
         match session {
             Some(session) => Response::from_parts(
                 parts,
-                StreamBody::new(until_revoked(frames, session)).boxed_unsync(),
+                StreamBody::new(until_revoked(frames, session, line)).boxed_unsync(),
             ),
             None => Response::from_parts(parts, StreamBody::new(frames).boxed_unsync()),
         }
@@ -447,29 +492,50 @@ fn follows(path: &str) -> bool {
 /// A followed log's frames until its session is revoked (or shutdown's kill fires): then
 /// the body ends in an error, so the client sees the stream cut (a reset, or a chunked
 /// body without its last chunk) rather than a log that ended. The session is held until
-/// the body ends or is dropped.
+/// the body ends or is dropped; so is `line`, told what was sent and how it ended.
 fn until_revoked<S>(
     frames: S,
     session: Session,
+    line: Option<FollowLine>,
 ) -> impl futures_util::Stream<Item = Result<Frame<Bytes>, crate::proxy::BoxError>> + Send
 where
     S: futures_util::Stream<Item = Result<Frame<Bytes>, crate::proxy::BoxError>> + Send + 'static,
 {
     let frames = Box::pin(frames);
-    futures_util::stream::unfold(Some((frames, session)), |state| async move {
-        let (mut frames, session) = state?;
+    futures_util::stream::unfold(Some((frames, session, line)), |state| async move {
+        let (mut frames, session, mut line) = state?;
+        let ended = |line: &mut Option<FollowLine>, reason| {
+            if let Some(line) = line {
+                line.ended(reason);
+            }
+        };
         tokio::select! {
             biased;
             _ = session.token().cancelled() => {
                 let why = if session.revoked().is_some() {
+                    ended(&mut line, "revoked");
                     "the tenant's access was revoked by a config reload"
                 } else {
+                    ended(&mut line, "drain");
                     "the gateway is shutting down"
                 };
                 Some((Err(why.into()), None))
             }
-            next = futures_util::StreamExt::next(&mut frames) => {
-                next.map(|item| (item, Some((frames, session))))
+            next = futures_util::StreamExt::next(&mut frames) => match next {
+                Some(Ok(frame)) => {
+                    if let (Some(line), Some(data)) = (&mut line, frame.data_ref()) {
+                        line.sent(data.len());
+                    }
+                    Some((Ok(frame), Some((frames, session, line))))
+                }
+                Some(Err(e)) => {
+                    ended(&mut line, "upstream error");
+                    Some((Err(e), None))
+                }
+                None => {
+                    ended(&mut line, "closed");
+                    None
+                }
             }
         }
     })
@@ -495,191 +561,4 @@ pub fn bad_path(path: &str) -> Response<Body> {
         400,
         format!("{path:?} does not make a valid leaf request"),
     ))
-}
-
-/// The caller's headers a leaf may see, the only ones a pod call forwards: `Accept`,
-/// `Content-Type`, `Content-Length`, `User-Agent`, `X-Stream-Protocol-Version`, and on an
-/// upgrade `Upgrade` with `Connection: Upgrade` and every `Sec-WebSocket-*`. Everything
-/// else the caller sent (`Cookie`, `X-Remote-*`, `Impersonate-*`, `Accept-Encoding`, its
-/// `Authorization`, forwarding claims) stays here: the leaf's credentials go with the
-/// call, and what rides next to them must not widen it, forge its audit, or (gzip) slip a
-/// log body past the filter. The leaf's `Host` and `Authorization` are set after this
-/// (`Leaf::prepare`), and an upgrade's forwarding headers naming the real peer by
-/// `proxy::prepare`.
-pub fn leaf_headers(from: &HeaderMap, upgrade: bool) -> HeaderMap {
-    static ALWAYS: [HeaderName; 5] = [
-        header::ACCEPT,
-        header::CONTENT_TYPE,
-        header::CONTENT_LENGTH,
-        header::USER_AGENT,
-        HeaderName::from_static("x-stream-protocol-version"),
-    ];
-    let mut out = HeaderMap::with_capacity(from.keys_len().min(16));
-    for (name, value) in from {
-        let negotiation =
-            upgrade && (*name == header::UPGRADE || name.as_str().starts_with("sec-websocket-"));
-        if negotiation || ALWAYS.contains(name) {
-            out.append(name.clone(), value.clone());
-        }
-    }
-    if upgrade && out.contains_key(header::UPGRADE) {
-        out.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
-    }
-    out
-}
-
-/// kube-apiserver's answer to a caller asking to impersonate (`Impersonate-User`,
-/// `-Group`, `-Uid`, `-Extra-*`), which no tenant and no node-api caller may do through
-/// leafgate: the 403 for the user (a service account's when it names one), or, when no
-/// user is asked for, the 400 for impersonating anything else without one
-/// (`k8s.io/apiserver/pkg/endpoints/filters/impersonation`). `None` when the request
-/// asks for nothing of the kind.
-pub fn impersonation(headers: &HeaderMap, user: &str) -> Option<Status> {
-    let text = |v: &HeaderValue| String::from_utf8_lossy(v.as_bytes()).into_owned();
-    if let Some(asked) = headers.get("impersonate-user").map(text) {
-        let service_account = asked
-            .strip_prefix("system:serviceaccount:")
-            .and_then(|rest| rest.split_once(':'));
-        return Some(match service_account {
-            Some((ns, name)) => {
-                Status::forbidden(user, "impersonate", "serviceaccounts", Some(name), Some(ns))
-            }
-            None => Status::forbidden(user, "impersonate", "users", Some(&asked), None),
-        });
-    }
-    // Go's `%v` of each `v1.ObjectReference` asked for: Kind, Namespace, Name, UID,
-    // APIVersion, ResourceVersion, FieldPath, space-separated.
-    let reference =
-        |kind: &str, name: &str, field_path: &str| format!("{{{kind}  {name}    {field_path}}}");
-    let mut asked: Vec<String> = headers
-        .get_all("impersonate-group")
-        .iter()
-        .map(|g| reference("Group", &text(g), ""))
-        .collect();
-    for (name, value) in headers {
-        if let Some(key) = name.as_str().strip_prefix("impersonate-extra-") {
-            asked.push(reference("UserExtra", &text(value), key));
-        }
-    }
-    if let Some(uid) = headers.get("impersonate-uid") {
-        asked.push(reference("UID", &text(uid), ""));
-    }
-    (!asked.is_empty()).then(|| {
-        Status::new(
-            400,
-            format!(
-                "requested [{}] without impersonating a user",
-                asked.join(" ")
-            ),
-        )
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn hostile(upgrade: bool) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in [
-            ("cookie", "session=x"),
-            ("x-remote-user", "system:admin"),
-            ("impersonate-user", "system:admin"),
-            ("accept-encoding", "gzip"),
-            ("authorization", "Bearer callers"),
-            ("x-forwarded-for", "6.6.6.6"),
-            ("te", "trailers"),
-            ("accept", "application/json"),
-            ("user-agent", "kubectl/v1.36"),
-            ("content-type", "application/json"),
-            ("x-stream-protocol-version", "v5.channel.k8s.io"),
-            ("x-stream-protocol-version", "v4.channel.k8s.io"),
-            ("sec-websocket-protocol", "v5.channel.k8s.io"),
-            ("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="),
-        ] {
-            h.append(k, HeaderValue::from_static(v));
-        }
-        if upgrade {
-            h.append(
-                header::CONNECTION,
-                HeaderValue::from_static("Upgrade, Cookie"),
-            );
-            h.append(header::UPGRADE, HeaderValue::from_static("SPDY/3.1"));
-        }
-        h
-    }
-
-    fn names(h: &HeaderMap) -> Vec<&str> {
-        let mut n: Vec<&str> = h.keys().map(HeaderName::as_str).collect();
-        n.sort_unstable();
-        n
-    }
-
-    #[test]
-    fn a_plain_call_keeps_only_content_accept_agent_and_stream_version() {
-        let out = leaf_headers(&hostile(false), false);
-        assert_eq!(
-            names(&out),
-            [
-                "accept",
-                "content-type",
-                "user-agent",
-                "x-stream-protocol-version"
-            ]
-        );
-        assert_eq!(out.get_all("x-stream-protocol-version").iter().count(), 2);
-    }
-
-    #[test]
-    fn an_upgrade_keeps_its_negotiation_and_says_only_upgrade_in_connection() {
-        let out = leaf_headers(&hostile(true), true);
-        assert_eq!(
-            names(&out),
-            [
-                "accept",
-                "connection",
-                "content-type",
-                "sec-websocket-key",
-                "sec-websocket-protocol",
-                "upgrade",
-                "user-agent",
-                "x-stream-protocol-version"
-            ]
-        );
-        assert_eq!(out[header::CONNECTION], "Upgrade");
-        assert_eq!(out[header::UPGRADE], "SPDY/3.1");
-        // Without `Upgrade` there is nothing to switch to, and no `Connection` either.
-        assert!(!leaf_headers(&hostile(false), true).contains_key(header::CONNECTION));
-    }
-
-    #[test]
-    fn impersonation_is_refused_in_kube_apiservers_words() {
-        let mut h = HeaderMap::new();
-        assert_eq!(impersonation(&h, "tenant:a"), None);
-        h.insert(
-            "impersonate-group",
-            HeaderValue::from_static("system:masters"),
-        );
-        let no_user = impersonation(&h, "tenant:a").unwrap();
-        assert_eq!(no_user.code, 400);
-        assert_eq!(
-            no_user.message,
-            "requested [{Group  system:masters    }] without impersonating a user"
-        );
-        h.insert("impersonate-user", HeaderValue::from_static("x"));
-        let user = impersonation(&h, "tenant:a").unwrap();
-        assert_eq!(user.code, 403);
-        assert_eq!(
-            user.message,
-            "users \"x\" is forbidden: User \"tenant:a\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"
-        );
-        h.insert(
-            "impersonate-user",
-            HeaderValue::from_static("system:serviceaccount:team-b:deployer"),
-        );
-        assert_eq!(
-            impersonation(&h, "tenant:a").unwrap().message,
-            "serviceaccounts \"deployer\" is forbidden: User \"tenant:a\" cannot impersonate resource \"serviceaccounts\" in API group \"\" in the namespace \"team-b\""
-        );
-    }
 }

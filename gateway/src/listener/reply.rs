@@ -11,6 +11,7 @@ use http::{HeaderValue, Response, StatusCode, header};
 use serde_json::Value;
 
 use crate::k8s::status::Status;
+use crate::proxy::error::Refused;
 use crate::proxy::{Body, full};
 
 /// The error dialects leafgate speaks.
@@ -22,16 +23,26 @@ pub enum Dialect {
     Status,
 }
 
-/// An internal failure answered in `dialect`.
+/// An internal failure answered in `dialect`; from 400 up, the access log's `refusal` is
+/// `message`.
 pub fn error(dialect: Dialect, code: StatusCode, message: &str) -> Response<Body> {
     match dialect {
-        Dialect::Kubelet => kubelet(code, message.to_string()),
+        Dialect::Kubelet => refused(kubelet(code, message.to_string()), message),
         Dialect::Status => status(&Status::new(code.as_u16(), message)),
     }
 }
 
+/// `res`, marked as leafgate's own refusal for the access log when it is one (400 up).
+fn refused(mut res: Response<Body>, why: &str) -> Response<Body> {
+    if res.status().as_u16() >= 400 {
+        res.extensions_mut().insert(Refused(why.to_string()));
+    }
+    res
+}
+
 /// A `Status` as an HTTP answer: its code, its object as JSON, and `Retry-After` when its
-/// details say when to retry (as kube-apiserver's response writer adds it).
+/// details say when to retry (as kube-apiserver's response writer adds it). From 400 up,
+/// the access log's `refusal` is its message.
 pub fn status(s: &Status) -> Response<Body> {
     let code = StatusCode::from_u16(s.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut res = json(code, &s.to_json());
@@ -39,7 +50,7 @@ pub fn status(s: &Status) -> Response<Body> {
         res.headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
     }
-    res
+    refused(res, &s.message)
 }
 
 /// A JSON answer.

@@ -12,6 +12,10 @@
 //! sits between the client's request and the leaf's, or between the leaf's 101 and the
 //! client's.
 //!
+//! The request gets its ID and trace context (`ids`) and its access log line
+//! (`access::Pending`, written with the answer, or by the stream when it ends) as on
+//! hyper's path.
+//!
 //! Any other answer (a refusal, a leaf that declined) is written by hyper: the connection
 //! goes to hyper with the head put back, and hyper's service hands the answer already made
 //! to the request it reads there, so the client gets it byte for byte as on hyper's path,
@@ -29,8 +33,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 use tracing::{Instrument, debug, debug_span};
 
+use super::access::Pending;
 use super::client::{Client, Front};
-use super::front;
+use super::{front, ids};
 use crate::metrics::ListenerLabels;
 use crate::proxy::fast::request::{self, Upgrade};
 use crate::proxy::fast::switch;
@@ -123,7 +128,17 @@ where
     let (raw, to_splice) = RawUpgrade::pair();
     parts.extensions.insert(raw);
     let mut req = Request::from_parts(parts, Empty::<Bytes>::new());
-    let res = match front::normalize_path(&mut req) {
+    // Its ID and trace, and its access log line, as on hyper's path (`front::dispatch`).
+    let id = ids::assign(client, &mut req);
+    let trace = ids::trace(client, &mut req);
+    let line = Pending::of(
+        client,
+        &mut req,
+        id.as_ref().map(|i| &i.value),
+        trace,
+        "fast",
+    );
+    let mut res = match front::normalize_path(&mut req) {
         Ok(()) if front == Front::NodeApi => {
             let answer = front::node_api(req, client, &snapshot, listener, started);
             Box::pin(answer.instrument(span)).await
@@ -147,6 +162,12 @@ where
         .fast_path_requests
         .get_or_create(&labels)
         .inc();
+    if let Some(id) = id {
+        id.answer(&mut res);
+    }
+    if let Some(line) = line {
+        line.write(client, &res);
+    }
     if res.status() != StatusCode::SWITCHING_PROTOCOLS {
         return to_hyper(io, buf, Some(res));
     }

@@ -40,6 +40,8 @@ pub struct Upstreamed {
     pub backend: String,
     pub status: Option<u16>,
     pub first_byte: std::time::Duration,
+    /// How long the new connection it came on took to make (`None`: a reused one).
+    pub connect: Option<std::time::Duration>,
 }
 
 impl Exchange<'_> {

@@ -30,6 +30,7 @@ use tracing::debug;
 use crate::config::Backend;
 
 use super::body::Body;
+use super::dialled::Dialled;
 use super::error::{DialError, SendError};
 use super::fast::pool::connect;
 use super::idle::{Idles, Reusable};
@@ -87,8 +88,12 @@ impl Http1Pool {
             }
         }
         // Boxed: dialling is rare, and its future inline would grow every request's.
+        let dialling = std::time::Instant::now();
         let mut sender = Box::pin(self.dial(backend)).await?;
-        let res = sender.send_request(req).await?;
+        let took = dialling.elapsed();
+        let mut res = sender.send_request(req).await?;
+        // The answer that waited for this connection says how long it took.
+        res.extensions_mut().insert(Dialled::new(took));
         Ok(self.pooled(res, sender, slot))
     }
 

@@ -27,6 +27,7 @@
 
 pub mod body;
 pub mod clock;
+pub mod dialled;
 pub mod error;
 pub mod exchange;
 pub mod fast;
@@ -123,7 +124,12 @@ pub async fn forward(
             // is not read for another request.
             Ok(Ok(res)) => {
                 let status = Some(res.status().as_u16());
-                let res = noted(respond(res, timeouts.idle), began, backend, status);
+                // Asked only for a line: the first to ask takes a new connection's time.
+                let connect = began
+                    .and_then(|_| res.extensions().get::<dialled::Dialled>())
+                    .and_then(dialled::Dialled::first);
+                let res = respond(res, timeouts.idle);
+                let res = noted(res, began, backend, status, connect);
                 return own_answer(res, !sent.sent_whole());
             }
             // The client's body, not the backend, failed: its framing is broken (RFC 9112
@@ -141,24 +147,27 @@ pub async fn forward(
         if upstream.failed(backend, &err, exchange, attempt < attempts) {
             continue;
         }
-        let res = noted(err.response(), began, backend, None);
+        let res = noted(err.response(), began, backend, None, None);
         return own_answer(res, !sent.sent_whole());
     }
 }
 
-/// `res` with the backend that answered it (`status`; `None`: leafgate answered for it)
-/// and when, for the access log, when the request asked (`began`, see `NoteUpstream`).
+/// `res` with the backend that answered it (`status`; `None`: leafgate answered for it),
+/// when, and how long a new connection took (`connect`), for the access log, when the
+/// request asked (`began`, see `NoteUpstream`).
 fn noted(
     mut res: Response<Body>,
     began: Option<std::time::Instant>,
     backend: &BackendState,
     status: Option<u16>,
+    connect: Option<Duration>,
 ) -> Response<Body> {
     if let Some(began) = began {
         res.extensions_mut().insert(Upstreamed {
             backend: backend.label.clone(),
             status,
             first_byte: began.elapsed(),
+            connect,
         });
     }
     res

@@ -281,8 +281,14 @@ pub async fn switch<B: Inbound>(
             };
             let (client, backend) = match tokio::join!(client_upgrade.ready(), far_side) {
                 (Ok(c), Ok(b)) => (c, b),
-                (Err(e), _) => return upgrade_failed(&job.route, &ends, "client", &e),
-                (_, Err(e)) => return upgrade_failed(&job.route, &ends, "upstream", &e),
+                (Err(e), _) => {
+                    job.unspliced(&ends, "client error");
+                    return upgrade_failed(&job.route, &ends, "client", &e);
+                }
+                (_, Err(e)) => {
+                    job.unspliced(&ends, "upstream error");
+                    return upgrade_failed(&job.route, &ends, "upstream", &e);
+                }
             };
             job.run(client, backend, idle, &ends).await;
             drop(hold);
@@ -480,16 +486,58 @@ pub struct SpliceJob {
     /// registration that counts and can revoke it), dropped when the splice ends or the
     /// upgrade fails.
     held: Option<Box<dyn Send + Sync>>,
-    /// The listener's access log, when it writes one: the connection's line goes there
-    /// when it ends.
-    log: Option<UpgradeLog>,
+    /// Where the connection's access log line goes when it ends, when the listener
+    /// writes a log.
+    log: Option<Box<dyn EndLine>>,
 }
 
-/// What an upgraded connection's access log line needs besides its job and its ends.
+/// How a hijacked connection's end is written to the access log: a route's `upgrade`
+/// line ([`UpgradeLog`]), or a Kubernetes front's line of the call the stream serves.
+pub trait EndLine: Send + Sync {
+    fn write(&self, end: &SpliceEnd<'_>);
+}
+
+/// A hijacked connection as it ended, for its line.
+pub struct SpliceEnd<'a> {
+    pub listener: &'a str,
+    pub peer: SocketAddr,
+    pub route: &'a str,
+    pub tenant: Option<&'a str>,
+    /// The far side: the backend, or `leaf <name>`.
+    pub upstream: &'a str,
+    /// Every byte spliced each way (client to upstream, upstream to client).
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub duration: Duration,
+    /// Both directions' waits on the bandwidth limiters.
+    pub throttled: Duration,
+    /// `closed`, `client closed`, `upstream closed`, `idle timeout`, `drain`,
+    /// `client error`, `upstream error`.
+    pub end_reason: &'static str,
+}
+
+/// A route's `upgrade` line.
 pub struct UpgradeLog {
     pub log: Arc<ListenerLog>,
     /// The request's ID (`[request_id]`).
     pub request_id: Option<String>,
+}
+
+impl EndLine for UpgradeLog {
+    fn write(&self, end: &SpliceEnd<'_>) {
+        let mut r = Record::new(Kind::Upgrade, end.listener);
+        r.request_id = self.request_id.as_deref();
+        r.route = Some(end.route);
+        r.tenant = end.tenant;
+        r.client = Some(end.peer);
+        r.upstream = Some(end.upstream);
+        r.bytes_in = Some(end.bytes_in);
+        r.bytes_out = Some(end.bytes_out);
+        r.duration = Some(end.duration);
+        r.throttled = Some(end.throttled);
+        r.end_reason = Some(end.end_reason);
+        self.log.write(&r);
+    }
 }
 
 impl SpliceJob {
@@ -519,8 +567,8 @@ impl SpliceJob {
     }
 
     /// The same job, writing its line to `log` when the connection ends.
-    pub fn logging(mut self, log: Option<UpgradeLog>) -> SpliceJob {
-        self.log = log;
+    pub fn logging<L: EndLine + 'static>(mut self, log: Option<L>) -> SpliceJob {
+        self.log = log.map(|l| Box::new(l) as Box<dyn EndLine>);
         self
     }
 
@@ -529,6 +577,38 @@ impl SpliceJob {
     pub fn holding(mut self, held: impl Send + Sync + 'static) -> SpliceJob {
         self.held = Some(Box::new(held));
         self
+    }
+
+    /// The line of a connection that was never spliced: its 101 was answered, and one
+    /// side never came.
+    fn unspliced(&self, ends: &Ends, end_reason: &'static str) {
+        self.write_end(ends, [0, 0], Duration::ZERO, Duration::ZERO, end_reason);
+    }
+
+    /// Writes the connection's line, when the listener writes a log: `bytes` spliced
+    /// (client to upstream, upstream to client) in `duration`, `throttled` of it waiting.
+    fn write_end(
+        &self,
+        ends: &Ends,
+        bytes: [u64; 2],
+        duration: Duration,
+        throttled: Duration,
+        end_reason: &'static str,
+    ) {
+        if let Some(log) = &self.log {
+            log.write(&SpliceEnd {
+                listener: &ends.listener,
+                peer: ends.peer,
+                route: &self.route,
+                tenant: (!self.tenant.is_empty()).then_some(self.tenant.as_str()),
+                upstream: &ends.backend,
+                bytes_in: bytes[0],
+                bytes_out: bytes[1],
+                duration,
+                throttled,
+                end_reason,
+            });
+        }
     }
 
     /// `ends` names both sides in the warning a failed splice logs.
@@ -567,10 +647,12 @@ impl SpliceJob {
             }
         };
         let began = tokio::time::Instant::now();
+        let throttled = Arc::new(AtomicU64::new(0));
         let opts = SpliceOptions {
             idle_timeout: idle,
             up: self.up.clone(),
             down: self.down.clone(),
+            throttled: throttled.clone(),
         };
 
         active.inc();
@@ -579,33 +661,24 @@ impl SpliceJob {
             _ = self.kill.cancelled() => None,
         };
         active.dec();
-        if let Some(log) = &self.log {
+        if self.log.is_some() {
             let end_reason = match &result {
                 Some(Ok(_)) => "closed",
                 Some(Err(SpliceError::Idle { .. })) => "idle timeout",
                 Some(Err(e)) if e.client_hung_up() => "client closed",
+                Some(Err(e)) if e.upstream_hung_up() => "upstream closed",
                 Some(Err(e)) => match e.side() {
                     Some(splice::Side::Client) => "client error",
                     _ => "upstream error",
                 },
                 None => "drain",
             };
-            let throttled = match &result {
-                Some(Ok(r)) => Some(r.throttled_up + r.throttled_down),
-                _ => None,
-            };
-            let mut r = Record::new(Kind::Upgrade, &ends.listener);
-            r.request_id = log.request_id.as_deref();
-            r.route = Some(&self.route);
-            r.tenant = (!self.tenant.is_empty()).then_some(self.tenant.as_str());
-            r.client = Some(ends.peer);
-            r.upstream = Some(&ends.backend);
-            r.bytes_in = Some(moved[0].load(Ordering::Relaxed));
-            r.bytes_out = Some(moved[1].load(Ordering::Relaxed));
-            r.duration = Some(began.elapsed());
-            r.throttled = throttled;
-            r.end_reason = Some(end_reason);
-            log.log.write(&r);
+            let bytes = [
+                moved[0].load(Ordering::Relaxed),
+                moved[1].load(Ordering::Relaxed),
+            ];
+            let throttled = Duration::from_nanos(throttled.load(Ordering::Relaxed));
+            self.write_end(ends, bytes, began.elapsed(), throttled, end_reason);
         }
         match result {
             Some(Ok(report)) => {

@@ -25,6 +25,7 @@ use crate::tls::{self, Verify};
 use crate::workers;
 
 use super::body::Body;
+use super::dialled::Timed;
 use super::error::{ProxyError, SendError};
 use super::exchange::Exchange;
 use super::fast::pool::RawPool;
@@ -47,7 +48,7 @@ pub struct Upstream {
     raw: Option<RawPool>,
     /// Pooled HTTP/1.1 clients for TLS backends, one per serving thread, so a
     /// connection's upstream exchanges stay on its thread (see `workers`).
-    clients: Vec<Client<Connector, Body>>,
+    clients: Vec<Client<Timed, Body>>,
     /// HTTP/2 connections, for `h2`/`h2c` routes and TLS backends that chose h2 by ALPN.
     h2: H2Conns,
     dialer: H2Dialer,
@@ -97,7 +98,7 @@ impl Upstream {
                     .pool_timer(TokioTimer::new())
                     .timer(TokioTimer::new())
                     .pool_idle_timeout(timeouts.idle)
-                    .build(connector.clone())
+                    .build(Timed(connector.clone()))
             })
             .collect();
         let alpn: &[&[u8]] = match config.protocol {
@@ -158,7 +159,7 @@ impl Upstream {
     }
 
     /// The pooled HTTP/1.1 client of the serving thread we are on.
-    fn client(&self) -> &Client<Connector, Body> {
+    fn client(&self) -> &Client<Timed, Body> {
         &self.clients[workers::current_index() % self.clients.len()]
     }
 

@@ -299,6 +299,139 @@ async fn the_log_is_reopened_when_moved_away_and_on_reopen() {
     );
 }
 
+/// The real `leafgate run` process: lines follow a file logrotate moved away (no signal),
+/// and `kill -USR1` (logrotate's `postrotate`) is taken as a reopen: the process logs it,
+/// lives on (SIGUSR1's default action would end it), and the next line goes to a new file
+/// at the path while the moved one keeps what it had.
+#[tokio::test]
+async fn a_running_leafgate_reopens_its_log_on_sigusr1_and_when_it_is_moved_away() {
+    let bin = tokio::task::spawn_blocking(leafgate_tests::binary::leafgate)
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let addr = closed_port();
+    let config = Config::new()
+        .set(
+            "access_log",
+            json!({ "format": "combined", "path": log.display().to_string() }),
+        )
+        .listener(Listener::new("web").bind(addr))
+        .route(Route::host("*").name("hello").direct(200, "hi"));
+    let file = dir.path().join("leafgate.toml");
+    std::fs::write(&file, config.to_string()).unwrap();
+    let stderr = std::fs::File::create(dir.path().join("stderr")).unwrap();
+    let mut child = tokio::process::Command::new(bin)
+        .args(["run", "--config"])
+        .arg(&file)
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("leafgate starts");
+    let started = Instant::now();
+    while TcpStream::connect(addr).await.is_err() {
+        assert!(
+            started.elapsed() < WITHIN,
+            "leafgate does not listen on {addr}"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "leafgate exited");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(send(addr, "a.example", "/one").await, 200);
+    lines(&log, 1).await;
+
+    // Moved away, no signal: the next line is in a new file at the path.
+    std::fs::rename(&log, dir.path().join("access.log.1")).unwrap();
+    assert_eq!(send(addr, "a.example", "/two").await, 200);
+    let now = lines(&log, 1).await;
+    assert!(now[0].contains("\"GET /two HTTP/1.1\" 200 "), "{now:?}");
+
+    // Moved away and signalled.
+    std::fs::rename(&log, dir.path().join("access.log.2")).unwrap();
+    let pid = child.id().unwrap().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-USR1", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let said = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(dir.path().join("stderr")).unwrap();
+        if text.contains("SIGUSR1: reopening the access logs") {
+            break;
+        }
+        assert!(said.elapsed() < WITHIN, "no reopen logged:\n{text}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "SIGUSR1 ended leafgate"
+    );
+    assert_eq!(send(addr, "a.example", "/three").await, 200);
+    let now = lines(&log, 1).await;
+    assert_eq!(now.len(), 1, "{now:?}");
+    assert!(now[0].contains("\"GET /three HTTP/1.1\" 200 "), "{now:?}");
+    for (rotated, path) in [("access.log.1", "/one"), ("access.log.2", "/two")] {
+        let old = std::fs::read_to_string(dir.path().join(rotated)).unwrap();
+        assert_eq!(old.lines().count(), 1, "{rotated}: {old}");
+        assert!(old.contains(&format!("GET {path} ")), "{rotated}: {old}");
+    }
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+}
+
+/// `upstream_connect_ms` says how long the new connection to the backend took, on both
+/// paths; the next request on the same client connection goes out on the pooled one and
+/// has none.
+#[tokio::test]
+async fn upstream_connect_ms_is_written_for_a_new_backend_connection_only() {
+    use http_body_util::BodyExt;
+    let bed = Bed::start(json!({ "format": "json" })).await;
+    for listener in ["fast", "hyper"] {
+        let tcp = TcpStream::connect(bed.gw.addr(listener)).await.unwrap();
+        let (mut sender, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
+                .await
+                .unwrap();
+        tokio::spawn(conn);
+        for path in ["/first", "/second"] {
+            let req = http::Request::get(path)
+                .header("host", "site.example")
+                .body(http_body_util::Empty::<bytes::Bytes>::new())
+                .unwrap();
+            let res = sender.send_request(req).await.unwrap();
+            assert_eq!(res.status(), 200, "{listener} {path}");
+            res.into_body().collect().await.unwrap();
+        }
+    }
+    let lines: Vec<Value> = lines(&bed.log, 4).await.iter().map(|l| parsed(l)).collect();
+    for listener in ["fast", "hyper"] {
+        let of = |path: &str| {
+            lines
+                .iter()
+                .find(|l| l["listener"] == listener && l["path"] == path)
+                .unwrap_or_else(|| panic!("{listener} {path}: {lines:#?}"))
+        };
+        let first = of("/first");
+        let connect = first["upstream_connect_ms"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{listener}: no connect time: {first}"));
+        let first_byte = first["upstream_first_byte_ms"].as_f64().unwrap();
+        assert!(connect > 0.0 && connect <= first_byte, "{first}");
+        let second = of("/second");
+        assert!(
+            second.get("upstream_connect_ms").is_none(),
+            "{listener}: a pooled connection: {second}"
+        );
+        assert!(
+            second["upstream_first_byte_ms"].as_f64().is_some(),
+            "{second}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_log_nobody_reads_drops_and_counts_lines_and_never_holds_a_request() {
     let dir = tempfile::tempdir().unwrap();

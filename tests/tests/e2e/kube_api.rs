@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use kubesim::KubeSim;
 use kubesim::testkit::{annotate_port, assert_echoes, echo_server, forwarding_from};
+use leafgate_tests::access_log::lines_where;
 use leafgate_tests::certs::TestCa;
 use leafgate_tests::config::{Leaf, Listener, Plugin, Tenant};
 use leafgate_tests::kube::{self, Following, KubeUser};
@@ -92,6 +93,16 @@ impl Bed {
 
     /// [`Bed::start`], with `kube-hyper` beside `kube` when `hyper_too` ([`config_with`]).
     async fn start_with(with_table_plugin: bool, hyper_too: bool) -> Bed {
+        Self::start_config(with_table_plugin, hyper_too, |config, _| config).await
+    }
+
+    /// [`Bed::start_with`], the config as `extra` makes it of [`config_with`]'s (given the
+    /// gateway's folder).
+    async fn start_config(
+        with_table_plugin: bool,
+        hyper_too: bool,
+        extra: impl FnOnce(Config, &Path) -> Config,
+    ) -> Bed {
         let leaf_a = KubeSim::builder().start().await.unwrap();
         let leaf_b = KubeSim::builder().start().await.unwrap();
         let gw_dir = tempfile::tempdir().unwrap();
@@ -107,7 +118,8 @@ impl Bed {
         .unwrap();
         std::fs::write(gw_dir.path().join("other.tokens"), TOKEN_OTHER).unwrap();
         let table = with_table_plugin.then(|| plugin("pods-table"));
-        let gw = TestGateway::start_in(gw_dir, config_with(table.as_deref(), hyper_too)).await;
+        let config = extra(config_with(table.as_deref(), hyper_too), gw_dir.path());
+        let gw = TestGateway::start_in(gw_dir, config).await;
         Bed {
             gw,
             leaf_a,
@@ -1445,4 +1457,195 @@ async fn an_answer_before_the_body_is_read_ends_the_connection() {
             }
         }
     }
+}
+
+/// The `X-Request-Id` of the last request `sim` recorded at `path`.
+fn request_id_seen(sim: &KubeSim, path: &str) -> Option<String> {
+    let request = sim.requests().into_iter().rev().find(|r| r.path == path)?;
+    request
+        .headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("x-request-id"))
+        .map(|(_, v)| v.clone())
+}
+
+/// kube-api lines with the real kubectl, on the listener that reads upgrades in place
+/// (`kube`, `served_by` fast) and hyper's (`kube-hyper`): a list names its verb, namespace
+/// and tenant; an exec (WebSocket and SPDY) writes its line when its stream ends, with
+/// the pod, its leaf, the bytes spliced each way and why it ended; a followed log writes
+/// its line once kubectl goes, not before; the leaf sees the request ID each line carries;
+/// a dead leaf's exec is a 502 with its refusal; no line holds the tenant's token.
+#[tokio::test]
+async fn kube_api_lines_name_verb_pod_leaf_and_tenant_and_streams_write_theirs_at_the_end() {
+    let mut bed = Bed::start_config(false, true, |config, dir| {
+        let log = dir.join("access.log").display().to_string();
+        config
+            .set("request_id", json!({}))
+            .set("access_log", json!({ "format": "json", "path": log }))
+    })
+    .await
+    .with_pods()
+    .await;
+    let log = bed.gw.path().join("access.log");
+    let bin = kubesim::kubectl::all().into_iter().next().unwrap();
+    let exec_path = "/api/v1/namespaces/apps/pods/db/exec";
+    let log_path = "/api/v1/namespaces/apps/pods/web/log";
+    let on = |l: &Value, listener: &str, path: &str| {
+        l["kind"] == "kube-api" && l["listener"] == listener && l["path"] == path
+    };
+    let kubeconfig_of = |listener: &str| {
+        let server = bed.gw.addr(listener);
+        kube::kubeconfig(
+            bed.dir.path(),
+            &bed.ca,
+            server,
+            KubeUser::Token(TOKEN_A),
+            Some("apps"),
+        )
+    };
+    for (listener, served_by) in [("kube", "fast"), ("kube-hyper", "hyper")] {
+        let kubeconfig = kubeconfig_of(listener);
+        let kubectl = |args: &[&str], env: &[(&str, &str)]| {
+            let mut cmd = bed.kubectl_cmd(&bin, &kubeconfig);
+            cmd.args(args).envs(env.iter().copied());
+            kubesim::testkit::run(cmd, None)
+        };
+        let done = kubectl(&["get", "pods", "-o", "name"], &[]).await;
+        assert_eq!(done.code, Some(0), "{listener}: {}", done.err);
+        let list = lines_where(&log, 1, |l| on(l, listener, "/api/v1/namespaces/apps/pods")).await;
+        let list = &list[0];
+        assert_eq!(list["verb"], "list", "{list}");
+        assert_eq!(list["namespace"], "apps", "{list}");
+        assert_eq!(list["tenant"], "acme", "{list}");
+        assert_eq!(list["status"], 200, "{list}");
+        assert_eq!(list["method"], "GET", "{list}");
+        assert!(
+            list.get("pod").is_none() && list.get("leaf").is_none(),
+            "{list}"
+        );
+        assert!(list.get("refusal").is_none(), "{list}");
+        let id = list["request_id"].as_str().unwrap_or_default();
+        assert_eq!(id.len(), 32, "{list}");
+
+        for (n, env) in [&[][..], &[NO_WS_EXEC][..]].into_iter().enumerate() {
+            let done = kubectl(&["exec", "db", "--", "sh", "-c", "echo out; exit 3"], env).await;
+            assert_eq!(done.code, Some(3), "{listener} {env:?}: {}", done.err);
+            assert_eq!(done.out, "out\n", "{listener} {env:?}");
+            let lines = lines_where(&log, n + 1, |l| on(l, listener, exec_path)).await;
+            let exec = &lines[n];
+            assert_eq!(exec["verb"], "exec", "{exec}");
+            assert_eq!(exec["namespace"], "apps", "{exec}");
+            assert_eq!(exec["pod"], "db", "{exec}");
+            assert_eq!(exec["leaf"], "leaf-b", "{exec}");
+            assert_eq!(exec["tenant"], "acme", "{exec}");
+            assert_eq!(exec["status"], 101, "{exec}");
+            // kubectl's SPDY exec is a POST, which Go's HTTP client writes with
+            // `Content-Length: 0`, and the in-place reader leaves any head with a length
+            // to hyper: hyper's on either listener.
+            let served_by = if env.is_empty() { served_by } else { "hyper" };
+            assert_eq!(exec["served_by"], served_by, "{exec}");
+            let method = if env.is_empty() { "GET" } else { "POST" };
+            assert_eq!(exec["method"], method, "{exec}");
+            // Written when the stream ended: "out\n" and the exit status went out, and
+            // the client's own frames (its close, at least) came in.
+            assert!(exec["bytes_out"].as_u64().unwrap() > 4, "{exec}");
+            assert!(exec["bytes_in"].as_u64().is_some(), "{exec}");
+            assert!(exec["duration_ms"].as_f64().is_some(), "{exec}");
+            assert!(exec["throttled_ms"].as_f64().is_some(), "{exec}");
+            let reason = exec["end_reason"].as_str().unwrap_or_default();
+            // The leaf (the simulator) drops the stream without TLS's close_notify once the
+            // exit status is out: `upstream closed`; a clean end is `closed`.
+            assert!(
+                ["closed", "client closed", "upstream closed"].contains(&reason),
+                "{exec}"
+            );
+            assert_eq!(
+                request_id_seen(&bed.leaf_b, exec_path).as_deref(),
+                exec["request_id"].as_str(),
+                "{listener}: the leaf saw the line's request ID"
+            );
+        }
+
+        bed.leaf_a
+            .append_log("apps", "web", "app", &format!("{listener} first"));
+        let mut cmd = bed.kubectl_cmd(&bin, &kubeconfig);
+        cmd.args(["logs", "-f", "web", "--tail=1"]);
+        let mut following = Following::spawn(cmd);
+        assert_eq!(following.next().await, format!("{listener} first"));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let open = lines_where(&log, 0, |l| on(l, listener, log_path)).await;
+        assert!(
+            open.is_empty(),
+            "a line while the log is followed: {open:#?}"
+        );
+        following.stop().await;
+        // leafgate finds the caller gone when it next writes to it: the leaf's lines go on.
+        let started = Instant::now();
+        let logs = loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let found = text
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .find(|l| on(l, listener, log_path));
+            if let Some(found) = found {
+                break found;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(15),
+                "no logs line:\n{text}"
+            );
+            bed.leaf_a
+                .append_log("apps", "web", "app", "after the caller went");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        let logs = &logs;
+        assert_eq!(logs["verb"], "logs", "{logs}");
+        assert_eq!(
+            (&logs["pod"], &logs["leaf"]),
+            (&json!("web"), &json!("leaf-a")),
+            "{logs}"
+        );
+        assert_eq!(logs["status"], 200, "{logs}");
+        assert_eq!(logs["end_reason"], "client closed", "{logs}");
+        assert!(logs["bytes_out"].as_u64().unwrap() > 5, "{logs}");
+        assert_eq!(
+            request_id_seen(&bed.leaf_a, log_path).as_deref(),
+            logs["request_id"].as_str(),
+            "{listener}: the leaf saw the line's request ID"
+        );
+    }
+
+    // A dead leaf: leaf-b's pods are still indexed, its API server gone.
+    bed.leaf_b.stop().await;
+    for listener in ["kube", "kube-hyper"] {
+        let kubeconfig = kubeconfig_of(listener);
+        let mut cmd = bed.kubectl_cmd(&bin, &kubeconfig);
+        cmd.args(["exec", "db", "--", "true"]);
+        let done = kubesim::testkit::run(cmd, None).await;
+        assert_ne!(done.code, Some(0), "{listener}: {}", done.out);
+        let dead = lines_where(&log, 1, |l| {
+            on(l, listener, exec_path) && l["status"].as_u64().is_some_and(|s| s >= 500)
+        })
+        .await;
+        let dead = &dead[0];
+        assert!(
+            [502, 503].contains(&dead["status"].as_u64().unwrap()),
+            "{dead}"
+        );
+        assert!(
+            dead["refusal"].as_str().is_some_and(|r| !r.is_empty()),
+            "{dead}"
+        );
+        assert_eq!(
+            (&dead["pod"], &dead["leaf"]),
+            (&json!("db"), &json!("leaf-b")),
+            "{dead}"
+        );
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !text.contains(TOKEN_A),
+        "the tenant's token in the log:\n{text}"
+    );
+    assert!(!text.to_ascii_lowercase().contains("bearer"), "{text}");
 }

@@ -64,6 +64,15 @@ impl Bed {
     /// (`http1_fast_path = true`), a second node-api listener, `kubelet-hyper`, serves
     /// every request through hyper, and `client_idle` is 2 s.
     async fn start_with(tenant: Tenant, hyper_too: bool) -> Bed {
+        Bed::start_config(tenant, hyper_too, |config, _| config).await
+    }
+
+    /// [`Bed::start_with`], the config as `extra` makes it (given the gateway's folder).
+    async fn start_config(
+        tenant: Tenant,
+        hyper_too: bool,
+        extra: impl FnOnce(Config, &std::path::Path) -> Config,
+    ) -> Bed {
         let leaf_a = KubeSim::builder().start().await.unwrap();
         let leaf_b = KubeSim::builder().start().await.unwrap();
         let dir = tempfile::tempdir().unwrap();
@@ -98,6 +107,7 @@ impl Bed {
             .leaf(Leaf::new("leaf-a", "a.kubeconfig"))
             .leaf(Leaf::new("leaf-b", "b.kubeconfig"))
             .tenant(tenant);
+        let config = extra(config, gw_dir.path());
         let gw = TestGateway::start_in(gw_dir, config).await;
         Bed {
             gw,
@@ -399,14 +409,9 @@ async fn a_websocket_exec_is_spliced_to_the_pod_s_leaf() {
 
     let tls = bed.connect(Some(APISERVER)).await.unwrap();
     let path = "/exec/apps-web/shell/main?command=sh&command=-c&command=cat%3B%20echo%20err%20%3E%262%3B%20exit%207&input=1&output=1&error=1";
-    let mut request = format!("wss://leafgate.node{path}")
-        .into_client_request()
+    let (mut ws, res) = tokio_tungstenite::client_async(ws_request(path), tls)
+        .await
         .unwrap();
-    request.headers_mut().insert(
-        "sec-websocket-protocol",
-        "v5.channel.k8s.io".parse().unwrap(),
-    );
-    let (mut ws, res) = tokio_tungstenite::client_async(request, tls).await.unwrap();
     assert_eq!(res.headers()["sec-websocket-protocol"], "v5.channel.k8s.io");
 
     ws.send(Message::binary(
@@ -586,6 +591,36 @@ async fn label_router_picks_the_leaf_and_redact_filters_a_live_log() {
 }
 
 /// Opens a WebSocket v5 exec of `command` on `ns/pod` through leafgate.
+/// A WebSocket request for `path` on the node, as kube-apiserver's v5 exec asks.
+fn ws_request(path: &str) -> tokio_tungstenite::tungstenite::handshake::client::Request {
+    let mut request = format!("wss://leafgate.node{path}")
+        .into_client_request()
+        .unwrap();
+    request.headers_mut().insert(
+        "sec-websocket-protocol",
+        "v5.channel.k8s.io".parse().unwrap(),
+    );
+    request
+}
+
+/// The next stdout bytes (v5 channel 1) of an exec's WebSocket, within 5 s.
+async fn next_stdout(
+    ws: &mut tokio_tungstenite::WebSocketStream<tokio_rustls::client::TlsStream<TcpStream>>,
+) -> Bytes {
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(5), ws.next())
+            .await
+            .expect("stdout within 5 s")
+            .unwrap()
+            .unwrap();
+        if let Message::Binary(data) = message
+            && data.first() == Some(&1)
+        {
+            return data.slice(1..);
+        }
+    }
+}
+
 async fn ws_exec(
     bed: &Bed,
     ns: &str,
@@ -599,13 +634,7 @@ async fn ws_exec(
     query.append_pair("output", "1");
     query.append_pair("error", "1");
     let path = format!("/exec/{ns}/{pod}/main?{}", query.finish());
-    let mut request = format!("wss://leafgate.node{path}")
-        .into_client_request()
-        .unwrap();
-    request.headers_mut().insert(
-        "sec-websocket-protocol",
-        "v5.channel.k8s.io".parse().unwrap(),
-    );
+    let request = ws_request(&path);
     let tls = bed.connect(Some(APISERVER)).await.unwrap();
     let (ws, _) = tokio_tungstenite::client_async(request, tls).await.unwrap();
     ws
@@ -665,16 +694,7 @@ async fn a_client_gone_mid_exec_ends_the_leaf_s_exec_within_a_second() {
     .await;
     let mut out = String::new();
     while !out.ends_with('\n') {
-        let message = tokio::time::timeout(Duration::from_secs(5), ws.next())
-            .await
-            .expect("the pid within 5 s")
-            .unwrap()
-            .unwrap();
-        if let Message::Binary(data) = message
-            && data.first() == Some(&1)
-        {
-            out.push_str(&String::from_utf8_lossy(&data[1..]));
-        }
+        out.push_str(&String::from_utf8_lossy(&next_stdout(&mut ws).await));
     }
     let pid: u32 = out.trim().parse().unwrap();
     let alive = || {
@@ -1110,4 +1130,195 @@ async fn an_answer_before_the_body_is_read_ends_the_connection() {
             assert!(ended, "{what}: {text}");
         }
     }
+}
+
+/// The node-api lines of the access log at `path` that `keep` keeps, once there are `n`.
+async fn node_lines(path: &std::path::Path, n: usize, keep: impl Fn(&Value) -> bool) -> Vec<Value> {
+    leafgate_tests::access_log::lines_where(path, n, |l| l["kind"] == "node-api" && keep(l)).await
+}
+
+/// The `X-Request-Id` values of the requests `sim` recorded at `path`.
+fn ids_seen(sim: &KubeSim, path: &str) -> Vec<String> {
+    sim.requests()
+        .into_iter()
+        .filter(|r| r.path == path)
+        .flat_map(|r| r.headers)
+        .filter(|(k, _)| k.eq_ignore_ascii_case("x-request-id"))
+        .map(|(_, v)| v)
+        .collect()
+}
+
+/// node-api lines as the root API server's calls make them: an exec read in place writes
+/// nothing while open and its line at close (verb, pod, leaf, tenant, the bytes each way,
+/// why it ended), a followed log at its end, each with the request ID the leaf saw (and
+/// returned to the caller); a pod no leaf holds is a 404 with its refusal, a dead leaf's
+/// exec a 502; the caller's bearer token is in no line.
+#[tokio::test]
+async fn node_api_lines_name_verb_pod_leaf_and_tenant_and_streams_write_theirs_at_the_end() {
+    // `kubelet` reads upgrades in place (`served_by` fast).
+    let mut bed = Bed::start_config(acme(), true, |config, dir| {
+        let log = dir.join("access.log").display().to_string();
+        config
+            .set("request_id", json!({}))
+            .set("access_log", json!({ "format": "json", "path": log }))
+    })
+    .await;
+    let log = bed.gw.path().join("access.log");
+    bed.leaf_a.create(pod("apps", "web-0", json!({}))).unwrap();
+    bed.leaf_b.create(pod("apps", "shell", json!({}))).unwrap();
+    bed.synced().await;
+    bed.indexed("apps", "web-0", 1).await;
+    bed.indexed("apps", "shell", 1).await;
+    let exec_path = "/api/v1/namespaces/apps/pods/shell/exec";
+
+    let tls = bed.connect(Some(APISERVER)).await.unwrap();
+    let path = "/exec/apps/shell/main?command=cat&input=1&output=1&error=1";
+    let mut request = ws_request(path);
+    let headers = request.headers_mut();
+    headers.insert(
+        "authorization",
+        "Bearer root-apiserver-token".parse().unwrap(),
+    );
+    let (mut ws, res) = tokio_tungstenite::client_async(request, tls).await.unwrap();
+    let returned = res.headers()["x-request-id"].to_str().unwrap().to_string();
+    let payload = [&[0u8][..], &[b'x'; 1000][..]].concat();
+    ws.send(Message::binary(payload)).await.unwrap();
+    let mut echoed = 0;
+    while echoed < 1000 {
+        echoed += next_stdout(&mut ws).await.len();
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let open = node_lines(&log, 0, |l| l["verb"] == "exec").await;
+    assert!(open.is_empty(), "a line while the exec is open: {open:#?}");
+    ws.send(Message::binary(vec![255u8, 0])).await.unwrap();
+    while let Ok(Some(Ok(_))) = tokio::time::timeout(Duration::from_secs(10), ws.next()).await {}
+    drop(ws);
+    let exec = node_lines(&log, 1, |l| l["verb"] == "exec").await;
+    let exec = &exec[0];
+    assert_eq!(exec["path"], "/exec/apps/shell/main", "{exec}");
+    assert_eq!(exec["namespace"], "apps", "{exec}");
+    assert_eq!(exec["pod"], "shell", "{exec}");
+    assert_eq!(exec["leaf"], "leaf-b", "{exec}");
+    assert_eq!(exec["tenant"], "acme", "{exec}");
+    assert_eq!(exec["status"], 101, "{exec}");
+    assert_eq!(exec["served_by"], "fast", "{exec}");
+    assert_eq!(exec["request_id"], returned.as_str(), "{exec}");
+    assert_eq!(
+        ids_seen(&bed.leaf_b, exec_path),
+        std::slice::from_ref(&returned)
+    );
+    // RFC 6455: 1001 payload bytes in a masked frame (2 + 2 + 4 bytes of header), the
+    // close of stdin (2 + 4 + 2); the echo came back in frames of at least 1000 bytes.
+    assert!(exec["bytes_in"].as_u64().unwrap() >= 1009 + 8, "{exec}");
+    assert!(exec["bytes_out"].as_u64().unwrap() >= 1000, "{exec}");
+    let reason = exec["end_reason"].as_str().unwrap_or_default();
+    // The leaf (the simulator) drops the stream without TLS's close_notify once the
+    // exit status is out: `upstream closed`; a clean end is `closed`.
+    assert!(
+        ["closed", "client closed", "upstream closed"].contains(&reason),
+        "{exec}"
+    );
+    assert!(exec["duration_ms"].as_f64().unwrap() >= 300.0, "{exec}");
+
+    // A followed log: its line once the caller goes.
+    bed.leaf_a.append_log("apps", "web-0", "main", "line 1");
+    let tls = bed.connect(Some(APISERVER)).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .unwrap();
+    let conn = tokio::spawn(conn);
+    let req = Request::get("/containerLogs/apps/web-0/main?follow=true")
+        .header("host", "leafgate.node")
+        .header("authorization", "Bearer root-apiserver-token")
+        .body(Empty::<Bytes>::new())
+        .unwrap();
+    let res = sender.send_request(req).await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let returned = res.headers()["x-request-id"].to_str().unwrap().to_string();
+    let mut body = res.into_body();
+    let first = tokio::time::timeout(Duration::from_secs(10), body.frame())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.into_data().unwrap(), "line 1\n");
+    let open = node_lines(&log, 0, |l| l["verb"] == "logs").await;
+    assert!(
+        open.is_empty(),
+        "a line while the log is followed: {open:#?}"
+    );
+    drop(body);
+    drop(sender);
+    conn.abort();
+    // leafgate finds the caller gone when it next writes to it: the leaf's lines go on.
+    let started = Instant::now();
+    let logs = loop {
+        let found = node_lines(&log, 0, |l| l["verb"] == "logs").await;
+        if let Some(found) = found.into_iter().next() {
+            break found;
+        }
+        assert!(started.elapsed() < Duration::from_secs(15), "no logs line");
+        bed.leaf_a
+            .append_log("apps", "web-0", "main", "after the caller went");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let logs = &logs;
+    assert_eq!(
+        logs["path"], "/containerLogs/apps/web-0/main",
+        "the query is left out"
+    );
+    assert_eq!(
+        (&logs["pod"], &logs["leaf"]),
+        (&json!("web-0"), &json!("leaf-a")),
+        "{logs}"
+    );
+    assert_eq!(logs["status"], 200, "{logs}");
+    // "line 1\n", and what else was written before leafgate found the caller gone.
+    assert!(logs["bytes_out"].as_u64().unwrap() >= 7, "{logs}");
+    assert_eq!(logs["end_reason"], "client closed", "{logs}");
+    assert_eq!(logs["request_id"], returned.as_str(), "{logs}");
+    assert_eq!(
+        ids_seen(&bed.leaf_a, "/api/v1/namespaces/apps/pods/web-0/log"),
+        [returned]
+    );
+
+    // Refusals: no leaf holds the pod; a dead leaf.
+    let (code, _) = bed
+        .call(Method::GET, "/containerLogs/apps/nowhere/main")
+        .await;
+    assert_eq!(code, StatusCode::NOT_FOUND);
+    bed.leaf_b.stop().await;
+    let tls = bed.connect(Some(APISERVER)).await.unwrap();
+    let refused = tokio_tungstenite::client_async(ws_request(path), tls).await;
+    assert!(refused.is_err(), "an exec on a dead leaf opened");
+    let refusals = node_lines(&log, 2, |l| l.get("refusal").is_some()).await;
+    let missing = &refusals[0];
+    assert_eq!(
+        (&missing["status"], &missing["pod"]),
+        (&json!(404), &json!("nowhere")),
+        "{missing}"
+    );
+    assert_eq!(missing["tenant"], "acme", "{missing}");
+    assert!(missing.get("leaf").is_none(), "{missing}");
+    let dead = &refusals[1];
+    assert!(
+        [502, 503].contains(&dead["status"].as_u64().unwrap()),
+        "{dead}"
+    );
+    assert_eq!(
+        (&dead["pod"], &dead["leaf"]),
+        (&json!("shell"), &json!("leaf-b")),
+        "{dead}"
+    );
+    assert!(
+        dead["refusal"].as_str().is_some_and(|r| !r.is_empty()),
+        "{dead}"
+    );
+
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !text.contains("root-apiserver-token"),
+        "the caller's token in the log:\n{text}"
+    );
+    assert!(!text.to_ascii_lowercase().contains("bearer"), "{text}");
 }

@@ -24,6 +24,7 @@ mod discovery;
 mod event_api;
 mod events;
 mod fields;
+mod info;
 mod json_out;
 mod kinds;
 mod list;
@@ -49,8 +50,10 @@ use http::{Method, Request, Response};
 use self::caller::{Caller, authenticate};
 use self::event_api::EventApi;
 use self::query::query_value;
+use super::access::ApiFacts;
 use super::client::{Client, Front};
-use super::podcall::{Call, impersonation};
+use super::pod_headers::impersonation;
+use super::podcall::Call;
 use super::reply;
 use crate::k8s::kubelet::{self, PodTarget};
 use crate::k8s::names;
@@ -61,20 +64,45 @@ use crate::snapshot::Snapshot;
 /// The route label kube-api requests are counted under.
 pub const ROUTE: &str = Front::KubeApi.label();
 
-/// Answers one kube-api request.
+/// Answers one kube-api request, with what its access log line says of it on the answer
+/// (`access::ApiFacts`: the tenant, and the verb, namespace and pod as kube-apiserver
+/// reads them from the request, `info`).
 pub async fn serve(
     req: Request<InBody>,
     client: &Arc<Client>,
     snapshot: &Arc<Snapshot>,
 ) -> Response<Body> {
+    let mut facts = ApiFacts::new(client);
+    let mut res = answer(req, client, snapshot, &mut facts).await;
+    facts.attach(&mut res);
+    res
+}
+
+async fn answer(
+    req: Request<InBody>,
+    client: &Arc<Client>,
+    snapshot: &Arc<Snapshot>,
+    facts: &mut ApiFacts,
+) -> Response<Body> {
     let Some(caller) = authenticate(&req, client, snapshot) else {
         return reply::status(&Status::unauthorized());
     };
+    facts.tenant(&caller.config.name);
     if let Some(refusal) = impersonation(req.headers(), &caller.user) {
         return reply::status(&refusal);
     }
     let path = req.uri().path().trim_end_matches('/').to_string();
     let segments: Vec<&str> = path.split('/').skip(1).collect();
+    if facts.on() {
+        let info = info::of(req.method(), &segments, req.uri().query());
+        facts.verb(info.verb);
+        if let Some(ns) = &info.namespace {
+            facts.namespace(ns);
+        }
+        if let (Some("pods"), Some(pod)) = (info.resource.as_deref(), &info.name) {
+            facts.pod(pod);
+        }
+    }
     match segments.as_slice() {
         ["version"] => only_get(&req, || {
             discovery::version(snapshot, &client.listener, caller.config)
@@ -169,7 +197,7 @@ pub async fn serve(
         ["api", "v1", "namespaces", ns, "pods", name, sub] => match target(ns, name) {
             Ok(target) => {
                 let sub = sub.to_string();
-                subresource(req, client, snapshot, &caller, &target, &sub).await
+                subresource(req, client, snapshot, &caller, &target, &sub, facts).await
             }
             Err(refusal) => reply::status(&refusal),
         },
@@ -276,10 +304,13 @@ async fn subresource(
     caller: &Caller<'_>,
     target: &PodTarget,
     sub: &str,
+    facts: &mut ApiFacts,
 ) -> Response<Body> {
     let Some((verb, methods)) = kubelet::subresource(sub) else {
         return reply::status(&Status::no_such_resource());
     };
+    // Named as the pod-call metrics name it (`exec`, `logs`, ...), not by the method.
+    facts.verb(kubelet::verb_name(verb));
     if !methods.contains(req.method()) {
         return reply::status(&Status::method_not_allowed());
     }
@@ -326,6 +357,7 @@ async fn subresource(
         Ok(call) => call,
         Err(res) => return res,
     };
+    facts.leaf(call.leaf.name());
     let mut path = kubelet::leaf_path(target, sub);
     if let Some(query) = req.uri().query() {
         path = format!("{path}?{query}");

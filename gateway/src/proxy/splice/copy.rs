@@ -2,6 +2,7 @@
 //! for the idle timeout. Charges the limiter before each write (see the parent module), and
 //! holds a buffer only from a read that gave bytes until they are written (`chunks`).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -38,7 +39,10 @@ impl DirectionReport {
             before_wait();
             activity.touch(now + wait);
             tokio::time::sleep(wait).await;
-            self.throttled += now.elapsed();
+            let waited = now.elapsed();
+            self.throttled += waited;
+            let nanos = u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX);
+            activity.throttled.fetch_add(nanos, Ordering::Relaxed);
         }
     }
 }
@@ -95,13 +99,16 @@ pub(super) struct Activity {
     start: Instant,
     /// Nanoseconds after `start`.
     last: AtomicU64,
+    /// Both directions' waits on their limiters so far (`SpliceOptions::throttled`).
+    throttled: Arc<AtomicU64>,
 }
 
 impl Activity {
-    pub(super) fn new() -> Self {
+    pub(super) fn new(throttled: Arc<AtomicU64>) -> Self {
         Activity {
             start: Instant::now(),
             last: AtomicU64::new(0),
+            throttled,
         }
     }
 

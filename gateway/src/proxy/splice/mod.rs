@@ -149,7 +149,7 @@ where
     UW: AsyncWrite + Unpin,
     F: Fn(Direction, u64) + Sync,
 {
-    let activity = Activity::new();
+    let activity = Activity::new(opts.throttled.clone());
     let up = copy_one(
         Direction::ClientToUpstream,
         &mut client_read,

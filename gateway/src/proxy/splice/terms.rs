@@ -4,6 +4,8 @@
 
 use std::fmt;
 use std::io;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use crate::limit::Limiter;
@@ -95,6 +97,9 @@ pub struct SpliceOptions {
     pub up: Limiter,
     /// Charged for bytes going upstream -> client.
     pub down: Limiter,
+    /// Nanoseconds both directions have waited on their limiters so far, added as each
+    /// wait ends: a splice that fails has no report, and its line still says this.
+    pub throttled: Arc<AtomicU64>,
 }
 
 /// What a finished splice moved.
@@ -136,12 +141,21 @@ impl SpliceError {
     /// reset, or closed its TLS without `close_notify` (as many clients do once they have
     /// what they came for). That is the client's business, not a fault to warn about.
     pub fn client_hung_up(&self) -> bool {
+        self.hung_up(Side::Client)
+    }
+
+    /// The same of the upstream: it reset, or closed its TLS without `close_notify` (a
+    /// server that drops an exec's connection once the exit status is out), which the
+    /// access log tells apart from a clean close and from a failure.
+    pub fn upstream_hung_up(&self) -> bool {
+        self.hung_up(Side::Upstream)
+    }
+
+    fn hung_up(&self, which: Side) -> bool {
         match self {
-            SpliceError::Io {
-                side: Side::Client,
-                source,
-                ..
-            } => peer_gone(source) || source.kind() == io::ErrorKind::UnexpectedEof,
+            SpliceError::Io { side, source, .. } if *side == which => {
+                peer_gone(source) || source.kind() == io::ErrorKind::UnexpectedEof
+            }
             _ => false,
         }
     }

@@ -25,6 +25,7 @@ fn unlimited(idle: Duration) -> SpliceOptions {
         idle_timeout: idle,
         up: Limiter::default(),
         down: Limiter::default(),
+        throttled: Default::default(),
     }
 }
 
@@ -252,6 +253,7 @@ async fn waiting_on_the_limiter_is_not_idle() {
         idle_timeout: Duration::from_secs(2),
         up,
         down: Limiter::default(),
+        throttled: Default::default(),
     };
     let (mut client, gateway_client) = tokio::io::duplex(64 << 10);
     let (mut upstream, gateway_upstream) = tokio::io::duplex(64 << 10);
@@ -278,6 +280,7 @@ async fn chunks_that_wait_on_the_limiter_and_the_writer_arrive_byte_exact() {
         idle_timeout: Duration::from_secs(30),
         up,
         down,
+        throttled: Default::default(),
     };
     let (client, gateway_client) = tokio::io::duplex(700);
     let (upstream, gateway_upstream) = tokio::io::duplex(500);
@@ -308,6 +311,40 @@ async fn chunks_that_wait_on_the_limiter_and_the_writer_arrive_byte_exact() {
     let report = task.await.unwrap().unwrap();
     assert!(report.throttled_up > Duration::ZERO, "{report:?}");
     assert!(report.throttled_down > Duration::ZERO, "{report:?}");
+}
+
+/// A splice that ends in an error has no report: how long it waited on its limiters is
+/// in `SpliceOptions::throttled` all the same (the access log line reads it there).
+#[tokio::test(start_paused = true)]
+async fn a_splice_that_fails_still_says_how_long_it_was_throttled() {
+    let small = RateLimit {
+        rate: ByteRate(NonZeroU64::new(MIB as u64 / 8).unwrap()),
+        burst: NonZeroU64::new(3000),
+    };
+    let (up, down) = connection_limiters(Some(small), &[]);
+    let throttled = Arc::new(AtomicU64::new(0));
+    let opts = SpliceOptions {
+        idle_timeout: Duration::from_secs(30),
+        up,
+        down,
+        throttled: throttled.clone(),
+    };
+    let (mut client, gateway_client) = tokio::io::duplex(64 << 10);
+    let (mut upstream, gateway_upstream) = tokio::io::duplex(64 << 10);
+    let task = tokio::spawn(splice(gateway_client, gateway_upstream, opts, |_, _| {}));
+    let sender = tokio::spawn(async move {
+        let _ = client.write_all(&pattern(200_000, 3)).await;
+        client
+    });
+    // The upstream takes 20 000 bytes (far past the burst: they waited) and goes away.
+    let mut got = vec![0u8; 20_000];
+    upstream.read_exact(&mut got).await.unwrap();
+    drop(upstream);
+    let ended = task.await.unwrap();
+    assert!(ended.is_err(), "{ended:?}");
+    let waited = Duration::from_nanos(throttled.load(Ordering::Relaxed));
+    assert!(waited >= Duration::from_millis(100), "{waited:?}");
+    drop(sender);
 }
 
 /// A stream whose every operation of one kind fails.
@@ -540,6 +577,7 @@ async fn per_connection_limit_moves_6_mib_in_3_s_each_way() {
         idle_timeout: Duration::from_secs(30),
         up,
         down,
+        throttled: Default::default(),
     };
     // `splice_tcp` splices limited connections too: the chunk waits in the pipe.
     let (client, upstream, task) = spawn_splice(Path::Tcp, opts).await;
@@ -573,6 +611,7 @@ async fn a_tenant_total_is_shared_by_its_connections() {
             idle_timeout: Duration::from_secs(30),
             up,
             down,
+            throttled: Default::default(),
         };
         let (client, gateway_client) = tokio::io::duplex(256 << 10);
         let (upstream, gateway_upstream) = tokio::io::duplex(256 << 10);
@@ -695,6 +734,7 @@ async fn measure_limiter_accuracy() {
                 idle_timeout: Duration::from_secs(30),
                 up,
                 down,
+                throttled: Default::default(),
             };
             splice_tcp(c, u, opts, |_, _| {}).await
         })

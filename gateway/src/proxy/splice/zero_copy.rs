@@ -60,7 +60,7 @@ pub(super) async fn run<F>(
 where
     F: Fn(Direction, u64) + Sync,
 {
-    let activity = Activity::new();
+    let activity = Activity::new(opts.throttled.clone());
     let up = pump(
         Direction::ClientToUpstream,
         client,

@@ -82,6 +82,8 @@ pub struct Outcome {
     pub refusal: String,
     /// From the exchange's start to the backend's answer head.
     pub first_byte: Option<Duration>,
+    /// How long the new connection to the backend took to dial (`None`: a pooled one).
+    pub upstream_connect: Option<Duration>,
     /// Body bytes sent to the client.
     pub bytes_out: u64,
 }
@@ -192,6 +194,7 @@ impl<'a, C: Caller> FastConn<'a, C> {
         self.answered = None;
         self.outcome.status = 0;
         self.outcome.refusal.clear();
+        self.outcome.upstream_connect = None;
         self.served.inc();
         self.input.consume(plan.head_len);
         self.body_left = plan.body;
@@ -270,13 +273,18 @@ impl<'a, C: Caller> FastConn<'a, C> {
             let reused = pooled.is_some();
             let mut tcp = match pooled.take() {
                 Some(tcp) => tcp,
-                None => Box::pin(raw.dial(&backend.backend)).await.map_err(|e| {
-                    Failed::Upstream(classify(
-                        SendError::Dial(e),
-                        &backend.label,
-                        timeouts.connect,
-                    ))
-                })?,
+                None => {
+                    let dialling = Instant::now();
+                    let tcp = Box::pin(raw.dial(&backend.backend)).await.map_err(|e| {
+                        Failed::Upstream(classify(
+                            SendError::Dial(e),
+                            &backend.label,
+                            timeouts.connect,
+                        ))
+                    })?;
+                    self.outcome.upstream_connect = Some(dialling.elapsed());
+                    tcp
+                }
             };
             let retry = reused && idempotent && self.body_left == 0;
             // The head, with what of the body has already come, in one write.
@@ -441,6 +449,7 @@ impl<'a, C: Caller> FastConn<'a, C> {
             backend: Some(backend.index()),
             refusal: std::mem::take(&mut self.outcome.refusal),
             first_byte: Some(answered - started),
+            upstream_connect: self.outcome.upstream_connect,
             bytes_out: match framing {
                 Framing::Length(n) => n,
                 _ => 0,
