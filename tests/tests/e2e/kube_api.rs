@@ -634,21 +634,27 @@ async fn kubectl_port_forward_carries_bytes_both_ways() {
         for spdy in [false, true] {
             let b = format!("{} spdy={spdy}", bin.display());
             let mut cmd = bed.kubectl_cmd(&bin, &kubeconfig);
-            cmd.args(["port-forward", "pod/db", ":5432"]);
             if spdy {
                 cmd.env("KUBECTL_PORT_FORWARD_WEBSOCKETS", "false");
             }
-            let mut child = cmd
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            let local = forwarding_from(&mut child).await;
+            let (mut child, local) = port_forward(cmd).await;
             let messages = [b"hello through leafgate".to_vec(), vec![b'z'; 256 * 1024]];
             assert_echoes(local, &messages, &b).await;
             child.kill().await.unwrap();
         }
     }
+}
+
+/// `cmd` running `port-forward pod/db :5432`: the kubectl and the local address it forwards.
+async fn port_forward(mut cmd: Command) -> (tokio::process::Child, SocketAddr) {
+    cmd.args(["port-forward", "pod/db", ":5432"]);
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let local = forwarding_from(&mut child).await;
+    (child, local)
 }
 
 /// Editing a `tokens_file` reloads it: the new token works, the removed one is refused.
@@ -1459,6 +1465,19 @@ async fn an_answer_before_the_body_is_read_ends_the_connection() {
     }
 }
 
+/// That `line` is of acme's call `verb` to pod `apps/{pod}` in `leaf`.
+fn assert_pod_call(line: &Value, verb: &str, pod: &str, leaf: &str) {
+    let got = [
+        &line["verb"],
+        &line["tenant"],
+        &line["namespace"],
+        &line["pod"],
+        &line["leaf"],
+    ];
+    let want = [verb, "acme", "apps", pod, leaf].map(|w| json!(w));
+    assert_eq!(got, want.each_ref(), "{line}");
+}
+
 /// The `X-Request-Id` of the last request `sim` recorded at `path`.
 fn request_id_seen(sim: &KubeSim, path: &str) -> Option<String> {
     let request = sim.requests().into_iter().rev().find(|r| r.path == path)?;
@@ -1473,7 +1492,8 @@ fn request_id_seen(sim: &KubeSim, path: &str) -> Option<String> {
 /// (`kube`, `served_by` fast) and hyper's (`kube-hyper`): a list names its verb, namespace
 /// and tenant; an exec (WebSocket and SPDY) writes its line when its stream ends, with
 /// the pod, its leaf, the bytes spliced each way and why it ended; a followed log writes
-/// its line once kubectl goes, not before; the leaf sees the request ID each line carries;
+/// its line once kubectl goes, not before, and so does a port-forward; the leaf sees the
+/// request ID each line carries;
 /// a dead leaf's exec is a 502 with its refusal; no line holds the tenant's token.
 #[tokio::test]
 async fn kube_api_lines_name_verb_pod_leaf_and_tenant_and_streams_write_theirs_at_the_end() {
@@ -1533,11 +1553,7 @@ async fn kube_api_lines_name_verb_pod_leaf_and_tenant_and_streams_write_theirs_a
             assert_eq!(done.out, "out\n", "{listener} {env:?}");
             let lines = lines_where(&log, n + 1, |l| on(l, listener, exec_path)).await;
             let exec = &lines[n];
-            assert_eq!(exec["verb"], "exec", "{exec}");
-            assert_eq!(exec["namespace"], "apps", "{exec}");
-            assert_eq!(exec["pod"], "db", "{exec}");
-            assert_eq!(exec["leaf"], "leaf-b", "{exec}");
-            assert_eq!(exec["tenant"], "acme", "{exec}");
+            assert_pod_call(exec, "exec", "db", "leaf-b");
             assert_eq!(exec["status"], 101, "{exec}");
             // kubectl's SPDY exec is a POST, which Go's HTTP client writes with
             // `Content-Length: 0`, and the in-place reader leaves any head with a length
@@ -1599,12 +1615,7 @@ async fn kube_api_lines_name_verb_pod_leaf_and_tenant_and_streams_write_theirs_a
             tokio::time::sleep(Duration::from_millis(100)).await;
         };
         let logs = &logs;
-        assert_eq!(logs["verb"], "logs", "{logs}");
-        assert_eq!(
-            (&logs["pod"], &logs["leaf"]),
-            (&json!("web"), &json!("leaf-a")),
-            "{logs}"
-        );
+        assert_pod_call(logs, "logs", "web", "leaf-a");
         assert_eq!(logs["status"], 200, "{logs}");
         assert_eq!(logs["end_reason"], "client closed", "{logs}");
         assert!(logs["bytes_out"].as_u64().unwrap() > 5, "{logs}");
@@ -1613,6 +1624,24 @@ async fn kube_api_lines_name_verb_pod_leaf_and_tenant_and_streams_write_theirs_a
             logs["request_id"].as_str(),
             "{listener}: the leaf saw the line's request ID"
         );
+    }
+
+    // A port-forward: its line when kubectl ends it, with the bytes each way (the
+    // forwarded bytes inside their frames).
+    annotate_port(&bed.leaf_b, "apps", "db", 5432, echo_server().await);
+    let pf_path = "/api/v1/namespaces/apps/pods/db/portforward";
+    let (mut child, local) = port_forward(bed.kubectl_cmd(&bin, &kubeconfig_of("kube"))).await;
+    let sent = vec![b'p'; 64 * 1024];
+    assert_echoes(local, std::slice::from_ref(&sent), "port-forward").await;
+    let open = lines_where(&log, 0, |l| on(l, "kube", pf_path)).await;
+    assert!(open.is_empty(), "a line while forwarding: {open:#?}");
+    child.kill().await.unwrap();
+    let pf = lines_where(&log, 1, |l| on(l, "kube", pf_path)).await;
+    let pf = &pf[0];
+    assert_pod_call(pf, "port-forward", "db", "leaf-b");
+    assert_eq!(pf["status"], 101, "{pf}");
+    for way in ["bytes_in", "bytes_out"] {
+        assert!(pf[way].as_u64().unwrap() > 64 * 1024, "{way}: {pf}");
     }
 
     // A dead leaf: leaf-b's pods are still indexed, its API server gone.
@@ -1636,11 +1665,7 @@ async fn kube_api_lines_name_verb_pod_leaf_and_tenant_and_streams_write_theirs_a
             dead["refusal"].as_str().is_some_and(|r| !r.is_empty()),
             "{dead}"
         );
-        assert_eq!(
-            (&dead["pod"], &dead["leaf"]),
-            (&json!("db"), &json!("leaf-b")),
-            "{dead}"
-        );
+        assert_pod_call(dead, "exec", "db", "leaf-b");
     }
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(
