@@ -58,14 +58,16 @@ pub enum RunError {
 }
 
 /// Runs `command` in `container` of `target`'s pod in `leaf`; the whole call, refusal or
-/// output, within [`RUN_TIMEOUT`].
+/// output, within [`RUN_TIMEOUT`]. The exec request carries `extra` too (the request's ID
+/// and trace context).
 pub async fn exec_output(
     leaf: &Leaf,
     target: &PodTarget,
     container: &str,
     command: &[String],
+    extra: &http::HeaderMap,
 ) -> Result<RunOutput, RunError> {
-    tokio::time::timeout(RUN_TIMEOUT, exec(leaf, target, container, command))
+    tokio::time::timeout(RUN_TIMEOUT, exec(leaf, target, container, command, extra))
         .await
         .map_err(|_| RunError::Timeout(RUN_TIMEOUT))?
 }
@@ -75,9 +77,10 @@ async fn exec(
     target: &PodTarget,
     container: &str,
     command: &[String],
+    extra: &http::HeaderMap,
 ) -> Result<RunOutput, RunError> {
     let uri = exec_uri(target, container, command);
-    let req = Request::get(uri)
+    let mut req = Request::get(uri)
         .header(header::CONNECTION, "Upgrade")
         .header(header::UPGRADE, "websocket")
         .header(header::SEC_WEBSOCKET_VERSION, "13")
@@ -88,6 +91,9 @@ async fn exec(
         )
         .body(Empty::<Bytes>::new())
         .map_err(|e| RunError::Stream(e.to_string()))?;
+    for (name, value) in extra {
+        req.headers_mut().append(name, value.clone());
+    }
     let res = leaf.send(req).await?;
     if res.status() != StatusCode::SWITCHING_PROTOCOLS {
         let status = res.status();

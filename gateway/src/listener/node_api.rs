@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use super::access::ApiFacts;
 use super::client::{Client, Front};
-use super::pod_headers::impersonation;
+use super::pod_headers::{ids_to_leaf, impersonation};
 use super::podcall::{Call, leaf_failed};
 use super::reply::{self, Dialect};
 use crate::config::{AllowedClient, VirtualNodeKind};
@@ -253,7 +253,9 @@ impl Call<'_> {
                 kubelet::logs_query(query, container).map(|q| ("log", q))
             }
             KubeletRoute::Run { container, .. } => {
-                return self.run(kubelet::run_command(query), container).await;
+                return self
+                    .run(kubelet::run_command(query), container, req.headers())
+                    .await;
             }
             KubeletRoute::Pods | KubeletRoute::Healthz => unreachable!("answered before"),
         };
@@ -270,11 +272,20 @@ impl Call<'_> {
     }
 
     /// `/run`: runs `command` in the leaf (exec over WebSocket v5) and answers its output.
-    async fn run(&self, command: Vec<String>, container: &str) -> Response<Body> {
+    /// The exec carries the request's ID and trace context (`pod_headers::ids_to_leaf`).
+    async fn run(
+        &self,
+        command: Vec<String>,
+        container: &str,
+        headers: &http::HeaderMap,
+    ) -> Response<Body> {
         if command.is_empty() {
             return text(StatusCode::BAD_REQUEST, "missing cmd");
         }
-        match crate::k8s::run::exec_output(&self.leaf, self.target, container, &command).await {
+        let mut ids = http::HeaderMap::new();
+        ids_to_leaf(headers, &mut ids, &self.snapshot.config);
+        match crate::k8s::run::exec_output(&self.leaf, self.target, container, &command, &ids).await
+        {
             Ok(out) if out.exit_code == 0 => reply::kubelet(StatusCode::OK, out.output),
             // The command's own answer, not a refusal: its output stays out of the log.
             Ok(out) => reply::kubelet(

@@ -1282,6 +1282,21 @@ async fn node_api_lines_name_verb_pod_leaf_and_tenant_and_streams_write_theirs_a
         [returned]
     );
 
+    // `/run`: leafgate's own exec to the leaf carries the ID too.
+    let (code, out) = bed
+        .call(Method::POST, "/run/apps/web-0/main?cmd=echo%20hi")
+        .await;
+    assert_eq!((code, out.as_str()), (StatusCode::OK, "hi\n"));
+    let run = node_lines(&log, 1, |l| l["path"] == "/run/apps/web-0/main").await;
+    let run = &run[0];
+    assert_eq!(
+        (&run["verb"], &run["status"]),
+        (&json!("exec"), &json!(200)),
+        "{run}"
+    );
+    let seen = ids_seen(&bed.leaf_a, "/api/v1/namespaces/apps/pods/web-0/exec");
+    assert_eq!(seen, [run["request_id"].as_str().unwrap()], "{run}");
+
     // Refusals: no leaf holds the pod; a dead leaf.
     let (code, _) = bed
         .call(Method::GET, "/containerLogs/apps/nowhere/main")
