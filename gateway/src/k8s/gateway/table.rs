@@ -6,8 +6,8 @@
 //! too: a request no entry of `/v2` takes falls to `/`, as a Gateway API route's matches
 //! are one list across paths and hosts.
 
-use std::cmp::Reverse;
 use foldhash::{HashMap, HashSet};
+use std::cmp::Reverse;
 use std::sync::Arc;
 
 use super::model::{HeaderModifier, Redirect, Rewrite, Timeouts};
