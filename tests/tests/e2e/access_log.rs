@@ -110,6 +110,11 @@ impl Bed {
     }
 }
 
+/// The JSON lines of `path` once it holds at least `n`, parsed.
+async fn json_lines(path: &Path, n: usize) -> Vec<Value> {
+    leafgate_tests::access_log::lines_where(path, n, |_| true).await
+}
+
 fn parsed(line: &str) -> Value {
     serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"))
 }
@@ -406,7 +411,7 @@ async fn upstream_connect_ms_is_written_for_a_new_backend_connection_only() {
             res.into_body().collect().await.unwrap();
         }
     }
-    let lines: Vec<Value> = lines(&bed.log, 4).await.iter().map(|l| parsed(l)).collect();
+    let lines: Vec<Value> = json_lines(&bed.log, 4).await;
     for listener in ["fast", "hyper"] {
         let of = |path: &str| {
             lines
@@ -801,11 +806,7 @@ async fn request_ids_are_kept_from_trusted_proxies_else_made_and_reach_backend_c
         }
         expected.push((listener, returned[0].clone()));
     }
-    let lines: Vec<Value> = lines(&log, expected.len())
-        .await
-        .iter()
-        .map(|l| parsed(l))
-        .collect();
+    let lines: Vec<Value> = json_lines(&log, expected.len()).await;
     for (listener, id) in &expected {
         let found = lines
             .iter()
@@ -967,11 +968,7 @@ async fn traceparent_is_passed_on_when_valid_and_started_when_absent_or_malforme
         assert!(got.len() == 1 && got[0] != valid, "{listener}: {got:?}");
     }
     // The trace-id in each line, found by the request's ID.
-    let lines: Vec<Value> = lines(&log, expected.len())
-        .await
-        .iter()
-        .map(|l| parsed(l))
-        .collect();
+    let lines: Vec<Value> = json_lines(&log, expected.len()).await;
     for (id, trace) in &expected {
         let line = lines
             .iter()
@@ -993,7 +990,7 @@ async fn without_tracing_trace_headers_are_left_as_they_came() {
         assert_eq!(echoed(&echo, "tracestate"), ["a=b"], "{listener}");
         assert!(seen_by_backend(&echo).is_empty(), "{listener}");
     }
-    let lines: Vec<Value> = lines(&bed.log, 2).await.iter().map(|l| parsed(l)).collect();
+    let lines: Vec<Value> = json_lines(&bed.log, 2).await;
     for l in &lines {
         assert!(
             l.get("trace_id").is_none() && l.get("request_id").is_none(),
@@ -1129,7 +1126,7 @@ async fn tls_lines_carry_the_server_name_and_version_on_both_paths() {
         );
     }
     assert_eq!(send(gw.addr("plain"), "plain.example", "/t").await, 200);
-    let lines: Vec<Value> = lines(&log, 3).await.iter().map(|l| parsed(l)).collect();
+    let lines: Vec<Value> = json_lines(&log, 3).await;
     for (listener, sni, served_by) in [
         ("tls-fast", "site.example", "fast"),
         ("tls-hyper", "a.tls.example", "hyper"),
