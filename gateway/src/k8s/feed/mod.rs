@@ -32,7 +32,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-pub use self::object::{Object, Printed, RawObject, at, json_size, storage_order, text};
+pub use self::object::{Object, Printed, RawObject, at, storage_order, text};
 
 /// How many changes a leaf's feed keeps for watches to resume from.
 pub const FEED_KEEPS: usize = 2048;

@@ -21,7 +21,7 @@ use tracing::{debug, warn};
 use crate::config::kinds::Gvr;
 use crate::errors::{self, Causes};
 use crate::k8s::feed::text;
-use crate::k8s::feed::{Feed, Printed, RawObject, json_size};
+use crate::k8s::feed::{Feed, Printed, RawObject};
 
 /// One kind of one leaf: its objects and the leaf's column definitions for it.
 pub struct Kept {
@@ -51,8 +51,7 @@ impl Kept {
     /// printed for it): what keeping the kind costs, for `/status` and the metrics.
     pub fn footprint(&self) -> (usize, usize) {
         let all = self.feed.list();
-        let cells = |p: &Printed| p.cells.iter().map(json_size).sum::<usize>() + p.cells.len() + 1;
-        let bytes = all.iter().map(|p| p.object.bytes() + cells(p)).sum();
+        let bytes = all.iter().map(|p| p.object.bytes() + p.cells_bytes()).sum();
         (all.len(), bytes)
     }
 
@@ -212,7 +211,7 @@ fn rows<'t>(table: &'t Value, kept: &'t Kept, leaf: &'t str) -> impl Iterator<It
         if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.remove("managedFields");
         }
-        let cells = row["cells"].as_array().cloned().unwrap_or_default();
+        let cells = row["cells"].as_array().map(Vec::as_slice).unwrap_or(&[]);
         let object = RawObject::new(object, kept.gvr.api_version, kept.gvr.kind, leaf);
         Some(Printed::new(object, cells))
     })

@@ -629,7 +629,7 @@ mod tests {
         let object = RawObject::new(json, "batch/v1", "CronJob", leaf);
         Listed {
             leaf: leaf.into(),
-            object: Arc::new(Printed::new(object, cells)),
+            object: Arc::new(Printed::new(object, &cells)),
         }
     }
 
