@@ -3,7 +3,8 @@
 //! listener), to stdout or a file.
 //!
 //! Writing never blocks a serving thread: a line is formatted straight into that thread's
-//! bounded buffer (`sink`), which one writer thread empties every [`FLUSH_EVERY`]; a line
+//! bounded buffer (`sink`), which one writer thread empties every [`FLUSH_EVERY`], and
+//! sooner when a buffer fills past a quarter of its room; a line
 //! that does not fit is dropped and counted (`leafgate_access_log_dropped_total`). Nothing
 //! is allocated per line: a [`Record`] borrows its facts from where they are, and the
 //! buffers never grow (`out`). The formats are pure functions of a record (`format`).
@@ -50,7 +51,8 @@ struct Inner {
     sinks: Mutex<Vec<(Arc<Sink>, bool)>>,
     dropped: Counter,
     shards: usize,
-    writer: OnceLock<Thread>,
+    /// Shared with each sink, which wakes it when a buffer fills.
+    writer: Arc<OnceLock<Thread>>,
     closing: AtomicBool,
 }
 
@@ -77,7 +79,7 @@ impl Logs {
                 sinks: Mutex::new(Vec::new()),
                 dropped,
                 shards,
-                writer: OnceLock::new(),
+                writer: Arc::default(),
                 closing: AtomicBool::new(false),
             }),
         }
@@ -100,6 +102,7 @@ impl Logs {
                     config.path.clone(),
                     inner.shards,
                     inner.dropped.clone(),
+                    inner.writer.clone(),
                 )),
             };
             if !used.iter().any(|s| Arc::ptr_eq(s, &sink)) {
