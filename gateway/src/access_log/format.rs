@@ -1,8 +1,6 @@
 //! The three line formats, as pure functions of a record: JSON (one object a line, the
 //! fields that apply in a fixed order), nginx's `combined`, and the operator's template.
 
-use std::fmt::Write;
-
 use super::out::Out;
 use super::record::{Record, Value};
 use super::time::Civil;
@@ -50,16 +48,13 @@ fn json(record: &Record<'_>, query: bool, out: &mut Out<'_>) {
 
 /// A value that needs no escaping: a number, a time, an address.
 fn plain(value: Value<'_>, out: &mut Out<'_>) {
-    let _ = match value {
-        Value::Number(n) => write!(out, "{n}"),
-        Value::Millis(d) => write!(out, "{:.3}", d.as_secs_f64() * 1000.0),
-        Value::Time(t) => Civil::of(t).rfc3339(out),
-        Value::Addr(a) => write!(out, "{a}"),
-        Value::Text(t) => {
-            out.bytes(t);
-            Ok(())
-        }
-    };
+    match value {
+        Value::Number(n) => out.uint(n),
+        Value::Millis(d) => out.millis(d),
+        Value::Time(t) => out.bytes(&Civil::of(t).rfc3339()),
+        Value::Addr(a) => out.addr(a),
+        Value::Text(t) => out.bytes(t),
+    }
 }
 
 /// nginx's `log_format combined`: `$remote_addr - $remote_user [$time_local] "$request"
@@ -68,13 +63,11 @@ fn plain(value: Value<'_>, out: &mut Out<'_>) {
 /// basic authentication), `$request` is the request line as the method, path and protocol.
 fn combined(record: &Record<'_>, query: bool, out: &mut Out<'_>) {
     match record.client {
-        Some(a) => {
-            let _ = write!(out, "{}", a.ip());
-        }
+        Some(a) => out.ip(a.ip()),
         None => out.byte(b'-'),
     }
     out.bytes(b" - - [");
-    let _ = Civil::of(record.time).nginx_local(out);
+    out.bytes(&Civil::of(record.time).nginx_local());
     out.bytes(b"] \"");
     let start = out.len();
     if let (Some(method), Some(path)) = (record.method, record.path(query)) {
@@ -89,12 +82,11 @@ fn combined(record: &Record<'_>, query: bool, out: &mut Out<'_>) {
     if out.len() == start {
         out.byte(b'-');
     }
-    let _ = write!(
-        out,
-        "\" {} {} \"",
-        record.status.unwrap_or(0),
-        record.bytes_out.unwrap_or(0)
-    );
+    out.bytes(b"\" ");
+    out.uint(record.status.unwrap_or(0).into());
+    out.byte(b' ');
+    out.uint(record.bytes_out.unwrap_or(0));
+    out.bytes(b" \"");
     out.nginx(record.referer.unwrap_or_default());
     out.bytes(b"\" \"");
     out.nginx(record.user_agent.unwrap_or_default());

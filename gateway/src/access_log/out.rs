@@ -2,7 +2,9 @@
 //! line too long instead of allocating, so a serving thread writes into its own bounded
 //! buffer without the allocator; and the two escapings a value gets, JSON's and nginx's.
 
-use std::fmt;
+use std::fmt::{self, Write};
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
 
 /// The most of one text value a line holds (a path, a header's value); the rest is cut,
 /// so one hostile request cannot fill a worker's buffer.
@@ -39,6 +41,69 @@ impl<'b> Out<'b> {
 
     pub fn byte(&mut self, b: u8) {
         self.bytes(&[b]);
+    }
+
+    /// `n` in decimal, without `fmt`'s machinery (a line writes several numbers).
+    pub fn uint(&mut self, mut n: u64) {
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.bytes(&digits[at..]);
+    }
+
+    /// A duration as milliseconds with three decimals (`1.500`), rounded to the
+    /// microsecond.
+    pub fn millis(&mut self, d: Duration) {
+        let micros = d.as_nanos().saturating_add(500) / 1000;
+        let micros = u64::try_from(micros).unwrap_or(u64::MAX);
+        self.uint(micros / 1000);
+        let frac = (micros % 1000) as u16;
+        self.bytes(&[
+            b'.',
+            b'0' + (frac / 100) as u8,
+            b'0' + (frac / 10 % 10) as u8,
+            b'0' + (frac % 10) as u8,
+        ]);
+    }
+
+    /// An IP address as `Display` writes it; IPv4 digit by digit.
+    pub fn ip(&mut self, ip: IpAddr) {
+        match ip {
+            IpAddr::V4(v4) => {
+                let [a, b, c, d] = v4.octets();
+                self.uint(a.into());
+                for octet in [b, c, d] {
+                    self.byte(b'.');
+                    self.uint(octet.into());
+                }
+            }
+            IpAddr::V6(v6) => {
+                let _ = write!(self, "{v6}");
+            }
+        }
+    }
+
+    /// A socket address as `Display` writes it (`192.0.2.7:51234`, `[::1]:8080`).
+    pub fn addr(&mut self, a: SocketAddr) {
+        match a {
+            SocketAddr::V4(v4) => self.ip(IpAddr::V4(*v4.ip())),
+            SocketAddr::V6(v6) => {
+                let _ = write!(self, "[{}", v6.ip());
+                if v6.scope_id() != 0 {
+                    let _ = write!(self, "%{}", v6.scope_id());
+                }
+                self.byte(b']');
+            }
+        }
+        self.byte(b':');
+        self.uint(a.port().into());
     }
 
     /// `b` as a JSON string's contents: `"`, `\` and control characters escaped, valid
@@ -111,6 +176,8 @@ impl fmt::Write for Out<'_> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::Out;
 
     fn json(b: &[u8]) -> String {
@@ -155,6 +222,40 @@ mod tests {
             nginx(b"a\"b\\c\x01\x7f\xc3\xa9"),
             "a\\x22b\\x5Cc\\x01\\x7F\\xC3\\xA9"
         );
+    }
+
+    fn written(f: impl FnOnce(&mut Out<'_>)) -> String {
+        let mut buf = Vec::with_capacity(256);
+        f(&mut Out::new(&mut buf));
+        String::from_utf8(buf).unwrap()
+    }
+
+    #[test]
+    fn numbers_durations_and_addresses_read_as_display_writes_them() {
+        for n in [0, 7, 10, 999, 1_000_000, u64::MAX] {
+            assert_eq!(written(|o| o.uint(n)), n.to_string());
+        }
+        for (nanos, text) in [
+            (0, "0.000"),
+            (1_500_000, "1.500"),
+            (1_234_499, "1.234"),
+            (1_234_500, "1.235"),
+            (999_999_700, "1000.000"),
+            (45_006_000_000, "45006.000"),
+        ] {
+            assert_eq!(written(|o| o.millis(Duration::from_nanos(nanos))), text);
+        }
+        for a in [
+            "192.0.2.7:51234",
+            "0.0.0.0:0",
+            "255.255.255.255:65535",
+            "[::1]:8080",
+            "[2001:db8::7%3]:443",
+        ] {
+            let a: std::net::SocketAddr = a.parse().unwrap();
+            assert_eq!(written(|o| o.addr(a)), a.to_string());
+            assert_eq!(written(|o| o.ip(a.ip())), a.ip().to_string());
+        }
     }
 
     #[test]

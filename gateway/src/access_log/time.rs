@@ -39,23 +39,38 @@ impl Civil {
         }
     }
 
-    /// Writes `2026-12-02T07:58:37.123Z`.
-    pub fn rfc3339(&self, out: &mut impl std::fmt::Write) -> std::fmt::Result {
-        write!(
-            out,
-            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-            self.year, self.month, self.day, self.hour, self.minute, self.second, self.millis
-        )
+    /// `2026-12-02T07:58:37.123Z` (a year past 9999 is written as 9999).
+    pub fn rfc3339(&self) -> [u8; 24] {
+        let mut t = *b"0000-00-00T00:00:00.000Z";
+        digits(&mut t[0..4], self.year.clamp(0, 9999) as u32);
+        digits(&mut t[5..7], self.month);
+        digits(&mut t[8..10], self.day);
+        digits(&mut t[11..13], self.hour);
+        digits(&mut t[14..16], self.minute);
+        digits(&mut t[17..19], self.second);
+        digits(&mut t[20..23], self.millis);
+        t
     }
 
-    /// Writes nginx's `$time_local` in UTC: `02/Dec/2026:07:58:37 +0000`.
-    pub fn nginx_local(&self, out: &mut impl std::fmt::Write) -> std::fmt::Result {
+    /// nginx's `$time_local` in UTC: `02/Dec/2026:07:58:37 +0000`.
+    pub fn nginx_local(&self) -> [u8; 26] {
+        let mut t = *b"00/Mon/0000:00:00:00 +0000";
+        digits(&mut t[0..2], self.day);
         let month = MONTHS[(self.month as usize).saturating_sub(1) % 12];
-        write!(
-            out,
-            "{:02}/{month}/{:04}:{:02}:{:02}:{:02} +0000",
-            self.day, self.year, self.hour, self.minute, self.second
-        )
+        t[3..6].copy_from_slice(month.as_bytes());
+        digits(&mut t[7..11], self.year.clamp(0, 9999) as u32);
+        digits(&mut t[12..14], self.hour);
+        digits(&mut t[15..17], self.minute);
+        digits(&mut t[18..20], self.second);
+        t
+    }
+}
+
+/// Writes `n`'s last `to.len()` decimal digits into `to`, zero-padded.
+fn digits(to: &mut [u8], mut n: u32) {
+    for d in to.iter_mut().rev() {
+        *d = b'0' + (n % 10) as u8;
+        n /= 10;
     }
 }
 
@@ -82,10 +97,10 @@ mod tests {
 
     fn both(secs: u64, millis: u64) -> (String, String) {
         let c = Civil::of(UNIX_EPOCH + Duration::from_millis(secs * 1000 + millis));
-        let (mut a, mut b) = (String::new(), String::new());
-        c.rfc3339(&mut a).unwrap();
-        c.nginx_local(&mut b).unwrap();
-        (a, b)
+        (
+            String::from_utf8(c.rfc3339().to_vec()).unwrap(),
+            String::from_utf8(c.nginx_local().to_vec()).unwrap(),
+        )
     }
 
     #[test]
