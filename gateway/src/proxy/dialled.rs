@@ -3,7 +3,9 @@
 //! waited for the connection, and the TLS backends' pooled client's connector is timed
 //! ([`Timed`]: the connection's extra, which that client puts on every answer on it, and
 //! the first answer to ask takes it, [`Dialled::first`]). An answer on a reused
-//! connection has none. HTTP/2 connections are not timed.
+//! connection has none. An HTTP/2 backend's connection (`h2`) is timed as it is dialled,
+//! and the request that waited for it carries the time; the streams sharing it after
+//! carry none.
 
 use std::future::Future;
 use std::io;

@@ -128,23 +128,27 @@ impl H2Conns {
         }
     }
 
-    /// A sender on the backend's connection, dialling one when there is none or it closed.
+    /// A sender on the backend's connection, dialling one when there is none or it closed;
+    /// with how long the dial took when this call made the connection (the request that
+    /// waited for it says so in its access log line; those sharing it after say nothing).
     pub async fn get(
         &self,
         index: usize,
         backend: &Backend,
         dialer: &H2Dialer,
-    ) -> Result<Dialed, DialError> {
+    ) -> Result<(Dialed, Option<Duration>), DialError> {
         let thread = &self.slots[workers::current_index() % self.slots.len()];
         let mut slot = thread[index].lock().await;
         if let Some(sender) = slot.as_ref().filter(|s| !s.is_closed()) {
-            return Ok(Dialed::H2(sender.clone()));
+            return Ok((Dialed::H2(sender.clone()), None));
         }
         *slot = None;
+        let dialling = std::time::Instant::now();
         let dialed = dialer.dial(backend).await?;
+        let took = dialling.elapsed();
         if let Dialed::H2(sender) = &dialed {
             *slot = Some(sender.clone());
         }
-        Ok(dialed)
+        Ok((dialed, Some(took)))
     }
 }

@@ -25,7 +25,7 @@ use crate::tls::{self, Verify};
 use crate::workers;
 
 use super::body::Body;
-use super::dialled::Timed;
+use super::dialled::{Dialled, Timed};
 use super::error::{ProxyError, SendError};
 use super::exchange::Exchange;
 use super::fast::pool::RawPool;
@@ -191,14 +191,18 @@ impl Upstream {
                 .get(backend.index, &backend.backend, &self.dialer)
                 .await?
             {
-                Dialed::H2(mut sender) => {
+                (Dialed::H2(mut sender), dialled) => {
                     backend.speaks.store(H2, Ordering::Relaxed);
                     *req.uri_mut() = h2_uri(&backend.backend, host, path.as_ref());
                     req.headers_mut().remove(http::header::HOST);
                     sender.ready().await?;
-                    return Ok(sender.send_request(req).await?.map(Either::Right));
+                    let mut res = sender.send_request(req).await?;
+                    if let Some(took) = dialled {
+                        res.extensions_mut().insert(Dialled::new(took));
+                    }
+                    return Ok(res.map(Either::Right));
                 }
-                Dialed::Http1 => backend.speaks.store(HTTP1, Ordering::Relaxed),
+                (Dialed::Http1, _) => backend.speaks.store(HTTP1, Ordering::Relaxed),
             }
         }
         *req.uri_mut() = Self::uri(&backend.backend, path.as_ref());

@@ -437,6 +437,65 @@ async fn upstream_connect_ms_is_written_for_a_new_backend_connection_only() {
     }
 }
 
+/// To an HTTP/2 backend, the request that waited for the connection to be made says how
+/// long it took; the streams sharing the connection after say nothing.
+#[tokio::test]
+async fn upstream_connect_ms_is_written_for_the_request_that_dialled_an_h2_backend() {
+    use http_body_util::BodyExt;
+    use leafgate_tests::upstream::Speaks;
+    let h2 = TestUpstream::start_speaking("h2c-only", Speaks::H2c).await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let gw = TestGateway::start_in(
+        dir,
+        Config::new()
+            .admin()
+            .set(
+                "access_log",
+                json!({ "format": "json", "path": log.display().to_string() }),
+            )
+            .listener(Listener::new("web"))
+            .route(Route::host("h2.example").backend(h2.addr).protocol("h2c")),
+    )
+    .await;
+    let tcp = TcpStream::connect(gw.addr("web")).await.unwrap();
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    for path in ["/first", "/second", "/third"] {
+        let req = http::Request::get(path)
+            .header("host", "h2.example")
+            .body(http_body_util::Empty::<bytes::Bytes>::new())
+            .unwrap();
+        let res = sender.send_request(req).await.unwrap();
+        assert_eq!(res.status(), 200, "{path}");
+        res.into_body().collect().await.unwrap();
+    }
+    let lines: Vec<Value> = json_lines(&log, 3).await;
+    let of = |path: &str| {
+        lines
+            .iter()
+            .find(|l| l["path"] == path)
+            .unwrap_or_else(|| panic!("{path}: {lines:#?}"))
+    };
+    let first = of("/first");
+    let connect = first["upstream_connect_ms"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no connect time for the dialling request: {first}"));
+    let first_byte = first["upstream_first_byte_ms"].as_f64().unwrap();
+    assert!(connect > 0.0 && connect <= first_byte, "{first}");
+    for path in ["/second", "/third"] {
+        let later = of(path);
+        assert_eq!(later["status"], 200, "{later}");
+        assert!(
+            later.get("upstream_connect_ms").is_none(),
+            "a stream on the open connection: {later}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_log_nobody_reads_drops_and_counts_lines_and_never_holds_a_request() {
     let dir = tempfile::tempdir().unwrap();
