@@ -1134,6 +1134,86 @@ async fn a_spliced_websocket_writes_its_line_at_close_with_the_bytes_each_way() 
     }
 }
 
+/// A hijacked connection whose backend resets it while the route's bandwidth limit holds
+/// the client's bytes back: the splice fails, and its line still says how long it was
+/// throttled, and why it ended.
+#[tokio::test]
+async fn a_failed_splice_writes_its_throttled_time_and_why_it_ended() {
+    use leafgate_tests::backends;
+    const TAKEN: usize = 40_000;
+    // Takes the first 40,000 bytes after the switch, then resets the connection.
+    let backend = backends::raw(|_head, mut stream| async move {
+        stream
+            .write_all(b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: x-sink\r\n\r\n")
+            .await
+            .unwrap();
+        let mut got = vec![0u8; TAKEN];
+        let _ = stream.read_exact(&mut got).await;
+        let _ = stream.set_linger(Some(Duration::ZERO));
+        drop(stream);
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    // 16 KiB a second, its burst 16 KiB: 40,000 bytes wait for about 1.5 s.
+    let gw = TestGateway::start_in(
+        dir,
+        Config::new()
+            .set("access_log", json!({ "path": log.display().to_string() }))
+            .listener(Listener::new("fast").set("http1_fast_path", true))
+            .listener(Listener::new("hyper").set("http1_fast_path", false))
+            .route(
+                Route::host("*")
+                    .name("sink")
+                    .backend(backend.addr)
+                    .bandwidth("16KiB/s"),
+            ),
+    )
+    .await;
+    let mut clients = Vec::new();
+    for listener in ["fast", "hyper"] {
+        let mut tcp = TcpStream::connect(gw.addr(listener)).await.unwrap();
+        tcp.write_all(
+            b"GET /sink HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: x-sink\r\n\r\n",
+        )
+        .await
+        .unwrap();
+        let head = backends::read_head(&mut tcp).await.unwrap();
+        assert!(head.starts_with("HTTP/1.1 101"), "{listener}: {head}");
+        // More than the backend takes; the writes stop when the connection goes.
+        clients.push(tokio::spawn(async move {
+            let _ = tcp.write_all(&vec![b'z'; 200_000]).await;
+            let mut rest = Vec::new();
+            let _ = tcp.read_to_end(&mut rest).await;
+        }));
+    }
+    for listener in ["fast", "hyper"] {
+        let started = Instant::now();
+        let line = loop {
+            if let Some(line) = upgrade_line(&log, listener) {
+                break line;
+            }
+            assert!(started.elapsed() < WITHIN, "{listener}: no upgrade line");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert_eq!(line["route"], "sink", "{line}");
+        let reason = line["end_reason"].as_str().unwrap_or_default();
+        assert!(
+            ["upstream closed", "upstream error"].contains(&reason),
+            "{listener}: {line}"
+        );
+        let throttled = line["throttled_ms"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{listener}: no throttled time: {line}"));
+        assert!(throttled >= 500.0, "{listener}: {line}");
+        let bytes_in = line["bytes_in"].as_u64().unwrap();
+        assert!(bytes_in >= TAKEN as u64, "{listener}: {line}");
+    }
+    for c in clients {
+        let _ = tokio::time::timeout(WITHIN, c).await;
+    }
+}
+
 /// `listener`'s `upgrade` line in the log at `path`, once there is one.
 fn upgrade_line(path: &Path, listener: &str) -> Option<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
