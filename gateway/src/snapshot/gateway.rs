@@ -13,9 +13,9 @@ use std::sync::Arc;
 
 use http::StatusCode;
 
-use crate::config::{Config, HostPattern, ListenerConfig, ListenerKind, PathMatch};
+use crate::config::{Config, HostPattern, ListenerConfig, ListenerKind};
 use crate::k8s::gateway::serve::Served;
-use crate::k8s::gateway::table::{Answer, Candidate, Target};
+use crate::k8s::gateway::table::{Answer, Candidate, Table, Target};
 use crate::k8s::ingress::model::Model;
 use crate::limit::SharedLimits;
 use crate::routing::Router;
@@ -33,16 +33,29 @@ pub struct GatewayRoutes {
     pub listeners: Vec<GatewayListener>,
     /// `[kubernetes.gateway] http1_fast_path`.
     pub http1_fast_path: bool,
+    /// The config and tenants they were compiled against: a compilation against the same
+    /// ones keeps the router entries of every host whose table did not change.
+    basis: Option<Basis>,
 }
+
+/// A config and its tenants.
+type Basis = (Arc<Config>, HashMap<String, Arc<Tenant>>);
+
+/// A router of Gateway routes.
+pub type GatewayRouter = Arc<Router<Arc<Route>>>;
 
 /// One bound address's routes.
 pub struct GatewayListener {
     pub addr: SocketAddr,
     /// The Service backends, compiled as Ingress routes are.
     pub routes: IngressRoutes,
-    /// The router's entries: a backend route itself, a 500, or the candidates to choose
-    /// among ([`Action::Gateway`]).
-    pub entries: Vec<(HostPattern, PathMatch, Arc<Route>)>,
+    /// The router over the table's hosts and paths: each entry a backend route itself, a
+    /// 500, or the candidates to choose among ([`Action::Gateway`]).
+    pub router: GatewayRouter,
+    /// The table the router was built from (the served listener's).
+    table: Arc<Table>,
+    /// Hosts whose router entries the last compilation built (`None`: all of them).
+    pub built: Option<usize>,
     /// The certificates of its HTTPS listeners and their rustls config (`None`: plain).
     pub tls: Option<(crate::config::ServerTls, Arc<rustls::ServerConfig>)>,
 }
@@ -56,41 +69,60 @@ impl GatewayRoutes {
         format!("{}{addr}", Self::PREFIX)
     }
 
-    /// Compiles `served` for `config`, reusing what `previous` built for each address.
+    /// Compiles `served` for `config`, reusing what `previous` built for each address:
+    /// its compiled backends (as [`IngressRoutes::compile`] reuses them), and, compiled
+    /// against the same config and tenants, the router entries of every host whose paths
+    /// are the same (`Arc`) in both tables ([`Router::with_hosts`]): a change builds again
+    /// only the hosts it touched.
     pub fn compile(
         served: Arc<Served>,
-        config: &Config,
+        config: &Arc<Config>,
         tenants: &HashMap<String, Arc<Tenant>>,
         previous: Option<&GatewayRoutes>,
     ) -> GatewayRoutes {
+        let same_basis = previous
+            .and_then(|p| p.basis.as_ref())
+            .is_some_and(|(c, t)| {
+                Arc::ptr_eq(c, config)
+                    && t.len() == tenants.len()
+                    && t.iter()
+                        .all(|(name, a)| tenants.get(name).is_some_and(|b| Arc::ptr_eq(a, b)))
+            });
         let listeners = served
             .listeners
             .iter()
             .map(|l| {
-                let before = previous
-                    .and_then(|p| p.listeners.iter().find(|g| g.addr == l.addr))
-                    .map(|g| &g.routes);
+                let before = previous.and_then(|p| p.listeners.iter().find(|g| g.addr == l.addr));
                 let model = Arc::new(Model {
                     routes: l.routes.clone(),
                     ..Model::default()
                 });
-                let routes = IngressRoutes::compile(model, config, tenants, before);
-                let backends: HashMap<&str, &Arc<Route>> = routes
-                    .model_routes()
-                    .iter()
-                    .zip(&routes.routes)
-                    .map(|(m, r)| (m.name.as_str(), r))
-                    .collect();
+                let routes =
+                    IngressRoutes::compile(model, config, tenants, before.map(|g| &g.routes));
                 let targets = Targets {
-                    backends,
+                    backends: &routes,
                     config,
                     tenants,
                 };
-                let entries = l
-                    .paths
-                    .iter()
-                    .map(|p| (p.host.clone(), p.path.clone(), targets.entry(&p.candidates)))
-                    .collect();
+                let (router, built) = match before.filter(|_| same_basis) {
+                    Some(b) if Arc::ptr_eq(&b.table, &l.table) => (b.router.clone(), Some(0)),
+                    Some(b) => match touched(&b.table, &l.table) {
+                        Some(hosts) => {
+                            let built = hosts.len();
+                            let entries = hosts.into_iter().map(|host| {
+                                let paths = l.table.get(host).map_or(&[][..], |p| &p[..]);
+                                let paths = paths
+                                    .iter()
+                                    .map(|p| (p.path.clone(), targets.entry(&p.candidates)))
+                                    .collect();
+                                (host.clone(), paths)
+                            });
+                            (Arc::new(b.router.with_hosts(entries)), Some(built))
+                        }
+                        None => (Arc::new(targets.router(&l.table)), None),
+                    },
+                    None => (Arc::new(targets.router(&l.table)), None),
+                };
                 let tls = l.tls.as_ref().and_then(|t| match super::tls::server_config(t) {
                     Ok(config) => Some((t.clone(), config)),
                     Err(e) => {
@@ -101,7 +133,9 @@ impl GatewayRoutes {
                 GatewayListener {
                     addr: l.addr,
                     routes,
-                    entries,
+                    router,
+                    table: l.table.clone(),
+                    built,
                     tls,
                 }
             })
@@ -112,6 +146,7 @@ impl GatewayRoutes {
             http1_fast_path: (config.kubernetes.as_ref())
                 .and_then(|k| k.gateway.as_ref())
                 .is_none_or(|g| g.http1_fast_path),
+            basis: Some((config.clone(), tenants.clone())),
         }
     }
 
@@ -121,19 +156,18 @@ impl GatewayRoutes {
     }
 
     /// An HTTP listener per address, behind TLS when it has certificates: its config, its
-    /// router, built from that address's routes (the first of one host and path wins, as
-    /// the model ordered them), and its rustls config.
+    /// router (the first of one host and path wins, as the model ordered them), and its
+    /// rustls config.
     pub fn listeners(
         &self,
     ) -> impl Iterator<
         Item = (
             ListenerConfig,
-            Router<Arc<Route>>,
+            GatewayRouter,
             Option<Arc<rustls::ServerConfig>>,
         ),
     > + '_ {
         self.listeners.iter().map(|g| {
-            let router = Router::new(g.entries.iter().cloned());
             let config = ListenerConfig {
                 name: Self::listener_name(g.addr),
                 bind: g.addr,
@@ -145,20 +179,75 @@ impl GatewayRoutes {
                 allowed_clients: Vec::new(),
                 kubernetes_version: None,
             };
-            (config, router, g.tls.as_ref().map(|(_, c)| c.clone()))
+            (
+                config,
+                g.router.clone(),
+                g.tls.as_ref().map(|(_, c)| c.clone()),
+            )
         })
     }
 }
 
+/// The hosts whose paths differ between two tables (in one only, or not the same `Arc`):
+/// both are walked in host order, an unchanged host costing a pointer comparison. `None`
+/// when most hosts differ (the router is better built whole).
+fn touched<'t>(before: &'t Table, after: &'t Table) -> Option<Vec<&'t HostPattern>> {
+    let mut touched = Vec::new();
+    let (mut old, mut new) = (before.iter().peekable(), after.iter().peekable());
+    loop {
+        let host = match (old.peek(), new.peek()) {
+            (None, None) => break,
+            (Some((_, o)), Some((_, n))) if Arc::ptr_eq(o, n) => {
+                old.next();
+                new.next();
+                continue;
+            }
+            (Some((o, _)), Some((n, _))) => match o.cmp(n) {
+                std::cmp::Ordering::Less => old.next().map(|(h, _)| h),
+                std::cmp::Ordering::Greater => new.next().map(|(h, _)| h),
+                std::cmp::Ordering::Equal => {
+                    old.next();
+                    new.next().map(|(h, _)| h)
+                }
+            },
+            (Some(_), None) => old.next().map(|(h, _)| h),
+            (None, Some(_)) => new.next().map(|(h, _)| h),
+        };
+        touched.extend(host);
+        if touched.len() > before.len().max(after.len()) / 2 {
+            return None;
+        }
+    }
+    Some(touched)
+}
+
 /// What the candidates of one address resolve their targets against.
 struct Targets<'a> {
-    /// The compiled backend routes, by name.
-    backends: HashMap<&'a str, &'a Arc<Route>>,
+    /// The compiled backend routes (in name order).
+    backends: &'a IngressRoutes,
     config: &'a Config,
     tenants: &'a HashMap<String, Arc<Tenant>>,
 }
 
 impl Targets<'_> {
+    /// The router over every host and path of `table`.
+    fn router(&self, table: &Table) -> Router<Arc<Route>> {
+        Router::new(
+            table
+                .values()
+                .flat_map(|paths| paths.iter())
+                .map(|p| (p.host.clone(), p.path.clone(), self.entry(&p.candidates))),
+        )
+    }
+
+    /// The compiled backend route named `name`.
+    fn backend(&self, name: &str) -> Option<&Arc<Route>> {
+        let at = (self.backends.model_routes())
+            .binary_search_by(|m| m.name.as_str().cmp(name))
+            .ok()?;
+        self.backends.routes.get(at)
+    }
+
     /// The router's entry for `candidates`: the one plain candidate's target itself (the
     /// fast path serves it as an Ingress route), else a route choosing among them (which
     /// the fast path serves too when `Fast::of` finds nothing it lacks).
@@ -208,8 +297,8 @@ impl Targets<'_> {
     /// candidate's name.
     fn target(&self, c: &Candidate, target: &Target) -> Arc<Route> {
         let reason = match target {
-            Target::Backend(name) => match self.backends.get(name.as_str()) {
-                Some(route) => return (*route).clone(),
+            Target::Backend(name) => match self.backend(name) {
+                Some(route) => return route.clone(),
                 None => "the backend route was not compiled",
             },
             Target::Invalid(reason) => reason.as_str(),

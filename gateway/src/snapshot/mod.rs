@@ -376,7 +376,7 @@ fn add_gateway_listeners(listeners: &mut HashMap<String, ListenerState>, gateway
     for (config, router, tls) in gateway.listeners() {
         let state = ListenerState {
             config,
-            router: Arc::new(router),
+            router,
             tls,
         };
         listeners.insert(state.config.name.clone(), state);

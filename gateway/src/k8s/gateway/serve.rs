@@ -19,8 +19,9 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use super::model::{Action, Backend, Cond, GatewayRoute, ListenerCerts, Model};
-use super::table::{Answer, Candidate, Placed, ServedPath, Share, Target, table};
+use super::table::{Answer, Candidate, Placed, ServedPath, Share, Table, Target, retable, table};
 use super::types::Gateway;
+use crate::config::HostPattern;
 use crate::config::ServerTls;
 use crate::k8s::ingress::model::{IngressRef, IngressRoute};
 
@@ -33,7 +34,7 @@ pub struct ServedListener {
     /// compiler expects them).
     pub routes: Vec<Arc<IngressRoute>>,
     /// The router's hosts and paths, each with its candidates in precedence order.
-    pub paths: Arc<Vec<ServedPath>>,
+    pub table: Arc<Table>,
     /// The certificates of its HTTPS listeners (`None`: plain HTTP).
     pub tls: Option<ServerTls>,
     /// The model's entries it was built from, in the model's order: the next build keeps
@@ -42,6 +43,13 @@ pub struct ServedListener {
     /// Each entry's candidate, in the same order: the next build keeps those of the
     /// entries it still has (the same `Arc`), with their Service backends.
     pub candidates: Vec<Arc<Candidate>>,
+}
+
+impl ServedListener {
+    /// The router's hosts and paths, host by host.
+    pub fn paths(&self) -> impl Iterator<Item = &ServedPath> {
+        self.table.values().flat_map(|paths| paths.iter())
+    }
 }
 
 /// Every address and port the Gateways of ours listen on, in address order.
@@ -254,67 +262,182 @@ pub fn served_after(
             .into_iter()
             .map(|(addr, entries)| {
                 let tls = tls_of.get(&addr).and_then(|c| server_tls(c));
-                let same = |b: &&&ServedListener| {
+                let before = before.get(&addr).copied();
+                let same = |b: &&ServedListener| {
                     b.entries.len() == entries.len()
                         && b.entries
                             .iter()
                             .zip(&entries)
                             .all(|(b, (_, e))| Arc::ptr_eq(b, e))
                 };
-                if let Some(b) = before.get(&addr).filter(same) {
+                if let Some(b) = before.filter(same) {
                     return ServedListener {
                         addr,
                         routes: b.routes.clone(),
-                        paths: b.paths.clone(),
+                        table: b.table.clone(),
                         tls,
                         entries: b.entries.clone(),
                         candidates: b.candidates.clone(),
                     };
                 }
-                // The candidates (and backends) of the entries the last build had here.
-                let kept: HashMap<*const GatewayRoute, usize> = before
-                    .get(&addr)
-                    .iter()
-                    .flat_map(|b| b.entries.iter().enumerate())
-                    .map(|(i, e)| (Arc::as_ptr(e), i))
-                    .collect();
-                let mut routes: BTreeMap<String, Arc<IngressRoute>> = BTreeMap::new();
-                let mut candidates = Vec::with_capacity(entries.len());
-                for &(_, e) in &entries {
-                    let reused = kept.get(&Arc::as_ptr(e)).and_then(|&i| {
-                        let b = before.get(&addr)?;
-                        let c = b.candidates.get(i)?.clone();
-                        for name in backend_names(&c) {
-                            let at = b.routes.binary_search_by(|r| r.name.as_str().cmp(name));
-                            routes.insert(name.to_string(), b.routes.get(at.ok()?)?.clone());
-                        }
-                        Some(c)
-                    });
-                    candidates.push(
-                        reused.unwrap_or_else(|| Arc::new(candidate(e, route_of(e), &mut routes))),
-                    );
-                }
-                let placed = entries
-                    .iter()
-                    .zip(&candidates)
-                    .map(|(&(index, e), c)| Placed {
-                        host: e.host.clone(),
-                        path: e.path.clone(),
-                        index,
-                        candidate: c.clone(),
-                    })
-                    .collect();
-                ServedListener {
-                    addr,
-                    routes: routes.into_values().collect(),
-                    paths: Arc::new(table(placed)),
-                    tls,
-                    entries: entries.into_iter().map(|(_, e)| e.clone()).collect(),
-                    candidates,
-                }
+                before
+                    .and_then(|b| changed(b, &entries, tls.clone()))
+                    .unwrap_or_else(|| whole(addr, &entries, before, tls))
             })
             .collect(),
     }
+}
+
+/// An address's entries: each with its place in the model's order.
+type Entries<'m> = [(usize, &'m Arc<GatewayRoute>)];
+
+/// What an address serves, built from its entries, keeping the candidates (with their
+/// backends) of those `before` had too.
+fn whole(
+    addr: SocketAddr,
+    entries: &Entries<'_>,
+    before: Option<&ServedListener>,
+    tls: Option<ServerTls>,
+) -> ServedListener {
+    // The candidates (and backends) of the entries the last build had here.
+    let kept: HashMap<*const GatewayRoute, usize> = before
+        .iter()
+        .flat_map(|b| b.entries.iter().enumerate())
+        .map(|(i, e)| (Arc::as_ptr(e), i))
+        .collect();
+    let mut routes: BTreeMap<String, Arc<IngressRoute>> = BTreeMap::new();
+    let mut candidates = Vec::with_capacity(entries.len());
+    for &(_, e) in entries {
+        let reused = kept.get(&Arc::as_ptr(e)).and_then(|&i| {
+            let b = before?;
+            let c = b.candidates.get(i)?.clone();
+            for name in backend_names(&c) {
+                let at = b.routes.binary_search_by(|r| r.name.as_str().cmp(name));
+                routes.insert(name.to_string(), b.routes.get(at.ok()?)?.clone());
+            }
+            Some(c)
+        });
+        candidates.push(reused.unwrap_or_else(|| Arc::new(candidate(e, route_of(e), &mut routes))));
+    }
+    ServedListener {
+        addr,
+        routes: routes.into_values().collect(),
+        table: Arc::new(table(placed(entries, &candidates, |_| true))),
+        tls,
+        entries: entries.iter().map(|(_, e)| (*e).clone()).collect(),
+        candidates,
+    }
+}
+
+/// The table's entries (those `wanted` by host), with their candidates.
+fn placed(
+    entries: &Entries<'_>,
+    candidates: &[Arc<Candidate>],
+    wanted: impl Fn(&HostPattern) -> bool,
+) -> Vec<Placed> {
+    entries
+        .iter()
+        .zip(candidates)
+        .filter(|((_, e), _)| wanted(&e.host))
+        .map(|(&(index, e), c)| Placed {
+            host: e.host.clone(),
+            path: e.path.clone(),
+            index,
+            candidate: c.clone(),
+        })
+        .collect()
+}
+
+/// What an address serves after a change to some of its entries, made from what it
+/// served `before`: the entries it still has keep their candidates and backends, the new
+/// ones get theirs, and only the hosts whose entries came or went have their paths built
+/// again ([`retable`]), so the cost is what the change concerns plus a walk of the
+/// entries. `None` when the address is better built whole: the entries kept are not in
+/// their previous order, a wildcard host or `*` is touched (its entries cover the exact
+/// hosts), or a kept entry shares a backend route's name with one that came or went.
+fn changed(
+    b: &ServedListener,
+    entries: &Entries<'_>,
+    tls: Option<ServerTls>,
+) -> Option<ServedListener> {
+    let old: HashSet<*const GatewayRoute> = b.entries.iter().map(Arc::as_ptr).collect();
+    let new: HashSet<*const GatewayRoute> = entries.iter().map(|(_, e)| Arc::as_ptr(e)).collect();
+    let mut candidates: Vec<Arc<Candidate>> = Vec::with_capacity(entries.len());
+    let mut kept: Vec<bool> = Vec::with_capacity(entries.len());
+    let mut added: BTreeMap<String, Arc<IngressRoute>> = BTreeMap::new();
+    let mut removed: HashSet<&str> = HashSet::default();
+    let mut touched: HashSet<HostPattern> = HashSet::default();
+    let (mut i, mut j) = (0, 0);
+    loop {
+        match (b.entries.get(i), entries.get(j)) {
+            (None, None) => break,
+            (Some(o), Some((_, n))) if Arc::ptr_eq(o, n) => {
+                candidates.push(b.candidates.get(i)?.clone());
+                kept.push(true);
+                (i, j) = (i + 1, j + 1);
+            }
+            (Some(o), _) if !new.contains(&Arc::as_ptr(o)) => {
+                touched.insert(o.host.clone());
+                removed.extend(backend_names(b.candidates.get(i)?));
+                i += 1;
+            }
+            (_, Some((_, n))) if !old.contains(&Arc::as_ptr(n)) => {
+                touched.insert(n.host.clone());
+                candidates.push(Arc::new(candidate(n, route_of(n), &mut added)));
+                kept.push(false);
+                j += 1;
+            }
+            // A kept entry met out of its previous order.
+            _ => return None,
+        }
+    }
+    if touched.iter().any(|h| !matches!(h, HostPattern::Exact(_))) {
+        return None;
+    }
+    if !removed.is_empty() || !added.is_empty() {
+        let shared = candidates
+            .iter()
+            .zip(&kept)
+            .filter(|(_, k)| **k)
+            .flat_map(|(c, _)| backend_names(c))
+            .any(|name| removed.contains(name) || added.contains_key(name));
+        if shared {
+            return None;
+        }
+    }
+    // The backends: the previous ones (in name order) without those gone, with the new.
+    let mut gone: Vec<usize> = removed
+        .iter()
+        .filter_map(|name| {
+            b.routes
+                .binary_search_by(|r| r.name.as_str().cmp(name))
+                .ok()
+        })
+        .collect();
+    gone.sort_unstable();
+    let mut routes = Vec::with_capacity(b.routes.len() + added.len());
+    let mut added = added.into_values().peekable();
+    for (k, r) in b.routes.iter().enumerate() {
+        while let Some(a) = added.next_if(|a| a.name < r.name) {
+            routes.push(a);
+        }
+        if let Some(a) = added.next_if(|a| a.name == r.name) {
+            routes.push(a);
+        } else if gone.binary_search(&k).is_err() {
+            routes.push(r.clone());
+        }
+    }
+    routes.extend(added);
+    let wanted = |h: &HostPattern| !matches!(h, HostPattern::Exact(_)) || touched.contains(h);
+    let table = retable(&b.table, placed(entries, &candidates, wanted), &touched);
+    Some(ServedListener {
+        addr: b.addr,
+        routes,
+        table: Arc::new(table),
+        tls,
+        entries: entries.iter().map(|(_, e)| (*e).clone()).collect(),
+        candidates,
+    })
 }
 
 /// The certificates of the HTTPS listeners on one address and port: each listener's first

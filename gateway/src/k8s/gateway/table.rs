@@ -8,6 +8,7 @@
 
 use foldhash::{HashMap, HashSet};
 use std::cmp::Reverse;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::model::{HeaderModifier, Redirect, Rewrite, Timeouts};
@@ -136,10 +137,43 @@ fn path_covers(path: &PathMatch, at: &PathMatch) -> bool {
     }
 }
 
+/// An address's table: each host the router tells apart, with its paths (in the order
+/// first met) and their candidates, in host order.
+pub type Table = BTreeMap<HostPattern, Arc<[ServedPath]>>;
+
 /// The router's hosts and paths over `placed`, each with its candidates in precedence
-/// order; hosts and paths in the order first met. Only a wildcard or `*` covers another
-/// host, so the cost is the entries times the wildcard hosts, not the hosts squared.
-pub fn table(mut placed: Vec<Placed>) -> Vec<ServedPath> {
+/// order. Only a wildcard or `*` covers another host, so the cost is the entries times
+/// the wildcard hosts, not the hosts squared.
+pub fn table(placed: Vec<Placed>) -> Table {
+    hosts(placed, None)
+        .into_iter()
+        .map(|(host, paths)| (host, paths.into()))
+        .collect()
+}
+
+/// `before` with the paths of the exact hosts `touched` built again from `placed`, which
+/// holds at least every entry on them and every entry on a wildcard host or `*` (the
+/// entries that may cover them); every other host keeps its paths (the same `Arc`s). A
+/// touched host with no entries left is gone. A change to a wildcard host's entries
+/// changes the exact hosts it covers too: that is a whole [`table`] again.
+pub fn retable(before: &Table, placed: Vec<Placed>, touched: &HashSet<HostPattern>) -> Table {
+    debug_assert!(touched.iter().all(|h| matches!(h, HostPattern::Exact(_))));
+    let mut table = before.clone();
+    for host in touched {
+        table.remove(host);
+    }
+    for (host, paths) in hosts(placed, Some(touched)) {
+        table.insert(host, paths.into());
+    }
+    table
+}
+
+/// The hosts of `placed` (those in `only`, when given) with their paths, each with its
+/// candidates in precedence order.
+fn hosts(
+    mut placed: Vec<Placed>,
+    only: Option<&HashSet<HostPattern>>,
+) -> Vec<(HostPattern, Vec<ServedPath>)> {
     placed.sort_by_cached_key(rank);
     // Each host with its entries (indices into `placed`, so in precedence order).
     let mut slots: HashMap<&HostPattern, usize> = HashMap::default();
@@ -156,15 +190,19 @@ pub fn table(mut placed: Vec<Placed>) -> Vec<ServedPath> {
         .collect();
     let mut out = Vec::new();
     for (h, (host, own)) in hosts.iter().enumerate() {
+        if only.is_some_and(|only| !only.contains(*host)) {
+            continue;
+        }
         let mut covering = own.clone();
         for &w in wild.iter().filter(|&&w| w != h && hosts[w].0.covers(host)) {
             covering.extend(&hosts[w].1);
         }
         covering.sort_unstable();
-        let mut paths: HashSet<&PathMatch> = HashSet::default();
+        let mut seen: HashSet<&PathMatch> = HashSet::default();
+        let mut paths = Vec::new();
         for &i in &covering {
             let path = &placed[i].path;
-            if !paths.insert(path) {
+            if !seen.insert(path) {
                 continue;
             }
             let candidates = covering
@@ -173,12 +211,13 @@ pub fn table(mut placed: Vec<Placed>) -> Vec<ServedPath> {
                 .filter(|p| path_covers(&p.path, path))
                 .map(|p| p.candidate.clone())
                 .collect();
-            out.push(ServedPath {
+            paths.push(ServedPath {
                 host: (*host).clone(),
                 path: path.clone(),
                 candidates,
             });
         }
+        out.push(((*host).clone(), paths));
     }
     out
 }

@@ -183,12 +183,12 @@ fn a_change_builds_again_only_the_addresses_it_concerns() {
     let mut m = t.translate(&w.objects(), &w.settings);
     let next = served_after(&mut m, &w.gateways, Some(&first));
     assert!(!Arc::ptr_eq(
-        &first.listeners[0].paths,
-        &next.listeners[0].paths
+        &first.listeners[0].table,
+        &next.listeners[0].table
     ));
     assert!(Arc::ptr_eq(
-        &first.listeners[1].paths,
-        &next.listeners[1].paths
+        &first.listeners[1].table,
+        &next.listeners[1].table
     ));
     // On `all`'s address, every entry but r7's keeps its candidate and its backend.
     let (before, after) = (&first.listeners[0], &next.listeners[0]);
@@ -215,13 +215,12 @@ fn a_change_builds_again_only_the_addresses_it_concerns() {
     let fresh = served(&mut translate(&w.objects(), &w.settings), &w.gateways);
     for (kept, fresh) in next.listeners.iter().zip(&fresh.listeners) {
         assert_eq!(kept.addr, fresh.addr);
-        assert_eq!(format!("{:?}", kept.paths), format!("{:?}", fresh.paths));
+        assert_eq!(format!("{:?}", kept.table), format!("{:?}", fresh.table));
         assert_eq!(format!("{:?}", kept.routes), format!("{:?}", fresh.routes));
     }
     assert!(
         next.listeners[0]
-            .paths
-            .iter()
+            .paths()
             .any(|p| p.host.to_string() == "seven.example")
     );
 }

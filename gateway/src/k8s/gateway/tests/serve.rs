@@ -22,8 +22,7 @@ type Row<'l> = (String, String, Vec<(&'l str, usize)>);
 
 /// The address's table, as rows.
 fn table(l: &ServedListener) -> Vec<Row<'_>> {
-    l.paths
-        .iter()
+    l.paths()
         .map(|p| {
             let c = p.candidates.iter();
             let c = c.map(|c| (c.name.as_str(), c.headers.len())).collect();
@@ -96,8 +95,7 @@ fn rewrites_and_timeouts_are_served_with_their_candidates_never_as_plain_routes(
     assert_eq!(m.gateways[0].listeners[0].attached_routes, 2);
     let candidate = |path: &str| {
         let p = s.listeners[0]
-            .paths
-            .iter()
+            .paths()
             .find(|p| p.path.to_string() == path)
             .unwrap();
         p.candidates[0].clone()
@@ -149,8 +147,7 @@ fn an_invalid_backend_answers_500_and_a_service_forwards() {
         [r] if matches!(&r.backend, IngressBackend::Service { .. }) && r.path.to_string() == "prefix /ok"
     ));
     let mut targets: Vec<(String, Target)> = l
-        .paths
-        .iter()
+        .paths()
         .map(|p| (p.path.to_string(), p.candidates[0].plain().unwrap().clone()))
         .collect();
     targets.sort_by(|a, b| a.0.cmp(&b.0));
