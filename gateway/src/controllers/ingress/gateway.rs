@@ -59,9 +59,9 @@ pub(super) async fn build(
     let Some(gw) = &stores.gateway else {
         return;
     };
-    if !provider.take_gateway_changed() {
+    let Some(changes) = provider.take_gateway_changes() else {
         return;
-    }
+    };
     let Some(mut settings) = settings(&gateway.snapshot().config) else {
         return;
     };
@@ -74,32 +74,30 @@ pub(super) async fn build(
     own.sort_unstable();
     own.dedup();
     let started = Instant::now();
-    let (classes, gateways, routes, grants, namespaces) = (
+    // The few objects of the kinds every route may read; the HTTPRoutes, Services and
+    // EndpointSlices are read from the stores as the translation needs them.
+    let (classes, gateways, grants, namespaces, secrets) = (
         gw.classes.state(),
         gw.gateways.state(),
-        gw.routes.state(),
         gw.grants.state(),
         gw.namespaces.state(),
-    );
-    let (services, slices, secrets) = (
-        stores.services.state(),
-        stores.slices.state(),
         stores.secrets.state(),
     );
+    let source = stores.clone();
     let mut taken = std::mem::take(&mut kept.translator);
     let previous = kept.served.clone();
     let built = tokio::task::spawn_blocking(move || {
         let objects = Objects {
             classes: &classes,
             gateways: &gateways,
-            routes: &routes,
+            routes: &[],
             grants: &grants,
             namespaces: &namespaces,
-            services: &services,
-            slices: &slices,
+            services: &[],
+            slices: &[],
             secrets: &secrets,
         };
-        let mut model = taken.translate(&objects, &settings);
+        let mut model = taken.apply(&objects, &source, &changes, &settings);
         let served = serve::served_after(&mut model, &gateways, previous.as_deref());
         (model, served, gateways, taken)
     })

@@ -3,14 +3,14 @@
 //! EndpointSlices and `kubernetes.io/tls` Secrets for both sources; Ingresses and
 //! IngressClasses with `[kubernetes.ingress]`; GatewayClasses, Gateways, HTTPRoutes,
 //! ReferenceGrants and Namespaces with `[kubernetes.gateway]`. Each event that can change
-//! routes is noted in the provider's [`Changes`] (the Gateway API kinds: as one flag, their
-//! translation is whole) and wakes the builder; a status write alone only asks the leader
+//! routes is noted in the provider's [`Changes`] (for the Gateway API translation, in its
+//! own notes: the HTTPRoutes and Services by name, its other kinds as a change alone) and
+//! wakes the builder; a status write alone only asks the leader
 //! to look again. A relist (the first list included) changes everything.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Debug;
 use std::hash::{Hash, Hasher};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -27,10 +27,11 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::errors::{self, Causes};
+use crate::k8s::gateway::incremental::Source as GatewaySource;
 use crate::k8s::gateway::types::{Gateway, GatewayClass, HttpRoute, ReferenceGrant};
 use crate::k8s::ingress::{Changes, Key, Source, key_of, slice_service};
 
-use super::state::{IngressProvider, lock};
+use super::state::{GatewayNotes, IngressProvider, lock};
 
 /// The reflectors' stores.
 #[derive(Clone)]
@@ -98,6 +99,30 @@ impl Source for Stores {
     }
 }
 
+/// The HTTPRoutes, Services and EndpointSlices as the Gateway API translation reads them.
+impl GatewaySource for Stores {
+    fn routes(&self) -> Vec<Arc<HttpRoute>> {
+        (self.gateway.as_ref())
+            .map(|g| g.routes.state())
+            .unwrap_or_default()
+    }
+    fn route(&self, namespace: &str, name: &str) -> Option<Arc<HttpRoute>> {
+        (self.gateway.as_ref()?.routes).get(&ObjectRef::new(name).within(namespace))
+    }
+    fn services(&self) -> Vec<Arc<Service>> {
+        self.services.state()
+    }
+    fn service(&self, namespace: &str, name: &str) -> Option<Arc<Service>> {
+        Source::service(self, namespace, name)
+    }
+    fn slices(&self) -> Vec<Arc<EndpointSlice>> {
+        self.slices.state()
+    }
+    fn slices_of(&self, namespace: &str, service: &str) -> Vec<Arc<EndpointSlice>> {
+        Source::slices(self, namespace, service)
+    }
+}
+
 /// Starts the reflectors the sources need (`ingress`, `gateway`: whether each is
 /// configured); they run until `stop`.
 pub(super) fn start_reflectors(
@@ -111,12 +136,8 @@ pub(super) fn start_reflectors(
     let slice_index: Arc<Mutex<SliceIndex>> = Arc::default();
     let index = slice_index.clone();
     // A Service, slice or Secret may be a Gateway route's too.
-    let gateway_changed = provider.gateway_flag();
-    let (on_slice, on_service, on_secret) = (
-        gateway_changed.clone(),
-        gateway_changed.clone(),
-        gateway_changed.clone(),
-    );
+    let notes = provider.gateway_notes();
+    let (on_slice, on_service, on_secret) = (notes.clone(), notes.clone(), notes.clone());
     let slices = reflect(
         Api::all(client.clone()),
         all.clone(),
@@ -124,14 +145,16 @@ pub(super) fn start_reflectors(
         provider.clone(),
         stop.clone(),
         move |slice: &EndpointSlice, deleted, changes: &mut Changes| {
-            lock(&index).note(slice, deleted, changes);
-            on_slice.store(true, Ordering::Release);
+            let mut services = Changes::default();
+            lock(&index).note(slice, deleted, &mut services);
+            on_slice.note(|g| g.services.extend(services.services.iter().cloned()));
+            changes.services.extend(services.services);
             true
         },
     );
     Stores {
         ingress: ingress.then(|| ingress_reflectors(client, provider, stop)),
-        gateway: gateway.then(|| gateway_reflectors(client, provider, gateway_changed, stop)),
+        gateway: gateway.then(|| gateway_reflectors(client, provider, notes, stop)),
         services: reflect(
             Api::all(client.clone()),
             all.clone(),
@@ -139,8 +162,11 @@ pub(super) fn start_reflectors(
             provider.clone(),
             stop.clone(),
             move |s: &Service, _, changes: &mut Changes| {
-                changes.services.insert(key_of(&s.metadata));
-                on_service.store(true, Ordering::Release);
+                let key = key_of(&s.metadata);
+                on_service.note(|g| {
+                    g.services.insert(key.clone());
+                });
+                changes.services.insert(key);
                 true
             },
         ),
@@ -153,7 +179,7 @@ pub(super) fn start_reflectors(
             stop.clone(),
             move |s: &Secret, _, changes: &mut Changes| {
                 changes.secrets.insert(key_of(&s.metadata));
-                on_secret.store(true, Ordering::Release);
+                on_secret.note(|_| {});
                 true
             },
         ),
@@ -216,13 +242,16 @@ fn ingress_reflectors(
 fn gateway_reflectors(
     client: &kube::Client,
     provider: &Arc<IngressProvider>,
-    changed: Arc<AtomicBool>,
+    notes: Arc<GatewayNotes>,
     stop: &CancellationToken,
 ) -> GatewayStores {
+    /// Notes an object whose generation moved, or that went: by name when `by_name` (the
+    /// HTTPRoutes, the translation looks at those it is told), else as a change alone.
     fn generations<K: kube::Resource>(
-        changed: &Arc<AtomicBool>,
+        notes: &Arc<GatewayNotes>,
+        by_name: bool,
     ) -> impl FnMut(&K, bool, &mut Changes) -> bool + Send + 'static {
-        let changed = changed.clone();
+        let notes = notes.clone();
         let mut seen: HashMap<String, i64> = HashMap::new();
         move |o: &K, deleted, _: &mut Changes| {
             let uid = o.meta().uid.clone().unwrap_or_default();
@@ -234,17 +263,21 @@ fn gateway_reflectors(
                 false => seen.insert(uid, o.meta().generation.unwrap_or(0)) != o.meta().generation,
             };
             if moved {
-                changed.store(true, Ordering::Release);
+                notes.note(|g| {
+                    if by_name {
+                        g.routes.insert(key_of(o.meta()));
+                    }
+                });
             }
             moved
         }
     }
     fn always<K>(
-        changed: &Arc<AtomicBool>,
+        notes: &Arc<GatewayNotes>,
     ) -> impl FnMut(&K, bool, &mut Changes) -> bool + Send + 'static {
-        let changed = changed.clone();
+        let notes = notes.clone();
         move |_: &K, _, _: &mut Changes| {
-            changed.store(true, Ordering::Release);
+            notes.note(|_| {});
             true
         }
     }
@@ -256,7 +289,7 @@ fn gateway_reflectors(
             "gatewayclasses",
             provider.clone(),
             stop.clone(),
-            generations::<GatewayClass>(&changed),
+            generations::<GatewayClass>(&notes, false),
         ),
         gateways: reflect(
             Api::all(client.clone()),
@@ -264,7 +297,7 @@ fn gateway_reflectors(
             "gateways",
             provider.clone(),
             stop.clone(),
-            generations::<Gateway>(&changed),
+            generations::<Gateway>(&notes, false),
         ),
         routes: reflect(
             Api::all(client.clone()),
@@ -272,7 +305,7 @@ fn gateway_reflectors(
             "httproutes",
             provider.clone(),
             stop.clone(),
-            generations::<HttpRoute>(&changed),
+            generations::<HttpRoute>(&notes, true),
         ),
         grants: reflect(
             Api::all(client.clone()),
@@ -280,7 +313,7 @@ fn gateway_reflectors(
             "referencegrants",
             provider.clone(),
             stop.clone(),
-            always::<ReferenceGrant>(&changed),
+            always::<ReferenceGrant>(&notes),
         ),
         namespaces: reflect(
             Api::all(client.clone()),
@@ -288,7 +321,7 @@ fn gateway_reflectors(
             "namespaces",
             provider.clone(),
             stop.clone(),
-            always::<Namespace>(&changed),
+            always::<Namespace>(&notes),
         ),
     }
 }
@@ -413,6 +446,8 @@ where
                 Ok(Event::Init) => {}
                 Ok(Event::InitDone) => {
                     lock(&provider.changes).all = true;
+                    // Objects deleted during the relist went without an event.
+                    provider.gateway_changed();
                     provider.watch_report(kind, |w| w.synced = true);
                     info!(kind, "ingress provider: listed");
                     provider.changed.notify_one();

@@ -12,6 +12,7 @@ use std::time::SystemTime;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
+use crate::k8s::gateway::incremental::Changes as GatewayChanges;
 use crate::k8s::gateway::model::{Cond, Model as GatewayModel};
 use crate::k8s::gateway::status::refused;
 use crate::k8s::ingress::model::Refusal;
@@ -27,10 +28,26 @@ pub struct IngressProvider {
     pub(super) statuses: Notify,
     /// What changed since the last build, as the reflectors saw it.
     pub(super) changes: Mutex<Changes>,
-    /// Something the Gateway API translation reads changed since it last ran.
-    gateway_changed: Arc<AtomicBool>,
+    /// What the Gateway API translation reads that changed since it last ran.
+    gateway_changes: Arc<GatewayNotes>,
     /// `[kubernetes.gateway]` was configured when the provider started.
     gateway_api: bool,
+}
+
+/// What the reflectors tell the Gateway API translation: that something it reads changed,
+/// and which HTTPRoutes and Services (the other kinds it reads are few: it reads them
+/// again at each build).
+pub(super) struct GatewayNotes {
+    changed: AtomicBool,
+    changes: Mutex<GatewayChanges>,
+}
+
+impl GatewayNotes {
+    /// Notes a change (`f` says which routes or Services, if it can) and flags the build.
+    pub(super) fn note(&self, f: impl FnOnce(&mut GatewayChanges)) {
+        f(&mut lock(&self.changes));
+        self.changed.store(true, Ordering::Release);
+    }
 }
 
 #[derive(Debug, Default)]
@@ -88,7 +105,10 @@ impl IngressProvider {
             changed: Notify::new(),
             statuses: Notify::new(),
             changes: Mutex::new(Changes::everything()),
-            gateway_changed: Arc::new(AtomicBool::new(true)),
+            gateway_changes: Arc::new(GatewayNotes {
+                changed: AtomicBool::new(true),
+                changes: Mutex::new(GatewayChanges::everything()),
+            }),
             gateway_api,
         }
     }
@@ -100,19 +120,24 @@ impl IngressProvider {
         self.changed.notify_one();
     }
 
-    /// The flag the reflectors raise when the Gateway API translation must run again.
-    pub(super) fn gateway_flag(&self) -> Arc<AtomicBool> {
-        self.gateway_changed.clone()
+    /// Where the reflectors note what the Gateway API translation must look at again.
+    pub(super) fn gateway_notes(&self) -> Arc<GatewayNotes> {
+        self.gateway_changes.clone()
     }
 
-    /// The Gateway API translation must run again.
+    /// The Gateway API translation must run again and look at every route.
     pub(super) fn gateway_changed(&self) {
-        self.gateway_changed.store(true, Ordering::Release);
+        self.gateway_changes.note(|c| c.all = true);
     }
 
-    /// Whether the Gateway API translation must run again, clearing the flag.
-    pub(super) fn take_gateway_changed(&self) -> bool {
-        self.gateway_changed.swap(false, Ordering::AcqRel)
+    /// What changed since the Gateway API translation last ran, taken; `None` when nothing
+    /// it reads did.
+    pub(super) fn take_gateway_changes(&self) -> Option<GatewayChanges> {
+        let n = &self.gateway_changes;
+        // The flag first: a change noted after it is taken now or flags the next build.
+        n.changed
+            .swap(false, Ordering::AcqRel)
+            .then(|| std::mem::take(&mut *lock(&n.changes)))
     }
 
     /// Every reflector started (each registers before its first event) has listed.

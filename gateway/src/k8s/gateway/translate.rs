@@ -7,7 +7,7 @@
 //! ([`RouteOut`]) on its own, which `incremental` keeps between builds and assembles into
 //! the [`Model`].
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 
