@@ -16,6 +16,7 @@ use super::values::duration;
 use crate::config::{HostPattern, PathMatch};
 use crate::k8s::ingress::model::{BackendPolicy, TenantBounds};
 
+mod changes;
 mod incremental;
 mod serve;
 mod status;
