@@ -30,6 +30,7 @@ use prometheus_client::metrics::counter::Counter;
 
 use crate::config::{AccessLogConfig, AccessLogs};
 
+pub use out::Decimal;
 pub use record::{Kind, Record};
 use sink::Sink;
 

@@ -17,6 +17,33 @@ pub struct Out<'b> {
     pub full: bool,
 }
 
+/// A number's decimal digits, written without `fmt`'s machinery or an allocation: the
+/// access log's numbers and the fast path's `Content-Length` both.
+pub struct Decimal {
+    digits: [u8; 20],
+    at: usize,
+}
+
+impl Decimal {
+    pub fn of(mut n: u64) -> Decimal {
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        Decimal { digits, at }
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.digits[self.at..]
+    }
+}
+
 impl<'b> Out<'b> {
     pub fn new(buf: &'b mut Vec<u8>) -> Self {
         Out { buf, full: false }
@@ -44,18 +71,8 @@ impl<'b> Out<'b> {
     }
 
     /// `n` in decimal, without `fmt`'s machinery (a line writes several numbers).
-    pub fn uint(&mut self, mut n: u64) {
-        let mut digits = [0u8; 20];
-        let mut at = digits.len();
-        loop {
-            at -= 1;
-            digits[at] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        self.bytes(&digits[at..]);
+    pub fn uint(&mut self, n: u64) {
+        self.bytes(Decimal::of(n).as_bytes());
     }
 
     /// A duration as milliseconds with three decimals (`1.500`), rounded to the

@@ -15,6 +15,7 @@
 //! length on a 204 or 304, whose bodies are empty whatever they say.
 
 use super::lines::{Edit, digits, line};
+use crate::access_log::Decimal;
 use crate::proxy::clock;
 use crate::proxy::headers;
 
@@ -274,18 +275,8 @@ impl Answer<'_, '_> {
 }
 
 /// Appends `n` in decimal, with no allocation.
-fn decimal(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
+fn decimal(out: &mut Vec<u8>, n: u64) {
+    out.extend_from_slice(Decimal::of(n).as_bytes());
 }
 
 /// A status code's three digits (httparse reads exactly three).
