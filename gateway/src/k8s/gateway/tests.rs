@@ -118,6 +118,16 @@ fn http(name: &str, from: &str) -> Value {
     json!({"name": name, "port": 80, "protocol": "HTTP", "allowedRoutes": {"namespaces": {"from": from}}})
 }
 
+/// Route `r{i}` in the infra namespace, on its own hostname `r{i}.example`, to `svc`.
+fn own_host_route(i: usize, generation: i64, svc: &str) -> Value {
+    json!({
+        "metadata": {"name": format!("r{i}"), "namespace": INFRA, "generation": generation,
+                     "uid": format!("uid-r{i}"), "creationTimestamp": "2026-01-02T00:00:00Z"},
+        "spec": {"parentRefs": [{"name": "all"}], "hostnames": [format!("r{i}.example")],
+                 "rules": [{"backendRefs": [backend(svc)]}]}
+    })
+}
+
 fn backend(name: &str) -> Value {
     json!({"name": name, "port": 8080})
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{INFRA, WEB, World, arc, backend, http};
+use super::{INFRA, WEB, World, arc, backend, http, own_host_route};
 use crate::config::{Config, HostPattern, PathMatch};
 use crate::k8s::gateway::incremental::{Changes, Translator, translate};
 use crate::k8s::gateway::model::Objects;
@@ -313,12 +313,7 @@ fn own(i: usize, generation: i64) -> Value {
     } else {
         "infra-backend-v1"
     };
-    json!({
-        "metadata": {"name": format!("r{i}"), "namespace": INFRA, "generation": generation,
-                     "uid": format!("uid-r{i}"), "creationTimestamp": "2026-01-02T00:00:00Z"},
-        "spec": {"parentRefs": [{"name": "all"}], "hostnames": [format!("r{i}.example")],
-                 "rules": [{"backendRefs": [backend(svc)]}]}
-    })
+    own_host_route(i, generation, svc)
 }
 
 #[test]

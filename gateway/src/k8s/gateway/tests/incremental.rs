@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use super::{INFRA, World, arc, backend, http};
+use super::{INFRA, World, arc, backend, http, own_host_route};
 use crate::k8s::gateway::incremental::{Translator, translate};
 use crate::k8s::gateway::serve::{served, served_after};
 
@@ -18,12 +18,7 @@ fn numbered(i: usize, generation: i64) -> Value {
     } else {
         "infra-backend-v1"
     };
-    json!({
-        "metadata": {"name": format!("r{i}"), "namespace": INFRA, "generation": generation,
-                     "uid": format!("uid-r{i}"), "creationTimestamp": "2026-01-02T00:00:00Z"},
-        "spec": {"parentRefs": [{"name": "all"}], "hostnames": [format!("r{i}.example")],
-                 "rules": [{"backendRefs": [backend(svc)]}]}
-    })
+    own_host_route(i, generation, svc)
 }
 
 fn world(routes: usize) -> World {
