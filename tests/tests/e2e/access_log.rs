@@ -1102,14 +1102,7 @@ async fn a_spliced_websocket_writes_its_line_at_close_with_the_bytes_each_way() 
         );
         socket.close(None).await.unwrap();
         drop(socket);
-        let started = Instant::now();
-        let line = loop {
-            if let Some(line) = upgrade_line(&log, listener) {
-                break line;
-            }
-            assert!(started.elapsed() < WITHIN, "{listener}: no upgrade line");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        };
+        let line = upgrade_line_within(&log, listener).await;
         assert_eq!(line["route"], "socket", "{line}");
         assert_eq!(line["tenant"], "shop", "{line}");
         assert_eq!(line["request_id"], id.as_str(), "{line}");
@@ -1190,14 +1183,7 @@ async fn a_failed_splice_writes_its_throttled_time_and_why_it_ended() {
         }));
     }
     for listener in ["fast", "hyper"] {
-        let started = Instant::now();
-        let line = loop {
-            if let Some(line) = upgrade_line(&log, listener) {
-                break line;
-            }
-            assert!(started.elapsed() < WITHIN, "{listener}: no upgrade line");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        };
+        let line = upgrade_line_within(&log, listener).await;
         assert_eq!(line["route"], "sink", "{line}");
         let reason = line["end_reason"].as_str().unwrap_or_default();
         assert!(
@@ -1213,6 +1199,18 @@ async fn a_failed_splice_writes_its_throttled_time_and_why_it_ended() {
     }
     for c in clients {
         let _ = tokio::time::timeout(WITHIN, c).await;
+    }
+}
+
+/// `listener`'s `upgrade` line in the log at `path`, waited for up to [`WITHIN`].
+async fn upgrade_line_within(path: &Path, listener: &str) -> Value {
+    let started = Instant::now();
+    loop {
+        if let Some(line) = upgrade_line(path, listener) {
+            return line;
+        }
+        assert!(started.elapsed() < WITHIN, "{listener}: no upgrade line");
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
