@@ -39,7 +39,7 @@ to_ms() {
 
 # wrk_run NAME URL [HOST]: runs wrk (pinned with `taskset -c $WRK_CPU` when set, and cut off
 # by `timeout` a little after its duration), prints "NAME req/s p50 p99", stores REQS,
-# P50_MS and P99_MS.
+# P50_MS, P99_MS and REQ_COUNT (the requests completed, wrk's "N requests in" line).
 wrk_run() {
   local name=$1 url=$2 host=${3:-bench.example}
   local duration=${WRK_DURATION:-10s} out pin=()
@@ -47,6 +47,7 @@ wrk_run() {
   out=$(timeout $(( ${duration%s} + 15 )) "${pin[@]}" wrk -t"${WRK_THREADS:-2}" \
     -c"${WRK_CONNECTIONS:-64}" -d"$duration" --latency -H "Host: $host" "$url")
   REQS=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
+  REQ_COUNT=$(awk '/ requests in / {print $1}' <<<"$out")
   P50_MS=$(to_ms "$(awk '$1 == "50%" {print $2}' <<<"$out")")
   P99_MS=$(to_ms "$(awk '$1 == "99%" {print $2}' <<<"$out")")
   local errors

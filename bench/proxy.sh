@@ -5,9 +5,11 @@
 # bottleneck's odd one out). Both proxies forward to it over pooled keep-alive HTTP/1.1.
 # Each proxy is pinned to its own core (PROXY_CPU, default 1: one nginx worker, one leafgate
 # serving thread); wrk and the upstream share another (LOAD_CPU, default 0), so neither
-# steals the proxy's CPU. wrk loads nginx, then leafgate, with the same settings, RUNS times
-# (default 3). For each run it prints req/s, p50, p99 and the CPU the proxy used (utime +
-# stime from /proc/PID/stat over the run), then req/s per proxy core and the ratios.
+# steals the proxy's CPU. wrk loads nginx and leafgate with the same settings, RUNS times
+# (default 3), each run in SLICES turns (default 5) of WRK_DURATION / SLICES in which the
+# proxies take turns (see the loop below). For each run it prints req/s, p50, p99 and the
+# CPU the proxy used (utime + stime from /proc/PID/stat over its turns), then req/s per
+# proxy core and the ratios.
 # Set WRK_DURATION / WRK_CONNECTIONS / WRK_THREADS / RUNS to change the load; LEAFGATE_BIN
 # to measure a binary already built; BODY_BYTES to have the upstream answer a body of that
 # many bytes (a static file) instead of its 24-byte text.
@@ -387,38 +389,64 @@ fi
 [ "$HAPROXY" = 1 ] && WRK_DURATION=2s wrk_run warmup "http://127.0.0.1:$hx/" >/dev/null
 [ "$ACCESS_LOG" = 1 ] && WRK_DURATION=2s wrk_run warmup "http://127.0.0.1:$lgl/" >/dev/null
 [ "$GATEWAY" = 1 ] && WRK_DURATION=2s wrk_run warmup "http://127.0.211.1:$gwp/" >/dev/null
+# Each run measures every proxy in SLICES turns (default 5) of WRK_DURATION / SLICES each,
+# all of them taking turns and the order reversed every other turn, and sums each one's
+# turns: a proxy measured for the whole duration at once and the next one after it see
+# different stretches of this machine (one run's spread between two identical leafgates on
+# the core was about 10% when they were measured one after the other), while proxies
+# taking turns every two seconds go through the same stretches. A proxy's per-core figure
+# is then the requests it completed over the CPU-seconds it used, across its turns.
+SLICES=${SLICES:-5}
+slice_s=$(( ${WRK_DURATION%s} / SLICES ))
+[ "$slice_s" -ge 1 ] || { echo "WRK_DURATION ($WRK_DURATION) is shorter than SLICES ($SLICES) seconds" >&2; exit 2; }
+# Each entry: the name, the URL, then the pids whose CPU is counted.
+proxies=("nginx http://127.0.0.1:$nx/ ${nginx_pids[*]}" "leafgate http://127.0.0.1:$lg/ $lg_pid")
+[ "$ACCESS_LOG" = 1 ] && proxies+=("leafgate+log http://127.0.0.1:$lgl/ $lgl_pid")
+[ "$GATEWAY" = 1 ] && proxies+=("leafgate-httproute http://127.0.211.1:$gwp/ $lgw_pid")
+[ "$FLOOR" = 1 ] && proxies+=("L4-relay http://127.0.0.1:$l4/ ${relay_pids[*]}")
+[ "$URING" = 1 ] && proxies+=("uring-relay http://127.0.0.1:$ur/ $ur_pid" "uring-proxy http://127.0.0.1:$uh/ $uh_pid")
+[ "$HAPROXY" = 1 ] && proxies+=("HAProxy http://127.0.0.1:$hx/ $hx_pid")
+
+# turn NAME URL PID...: one turn of NAME's load, its figures added to the run's file.
+turn() {
+  local name=$1
+  WRK_DURATION=${slice_s}s measure "$@"
+  echo "$REQ_COUNT $P50_MS $P99_MS $USER_S $SYSTEM_S $ELAPSED_S" >>"$work/turns-$run-$name"
+}
+
+# summed NAME: NAME's turns in this run as one row (req/s, p50, p99, CPU s, elapsed s,
+# user s, kernel s), req/s over the turns' time and p50/p99 the turns' means.
+summed() {
+  awk '{n += $1; p50 += $2; p99 += $3; u += $4; k += $5; e += $6; turns++}
+       END {printf "%f %f %f %f %f %f %f\n", n / e, p50 / turns, p99 / turns, u + k, e, u, k}' \
+    "$work/turns-$run-$1"
+}
+
 results=(); floor=(); uring=(); haproxy=(); logged=(); gateway=()
 for run in $(seq 1 "$RUNS"); do
-  echo "run $run"
-  measure nginx "http://127.0.0.1:$nx/" "${nginx_pids[@]}"
-  results+=("$REQS $P50_MS $P99_MS $CPU_S $ELAPSED_S $USER_S $SYSTEM_S")
-  measure leafgate "http://127.0.0.1:$lg/" "$lg_pid"
-  results+=("$REQS $P50_MS $P99_MS $CPU_S $ELAPSED_S $USER_S $SYSTEM_S")
+  echo "run $run ($SLICES turns of ${slice_s}s each)"
+  [ "$ACCESS_LOG" = 1 ] && lines0=$(wc -l <"$work/access.log" 2>/dev/null || echo 0)
+  for slice in $(seq 1 "$SLICES"); do
+    order=("${proxies[@]}")
+    if (( slice % 2 == 0 )); then
+      order=()
+      for (( i = ${#proxies[@]} - 1; i >= 0; i-- )); do order+=("${proxies[i]}"); done
+    fi
+    for proxy in "${order[@]}"; do
+      # shellcheck disable=SC2086 # the entry is the name, the URL and the pids, as words.
+      turn $proxy
+    done
+  done
+  results+=("$(summed nginx)" "$(summed leafgate)")
   if [ "$ACCESS_LOG" = 1 ]; then
-    lines0=$(wc -l <"$work/access.log" 2>/dev/null || echo 0)
-    measure "leafgate+log" "http://127.0.0.1:$lgl/" "$lgl_pid"
     sleep 0.2 # the writer flushes every 50 ms
     lines1=$(wc -l <"$work/access.log")
-    logged+=("$REQS $P50_MS $P99_MS $CPU_S $ELAPSED_S $USER_S $SYSTEM_S $((lines1 - lines0))")
+    logged+=("$(summed leafgate+log) $((lines1 - lines0))")
   fi
-  if [ "$GATEWAY" = 1 ]; then
-    measure "leafgate-httproute" "http://127.0.211.1:$gwp/" "$lgw_pid"
-    gateway+=("$REQS $P50_MS $P99_MS $CPU_S $ELAPSED_S $USER_S $SYSTEM_S")
-  fi
-  if [ "$FLOOR" = 1 ]; then
-    measure "L4 relay" "http://127.0.0.1:$l4/" "${relay_pids[@]}"
-    floor+=("$REQS $P50_MS $P99_MS $CPU_S $ELAPSED_S $USER_S $SYSTEM_S")
-  fi
-  if [ "$URING" = 1 ]; then
-    measure "uring relay" "http://127.0.0.1:$ur/" "$ur_pid"
-    uring+=("$REQS $P50_MS $P99_MS $CPU_S $ELAPSED_S $USER_S $SYSTEM_S")
-    measure "uring proxy" "http://127.0.0.1:$uh/" "$uh_pid"
-    uring+=("$REQS $P50_MS $P99_MS $CPU_S $ELAPSED_S $USER_S $SYSTEM_S")
-  fi
-  if [ "$HAPROXY" = 1 ]; then
-    measure HAProxy "http://127.0.0.1:$hx/" "$hx_pid"
-    haproxy+=("$REQS $P50_MS $P99_MS $CPU_S $ELAPSED_S $USER_S $SYSTEM_S")
-  fi
+  [ "$GATEWAY" = 1 ] && gateway+=("$(summed leafgate-httproute)")
+  [ "$FLOOR" = 1 ] && floor+=("$(summed L4-relay)")
+  [ "$URING" = 1 ] && uring+=("$(summed uring-relay)" "$(summed uring-proxy)")
+  [ "$HAPROXY" = 1 ] && haproxy+=("$(summed HAProxy)")
 done
 echo "load after: $(uptime)"
 
