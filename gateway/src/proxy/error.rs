@@ -40,6 +40,9 @@ pub enum SendError {
     Dial(#[from] DialError),
     #[error(transparent)]
     Exchange(#[from] hyper::Error),
+    /// An exchange on a raw pooled connection (`raw`) failed: why.
+    #[error("{0}")]
+    Raw(String),
 }
 
 /// Why a request could not be answered by its upstream. `status` maps each to a code.
@@ -152,6 +155,7 @@ pub fn classify(err: SendError, backend: &str, connect: Duration) -> ProxyError 
             backend,
             reason: errors::describe(&e, Causes::Innermost),
         },
+        SendError::Raw(reason) => ProxyError::Reset { backend, reason },
     }
 }
 

@@ -36,6 +36,7 @@ pub mod headers;
 pub mod http1;
 pub mod idle;
 pub mod prepare;
+pub mod raw;
 pub mod request_id;
 pub mod splice;
 pub mod trace;
@@ -58,10 +59,20 @@ use self::body::{BodySent, IdleTimeout, SignalSent};
 use self::error::{SendError, classify};
 use self::exchange::{NoteUpstream, Upstreamed};
 use self::http1::PooledBody;
+use self::raw::RawBody;
 use self::upstream::{BackendState, Upstream};
 
-/// A backend's response body: from our HTTP/1.1 pool, or from hyper (HTTP/2, TLS).
-type UpstreamBody = Either<PooledBody, Incoming>;
+/// A backend's response body: from our HTTP/1.1 pool, a raw pooled socket (`raw`), or
+/// hyper (HTTP/2, TLS).
+type UpstreamBody = Either<Either<PooledBody, RawBody>, Incoming>;
+
+/// An answer's body as `Upstream::send` gives it, as an [`UpstreamBody`].
+fn hyper_side(body: Either<PooledBody, Incoming>) -> UpstreamBody {
+    match body {
+        Either::Left(pooled) => Either::Left(Either::Left(pooled)),
+        Either::Right(incoming) => Either::Right(incoming),
+    }
+}
 
 /// leafgate's own answer to a request: with the request's body unread (`body::unread`), it
 /// says `Connection: close`, and hyper closes the connection once it is written.
@@ -90,33 +101,58 @@ pub async fn forward(
     // The access log writes this request's line: its backend's answer is noted.
     let began = (parts.extensions.get::<NoteUpstream>()).map(|_| std::time::Instant::now());
     let replayable = http_body::Body::is_end_stream(&body);
+    // An HTTP/2 stream with no body to send goes to a plain backend from its own task.
+    let raw = upstream
+        .raw()
+        .filter(|_| parts.version == http::Version::HTTP_2 && raw::takes(&parts, replayable));
     prepare(&mut parts, Hops::DropAll, Some(&exchange.client));
     let timeouts = upstream.timeouts;
-    let (body, mut sent) = SignalSent::new(IdleTimeout::new(body, timeouts.idle));
-    let mut body = Some(body.boxed_unsync());
+    let mut way = match raw {
+        Some(raw) => Way::Raw(raw),
+        None => {
+            let (body, sent) = SignalSent::new(IdleTimeout::new(body, timeouts.idle));
+            Way::Hyper {
+                body: Some(body.boxed_unsync()),
+                sent,
+            }
+        }
+    };
 
     let attempts = if replayable { upstream.len() } else { 1 };
     let mut attempt = 0;
     loop {
         attempt += 1;
         let backend = upstream.pick();
-        let mut req = Request::new(body.take().unwrap_or_else(empty));
-        *req.method_mut() = parts.method.clone();
-        // `Upstream::send` aims it at the backend; only the path and query are used.
-        *req.uri_mut() = parts.uri.clone();
-        // Only a request that may be tried again needs its headers kept for the next try.
-        *req.headers_mut() = if attempt < attempts {
-            parts.headers.clone()
-        } else {
-            std::mem::take(&mut parts.headers)
-        };
-        let host = exchange.client.host;
-        let head = match bound {
-            Some(bound) => {
-                let head = upstream.send(backend, req, host);
-                tokio::time::timeout(bound, head).await.map_err(|_| bound)
+        let head = match &mut way {
+            Way::Raw(raw) => {
+                let within = bound.unwrap_or(timeouts.connect + timeouts.response_header);
+                match tokio::time::timeout(within, raw::send(raw, backend, &parts)).await {
+                    Ok(sent) => Ok(sent.map(|res| res.map(|b| Either::Left(Either::Right(b))))),
+                    Err(_) => Err(within),
+                }
             }
-            None => exchange_head(upstream, backend, req, host, &mut sent).await,
+            Way::Hyper { body, sent } => {
+                let mut req = Request::new(body.take().unwrap_or_else(empty));
+                *req.method_mut() = parts.method.clone();
+                // `Upstream::send` aims it at the backend; only the path and query are used.
+                *req.uri_mut() = parts.uri.clone();
+                // Only a request that may be tried again needs its headers kept for the next
+                // try.
+                *req.headers_mut() = if attempt < attempts {
+                    parts.headers.clone()
+                } else {
+                    std::mem::take(&mut parts.headers)
+                };
+                let host = exchange.client.host;
+                let head = match bound {
+                    Some(bound) => {
+                        let head = upstream.send(backend, req, host);
+                        tokio::time::timeout(bound, head).await.map_err(|_| bound)
+                    }
+                    None => exchange_head(upstream, backend, req, host, sent).await,
+                };
+                head.map(|sent| sent.map(|res| res.map(hyper_side)))
+            }
         };
         let err = match head {
             // An answer that came before the client's body was all read (a backend's
@@ -130,7 +166,7 @@ pub async fn forward(
                     .and_then(dialled::Dialled::first);
                 let res = respond(res, timeouts.idle);
                 let res = noted(res, began, backend, status, connect);
-                return own_answer(res, !sent.sent_whole());
+                return own_answer(res, way.body_unsent());
             }
             // The client's body, not the backend, failed: its framing is broken (RFC 9112
             // §7.1), and the backend is not marked failed for it.
@@ -148,7 +184,24 @@ pub async fn forward(
             continue;
         }
         let res = noted(err.response(), began, backend, None, None);
-        return own_answer(res, !sent.sent_whole());
+        return own_answer(res, way.body_unsent());
+    }
+}
+
+/// How a request goes to its backends: with no body, on a raw pooled socket (`raw`); else
+/// through hyper's client, which sends the body and says when it has sent it whole.
+enum Way<'u> {
+    Raw(&'u fast::pool::RawPool),
+    Hyper { body: Option<Body>, sent: BodySent },
+}
+
+impl Way<'_> {
+    /// An answer made before the client's body was all read ends the connection.
+    fn body_unsent(&mut self) -> bool {
+        match self {
+            Way::Raw(_) => false,
+            Way::Hyper { sent, .. } => !sent.sent_whole(),
+        }
     }
 }
 
@@ -184,7 +237,7 @@ async fn exchange_head(
     req: Request<Body>,
     host: Option<&str>,
     sent: &mut BodySent,
-) -> Result<Result<Response<UpstreamBody>, SendError>, Duration> {
+) -> Result<Result<Response<Either<PooledBody, Incoming>>, SendError>, Duration> {
     let timeouts = upstream.timeouts;
     let response = upstream.send(backend, req, host);
     tokio::pin!(response);
@@ -210,7 +263,7 @@ fn client_body_malformed(err: &SendError) -> bool {
     let top: &(dyn std::error::Error + 'static) = match err {
         SendError::Exchange(e) => e,
         SendError::Pooled(e) => e,
-        SendError::Dial(_) => return false,
+        SendError::Dial(_) | SendError::Raw(_) => return false,
     };
     let mut in_body = false;
     for e in crate::errors::chain(top) {

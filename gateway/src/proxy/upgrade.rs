@@ -256,7 +256,7 @@ pub async fn switch<B: Inbound>(
             let (parts, body) = res.into_parts();
             return Ok(declined(parts, body, &timeouts));
         }
-        Answered::Raw(io, fast::switch::Answer::Declined(parts, framing, early)) => {
+        Answered::Raw(io, fast::switch::Answer::Declined(parts, framing, early, _)) => {
             let body = fast::switch::Declined::new(TokioIo::new(io), early, framing);
             return Ok(declined(parts, body, &timeouts));
         }

@@ -55,6 +55,34 @@ impl RawPool {
     pub async fn dial(&self, backend: &Backend) -> Result<TcpStream, DialError> {
         connect(backend, self.connect).await
     }
+
+    /// Where this thread's connections to backend number `index` are kept, for an answer
+    /// whose body gives its connection back when it ends (`proxy::raw`).
+    pub fn home(&self, index: usize) -> Home {
+        Home {
+            idles: self.idles.clone(),
+            slot: self.idles.slot_of(index),
+        }
+    }
+}
+
+/// One serving thread's idle connections to one backend, held by an answer's body until it
+/// has been read to its end.
+pub struct Home {
+    idles: Arc<Idles<TcpStream>>,
+    slot: usize,
+}
+
+impl Home {
+    /// An idle connection of the slot, if one is open.
+    pub fn checkout(&self) -> Option<TcpStream> {
+        self.idles.checkout(self.slot)
+    }
+
+    /// Puts a connection whose last answer was read to its exact end back for reuse.
+    pub fn give_back(&self, tcp: TcpStream) {
+        self.idles.give_back(self.slot, tcp);
+    }
 }
 
 /// A new TCP connection to a plain `backend` within `timeout`, with Nagle off (heads and

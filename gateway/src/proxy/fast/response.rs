@@ -22,6 +22,9 @@ use crate::proxy::headers;
 /// Header lines an answer may have (hyper's client limit).
 pub const MAX_HEADERS: usize = 100;
 
+/// The most bytes an answer's head may take: hyper's client's read buffer.
+pub const MAX_HEAD: usize = 8192 + 4096 * 100;
+
 /// How an answer's body is delimited on the backend's connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Framing {

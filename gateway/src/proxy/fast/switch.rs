@@ -24,11 +24,8 @@ use tokio_util::io::poll_read_buf;
 
 use super::chunked::Decoder;
 use super::lines::line;
-use super::response::{self, Framing, MAX_HEADERS};
+use super::response::{self, Framing, MAX_HEAD, MAX_HEADERS};
 use crate::proxy::clock;
-
-/// The most bytes an answer's head may take: hyper's client's read buffer.
-const MAX_HEAD: usize = 8192 + 4096 * 100;
 
 /// Bytes read at a time, for the head and for a declined answer's body.
 const READ: usize = 8192;
@@ -108,8 +105,10 @@ pub fn write_switched(head: &http::response::Parts, out: &mut Vec<u8>) {
 pub enum Answer {
     /// 101: its head, and the bytes the backend sent right behind it.
     Switched(http::response::Parts, Bytes),
-    /// Any other status: its head, how its body is delimited, and the body's first bytes.
-    Declined(http::response::Parts, Framing, Bytes),
+    /// Any other status: its head, how its body is delimited, the body's first bytes, and
+    /// whether the backend keeps the connection open after it (a plain request's answer
+    /// gives its connection back then, `proxy::raw`).
+    Declined(http::response::Parts, Framing, Bytes, bool),
 }
 
 /// Why an upgrade request got no answer.
@@ -163,7 +162,8 @@ where
 }
 
 /// The final answer at the start of `buf` once it is whole (informational ones before it
-/// are taken off); what follows its head is left as its early bytes.
+/// are taken off); what follows its head is left as its early bytes. Header values are
+/// views of the head's bytes, as hyper's client makes them: nothing is copied per line.
 fn parse(buf: &mut BytesMut) -> Result<Option<Answer>, Failed> {
     loop {
         let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
@@ -183,14 +183,29 @@ fn parse(buf: &mut BytesMut) -> Result<Option<Answer>, Failed> {
         let framing = if code == 101 {
             None
         } else {
-            Some(response::framing(code, minor, res.headers).map_err(bad)?.0)
+            Some(response::framing(code, minor, res.headers).map_err(bad)?)
         };
-        let mut headers = HeaderMap::with_capacity(res.headers.len());
-        for h in &*res.headers {
-            let name = HeaderName::from_bytes(h.name.as_bytes())
+        // Where each line's name and value lie in the head, to take them as views of it
+        // once the parser's borrow of the buffer ends.
+        let base = buf.as_ptr() as usize;
+        let at = |b: &[u8]| (b.as_ptr() as usize - base, b.len());
+        let mut lines = [((0, 0), (0, 0)); MAX_HEADERS];
+        for (line, h) in lines.iter_mut().zip(res.headers.iter()) {
+            *line = (at(h.name.as_bytes()), at(h.value));
+        }
+        let count = res.headers.len();
+        let reason = res.reason.unwrap_or("");
+        let phrase = (Some(reason) != status.canonical_reason())
+            .then(|| hyper::ext::ReasonPhrase::try_from(reason.as_bytes()).ok())
+            .flatten();
+        let head = buf.split_to(len).freeze();
+        let mut headers = HeaderMap::with_capacity(count);
+        for &((name_at, name_len), (value_at, value_len)) in &lines[..count] {
+            let name = HeaderName::from_bytes(&head[name_at..name_at + name_len])
                 .map_err(|_| bad("an invalid header name"))?;
-            let value =
-                HeaderValue::from_bytes(h.value).map_err(|_| bad("an invalid header value"))?;
+            let value = head.slice(value_at..value_at + value_len);
+            let value = HeaderValue::from_maybe_shared(value)
+                .map_err(|_| bad("an invalid header value"))?;
             headers.append(name, value);
         }
         let (mut parts, ()) = http::Response::new(()).into_parts();
@@ -201,19 +216,17 @@ fn parse(buf: &mut BytesMut) -> Result<Option<Answer>, Failed> {
             Version::HTTP_10
         };
         parts.headers = headers;
-        let reason = res.reason.unwrap_or("");
-        if Some(reason) != status.canonical_reason() {
-            if let Ok(phrase) = hyper::ext::ReasonPhrase::try_from(reason.as_bytes()) {
-                parts.extensions.insert(phrase);
-            }
+        if let Some(phrase) = phrase {
+            parts.extensions.insert(phrase);
         }
-        buf.advance(len);
         return Ok(Some(match framing {
             // A switched connection may live for hours: what came behind the 101 (often
             // nothing, a few bytes else) is copied out rather than kept as a view of the
             // whole read buffer.
             None => Answer::Switched(parts, Bytes::copy_from_slice(buf)),
-            Some(framing) => Answer::Declined(parts, framing, buf.split().freeze()),
+            Some((framing, keep_alive)) => {
+                Answer::Declined(parts, framing, buf.split().freeze(), keep_alive)
+            }
         }));
     }
 }
@@ -227,6 +240,9 @@ fn bad(why: &str) -> Failed {
 /// `Content-Length`), chunks decoded, or everything up to the close.
 pub struct Declined<S> {
     io: S,
+    /// What came with the head, taken first.
+    early: Bytes,
+    /// What was read after it.
     buf: BytesMut,
     left: Left,
 }
@@ -240,7 +256,7 @@ enum Left {
 
 impl<S> Declined<S> {
     /// The body framed by `framing` on `io`, whose first bytes (read with the head) are
-    /// `early`.
+    /// `early` (taken as they are: a body that came whole with its head is never copied).
     pub fn new(io: S, early: Bytes, framing: Framing) -> Self {
         let left = match framing {
             Framing::Empty => Left::Done,
@@ -250,41 +266,63 @@ impl<S> Declined<S> {
         };
         Declined {
             io,
-            // Taken over without a copy when nothing else holds its buffer, as once the
-            // exchange that read the head has returned.
-            buf: BytesMut::from(early),
+            early,
+            buf: BytesMut::new(),
             left,
         }
     }
 
-    /// The body's next data out of the bytes read so far, if they hold some.
+    /// The connection, when the body was read to its exact end with nothing after it: the
+    /// next exchange on it starts on a clean stream.
+    pub fn into_clean(self) -> Option<S> {
+        let clean = matches!(self.left, Left::Done) && self.early.is_empty() && self.buf.is_empty();
+        clean.then_some(self.io)
+    }
+
+    /// The body's next data out of the bytes read so far, if they hold some: the early
+    /// bytes first, then those read after them.
     fn take(&mut self) -> io::Result<Option<Bytes>> {
+        while !self.early.is_empty() {
+            let (used, data) = self.left.next(&self.early)?;
+            let framed = self.early.split_to(used);
+            if let Some(data) = data {
+                return Ok(Some(framed.slice(data)));
+            }
+            if used == 0 {
+                break;
+            }
+        }
         if self.buf.is_empty() {
             return Ok(None);
         }
-        match &mut self.left {
-            Left::Done => Ok(None),
+        let (used, data) = self.left.next(&self.buf)?;
+        let framed = self.buf.split_to(used);
+        Ok(data.map(|data| framed.freeze().slice(data)))
+    }
+}
+
+impl Left {
+    /// How many of `bytes` the body's next step uses, and where in them its data lies.
+    fn next(&mut self, bytes: &[u8]) -> io::Result<(usize, Option<std::ops::Range<usize>>)> {
+        match self {
+            Left::Done => Ok((0, None)),
             Left::Bytes(n) => {
-                let take = usize::try_from(*n)
-                    .unwrap_or(usize::MAX)
-                    .min(self.buf.len());
+                let take = usize::try_from(*n).unwrap_or(usize::MAX).min(bytes.len());
                 *n -= take as u64;
                 if *n == 0 {
-                    self.left = Left::Done;
+                    *self = Left::Done;
                 }
-                Ok(Some(self.buf.split_to(take).freeze()))
+                Ok((take, Some(0..take)))
             }
-            Left::UntilClose => Ok(Some(self.buf.split().freeze())),
+            Left::UntilClose => Ok((bytes.len(), Some(0..bytes.len()))),
             Left::Chunks(decoder) => {
                 let piece = decoder
-                    .decode(&self.buf)
+                    .decode(bytes)
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-                let done = decoder.is_done();
-                let framed = self.buf.split_to(piece.used);
-                if done {
-                    self.left = Left::Done;
+                if decoder.is_done() {
+                    *self = Left::Done;
                 }
-                Ok(piece.data.map(|data| framed.freeze().slice(data)))
+                Ok((piece.used, piece.data))
             }
         }
     }
@@ -380,7 +418,7 @@ mod tests {
         let head = backend.await.unwrap();
         assert_eq!(head, b"GET / HTTP/1.1\r\nhost: a\r\n\r\n");
         let rest = match &answer {
-            Ok(Answer::Declined(_, framing, early)) => {
+            Ok(Answer::Declined(_, framing, early, _)) => {
                 let body = Declined::new(ours, early.clone(), *framing);
                 // The client's `Content-Length` comes from this hint.
                 let exact = body.size_hint().exact();

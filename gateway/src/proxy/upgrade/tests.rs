@@ -106,7 +106,7 @@ async fn raw(wire: &[u8], cut: usize) -> Outcome {
         Ok(Answered::Raw(io, fast::switch::Answer::Switched(parts, early))) => {
             answer_of(&parts, read_rest(TokioIo::new(io), &early).await)
         }
-        Ok(Answered::Raw(io, fast::switch::Answer::Declined(parts, framing, early))) => {
+        Ok(Answered::Raw(io, fast::switch::Answer::Declined(parts, framing, early, _))) => {
             let body = fast::switch::Declined::new(TokioIo::new(io), early, framing);
             answer_of(&parts, collect(body).await)
         }

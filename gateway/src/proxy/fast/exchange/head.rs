@@ -12,11 +12,7 @@ use tokio::time::Instant;
 
 use super::{Caller, FastConn, HeadError, Upload, head_bytes};
 use crate::proxy::fast::buf::{Wait, read_within};
-use crate::proxy::fast::response;
-
-/// The most bytes an answer's head may take: hyper's client's read buffer (as for an
-/// upgrade's answer, `switch`).
-const MAX_HEAD: usize = 8192 + 4096 * 100;
+use crate::proxy::fast::response::{self, MAX_HEAD};
 
 impl<C: Caller> FastConn<'_, C> {
     /// After the backend's socket turned readable during an upload: its final answer has

@@ -1,0 +1,371 @@
+//! HTTP/2 clients' requests without a body to plain HTTP/1.1 backends, sent on the fast
+//! path's raw pooled sockets from the stream's own task.
+//!
+//! hyper's HTTP/1.1 client puts a connection task and a dispatch channel between a stream
+//! and its backend: each request is handed to the connection's task, encoded and written
+//! there, and its answer parsed there and handed back, two task wake-ups and a channel
+//! round trip per request. Here the stream's task writes the head on a pooled socket
+//! itself and reads the answer's head where it lands, as an upgrade's raw exchange does
+//! (`fast::switch`, whose head writer, answer reader and body this uses: the head as
+//! hyper's client writes it, the answer read by the same parser and limits, its body
+//! framed by RFC 9112 §6.3). The answer's body hands its socket back to the thread's pool
+//! ([`RawPool`]) once it was read to its exact end; any other end closes it.
+//!
+//! A request with a body keeps hyper's client, which streams it while watching for an
+//! early answer; so does every request from an HTTP/1.1 client that hyper's path serves,
+//! which stays the reference the fast path is held to.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::{Response, header};
+use http_body::{Body as HttpBody, Frame, SizeHint};
+use tokio::net::TcpStream;
+use tracing::debug;
+
+use super::dialled::Dialled;
+use super::error::SendError;
+use super::fast::lines::line;
+use super::fast::pool::{Home, RawPool};
+use super::fast::switch::{self, Answer, Declined, Failed};
+use super::upstream::BackendState;
+
+/// Whether a request may go this way: it has no body, and its method frames its answer as
+/// any other does (not `HEAD`, whose answer has no body whatever it says, nor `CONNECT`).
+pub fn takes(parts: &http::request::Parts, bodiless: bool) -> bool {
+    bodiless && parts.method != http::Method::HEAD && parts.method != http::Method::CONNECT
+}
+
+/// Sends the prepared request `parts` (headers final, hop-by-hop ones gone) to `backend` on
+/// a pooled connection of this thread, or a new one, and reads its answer's head. A pooled
+/// connection that turns out closed (the write failed, or it ended before any answer) is
+/// replaced by a new one for an idempotent request, as on the fast path. The caller bounds
+/// the whole exchange (connect and response-header timeouts).
+pub async fn send(
+    raw: &RawPool,
+    backend: &BackendState,
+    parts: &http::request::Parts,
+) -> Result<Response<RawBody>, SendError> {
+    let mut head = Vec::with_capacity(512);
+    switch::write_head(parts, &mut head);
+    if !parts.headers.contains_key(header::HOST) {
+        // As hyper's pool sends it: the backend's address when the client named no host.
+        head.truncate(head.len() - 2);
+        line(
+            &mut head,
+            b"host",
+            backend.backend.authority.as_str().as_bytes(),
+        );
+        head.extend_from_slice(b"\r\n");
+    }
+    let home = raw.home(backend.index());
+    let mut pooled = home.checkout();
+    loop {
+        let reused = pooled.is_some();
+        let (mut tcp, dialled) = match pooled.take() {
+            Some(tcp) => (tcp, None),
+            None => {
+                let dialling = Instant::now();
+                // Boxed: dialling is rare, and its future inline would grow every request's.
+                let tcp = Box::pin(raw.dial(&backend.backend)).await?;
+                (tcp, Some(dialling.elapsed()))
+            }
+        };
+        let answer = match switch::exchange(&mut tcp, &head).await {
+            Ok(answer) => answer,
+            Err(Failed::Unsent(_) | Failed::Unanswered(_))
+                if reused && parts.method.is_idempotent() =>
+            {
+                debug!(backend = %backend.label, "pooled connection closed; trying a new one");
+                continue;
+            }
+            Err(e) => return Err(SendError::Raw(e.to_string())),
+        };
+        let Answer::Declined(head, framing, early, keep_alive) = answer else {
+            return Err(SendError::Raw(
+                "a protocol switch nobody asked for".to_string(),
+            ));
+        };
+        let body = RawBody {
+            body: Some(Declined::new(tcp, early, framing)),
+            home: keep_alive.then_some(home),
+        };
+        let mut res = Response::from_parts(head, body);
+        if let Some(took) = dialled {
+            // The answer that waited for this connection says how long it took.
+            res.extensions_mut().insert(Dialled::new(took));
+        }
+        return Ok(res);
+    }
+}
+
+/// A backend's answer body read off its raw connection; the connection goes back to its
+/// pool when the body was read to its exact end and the backend keeps it alive.
+pub struct RawBody {
+    body: Option<Declined<TcpStream>>,
+    /// Where the connection goes back; `None` when the backend closes it after this answer.
+    home: Option<Home>,
+}
+
+impl HttpBody for RawBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        let Some(body) = self.body.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let frame = std::task::ready!(Pin::new(body).poll_frame(cx));
+        if let Some(Err(_)) = frame {
+            // A failed body leaves the connection in an unknown state: never reuse it.
+            self.home = None;
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.as_ref().is_none_or(HttpBody::is_end_stream)
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body
+            .as_ref()
+            .map_or_else(|| SizeHint::with_exact(0), HttpBody::size_hint)
+    }
+}
+
+impl Drop for RawBody {
+    fn drop(&mut self) {
+        let (Some(home), Some(body)) = (self.home.take(), self.body.take()) else {
+            return;
+        };
+        if let Some(tcp) = body.into_clean() {
+            home.give_back(tcp);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use http_body_util::BodyExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+    use tokio::sync::mpsc;
+
+    use super::*;
+    use crate::config::{Backend, Timeouts, UpstreamConfig, UpstreamProtocol};
+    use crate::proxy::upstream::Upstream;
+
+    /// A raw HTTP/1.1 backend answering each request head with `wire`; with `close_after`
+    /// it closes each connection after its first answer without saying so. Counts the
+    /// connections it accepted, and sends each request head it read.
+    async fn backend(
+        wire: &'static [u8],
+        close_after: bool,
+    ) -> (Upstream, Arc<AtomicUsize>, mpsc::UnboundedReceiver<String>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let (heads, read) = mpsc::unbounded_channel();
+        let count = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((mut tcp, _)) = listener.accept().await {
+                count.fetch_add(1, Ordering::SeqCst);
+                let heads = heads.clone();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 4096];
+                    let mut seen = Vec::new();
+                    loop {
+                        let Ok(n) = tcp.read(&mut buf).await else {
+                            return;
+                        };
+                        if n == 0 {
+                            return;
+                        }
+                        seen.extend_from_slice(&buf[..n]);
+                        while let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+                            let head: Vec<u8> = seen.drain(..end + 4).collect();
+                            let _ = heads.send(String::from_utf8_lossy(&head).into_owned());
+                            if tcp.write_all(wire).await.is_err() || close_after {
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        let config = UpstreamConfig {
+            backends: vec![Backend {
+                tls: false,
+                authority: addr.to_string().parse().unwrap(),
+            }],
+            protocol: UpstreamProtocol::Auto,
+            tls: None,
+        };
+        let upstream = Upstream::new(&config, Timeouts::default()).unwrap();
+        (upstream, accepted, read)
+    }
+
+    fn get(host: Option<&str>) -> http::request::Parts {
+        let mut req = http::Request::builder()
+            .method("GET")
+            .uri("http://a.example/p?q=1")
+            .version(http::Version::HTTP_2);
+        if let Some(host) = host {
+            req = req.header("host", host);
+        }
+        req.header("x-h", "v").body(()).unwrap().into_parts().0
+    }
+
+    /// One exchange: the answer's status and its body, or the error's reason.
+    async fn fetch(
+        upstream: &Upstream,
+        parts: &http::request::Parts,
+    ) -> Result<(u16, String), String> {
+        let (raw, backend) = (upstream.raw().unwrap(), upstream.backend(0).unwrap());
+        let res = send(raw, backend, parts).await.map_err(|e| e.to_string())?;
+        let status = res.status().as_u16();
+        let body = res.into_body().collect().await.map_err(|e| e.to_string())?;
+        Ok((
+            status,
+            String::from_utf8_lossy(&body.to_bytes()).into_owned(),
+        ))
+    }
+
+    #[tokio::test]
+    async fn the_head_goes_as_hypers_client_writes_it_and_the_connection_is_used_again() {
+        let wire = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\nx-a: 1\r\n\r\nhello";
+        let (upstream, accepted, mut heads) = backend(wire, false).await;
+        for _ in 0..3 {
+            assert_eq!(
+                fetch(&upstream, &get(Some("a.example"))).await,
+                Ok((200, "hello".into()))
+            );
+            assert_eq!(
+                heads.recv().await.unwrap(),
+                "GET /p?q=1 HTTP/1.1\r\nhost: a.example\r\nx-h: v\r\n\r\n"
+            );
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+        // No host from the client: the backend's address, as hyper's pool writes it.
+        fetch(&upstream, &get(None)).await.unwrap();
+        let head = heads.recv().await.unwrap();
+        let addr = upstream.backend(0).unwrap().backend.authority.to_string();
+        assert_eq!(
+            head,
+            format!("GET /p?q=1 HTTP/1.1\r\nx-h: v\r\nhost: {addr}\r\n\r\n")
+        );
+    }
+
+    #[tokio::test]
+    async fn an_answer_keeps_its_headers_and_a_chunked_body_its_connection() {
+        let wire = b"HTTP/1.1 201 Made\r\nTransfer-Encoding: chunked\r\nX-One: a\r\nX-One: b\r\n\r\n3;x=y\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
+        let (upstream, accepted, _heads) = backend(wire, false).await;
+        let (raw, backend) = (upstream.raw().unwrap(), upstream.backend(0).unwrap());
+        for _ in 0..2 {
+            let res = send(raw, backend, &get(Some("a.example"))).await.unwrap();
+            assert_eq!(res.status(), 201);
+            let ones: Vec<_> = res.headers().get_all("x-one").iter().collect();
+            assert_eq!(ones, ["a", "b"]);
+            let phrase = res.extensions().get::<hyper::ext::ReasonPhrase>().unwrap();
+            assert_eq!(phrase.as_bytes(), b"Made");
+            let body = res.into_body().collect().await.unwrap().to_bytes();
+            assert_eq!(body, "abcde");
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_body_to_the_close_or_left_unread_takes_its_connection_with_it() {
+        let (upstream, accepted, _heads) =
+            backend(b"HTTP/1.1 200 OK\r\n\r\nto the close", true).await;
+        for _ in 0..2 {
+            assert_eq!(
+                fetch(&upstream, &get(Some("a"))).await,
+                Ok((200, "to the close".into()))
+            );
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+
+        let (upstream, accepted, _heads) = backend(
+            b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\nnot read",
+            false,
+        )
+        .await;
+        let (raw, backend) = (upstream.raw().unwrap(), upstream.backend(0).unwrap());
+        drop(send(raw, backend, &get(Some("a"))).await.unwrap());
+        drop(send(raw, backend, &get(Some("a"))).await.unwrap());
+        assert_eq!(
+            accepted.load(Ordering::SeqCst),
+            2,
+            "a body dropped early closes"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_pooled_connection_the_backend_closed_is_replaced_for_a_get() {
+        let wire = b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nonce";
+        let (upstream, accepted, _heads) = backend(wire, true).await;
+        for i in 1..=3 {
+            assert_eq!(
+                fetch(&upstream, &get(Some("a"))).await,
+                Ok((200, "once".into())),
+                "request {i}"
+            );
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn what_hypers_client_refuses_is_an_error_that_says_why() {
+        let cases: [(&'static [u8], &str); 4] = [
+            (
+                b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n",
+                "a protocol switch nobody asked for",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+                "differing Content-Lengths",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nshort",
+                "the backend closed before the end of the body",
+            ),
+            (b"nonsense\r\n\r\n", "an answer head that does not parse"),
+        ];
+        for (wire, why) in cases {
+            let (upstream, _, _heads) = backend(wire, true).await;
+            let err = fetch(&upstream, &get(Some("a"))).await.unwrap_err();
+            assert!(
+                err.contains(why),
+                "{}: {err}",
+                String::from_utf8_lossy(wire)
+            );
+        }
+    }
+
+    #[test]
+    fn only_a_request_without_a_body_that_frames_its_answer_plainly_goes_raw() {
+        let with = |method: &str| {
+            let parts = http::Request::builder()
+                .method(method)
+                .body(())
+                .unwrap()
+                .into_parts()
+                .0;
+            (takes(&parts, true), takes(&parts, false))
+        };
+        assert_eq!(with("GET"), (true, false));
+        assert_eq!(with("DELETE"), (true, false));
+        assert_eq!(with("HEAD"), (false, false));
+        assert_eq!(with("CONNECT"), (false, false));
+    }
+}
