@@ -577,11 +577,12 @@ fn an_idle_upgraded_connection_holds_at_most_16_kib_of_heap() {
 }
 
 /// The most allocations one HTTP/2 request may cost the gateway in the steady state
-/// (hyper's h2 server and the proxy's exchange to a pooled HTTP/1.1 backend): 17.0 on
-/// 2026-12-02 in [`an_h2_request_allocates_at_most_its_bound`] (the same in every run),
+/// (hyper's h2 server and the proxy's exchange to a pooled HTTP/1.1 backend, on a raw
+/// buffered connection since 2026-12-03: `proxy::raw`): 14.0 on 2026-12-03 in
+/// [`an_h2_request_allocates_at_most_its_bound`] (17.0 through hyper's HTTP/1.1 client),
 /// with room for three more, so a change that adds allocations per stream fails here and
 /// one that removes some lowers this bound.
-const H2_ALLOCATIONS_MOST: f64 = 20.0;
+const H2_ALLOCATIONS_MOST: f64 = 17.0;
 
 /// Writes one HTTP/2 frame header (`len` bytes of payload follow).
 fn frame_head(out: &mut [u8], len: usize, kind: u8, flags: u8, stream: u32) {

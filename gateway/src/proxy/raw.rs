@@ -22,13 +22,12 @@ use std::time::Instant;
 use bytes::Bytes;
 use http::{Response, header};
 use http_body::{Body as HttpBody, Frame, SizeHint};
-use tokio::net::TcpStream;
 use tracing::debug;
 
 use super::dialled::Dialled;
 use super::error::SendError;
 use super::fast::lines::line;
-use super::fast::pool::{Home, RawPool};
+use super::fast::pool::{Buffered, Home, RawPool};
 use super::fast::switch::{self, Answer, Declined, Failed};
 use super::upstream::BackendState;
 
@@ -48,32 +47,22 @@ pub async fn send(
     backend: &BackendState,
     parts: &http::request::Parts,
 ) -> Result<Response<RawBody>, SendError> {
-    let mut head = Vec::with_capacity(512);
-    switch::write_head(parts, &mut head);
-    if !parts.headers.contains_key(header::HOST) {
-        // As hyper's pool sends it: the backend's address when the client named no host.
-        head.truncate(head.len() - 2);
-        line(
-            &mut head,
-            b"host",
-            backend.backend.authority.as_str().as_bytes(),
-        );
-        head.extend_from_slice(b"\r\n");
-    }
     let home = raw.home(backend.index());
     let mut pooled = home.checkout();
     loop {
         let reused = pooled.is_some();
-        let (mut tcp, dialled) = match pooled.take() {
-            Some(tcp) => (tcp, None),
+        let (mut conn, dialled) = match pooled.take() {
+            Some(conn) => (conn, None),
             None => {
                 let dialling = Instant::now();
                 // Boxed: dialling is rare, and its future inline would grow every request's.
                 let tcp = Box::pin(raw.dial(&backend.backend)).await?;
-                (tcp, Some(dialling.elapsed()))
+                (Buffered::new(tcp), Some(dialling.elapsed()))
             }
         };
-        let answer = match switch::exchange(&mut tcp, &head).await {
+        write_head(parts, backend, &mut conn.head);
+        let answer = switch::exchange_in(&mut conn.tcp, &conn.head, &mut conn.read).await;
+        let answer = match answer {
             Ok(answer) => answer,
             Err(Failed::Unsent(_) | Failed::Unanswered(_))
                 if reused && parts.method.is_idempotent() =>
@@ -89,7 +78,7 @@ pub async fn send(
             ));
         };
         let body = RawBody {
-            body: Some(Declined::new(tcp, early, framing)),
+            body: Some(Declined::new(conn, early, framing)),
             home: keep_alive.then_some(home),
         };
         let mut res = Response::from_parts(head, body);
@@ -101,10 +90,22 @@ pub async fn send(
     }
 }
 
+/// Writes the head of `parts` into `out` (cleared first) as hyper's client writes it, with
+/// `Host` the backend's address when the client named no host, as hyper's pool sends it.
+fn write_head(parts: &http::request::Parts, backend: &BackendState, out: &mut Vec<u8>) {
+    out.clear();
+    switch::write_head(parts, out);
+    if !parts.headers.contains_key(header::HOST) {
+        out.truncate(out.len() - 2);
+        line(out, b"host", backend.backend.authority.as_str().as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
 /// A backend's answer body read off its raw connection; the connection goes back to its
 /// pool when the body was read to its exact end and the backend keeps it alive.
 pub struct RawBody {
-    body: Option<Declined<TcpStream>>,
+    body: Option<Declined<Buffered>>,
     /// Where the connection goes back; `None` when the backend closes it after this answer.
     home: Option<Home>,
 }
@@ -144,8 +145,8 @@ impl Drop for RawBody {
         let (Some(home), Some(body)) = (self.home.take(), self.body.take()) else {
             return;
         };
-        if let Some(tcp) = body.into_clean() {
-            home.give_back(tcp);
+        if let Some(conn) = body.into_clean() {
+            home.give_back(conn);
         }
     }
 }

@@ -9,6 +9,7 @@ mod docs;
 mod examples;
 mod fast_path;
 mod gateway_api;
+mod h2_raw;
 mod hijack;
 mod hostile;
 mod ingress;

@@ -6,11 +6,13 @@
 //! after it, so the next exchange starts on a clean stream. One the backend closed while it
 //! sat idle is noticed at checkout by a peek that does not wait.
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use tokio::io::ReadBuf;
+use bytes::BytesMut;
+use tokio::io::{AsyncRead, ReadBuf};
 use tokio::net::TcpStream;
 
 use crate::config::Backend;
@@ -27,9 +29,49 @@ impl Reusable for TcpStream {
     }
 }
 
-/// Idle raw connections to one upstream's plain backends.
+/// A raw connection with buffers of its own, for the exchanges an HTTP/2 stream's task
+/// makes on it (`proxy::raw`): the request's head is written from, and the answer read
+/// into, memory the connection keeps, so a steady stream of requests allocates none.
+pub struct Buffered {
+    pub tcp: TcpStream,
+    /// The request head, written anew for each request.
+    pub head: Vec<u8>,
+    /// The answers' bytes: empty between exchanges, its memory reclaimed by the next read
+    /// once nothing holds a view of the last answer.
+    pub read: BytesMut,
+}
+
+impl Buffered {
+    pub fn new(tcp: TcpStream) -> Self {
+        Buffered {
+            tcp,
+            head: Vec::with_capacity(512),
+            read: BytesMut::new(),
+        }
+    }
+}
+
+impl Reusable for Buffered {
+    fn is_closed(&self) -> bool {
+        self.tcp.is_closed()
+    }
+}
+
+impl AsyncRead for Buffered {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.tcp).poll_read(cx, buf)
+    }
+}
+
+/// Idle raw connections to one upstream's plain backends: the fast path's sockets, and the
+/// HTTP/2 streams' buffered ones (a shelf of their own, as each keeps its buffers).
 pub struct RawPool {
     idles: Arc<Idles<TcpStream>>,
+    buffered: Arc<Idles<Buffered>>,
     connect: Duration,
 }
 
@@ -37,6 +79,7 @@ impl RawPool {
     pub fn new(backends: usize, connect: Duration, idle: Duration) -> Self {
         RawPool {
             idles: Idles::new(backends, idle),
+            buffered: Idles::new(backends, idle),
             connect,
         }
     }
@@ -56,32 +99,32 @@ impl RawPool {
         connect(backend, self.connect).await
     }
 
-    /// Where this thread's connections to backend number `index` are kept, for an answer
-    /// whose body gives its connection back when it ends (`proxy::raw`).
+    /// Where this thread's buffered connections to backend number `index` are kept, for
+    /// an answer whose body gives its connection back when it ends (`proxy::raw`).
     pub fn home(&self, index: usize) -> Home {
         Home {
-            idles: self.idles.clone(),
-            slot: self.idles.slot_of(index),
+            idles: self.buffered.clone(),
+            slot: self.buffered.slot_of(index),
         }
     }
 }
 
-/// One serving thread's idle connections to one backend, held by an answer's body until it
-/// has been read to its end.
+/// One serving thread's idle buffered connections to one backend, held by an answer's body
+/// until it has been read to its end.
 pub struct Home {
-    idles: Arc<Idles<TcpStream>>,
+    idles: Arc<Idles<Buffered>>,
     slot: usize,
 }
 
 impl Home {
     /// An idle connection of the slot, if one is open.
-    pub fn checkout(&self) -> Option<TcpStream> {
+    pub fn checkout(&self) -> Option<Buffered> {
         self.idles.checkout(self.slot)
     }
 
     /// Puts a connection whose last answer was read to its exact end back for reuse.
-    pub fn give_back(&self, tcp: TcpStream) {
-        self.idles.give_back(self.slot, tcp);
+    pub fn give_back(&self, conn: Buffered) {
+        self.idles.give_back(self.slot, conn);
     }
 }
 

@@ -130,12 +130,21 @@ pub async fn exchange<S>(io: &mut S, head: &[u8]) -> Result<Answer, Failed>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    exchange_in(io, head, &mut BytesMut::with_capacity(READ)).await
+}
+
+/// [`exchange`], reading into `buf` (empty), which is left empty again: the head and the
+/// early bytes are views of its memory, which it takes back at its next read once they
+/// are gone.
+pub async fn exchange_in<S>(io: &mut S, head: &[u8], buf: &mut BytesMut) -> Result<Answer, Failed>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     io.write_all(head).await.map_err(Failed::Unsent)?;
     io.flush().await.map_err(Failed::Unsent)?;
-    let mut buf = BytesMut::with_capacity(READ);
     let mut answered = false;
     loop {
-        if let Some(answer) = parse(&mut buf)? {
+        if let Some(answer) = parse(buf)? {
             return Ok(answer);
         }
         if buf.len() >= MAX_HEAD {
@@ -147,7 +156,7 @@ where
         buf.reserve(READ);
         // Nothing read yet means the server never answered (a spare it had closed): the
         // request may go again. Anything after that is a broken answer.
-        match io.read_buf(&mut buf).await {
+        match io.read_buf(buf).await {
             Ok(0) if !answered => {
                 return Err(Failed::Unanswered("the connection closed".to_string()));
             }
@@ -199,7 +208,9 @@ fn parse(buf: &mut BytesMut) -> Result<Option<Answer>, Failed> {
             .then(|| hyper::ext::ReasonPhrase::try_from(reason.as_bytes()).ok())
             .flatten();
         let head = buf.split_to(len).freeze();
-        let mut headers = HeaderMap::with_capacity(count);
+        // Room for the lines added on the way to the client (`Via`, `Date`, a request ID, a
+        // length), so the map is not grown for them.
+        let mut headers = HeaderMap::with_capacity(count + 4);
         for &((name_at, name_len), (value_at, value_len)) in &lines[..count] {
             let name = HeaderName::from_bytes(&head[name_at..name_at + name_len])
                 .map_err(|_| bad("an invalid header name"))?;
