@@ -195,69 +195,26 @@ impl Drop for PooledBody {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Instant;
 
     use http_body_util::BodyExt;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    use tokio::net::TcpListener;
 
     use super::*;
+    use crate::proxy::stub_backend::{self, Stub};
 
-    /// A raw HTTP/1.1 backend answering every request with `body`; with `close_after`, it
-    /// closes each connection after its first answer without saying so (no
-    /// `Connection: close`), as a backend whose keep-alive timer ran out does. Counts the
-    /// connections it accepted.
-    async fn backend(body: &'static str, close_after: bool) -> (Backend, Arc<AtomicUsize>) {
-        let (backend, accepted, _) = counting_backend(body, close_after).await;
-        (backend, accepted)
-    }
-
-    /// [`backend`], also counting the connections whose client closed them.
-    async fn counting_backend(
-        body: &'static str,
-        close_after: bool,
-    ) -> (Backend, Arc<AtomicUsize>, Arc<AtomicUsize>) {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let accepted = Arc::new(AtomicUsize::new(0));
-        let closed = Arc::new(AtomicUsize::new(0));
-        let (count, closes) = (accepted.clone(), closed.clone());
-        tokio::spawn(async move {
-            while let Ok((mut tcp, _)) = listener.accept().await {
-                count.fetch_add(1, Ordering::SeqCst);
-                let closes = closes.clone();
-                tokio::spawn(async move {
-                    let mut buf = vec![0u8; 4096];
-                    let mut seen = Vec::new();
-                    loop {
-                        let Ok(n) = tcp.read(&mut buf).await else {
-                            return;
-                        };
-                        if n == 0 {
-                            closes.fetch_add(1, Ordering::SeqCst);
-                            return;
-                        }
-                        seen.extend_from_slice(&buf[..n]);
-                        while let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
-                            seen.drain(..end + 4);
-                            let head = format!(
-                                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
-                                body.len()
-                            );
-                            if tcp.write_all(head.as_bytes()).await.is_err() || close_after {
-                                return;
-                            }
-                        }
-                    }
-                });
-            }
-        });
+    /// A backend answering every request with `body` (`stub_backend`; with `close_after`
+    /// it closes each connection after its first answer without saying so).
+    async fn backend(body: &'static str, close_after: bool) -> (Backend, Stub) {
+        let wire = format!(
+            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let stub = stub_backend::start(wire.into_bytes(), close_after).await;
         let backend = Backend {
             tls: false,
-            authority: addr.to_string().parse().unwrap(),
+            authority: stub.addr.to_string().parse().unwrap(),
         };
-        (backend, accepted, closed)
+        (backend, stub)
     }
 
     fn get() -> Request<Body> {
@@ -272,72 +229,68 @@ mod tests {
 
     #[tokio::test]
     async fn a_connection_read_to_its_end_is_used_again() {
-        let (backend, accepted) = backend("hello", false).await;
+        let (backend, stub) = backend("hello", false).await;
         let pool = pool();
         for _ in 0..3 {
             let res = pool.send(0, &backend, get()).await.unwrap();
             let body = res.into_body().collect().await.unwrap().to_bytes();
             assert_eq!(body, "hello");
         }
-        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+        assert_eq!(stub.accepted(), 1);
     }
 
     #[tokio::test]
     async fn a_body_dropped_before_its_end_closes_its_connection() {
-        let (backend, accepted) = backend("a body nobody reads", false).await;
+        let (backend, stub) = backend("a body nobody reads", false).await;
         let pool = pool();
         let res = pool.send(0, &backend, get()).await.unwrap();
         drop(res);
         let res = pool.send(0, &backend, get()).await.unwrap();
         let body = res.into_body().collect().await.unwrap().to_bytes();
         assert_eq!(body, "a body nobody reads");
-        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+        assert_eq!(stub.accepted(), 2);
     }
 
     #[tokio::test]
     async fn a_connection_the_backend_closed_is_replaced_without_losing_the_request() {
-        let (backend, accepted) = backend("once", true).await;
+        let (backend, stub) = backend("once", true).await;
         let pool = pool();
         for i in 1..=3 {
             let res = pool.send(0, &backend, get()).await.unwrap();
             let body = res.into_body().collect().await.unwrap().to_bytes();
             assert_eq!(body, "once", "request {i}");
         }
-        assert_eq!(accepted.load(Ordering::SeqCst), 3);
+        assert_eq!(stub.accepted(), 3);
     }
 
     #[tokio::test]
     async fn an_idle_connection_past_the_timeout_is_not_used() {
-        let (backend, accepted) = backend("hello", false).await;
+        let (backend, stub) = backend("hello", false).await;
         let pool = Http1Pool::new(1, Duration::from_secs(2), Duration::from_millis(1));
         for _ in 0..2 {
             let res = pool.send(0, &backend, get()).await.unwrap();
             res.into_body().collect().await.unwrap();
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+        assert_eq!(stub.accepted(), 2);
     }
 
     #[tokio::test]
     async fn an_idle_connection_is_closed_by_the_sweep_without_a_request() {
-        let (backend, accepted, closed) = counting_backend("hello", false).await;
+        let (backend, stub) = backend("hello", false).await;
         let pool = Http1Pool::new(1, Duration::from_secs(2), Duration::from_millis(100));
         let res = pool.send(0, &backend, get()).await.unwrap();
         res.into_body().collect().await.unwrap();
         tokio::time::sleep(Duration::from_millis(30)).await;
-        assert_eq!(
-            closed.load(Ordering::SeqCst),
-            0,
-            "still idle within its timeout"
-        );
+        assert_eq!(stub.closed(), 0, "still idle within its timeout");
         let deadline = Instant::now() + Duration::from_secs(5);
-        while closed.load(Ordering::SeqCst) == 0 {
+        while stub.closed() == 0 {
             assert!(
                 Instant::now() < deadline,
                 "the idle connection was never closed"
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+        assert_eq!(stub.accepted(), 1);
     }
 }

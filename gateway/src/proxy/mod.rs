@@ -39,6 +39,8 @@ pub mod prepare;
 pub mod raw;
 pub mod request_id;
 pub mod splice;
+#[cfg(test)]
+pub mod stub_backend;
 pub mod trace;
 pub mod upgrade;
 pub mod upstream;

@@ -153,66 +153,26 @@ impl Drop for RawBody {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
     use http_body_util::BodyExt;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    use tokio::net::TcpListener;
-    use tokio::sync::mpsc;
 
     use super::*;
     use crate::config::{Backend, Timeouts, UpstreamConfig, UpstreamProtocol};
+    use crate::proxy::stub_backend::{self, Stub};
     use crate::proxy::upstream::Upstream;
 
-    /// A raw HTTP/1.1 backend answering each request head with `wire`; with `close_after`
-    /// it closes each connection after its first answer without saying so. Counts the
-    /// connections it accepted, and sends each request head it read.
-    async fn backend(
-        wire: &'static [u8],
-        close_after: bool,
-    ) -> (Upstream, Arc<AtomicUsize>, mpsc::UnboundedReceiver<String>) {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let accepted = Arc::new(AtomicUsize::new(0));
-        let (heads, read) = mpsc::unbounded_channel();
-        let count = accepted.clone();
-        tokio::spawn(async move {
-            while let Ok((mut tcp, _)) = listener.accept().await {
-                count.fetch_add(1, Ordering::SeqCst);
-                let heads = heads.clone();
-                tokio::spawn(async move {
-                    let mut buf = vec![0u8; 4096];
-                    let mut seen = Vec::new();
-                    loop {
-                        let Ok(n) = tcp.read(&mut buf).await else {
-                            return;
-                        };
-                        if n == 0 {
-                            return;
-                        }
-                        seen.extend_from_slice(&buf[..n]);
-                        while let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
-                            let head: Vec<u8> = seen.drain(..end + 4).collect();
-                            let _ = heads.send(String::from_utf8_lossy(&head).into_owned());
-                            if tcp.write_all(wire).await.is_err() || close_after {
-                                return;
-                            }
-                        }
-                    }
-                });
-            }
-        });
+    /// A backend answering each request head with `wire` (`stub_backend`), and an
+    /// upstream of it.
+    async fn backend(wire: &'static [u8], close_after: bool) -> (Upstream, Stub) {
+        let stub = stub_backend::start(wire.to_vec(), close_after).await;
         let config = UpstreamConfig {
             backends: vec![Backend {
                 tls: false,
-                authority: addr.to_string().parse().unwrap(),
+                authority: stub.addr.to_string().parse().unwrap(),
             }],
             protocol: UpstreamProtocol::Auto,
             tls: None,
         };
-        let upstream = Upstream::new(&config, Timeouts::default()).unwrap();
-        (upstream, accepted, read)
+        (Upstream::new(&config, Timeouts::default()).unwrap(), stub)
     }
 
     fn get(host: Option<&str>) -> http::request::Parts {
@@ -244,21 +204,21 @@ mod tests {
     #[tokio::test]
     async fn the_head_goes_as_hypers_client_writes_it_and_the_connection_is_used_again() {
         let wire = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\nx-a: 1\r\n\r\nhello";
-        let (upstream, accepted, mut heads) = backend(wire, false).await;
+        let (upstream, mut stub) = backend(wire, false).await;
         for _ in 0..3 {
             assert_eq!(
                 fetch(&upstream, &get(Some("a.example"))).await,
                 Ok((200, "hello".into()))
             );
             assert_eq!(
-                heads.recv().await.unwrap(),
+                stub.heads.recv().await.unwrap(),
                 "GET /p?q=1 HTTP/1.1\r\nhost: a.example\r\nx-h: v\r\n\r\n"
             );
         }
-        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+        assert_eq!(stub.accepted(), 1);
         // No host from the client: the backend's address, as hyper's pool writes it.
         fetch(&upstream, &get(None)).await.unwrap();
-        let head = heads.recv().await.unwrap();
+        let head = stub.heads.recv().await.unwrap();
         let addr = upstream.backend(0).unwrap().backend.authority.to_string();
         assert_eq!(
             head,
@@ -269,7 +229,7 @@ mod tests {
     #[tokio::test]
     async fn an_answer_keeps_its_headers_and_a_chunked_body_its_connection() {
         let wire = b"HTTP/1.1 201 Made\r\nTransfer-Encoding: chunked\r\nX-One: a\r\nX-One: b\r\n\r\n3;x=y\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
-        let (upstream, accepted, _heads) = backend(wire, false).await;
+        let (upstream, stub) = backend(wire, false).await;
         let (raw, backend) = (upstream.raw().unwrap(), upstream.backend(0).unwrap());
         for _ in 0..2 {
             let res = send(raw, backend, &get(Some("a.example"))).await.unwrap();
@@ -281,22 +241,21 @@ mod tests {
             let body = res.into_body().collect().await.unwrap().to_bytes();
             assert_eq!(body, "abcde");
         }
-        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+        assert_eq!(stub.accepted(), 1);
     }
 
     #[tokio::test]
     async fn a_body_to_the_close_or_left_unread_takes_its_connection_with_it() {
-        let (upstream, accepted, _heads) =
-            backend(b"HTTP/1.1 200 OK\r\n\r\nto the close", true).await;
+        let (upstream, stub) = backend(b"HTTP/1.1 200 OK\r\n\r\nto the close", true).await;
         for _ in 0..2 {
             assert_eq!(
                 fetch(&upstream, &get(Some("a"))).await,
                 Ok((200, "to the close".into()))
             );
         }
-        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+        assert_eq!(stub.accepted(), 2);
 
-        let (upstream, accepted, _heads) = backend(
+        let (upstream, stub) = backend(
             b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\nnot read",
             false,
         )
@@ -304,17 +263,13 @@ mod tests {
         let (raw, backend) = (upstream.raw().unwrap(), upstream.backend(0).unwrap());
         drop(send(raw, backend, &get(Some("a"))).await.unwrap());
         drop(send(raw, backend, &get(Some("a"))).await.unwrap());
-        assert_eq!(
-            accepted.load(Ordering::SeqCst),
-            2,
-            "a body dropped early closes"
-        );
+        assert_eq!(stub.accepted(), 2, "a body dropped early closes");
     }
 
     #[tokio::test]
     async fn a_pooled_connection_the_backend_closed_is_replaced_for_a_get() {
         let wire = b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nonce";
-        let (upstream, accepted, _heads) = backend(wire, true).await;
+        let (upstream, stub) = backend(wire, true).await;
         for i in 1..=3 {
             assert_eq!(
                 fetch(&upstream, &get(Some("a"))).await,
@@ -322,7 +277,7 @@ mod tests {
                 "request {i}"
             );
         }
-        assert_eq!(accepted.load(Ordering::SeqCst), 3);
+        assert_eq!(stub.accepted(), 3);
     }
 
     #[tokio::test]
@@ -343,7 +298,7 @@ mod tests {
             (b"nonsense\r\n\r\n", "an answer head that does not parse"),
         ];
         for (wire, why) in cases {
-            let (upstream, _, _heads) = backend(wire, true).await;
+            let (upstream, _stub) = backend(wire, true).await;
             let err = fetch(&upstream, &get(Some("a"))).await.unwrap_err();
             assert!(
                 err.contains(why),
@@ -368,5 +323,24 @@ mod tests {
         assert_eq!(with("DELETE"), (true, false));
         assert_eq!(with("HEAD"), (false, false));
         assert_eq!(with("CONNECT"), (false, false));
+    }
+
+    #[tokio::test]
+    async fn bytes_a_backend_sends_past_its_answer_never_reach_the_next_request() {
+        // One answer, then the head of a second nobody asked for: were the connection used
+        // again, the next request would read the backend's forgery as its answer.
+        let wire = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nokHTTP/1.1 200 OK\r\ncontent-length: 6\r\n\r\nforged";
+        let (upstream, stub) = backend(wire, false).await;
+        for _ in 0..2 {
+            assert_eq!(
+                fetch(&upstream, &get(Some("a"))).await,
+                Ok((200, "ok".into()))
+            );
+        }
+        assert_eq!(
+            stub.accepted(),
+            2,
+            "the connection with bytes left over was not reused"
+        );
     }
 }
