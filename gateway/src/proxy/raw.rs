@@ -62,6 +62,7 @@ pub async fn send(
         };
         write_head(parts, backend, &mut conn.head);
         let answer = switch::exchange_in(&mut conn.tcp, &conn.head, &mut conn.read).await;
+        conn.shed();
         let answer = match answer {
             Ok(answer) => answer,
             Err(Failed::Unsent(_) | Failed::Unanswered(_))

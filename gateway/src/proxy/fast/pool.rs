@@ -41,12 +41,24 @@ pub struct Buffered {
     pub read: BytesMut,
 }
 
+/// The head buffer's usual size, and the most it is kept at after a long head.
+const HEAD: usize = 512;
+const HEAD_KEEP: usize = 8 * 1024;
+
 impl Buffered {
     pub fn new(tcp: TcpStream) -> Self {
         Buffered {
             tcp,
-            head: Vec::with_capacity(512),
+            head: Vec::with_capacity(HEAD),
             read: BytesMut::new(),
+        }
+    }
+
+    /// Lets go of a head buffer a long request head grew: an idle connection keeps no more
+    /// than its usual buffers (the read buffer sees to itself, `switch::exchange_in`).
+    pub fn shed(&mut self) {
+        if self.head.capacity() > HEAD_KEEP {
+            self.head = Vec::with_capacity(HEAD);
         }
     }
 }
@@ -140,4 +152,30 @@ pub async fn connect(backend: &Backend, timeout: Duration) -> Result<TcpStream, 
         .map_err(|_| DialError::Timeout(timeout))??;
     tcp.set_nodelay(true)?;
     Ok(tcp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_head_buffer_a_long_head_grew_is_let_go() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let tcp = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let mut conn = Buffered::new(tcp);
+        conn.head.extend_from_slice(&[b'a'; 64 * 1024]);
+        conn.head.clear();
+        conn.shed();
+        assert!(
+            conn.head.capacity() <= HEAD_KEEP,
+            "kept {}",
+            conn.head.capacity()
+        );
+        conn.head.extend_from_slice(&[b'a'; 1024]);
+        let usual = conn.head.capacity();
+        conn.shed();
+        assert_eq!(conn.head.capacity(), usual, "a usual buffer is kept");
+    }
 }

@@ -30,6 +30,9 @@ use crate::proxy::clock;
 /// Bytes read at a time, for the head and for a declined answer's body.
 const READ: usize = 8192;
 
+/// The most an exchange's read buffer may have grown to and still be kept for the next one.
+const KEEP: usize = 2 * READ;
+
 /// Writes the head of the request `parts` into `out`; its URI is origin-form.
 pub fn write_head(parts: &http::request::Parts, out: &mut Vec<u8>) {
     out.extend_from_slice(parts.method.as_str().as_bytes());
@@ -144,7 +147,13 @@ where
     io.flush().await.map_err(Failed::Unsent)?;
     let mut answered = false;
     loop {
+        let read = buf.len();
         if let Some(answer) = parse(buf)? {
+            if read > KEEP {
+                // A long head grew the buffer: its memory is not kept for the next exchange
+                // (a pooled connection would hold it while idle).
+                *buf = BytesMut::new();
+            }
             return Ok(answer);
         }
         if buf.len() >= MAX_HEAD {
@@ -573,5 +582,21 @@ mod tests {
         let wire: &'static [u8] = wire.leak();
         let (answer, _) = answer(wire, 64 * 1024).await;
         assert!(matches!(answer, Err(Failed::Bad(_))), "{answer:?}");
+    }
+
+    #[tokio::test]
+    async fn a_buffer_a_long_head_grew_is_not_kept_for_the_next_exchange() {
+        let mut wire = b"HTTP/1.1 200 OK\r\nx-pad: ".to_vec();
+        wire.extend_from_slice(&[b'a'; 64 * 1024]);
+        wire.extend_from_slice(b"\r\ncontent-length: 0\r\n\r\n");
+        let (mut ours, mut theirs) = tokio::io::duplex(1 << 20);
+        theirs.write_all(&wire).await.unwrap();
+        let mut buf = BytesMut::new();
+        let answer = exchange_in(&mut ours, b"GET / HTTP/1.1\r\n\r\n", &mut buf).await;
+        assert!(matches!(answer, Ok(Answer::Declined(..))), "{answer:?}");
+        drop(answer);
+        // Were the grown memory still this buffer's, the next read would take it back.
+        buf.reserve(READ);
+        assert!(buf.capacity() <= KEEP, "kept {} bytes", buf.capacity());
     }
 }
