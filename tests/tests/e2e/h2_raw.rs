@@ -37,15 +37,25 @@ async fn h2c(addr: std::net::SocketAddr) -> Client {
     sender
 }
 
-/// The answer to a `DELETE` of `path`, or how its stream failed; `with_body`: with a
-/// one-byte body, which sends it through hyper's client.
+/// The answer to a `DELETE` of `path` on `a.example`, or how its stream failed; `with_body`:
+/// with a one-byte body, which sends it through hyper's client.
 async fn fetch(client: &mut Client, path: &str, with_body: bool) -> Result<Seen, String> {
+    fetch_from(client, "a.example", path, with_body).await
+}
+
+/// [`fetch`] on `host`.
+async fn fetch_from(
+    client: &mut Client,
+    host: &str,
+    path: &str,
+    with_body: bool,
+) -> Result<Seen, String> {
     let body = if with_body {
         Either::Right(Full::new(Bytes::from_static(b"x")))
     } else {
         Either::Left(Empty::new())
     };
-    let req = Request::delete(format!("http://a.example{path}"))
+    let req = Request::delete(format!("http://{host}{path}"))
         .body(body)
         .unwrap();
     client.ready().await.map_err(|e| e.to_string())?;
@@ -162,6 +172,49 @@ async fn a_stream_without_a_body_gets_the_answer_hypers_client_would_have_given(
             let hyper = held(fetch(&mut client, path, true).await);
             assert_eq!(raw, hyper, "{path}, round {round}: the two ways differ");
         }
+    }
+    drop(gw);
+}
+
+#[tokio::test]
+async fn a_dead_or_silent_backend_gets_the_same_502_and_504_either_way() {
+    let closed = leafgate_tests::upstream::closed_port();
+    let stall = leafgate_tests::upstream::TestUpstream::start("staller").await;
+    let gw = TestGateway::start(
+        Config::new()
+            .listener(Listener::new("h2c"))
+            .route(Route::host("down.example").backend(closed))
+            .route(
+                Route::host("slow.example")
+                    .backend(stall.addr)
+                    .timeout("response_header", "300ms"),
+            ),
+    )
+    .await;
+    let mut client = h2c(gw.addr("h2c")).await;
+    for with_body in [false, true] {
+        let way = if with_body { "hyper's" } else { "raw" };
+        let down = fetch_from(&mut client, "down.example", "/", with_body)
+            .await
+            .unwrap();
+        assert_eq!(down.status, StatusCode::BAD_GATEWAY, "{way} way");
+        let text = String::from_utf8_lossy(down.body.as_deref().unwrap_or_default()).into_owned();
+        assert!(
+            text.contains(&closed.to_string()) && text.contains("refused"),
+            "{way} way: {text}"
+        );
+
+        let started = std::time::Instant::now();
+        let slow = fetch_from(&mut client, "slow.example", "/stall", with_body)
+            .await
+            .unwrap();
+        assert_eq!(slow.status, StatusCode::GATEWAY_TIMEOUT, "{way} way");
+        let text = String::from_utf8_lossy(slow.body.as_deref().unwrap_or_default()).into_owned();
+        assert!(text.contains("no response head"), "{way} way: {text}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "{way} way"
+        );
     }
     drop(gw);
 }
