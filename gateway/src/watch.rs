@@ -175,12 +175,18 @@ struct Watched {
     watching: BTreeSet<PathBuf>,
     /// The last hash seen of each of `files`.
     hashes: BTreeMap<PathBuf, Hash>,
+    /// The access logs leafgate writes itself: one beside the config file would otherwise
+    /// touch its folder at every flush, and have the files hashed again for nothing.
+    own: BTreeSet<PathBuf>,
 }
 
 impl Watched {
     /// Records in `touched` the watched folder `path`'s event concerns; false if none.
     fn touches(&self, path: &Path, touched: &mut BTreeSet<PathBuf>) -> bool {
         let path = absolute(path);
+        if self.own.contains(&path) && !self.files.contains(&path) {
+            return false;
+        }
         if self.dirs.contains(&path) {
             touched.insert(path);
             return true;
@@ -261,6 +267,7 @@ impl Watched {
                 warn!(dir = %new.display(), error = %e, "cannot watch a config folder; use SIGHUP or POST /reload");
             }
         }
+        self.own = snapshot.config.access_log.files().map(absolute).collect();
         self.hashes.retain(|f, _| files.contains(f));
         self.files = files;
         self.dirs = dirs;
@@ -319,6 +326,20 @@ mod tests {
         assert!(ends(created, &["/c/x.toml"])[0].1 == End::No);
         let read = EventKind::Access(AccessKind::Close(AccessMode::Read));
         assert!(ends(read, &["/c/x.toml"]).is_empty());
+    }
+
+    #[test]
+    fn the_access_log_written_beside_the_config_touches_nothing() {
+        let mut watched = Watched::default();
+        watched.files.insert(PathBuf::from("/c/x.toml"));
+        watched.dirs.insert(PathBuf::from("/c"));
+        watched.own.insert(PathBuf::from("/c/access.log"));
+        let mut touched = BTreeSet::new();
+        assert!(!watched.touches(Path::new("/c/access.log"), &mut touched));
+        assert!(touched.is_empty());
+        // A neighbour (the `..data` swap, an editor's temporary file) still does.
+        assert!(watched.touches(Path::new("/c/..data"), &mut touched));
+        assert!(watched.touches(Path::new("/c/x.toml"), &mut touched));
     }
 
     #[test]

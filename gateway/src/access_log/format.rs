@@ -3,8 +3,8 @@
 
 use super::out::Out;
 use super::record::{Record, Value};
-use super::time::Civil;
-use crate::config::{AccessLogFormat, LogField, TemplatePiece};
+use super::time::{self, Civil};
+use crate::config::{AccessLogFormat, TemplatePiece};
 
 /// Writes `record` as one line (ending in `\n`) in `format`. The path keeps its query
 /// only with `query`. On return `out.full` says whether the line fit.
@@ -17,32 +17,74 @@ pub fn line(format: &AccessLogFormat, query: bool, record: &Record<'_>, out: &mu
     out.byte(b'\n');
 }
 
-fn json(record: &Record<'_>, query: bool, out: &mut Out<'_>) {
-    out.byte(b'{');
-    let mut first = true;
-    for field in LogField::ALL {
-        let Some(value) = record.value(field, query) else {
-            continue;
-        };
-        if !first {
-            out.byte(b',');
-        }
-        first = false;
-        out.byte(b'"');
-        out.bytes(field.name().as_bytes());
-        out.bytes(b"\":");
-        match value {
-            Value::Number(_) | Value::Millis(_) => plain(value, out),
-            _ => {
-                out.byte(b'"');
-                match value {
-                    Value::Text(t) => out.json(t),
-                    _ => plain(value, out),
-                }
+/// The JSON object: `time` and `kind` always, then each field that applies, in
+/// [`crate::config::LogField::ALL`]'s order (a test holds the names and order to it).
+/// Written field by field rather than through [`Record::value`] (which templates use):
+/// each field's `,"name":` is then one constant the compiler copies in place, and a line
+/// is a straight run of writes.
+fn json(r: &Record<'_>, query: bool, out: &mut Out<'_>) {
+    /// A text field, quoted and escaped.
+    macro_rules! text {
+        ($name:literal, $value:expr) => {
+            if let Some(v) = $value {
+                out.bytes(concat!(",\"", $name, "\":\"").as_bytes());
+                out.json(v);
                 out.byte(b'"');
             }
-        }
+        };
     }
+    /// A number (`uint`) or a duration in milliseconds (`millis`).
+    macro_rules! plain {
+        ($write:ident, $name:literal, $value:expr) => {
+            if let Some(v) = $value {
+                out.bytes(concat!(",\"", $name, "\":").as_bytes());
+                out.$write(v);
+            }
+        };
+    }
+    fn text(s: Option<&str>) -> Option<&[u8]> {
+        s.map(str::as_bytes)
+    }
+    out.bytes(b"{\"time\":\"");
+    out.bytes(&time::rfc3339(r.time));
+    out.bytes(b"\",\"kind\":\"");
+    out.bytes(r.kind.name().as_bytes());
+    out.byte(b'"');
+    text!("request_id", text(r.request_id));
+    text!("trace_id", text(r.trace_id));
+    text!("listener", Some(r.listener.as_bytes()));
+    text!("route", text(r.route));
+    text!("tenant", text(r.tenant));
+    if let Some(client) = r.client {
+        out.bytes(b",\"client\":\"");
+        out.addr(client);
+        out.byte(b'"');
+    }
+    text!("forwarded_for", r.forwarded_for);
+    text!("sni", text(r.sni));
+    text!("tls_version", text(r.tls_version));
+    text!("method", text(r.method));
+    text!("host", r.host);
+    text!("path", r.path(query));
+    text!("protocol", text(r.protocol));
+    plain!(uint, "status", r.status.map(u64::from));
+    plain!(uint, "bytes_in", r.bytes_in);
+    plain!(uint, "bytes_out", r.bytes_out);
+    text!("upstream", text(r.upstream));
+    plain!(uint, "upstream_status", r.upstream_status.map(u64::from));
+    plain!(millis, "upstream_connect_ms", r.upstream_connect);
+    plain!(millis, "upstream_first_byte_ms", r.upstream_first_byte);
+    plain!(millis, "duration_ms", r.duration);
+    text!("served_by", text(r.served_by));
+    text!("refusal", text(r.refusal));
+    text!("referer", r.referer);
+    text!("user_agent", r.user_agent);
+    text!("verb", text(r.verb));
+    text!("namespace", text(r.namespace));
+    text!("pod", text(r.pod));
+    text!("leaf", text(r.leaf));
+    text!("end_reason", text(r.end_reason));
+    plain!(millis, "throttled_ms", r.throttled);
     out.byte(b'}');
 }
 
@@ -51,7 +93,7 @@ fn plain(value: Value<'_>, out: &mut Out<'_>) {
     match value {
         Value::Number(n) => out.uint(n),
         Value::Millis(d) => out.millis(d),
-        Value::Time(t) => out.bytes(&Civil::of(t).rfc3339()),
+        Value::Time(t) => out.bytes(&time::rfc3339(t)),
         Value::Addr(a) => out.addr(a),
         Value::Text(t) => out.bytes(t),
     }
@@ -115,7 +157,7 @@ mod tests {
     use super::line;
     use crate::access_log::out::Out;
     use crate::access_log::record::{Kind, Record};
-    use crate::config::{AccessLogFormat, TemplatePiece};
+    use crate::config::{AccessLogFormat, LogField, TemplatePiece};
 
     fn record() -> Record<'static> {
         let mut r = Record::new(Kind::Http, "web");
@@ -187,6 +229,61 @@ mod tests {
             text(&AccessLogFormat::Template(pieces), false, &r),
             "192.0.2.7:51234 GET /x\\ny 200 - 1.500\n"
         );
+    }
+
+    #[test]
+    fn json_writes_every_field_in_order_as_a_template_writes_its_value() {
+        let mut r = record();
+        r.kind = Kind::KubeApi;
+        r.request_id = Some("4bf92f3577b34da6a3ce929d0e0e4736");
+        r.trace_id = Some("0af7651916cd43dd8448eb211c80319c");
+        r.tenant = Some("acme");
+        r.forwarded_for = Some(b"198.51.100.4");
+        r.sni = Some("a.example");
+        r.tls_version = Some("TLSv1.3");
+        r.bytes_in = Some(12);
+        r.upstream = Some("10.0.0.1:8080");
+        r.upstream_status = Some(502);
+        r.upstream_connect = Some(Duration::from_micros(81));
+        r.upstream_first_byte = Some(Duration::from_micros(501));
+        r.refusal = Some("the \"backend\" refused");
+        r.referer = Some(b"https://b.example/\xff");
+        r.verb = Some("exec");
+        r.namespace = Some("default");
+        r.pod = Some("web-0");
+        r.leaf = Some("leaf-a");
+        r.end_reason = Some("client closed");
+        r.throttled = Some(Duration::from_millis(7));
+        let line = text(&AccessLogFormat::Json, false, &r);
+        let _: serde_json::Value = serde_json::from_str(&line).unwrap();
+        // Every key, in order: where each value starts, and ends where the next key does.
+        let mut starts = Vec::new();
+        let mut at = 0;
+        for field in LogField::ALL {
+            let key = format!("\"{}\":", field.name());
+            let found = line[at..]
+                .find(&key)
+                .unwrap_or_else(|| panic!("{key} missing or out of order in {line}"));
+            starts.push((at + found, at + found + key.len()));
+            at += found + key.len();
+        }
+        let ends = starts.iter().skip(1).map(|&(key, _)| key - 1);
+        let ends = ends.chain([line.len() - 2]); // before the `}\n`
+        for ((field, (_, from)), end) in LogField::ALL.into_iter().zip(starts.clone()).zip(ends) {
+            let written = &line[from..end];
+            let written = written
+                .strip_prefix('"')
+                .and_then(|w| w.strip_suffix('"'))
+                .unwrap_or(written);
+            let pieces = TemplatePiece::parse_template(&format!("{{{}}}", field.name())).unwrap();
+            let templated = text(&AccessLogFormat::Template(pieces), false, &r);
+            assert_eq!(
+                written,
+                templated.trim_end_matches('\n'),
+                "{}",
+                field.name()
+            );
+        }
     }
 
     #[test]

@@ -58,21 +58,33 @@ impl<'b> Out<'b> {
         self.buf.truncate(len);
     }
 
+    /// A write that does not fit marks the line full; what later ones write may fit, but
+    /// a full line is taken back whole (`Sink::push`), so they are not stopped.
+    #[inline]
     pub fn bytes(&mut self, b: &[u8]) {
-        if self.full || self.buf.capacity() - self.buf.len() < b.len() {
+        if self.buf.capacity() - self.buf.len() < b.len() {
             self.full = true;
             return;
         }
         self.buf.extend_from_slice(b);
     }
 
+    #[inline]
     pub fn byte(&mut self, b: u8) {
         self.bytes(&[b]);
     }
 
     /// `n` in decimal, without `fmt`'s machinery (a line writes several numbers).
     pub fn uint(&mut self, n: u64) {
-        self.bytes(Decimal::of(n).as_bytes());
+        // Most of a line's numbers (a status, an address's octets, a duration's
+        // milliseconds) have three digits or fewer: written as one store each.
+        let digit = |n: u64| b'0' + (n % 10) as u8;
+        match n {
+            0..10 => self.byte(digit(n)),
+            10..100 => self.bytes(&[digit(n / 10), digit(n)]),
+            100..1000 => self.bytes(&[digit(n / 100), digit(n / 10), digit(n)]),
+            _ => self.bytes(Decimal::of(n).as_bytes()),
+        }
     }
 
     /// A duration as milliseconds with three decimals (`1.500`), rounded to the
@@ -126,7 +138,22 @@ impl<'b> Out<'b> {
     /// `b` as a JSON string's contents: `"`, `\` and control characters escaped, valid
     /// UTF-8 as it is, each byte of invalid UTF-8 as `\u00XX`; cut at [`VALUE_MOST`].
     pub fn json(&mut self, b: &[u8]) {
-        for chunk in b[..b.len().min(VALUE_MOST)].utf8_chunks() {
+        let b = &b[..b.len().min(VALUE_MOST)];
+        // Most values are printable ASCII with nothing to escape: copied in one go, the
+        // rest (from the first byte that is not) taken apart below.
+        let plain = b
+            .iter()
+            .position(|&c| !(0x20..0x7f).contains(&c) || c == b'"' || c == b'\\')
+            .unwrap_or(b.len());
+        self.bytes(&b[..plain]);
+        if plain < b.len() {
+            self.json_escaped(&b[plain..]);
+        }
+    }
+
+    /// [`Out::json`] of what is left from the first byte to escape or to check as UTF-8.
+    fn json_escaped(&mut self, b: &[u8]) {
+        for chunk in b.utf8_chunks() {
             let valid = chunk.valid().as_bytes();
             let mut from = 0;
             for (i, &c) in valid.iter().enumerate() {
@@ -249,7 +276,20 @@ mod tests {
 
     #[test]
     fn numbers_durations_and_addresses_read_as_display_writes_them() {
-        for n in [0, 7, 10, 999, 1_000_000, u64::MAX] {
+        for n in [
+            0,
+            7,
+            10,
+            42,
+            99,
+            100,
+            101,
+            999,
+            1_000,
+            12_345,
+            1_000_000,
+            u64::MAX,
+        ] {
             assert_eq!(written(|o| o.uint(n)), n.to_string());
         }
         for (nanos, text) in [

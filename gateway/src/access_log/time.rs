@@ -2,7 +2,30 @@
 //! milliseconds (`2026-12-02T07:58:37.123Z`, JSON and templates) and nginx's
 //! `$time_local` (`02/Dec/2026:07:58:37 +0000`, `combined`; leafgate writes UTC).
 
+use std::cell::Cell;
 use std::time::{SystemTime, UNIX_EPOCH};
+
+/// `t` as [`Civil::rfc3339`] writes it, the calendar worked out once a second on each
+/// thread: a line's time is mostly the second the thread's last line had, and then only
+/// its milliseconds are written anew.
+pub fn rfc3339(t: SystemTime) -> [u8; 24] {
+    thread_local! {
+        /// The second last written (`u64::MAX`: none yet) and its text.
+        static LAST: Cell<(u64, [u8; 24])> = const { Cell::new((u64::MAX, [0; 24])) };
+    }
+    let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    LAST.with(|last| {
+        let (second, mut text) = last.get();
+        if second == secs {
+            digits(&mut text[20..23], since.subsec_millis());
+            return text;
+        }
+        let text = Civil::of(t).rfc3339();
+        last.set((secs, text));
+        text
+    })
+}
 
 /// A time split into its calendar parts, in UTC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,7 +116,7 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 mod tests {
     use std::time::{Duration, UNIX_EPOCH};
 
-    use super::Civil;
+    use super::{Civil, rfc3339};
 
     fn both(secs: u64, millis: u64) -> (String, String) {
         let c = Civil::of(UNIX_EPOCH + Duration::from_millis(secs * 1000 + millis));
@@ -123,5 +146,32 @@ mod tests {
         // A leap day, and the last second of a year.
         assert_eq!(both(951_782_400, 5).0, "2000-02-29T00:00:00.005Z");
         assert_eq!(both(1_704_067_199, 999).0, "2023-12-31T23:59:59.999Z");
+    }
+
+    #[test]
+    fn the_second_kept_from_the_last_line_writes_as_the_calendar_does() {
+        // Within one second, across a second, a day, back in time, and before 1970.
+        let at = |ms: i64| {
+            let t = if ms >= 0 {
+                UNIX_EPOCH + Duration::from_millis(ms as u64)
+            } else {
+                UNIX_EPOCH - Duration::from_millis(ms.unsigned_abs())
+            };
+            (rfc3339(t), Civil::of(t).rfc3339())
+        };
+        for ms in [
+            1_796_198_317_123,
+            1_796_198_317_999,
+            1_796_198_318_000,
+            1_796_198_318_001,
+            1_796_256_000_000,
+            1_796_198_317_500,
+            -5,
+            0,
+            1,
+        ] {
+            let (kept, worked_out) = at(ms);
+            assert_eq!(kept, worked_out, "{ms}");
+        }
     }
 }

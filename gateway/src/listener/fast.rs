@@ -29,8 +29,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tracing::debug;
 
@@ -159,9 +157,8 @@ where
                         .map(|m| &m.edit),
                 };
                 exchanged = true;
-                let began = plan.log.as_ref().map(|_| Instant::now());
                 let next = conn.exchange(io, request, &|| stop.is_fired()).await;
-                if let (Some(log), Some(began)) = (&plan.log, began) {
+                if let (Some(log), Some(began)) = (&plan.log, conn.outcome.started) {
                     let (route, upstream) = (&plan.route, &plan.upstream);
                     access::fast_line(
                         log,

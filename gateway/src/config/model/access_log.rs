@@ -244,6 +244,17 @@ impl AccessLogs {
     pub fn any(&self) -> bool {
         self.default.is_some() || !self.by_listener.is_empty()
     }
+
+    /// The files the access logs write (stdout is none).
+    pub fn files(&self) -> impl Iterator<Item = &std::path::Path> {
+        self.default
+            .iter()
+            .chain(self.by_listener.values())
+            .filter_map(|c| match &c.path {
+                AccessLogPath::File(path) => Some(path.as_path()),
+                AccessLogPath::Stdout => None,
+            })
+    }
 }
 
 #[cfg(test)]

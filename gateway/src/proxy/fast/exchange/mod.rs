@@ -86,6 +86,8 @@ pub struct Outcome {
     pub upstream_connect: Option<Duration>,
     /// Body bytes sent to the client.
     pub bytes_out: u64,
+    /// When the exchange started (the line's duration is measured from it).
+    pub started: Option<Instant>,
 }
 
 /// What the connection does after an exchange.
@@ -191,6 +193,7 @@ impl<'a, C: Caller> FastConn<'a, C> {
         S: AsyncRead + AsyncWrite + Unpin,
     {
         let started = Instant::now();
+        self.outcome.started = Some(started);
         self.answered = None;
         self.outcome.status = 0;
         self.outcome.refusal.clear();
@@ -450,6 +453,7 @@ impl<'a, C: Caller> FastConn<'a, C> {
             refusal: std::mem::take(&mut self.outcome.refusal),
             first_byte: Some(answered - started),
             upstream_connect: self.outcome.upstream_connect,
+            started: Some(started),
             bytes_out: match framing {
                 Framing::Length(n) => n,
                 _ => 0,
