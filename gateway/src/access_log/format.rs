@@ -23,12 +23,12 @@ pub fn line(format: &AccessLogFormat, query: bool, record: &Record<'_>, out: &mu
 /// each field's `,"name":` is then one constant the compiler copies in place, and a line
 /// is a straight run of writes.
 fn json(r: &Record<'_>, query: bool, out: &mut Out<'_>) {
-    /// A text field, quoted and escaped.
+    /// A text field (`&str` or bytes), quoted and escaped.
     macro_rules! text {
         ($name:literal, $value:expr) => {
             if let Some(v) = $value {
                 out.bytes(concat!(",\"", $name, "\":\"").as_bytes());
-                out.json(v);
+                out.json(AsRef::<[u8]>::as_ref(v));
                 out.byte(b'"');
             }
         };
@@ -42,48 +42,45 @@ fn json(r: &Record<'_>, query: bool, out: &mut Out<'_>) {
             }
         };
     }
-    fn text(s: Option<&str>) -> Option<&[u8]> {
-        s.map(str::as_bytes)
-    }
     out.bytes(b"{\"time\":\"");
     out.bytes(&time::rfc3339(r.time));
     out.bytes(b"\",\"kind\":\"");
     out.bytes(r.kind.name().as_bytes());
     out.byte(b'"');
-    text!("request_id", text(r.request_id));
-    text!("trace_id", text(r.trace_id));
-    text!("listener", Some(r.listener.as_bytes()));
-    text!("route", text(r.route));
-    text!("tenant", text(r.tenant));
+    text!("request_id", r.request_id);
+    text!("trace_id", r.trace_id);
+    text!("listener", Some(r.listener));
+    text!("route", r.route);
+    text!("tenant", r.tenant);
     if let Some(client) = r.client {
         out.bytes(b",\"client\":\"");
         out.addr(client);
         out.byte(b'"');
     }
     text!("forwarded_for", r.forwarded_for);
-    text!("sni", text(r.sni));
-    text!("tls_version", text(r.tls_version));
-    text!("method", text(r.method));
+    text!("sni", r.sni);
+    text!("tls_version", r.tls_version);
+    text!("method", r.method);
     text!("host", r.host);
     text!("path", r.path(query));
-    text!("protocol", text(r.protocol));
+    text!("protocol", r.protocol);
     plain!(uint, "status", r.status.map(u64::from));
     plain!(uint, "bytes_in", r.bytes_in);
     plain!(uint, "bytes_out", r.bytes_out);
-    text!("upstream", text(r.upstream));
+    text!("upstream", r.upstream);
     plain!(uint, "upstream_status", r.upstream_status.map(u64::from));
     plain!(millis, "upstream_connect_ms", r.upstream_connect);
     plain!(millis, "upstream_first_byte_ms", r.upstream_first_byte);
     plain!(millis, "duration_ms", r.duration);
-    text!("served_by", text(r.served_by));
-    text!("refusal", text(r.refusal));
+    text!("served_by", r.served_by);
+    text!("refusal", r.refusal);
     text!("referer", r.referer);
     text!("user_agent", r.user_agent);
-    text!("verb", text(r.verb));
-    text!("namespace", text(r.namespace));
-    text!("pod", text(r.pod));
-    text!("leaf", text(r.leaf));
-    text!("end_reason", text(r.end_reason));
+    text!("verb", r.verb);
+    text!("namespace", r.namespace);
+    text!("pod", r.pod);
+    text!("leaf", r.leaf);
+    text!("end_reason", r.end_reason);
     plain!(millis, "throttled_ms", r.throttled);
     out.byte(b'}');
 }
