@@ -259,6 +259,35 @@ mod tests {
     }
 
     #[test]
+    fn a_hostile_long_value_is_cut_at_value_most_plain_or_escaped() {
+        use super::VALUE_MOST;
+        // Room for far more than one value, so only the cut can stop a write.
+        let json = |b: &[u8]| {
+            let mut buf = Vec::with_capacity(8 * VALUE_MOST);
+            let mut out = Out::new(&mut buf);
+            out.json(b);
+            assert!(!out.full);
+            String::from_utf8(buf).unwrap()
+        };
+        // A 100 KiB path of plain ASCII: copied whole up to the cut, not a byte more.
+        let long = vec![b'a'; 100 * 1024];
+        assert_eq!(json(&long), "a".repeat(VALUE_MOST));
+        // Plain up to the cut, then quotes past it: the quotes are never reached.
+        let mut tail = vec![b'a'; VALUE_MOST];
+        tail.extend_from_slice(b"\"\"\"");
+        assert_eq!(json(&tail), "a".repeat(VALUE_MOST));
+        // Plain, then a quote inside the cut, then more: escaped, then cut at the same byte.
+        let mut mixed = vec![b'a'; 10];
+        mixed.push(b'"');
+        mixed.extend(std::iter::repeat_n(b'b', 100 * 1024));
+        let written = json(&mixed);
+        assert_eq!(
+            written,
+            format!("{}\\\"{}", "a".repeat(10), "b".repeat(VALUE_MOST - 11))
+        );
+    }
+
+    #[test]
     fn nginx_escapes_quotes_backslashes_and_non_printables_as_hex() {
         assert_eq!(nginx(b""), "-");
         assert_eq!(nginx(b"Mozilla/5.0 (X11)"), "Mozilla/5.0 (X11)");
